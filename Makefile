@@ -1,0 +1,123 @@
+# sluice - rate limits for any program, by LD_PRELOAD.
+#
+#   make            build build/libsluice.so and build/sluice
+#   make demo       install missing Debian packages, build, run the built-in demo
+#   make test       install missing packages, build, run every test (unit, ASan+UBSan,
+#                   TSan, fuzz smoke, integration); ends with "N passed, N failed"
+#   make unit       unit tests only (SAN=asan or SAN=tsan for a sanitizer build)
+#   make bench      benchmarks; writes BENCH.md
+#   make install    PREFIX=/usr/local DESTDIR= : bin/sluice, lib/sluice/libsluice.so
+#   make deps       install the Debian packages the build and tests need
+#   make format     clang-format every source file
+#
+# Knobs: CC (cc), PREFIX (/usr/local), DESTDIR (empty), SAN (empty|asan|tsan),
+#        V=1 shows full commands, BUILD (build; sanitizer builds go to build/SAN).
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+DESTDIR ?=
+SAN     ?=
+V       ?= 0
+
+ifeq ($(SAN),)
+BUILD   ?= build
+SANFLAGS =
+else ifeq ($(SAN),asan)
+BUILD   ?= build/asan
+SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else ifeq ($(SAN),tsan)
+BUILD   ?= build/tsan
+SANFLAGS = -fsanitize=thread
+else
+$(error SAN must be empty, asan or tsan)
+endif
+
+Q := $(if $(filter 1,$(V)),,@)
+PKG_CFLAGS := $(shell pkg-config --cflags libconfuse jemalloc 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs libconfuse jemalloc 2>/dev/null)
+CFLAGS  ?= -O2 -g
+WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE \
+             $(SANFLAGS) $(PKG_CFLAGS) -MMD -MP
+LIBS     = $(PKG_LIBS) -ldl -lpthread
+VERSION  = 0.1.0
+
+CORE_SRC := $(wildcard core/*.c)
+CONF_SRC := $(wildcard conf/*.c)
+SHIM_SRC := $(wildcard shim/*.c)
+CLI_SRC  := $(wildcard cli/*.c)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+BENCH_SRC:= $(wildcard bench/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+LIB_OBJ  := $(call obj,$(CORE_SRC) $(CONF_SRC))
+SHIM_OBJ := $(call obj,$(SHIM_SRC))
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+
+.PHONY: all demo test unit integration bench install deps format help clean fuzz
+all: $(BUILD)/libsluice.so $(BUILD)/sluice
+
+help:
+	@sed -n '3,16p' Makefile
+
+# Rebuild everything when the flags change.
+$(BUILD)/.flags: FORCE
+	@mkdir -p $(@D)
+	@echo '$(CC) $(ALL_CFLAGS) $(LIBS)' | cmp -s - $@ || echo '$(CC) $(ALL_CFLAGS) $(LIBS)' > $@
+FORCE:
+
+$(BUILD)/obj/%.o: %.c $(BUILD)/.flags
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -DSL_VERSION_TEXT='"$(VERSION)"' -c $< -o $@
+
+$(BUILD)/libsluice.so: $(SHIM_OBJ) $(LIB_OBJ) shim/exports.map
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) -shared $(SANFLAGS) -Wl,--version-script=shim/exports.map -Wl,-z,now \
+		-o $@ $(SHIM_OBJ) $(LIB_OBJ) $(LIBS)
+
+$(BUILD)/sluice: $(call obj,$(CLI_SRC)) $(LIB_OBJ)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(SANFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB_OBJ)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(SANFLAGS) -o $@ $^ $(LIBS) -lcmocka
+
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJ)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(SANFLAGS) -o $@ $^ $(LIBS)
+
+unit: $(UNIT_BIN)
+	$(Q)tests/run-unit.sh $(UNIT_BIN)
+
+deps:
+	$(Q)scripts/deps.sh
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/demo.sh
+
+test: deps
+	$(Q)tests/run-all.sh
+
+integration: all
+	$(Q)tests/integration/run.sh
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory all $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+	$(Q)bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/sluice
+	install -m 0755 $(BUILD)/sluice $(DESTDIR)$(PREFIX)/bin/sluice
+	install -m 0755 $(BUILD)/libsluice.so $(DESTDIR)$(PREFIX)/lib/sluice/libsluice.so
+
+format:
+	clang-format -i core/*.[ch] conf/*.[ch] shim/*.[ch] cli/*.c tests/unit/*.[ch] bench/*.c
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

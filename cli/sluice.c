@@ -1,0 +1,226 @@
+/* sluice - runs a program under the rate limiter, checks configurations,
+ * shows counters. See `sluice --help`. */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../conf/conf.h"
+#include "../core/table.h"
+
+#ifndef SL_VERSION_TEXT
+#define SL_VERSION_TEXT "dev"
+#endif
+#ifndef SL_LIBDIR
+#define SL_LIBDIR "/usr/local/lib/sluice"
+#endif
+
+static const char usage[] =
+    "usage: sluice run [-c FILE] [--in RULE]... [--out RULE]... [--dry-run] -- COMMAND [ARG]...\n"
+    "       sluice check [-c FILE] [--in RULE]... [--out RULE]...\n"
+    "       sluice stats (-c FILE | --shared NAME)\n"
+    "       sluice version\n"
+    "\n"
+    "  run     runs COMMAND with libsluice.so preloaded and the rules given\n"
+    "  check   validates the rules and prints them as understood (exit 1 on error)\n"
+    "  stats   prints the per-rule counters of a table named with `shared`\n"
+    "\n"
+    "  -c, --config FILE   configuration file (libconfuse syntax, see README)\n"
+    "  --in RULE           an inbound rule as key=value words: 'port=8080 rate=20/s burst=10'\n"
+    "  --out RULE          an outbound rule: 'to=api.example port=443 rate=50/m action=delay'\n"
+    "  --dry-run           decide and count, log what would be limited, enforce nothing\n"
+    "  --shared NAME       (stats) the table's shared name\n";
+
+struct args {
+    const char *config;
+    const char *shared;
+    char rules[8192];
+    int dry_run;
+};
+
+static void add_rule(struct args *a, const char *dir, const char *text)
+{
+    size_t n = strlen(a->rules);
+    int w = snprintf(a->rules + n, sizeof a->rules - n, "%s%s %s", n ? "; " : "", dir, text);
+    if (w < 0 || (size_t)w >= sizeof a->rules - n) {
+        fprintf(stderr, "sluice: inline rules are too long\n");
+        exit(2);
+    }
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"in", required_argument, NULL, 'i'},
+        {"out", required_argument, NULL, 'o'},    {"dry-run", no_argument, NULL, 'd'},
+        {"shared", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(a, 0, sizeof *a);
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "+c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': a->config = optarg; break;
+        case 'i': add_rule(a, "in", optarg); break;
+        case 'o': add_rule(a, "out", optarg); break;
+        case 'd': a->dry_run = 1; break;
+        case 's': a->shared = optarg; break;
+        case 'h': fputs(usage, stdout); exit(0);
+        default: fputs(usage, stderr); exit(2);
+        }
+    }
+    if (a->dry_run) {
+        char tmp[sizeof a->rules];
+        snprintf(tmp, sizeof tmp, "%s", a->rules);
+        a->rules[0] = 0;
+        add_rule(a, "global", "dry_run=yes");
+        if (*tmp) add_rule(a, "", tmp);
+    }
+    return optind;
+}
+
+static struct sl_config *load(const struct args *a)
+{
+    char err[1024];
+    enum sl_on_error on_error;
+    struct sl_config *cfg = sl_conf_load(a->config, *a->rules ? a->rules : NULL, &on_error, err,
+                                         sizeof err);
+    if (!cfg) fprintf(stderr, "sluice: %s\n", err);
+    return cfg;
+}
+
+static int file_exists(const char *p)
+{
+    return access(p, R_OK) == 0;
+}
+
+/* The library beside this program (the build tree), then under the install
+ * prefix relative to it, then the compiled-in prefix. */
+static int find_library(char *out, size_t len)
+{
+    const char *env = getenv("SLUICE_LIBRARY");
+    if (env && *env) return snprintf(out, len, "%s", env), 0;
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = 0;
+        char *dir = dirname(self);
+        snprintf(out, len, "%s/libsluice.so", dir);
+        if (file_exists(out)) return 0;
+        snprintf(out, len, "%s/../lib/sluice/libsluice.so", dir);
+        if (file_exists(out)) return 0;
+    }
+    snprintf(out, len, "%s/libsluice.so", SL_LIBDIR);
+    return file_exists(out) ? 0 : -1;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    struct args a;
+    int first = parse_args(argc, argv, &a);
+    if (first >= argc) {
+        fprintf(stderr, "sluice run: no command given\n%s", usage);
+        return 2;
+    }
+    char lib[PATH_MAX];
+    if (find_library(lib, sizeof lib) != 0) {
+        fprintf(stderr, "sluice: libsluice.so not found beside %s or in %s\n", argv[0], SL_LIBDIR);
+        return 1;
+    }
+    char abs[PATH_MAX];
+    if (a.config) {
+        if (!realpath(a.config, abs)) {
+            fprintf(stderr, "sluice: %s: cannot read: %s\n", a.config, strerror(errno));
+            return 1;
+        }
+        setenv("SLUICE_CONFIG", abs, 1);
+    }
+    if (*a.rules) setenv("SLUICE_RULES", a.rules, 1);
+    /* Ours goes last, so a sanitizer runtime the user preloads stays first. */
+    const char *pre = getenv("LD_PRELOAD");
+    char preload[2 * PATH_MAX];
+    snprintf(preload, sizeof preload, "%s%s%s", pre && *pre ? pre : "", pre && *pre ? " " : "",
+             lib);
+    setenv("LD_PRELOAD", preload, 1);
+    execvp(argv[first], argv + first);
+    fprintf(stderr, "sluice: %s: %s\n", argv[first], strerror(errno));
+    return 127;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+    struct args a;
+    parse_args(argc, argv, &a);
+    struct sl_config *cfg = load(&a);
+    if (!cfg) return 1;
+    sl_conf_print(cfg, stdout);
+    sl_conf_free(cfg);
+    return 0;
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+    struct args a;
+    parse_args(argc, argv, &a);
+    char name[SL_NAME_MAX] = "";
+    if (a.shared) {
+        snprintf(name, sizeof name, "%s", a.shared);
+    } else if (a.config) {
+        struct sl_config *cfg = load(&a);
+        if (!cfg) return 1;
+        snprintf(name, sizeof name, "%s", cfg->shared);
+        sl_conf_free(cfg);
+    }
+    if (!*name) {
+        fprintf(stderr, "sluice stats: the table must have a shared name (option `shared`)\n");
+        return 2;
+    }
+    char err[256];
+    struct sl_table *t = sl_table_attach(name, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "sluice stats: %s: %s\n", name, err);
+        return 1;
+    }
+    printf("table %s: %u slots, %u in use, %zu bytes\n", name, sl_table_slots(t),
+           sl_table_used(t), sl_table_bytes(t));
+    printf("%-24s", "rule");
+    for (int c = 0; c < SL_NCOUNTERS; c++) printf(" %12s", sl_counter_names[c]);
+    printf("\n");
+    uint64_t id;
+    char rule[SL_NAME_MAX];
+    for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
+        printf("%-24s", rule);
+        for (int c = 0; c < SL_NCOUNTERS; c++)
+            printf(" %12llu", (unsigned long long)sl_table_counter(t, r, (enum sl_counter)c));
+        printf("\n");
+    }
+    sl_table_close(t);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
+    if (!strcmp(cmd, "stats")) return cmd_stats(argc - 1, argv + 1);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("sluice %s\n", SL_VERSION_TEXT);
+        return 0;
+    }
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    fprintf(stderr, "sluice: unknown command '%s'\n%s", cmd, usage);
+    return 2;
+}

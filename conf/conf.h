@@ -1,0 +1,40 @@
+/* conf.h - reads sluice's configuration: a libconfuse file, inline rules,
+ * or both, into one immutable struct sl_config (core/rule.h).
+ *
+ * Inline rules are the file's options written as key=value words, for
+ * one-line hotfixes. Several rules are separated by ';' and each starts
+ * with its direction, or `global` for global options:
+ *     in port=8080 rate=20/s burst=10 action=reply; out to=api.example port=443 rate=50/m
+ * Lists are comma-separated (from=10.0.0.0/8,192.168.0.0/16).
+ *
+ * Every error is one line naming the source (file name or "inline rule N"),
+ * the line, the option and the rejected value.
+ */
+#ifndef SL_CONF_H
+#define SL_CONF_H
+
+#include <netdb.h>
+#include <stdio.h>
+
+#include "../core/rule.h"
+
+/* Resolves host names for outbound rules at load time; the shim points it at
+ * the real getaddrinfo so its own hook does not see the lookup. */
+typedef int (*sl_resolve_fn)(const char *node, const char *service, const struct addrinfo *hints,
+                             struct addrinfo **res);
+typedef void (*sl_freeaddrinfo_fn)(struct addrinfo *res);
+void sl_conf_set_resolver(sl_resolve_fn resolve, sl_freeaddrinfo_fn release);
+
+/* Loads `file` (NULL: none) then `inline_rules` (NULL: none). Returns a new
+ * config, or NULL with one message in err. *on_error receives the on_error
+ * the operator asked for, as far as it could be read, even when the load
+ * fails (so a broken file can still refuse to start when it says so). */
+struct sl_config *sl_conf_load(const char *file, const char *inline_rules,
+                               enum sl_on_error *on_error, char *err, size_t errlen);
+
+void sl_conf_free(struct sl_config *cfg);
+
+/* Prints the config in its normalised form, itself a valid config file. */
+void sl_conf_print(const struct sl_config *cfg, FILE *out);
+
+#endif

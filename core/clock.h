@@ -1,0 +1,20 @@
+/* clock.h - the one place sluice reads the time.
+ *
+ * CLOCK_MONOTONIC in nanoseconds: shared by every process on the host, so
+ * buckets in a shared table mean the same thing to all of them. Algorithms
+ * never call this; they take `now` as a parameter.
+ */
+#ifndef SL_CLOCK_H
+#define SL_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t sl_clock_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#endif

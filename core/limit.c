@@ -1,0 +1,228 @@
+/* limit.c - GCRA, sliding window counter and fixed window.
+ *
+ * GCRA (the Generic Cell Rate Algorithm, ITU-T I.371) is a token bucket
+ * kept as one number: the theoretical arrival time (TAT) of the next
+ * request if requests came exactly at the rate. A request of cost c passes
+ * when TAT' = max(TAT, now) + c*T is no further ahead of now than the
+ * burst allows: TAT' - now <= burst*T. T is kept in picoseconds so that
+ * rates such as 3/s or 50/m do not drift by a whole nanosecond per request;
+ * TAT is in nanoseconds of CLOCK_MONOTONIC, which every process on the host
+ * shares.
+ *
+ * A clock that steps backwards (or a state written by a process whose
+ * clock read was later than ours) must not cost more than an empty bucket:
+ * a TAT further ahead than burst + slack is clamped to that.
+ *
+ * The sliding window counter (as in Cloudflare's and nginx's descriptions)
+ * weights the previous window's count by the part of it still inside the
+ * sliding window. We compare exactly in integers:
+ *   prev*(W - elapsed) + (curr + cost)*W <= count*W
+ * so no rounding lets an extra request through. State: [window:24][prev:20]
+ * [curr:20]. The fixed window keeps [window:32][count:32] and permits the
+ * well-known double burst at the window edge; it is here because operators
+ * ask for the semantics they know.
+ */
+#include "limit.h"
+
+typedef unsigned __int128 u128;
+
+#define M20 ((1ull << 20) - 1)
+#define M24 ((1ull << 24) - 1)
+#define M32 0xffffffffull
+
+int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t period_ns,
+                  uint64_t burst)
+{
+    if (count == 0 || period_ns == 0) return -1;
+    l->alg = alg;
+    l->count = count;
+    l->period_ns = period_ns;
+    l->burst = burst;
+    l->interval_ps = 0;
+    l->burst_ns = 0;
+    switch (alg) {
+    case SL_ALG_GCRA: {
+        if (burst == 0) return -1;
+        u128 ips = (u128)period_ns * 1000 / count;
+        if (ips == 0 || ips > UINT64_MAX) return -1;
+        l->interval_ps = (uint64_t)ips;
+        u128 bns = (u128)burst * ips / 1000;
+        if (bns > UINT64_MAX / 4) return -1;
+        l->burst_ns = (uint64_t)bns;
+        return 0;
+    }
+    case SL_ALG_SLIDING:
+        return count <= SL_SLIDING_MAX_COUNT ? 0 : -1;
+    case SL_ALG_FIXED:
+        return count <= SL_FIXED_MAX_COUNT ? 0 : -1;
+    }
+    return -1;
+}
+
+static uint64_t gcra_cost_ns(const struct sl_limit *l, uint64_t cost)
+{
+    u128 ns = (u128)cost * l->interval_ps / 1000;
+    return ns > UINT64_MAX / 4 ? UINT64_MAX / 4 : (uint64_t)ns;
+}
+
+static void gcra_step(const struct sl_limit *l, uint64_t tat, uint64_t now, uint64_t cost,
+                      uint64_t slack, uint64_t *next, struct sl_verdict *v)
+{
+    uint64_t horizon = now + l->burst_ns + slack;
+    if (tat > horizon) tat = horizon; /* backwards clock: no worse than empty */
+    uint64_t base = tat > now ? tat : now;
+    uint64_t new_tat = base + gcra_cost_ns(l, cost);
+    uint64_t allow_at = new_tat > l->burst_ns ? new_tat - l->burst_ns : 0;
+
+    v->limit = l->burst;
+    if (allow_at <= now + slack) {
+        v->allowed = true;
+        v->wait_ns = allow_at > now ? allow_at - now : 0;
+        v->retry_ns = 0;
+        v->reset_ns = new_tat - now;
+        uint64_t room = now + l->burst_ns > new_tat ? now + l->burst_ns - new_tat : 0;
+        v->remaining = (uint64_t)((u128)room * 1000 / l->interval_ps);
+        *next = new_tat;
+    } else {
+        v->allowed = false;
+        v->wait_ns = 0;
+        v->retry_ns = allow_at - now;
+        v->reset_ns = tat > now ? tat - now : 0;
+        v->remaining = 0;
+        *next = tat;
+    }
+}
+
+static void sliding_unpack(const struct sl_limit *l, uint64_t s, uint64_t now, uint64_t *prev,
+                           uint64_t *curr)
+{
+    uint64_t cur = now / l->period_ns;
+    uint64_t idx = s >> 40;
+    *prev = 0;
+    *curr = 0;
+    if (s == 0) return;
+    if (idx == (cur & M24)) {
+        *prev = (s >> 20) & M20;
+        *curr = s & M20;
+    } else if (idx == ((cur - 1) & M24)) {
+        *prev = s & M20;
+    }
+}
+
+static void sliding_step(const struct sl_limit *l, uint64_t s, uint64_t now, uint64_t cost,
+                         uint64_t *next, struct sl_verdict *v)
+{
+    const uint64_t W = l->period_ns, n = l->count;
+    uint64_t prev, curr;
+    sliding_unpack(l, s, now, &prev, &curr);
+    uint64_t el = now % W;
+    u128 used = (u128)prev * (W - el) + (u128)curr * W;
+    u128 cap = (u128)n * W;
+
+    v->limit = n;
+    v->wait_ns = 0;
+    if (used + (u128)cost * W <= cap) {
+        curr += cost;
+        used += (u128)cost * W;
+        v->allowed = true;
+        v->retry_ns = 0;
+        v->remaining = (uint64_t)((cap - used) / W);
+        *next = ((now / W) & M24) << 40 | (prev & M20) << 20 | (curr & M20);
+    } else {
+        v->allowed = false;
+        v->remaining = 0;
+        *next = s;
+        if (cost > n) {
+            v->retry_ns = UINT64_MAX / 4;
+        } else if (curr + cost <= n) {
+            /* passes later in this window, once prev's weight has decayed */
+            uint64_t e = W - (uint64_t)((u128)(n - curr - cost) * W / prev);
+            v->retry_ns = e - el;
+        } else {
+            /* next window: curr becomes prev */
+            uint64_t e = curr ? W - (uint64_t)((u128)(n - cost) * W / curr) : 0;
+            v->retry_ns = (W - el) + e;
+        }
+    }
+    v->reset_ns = curr ? (W - el) + W : prev ? W - el : 0;
+}
+
+static void fixed_step(const struct sl_limit *l, uint64_t s, uint64_t now, uint64_t cost,
+                       uint64_t *next, struct sl_verdict *v)
+{
+    const uint64_t W = l->period_ns;
+    uint64_t cur = (now / W) & M32;
+    uint64_t used = (s != 0 && (s >> 32) == cur) ? (s & M32) : 0;
+    uint64_t left = W - now % W;
+
+    v->limit = l->count;
+    v->wait_ns = 0;
+    if (used + cost <= l->count) {
+        used += cost;
+        v->allowed = true;
+        v->retry_ns = 0;
+        *next = cur << 32 | used;
+    } else {
+        v->allowed = false;
+        v->retry_ns = cost > l->count ? UINT64_MAX / 4 : left;
+        *next = s;
+    }
+    v->remaining = l->count - used;
+    v->reset_ns = used ? left : 0;
+}
+
+void sl_limit_step(const struct sl_limit *l, uint64_t old, uint64_t now, uint64_t cost,
+                   uint64_t slack_ns, uint64_t *next, struct sl_verdict *v)
+{
+    switch (l->alg) {
+    case SL_ALG_GCRA:
+        gcra_step(l, old, now, cost, slack_ns, next, v);
+        return;
+    case SL_ALG_SLIDING:
+        sliding_step(l, old, now, cost, next, v);
+        return;
+    case SL_ALG_FIXED:
+        fixed_step(l, old, now, cost, next, v);
+        return;
+    }
+}
+
+uint64_t sl_limit_refund(const struct sl_limit *l, uint64_t s, uint64_t now, uint64_t cost)
+{
+    switch (l->alg) {
+    case SL_ALG_GCRA: {
+        uint64_t c = gcra_cost_ns(l, cost);
+        return s > c ? s - c : 0;
+    }
+    case SL_ALG_SLIDING: {
+        uint64_t prev, curr;
+        sliding_unpack(l, s, now, &prev, &curr);
+        if (s == 0 || (s >> 40) != ((now / l->period_ns) & M24)) return s;
+        curr = curr > cost ? curr - cost : 0;
+        return (s >> 40) << 40 | prev << 20 | curr;
+    }
+    case SL_ALG_FIXED: {
+        if (s == 0 || (s >> 32) != ((now / l->period_ns) & M32)) return s;
+        uint64_t used = s & M32;
+        used = used > cost ? used - cost : 0;
+        return (s >> 32) << 32 | used;
+    }
+    }
+    return s;
+}
+
+bool sl_limit_idle(const struct sl_limit *l, uint64_t s, uint64_t now)
+{
+    if (s == 0) return true;
+    switch (l->alg) {
+    case SL_ALG_GCRA:
+        return s <= now;
+    case SL_ALG_SLIDING: {
+        uint64_t cur = now / l->period_ns, idx = s >> 40;
+        return idx != (cur & M24) && idx != ((cur - 1) & M24);
+    }
+    case SL_ALG_FIXED:
+        return (s >> 32) != ((now / l->period_ns) & M32);
+    }
+    return false;
+}

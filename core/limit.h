@@ -1,0 +1,67 @@
+/* limit.h - rate-limit algorithms over one 64-bit word of state.
+ *
+ * Each algorithm is a pure function: (old state, now, cost) -> (new state,
+ * verdict). The caller owns the word and publishes the new value with a
+ * compare-and-swap, so the same code serves the shared table, the overflow
+ * buckets and the unit tests, which drive `now` by hand. A state of 0 is a
+ * fresh bucket for every algorithm.
+ */
+#ifndef SL_LIMIT_H
+#define SL_LIMIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SL_NS_PER_SEC 1000000000ull
+
+enum sl_alg {
+    SL_ALG_GCRA,    /* token bucket as a theoretical arrival time */
+    SL_ALG_SLIDING, /* sliding window counter: two windows, weighted */
+    SL_ALG_FIXED,   /* fixed window: counts reset at each window edge */
+};
+
+/* Window algorithms pack counts into the state word. */
+#define SL_SLIDING_MAX_COUNT ((1u << 20) - 1)
+#define SL_FIXED_MAX_COUNT   0xffffffffu
+
+struct sl_limit {
+    enum sl_alg alg;
+    uint64_t count;     /* N of N per period */
+    uint64_t period_ns; /* the period (and window length) */
+    uint64_t burst;     /* GCRA: requests that may pass at once */
+    /* derived by sl_limit_init */
+    uint64_t interval_ps; /* GCRA emission interval, picoseconds */
+    uint64_t burst_ns;    /* GCRA: burst * interval */
+};
+
+struct sl_verdict {
+    bool allowed;
+    uint64_t wait_ns;   /* allowed: how long the caller must wait first (delay mode) */
+    uint64_t retry_ns;  /* denied: time until this request would pass */
+    uint64_t reset_ns;  /* time until the bucket is whole again */
+    uint64_t remaining; /* requests that could pass now after this one */
+    uint64_t limit;     /* the quota reported to clients */
+};
+
+/* Fills the derived fields. Returns 0, or -1 if the numbers cannot work
+ * (count or period zero, burst zero for GCRA, a window count too large). */
+int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t period_ns,
+                  uint64_t burst);
+
+/* Decides one request of `cost` at `now` against state `old`.
+ * `slack_ns` lets a GCRA request pass if it can go within that time (the
+ * outbound delay action): the verdict's wait_ns says how long to wait. The
+ * window algorithms ignore slack. Writes the state to publish to *next
+ * (unchanged when denied). */
+void sl_limit_step(const struct sl_limit *l, uint64_t old, uint64_t now, uint64_t cost,
+                   uint64_t slack_ns, uint64_t *next, struct sl_verdict *v);
+
+/* Gives back a request that passed but was then not used (another rule
+ * denied it). */
+uint64_t sl_limit_refund(const struct sl_limit *l, uint64_t state, uint64_t now, uint64_t cost);
+
+/* True when the state holds no information any more: the bucket has
+ * refilled (GCRA) or its windows have passed. Such a slot may be reused. */
+bool sl_limit_idle(const struct sl_limit *l, uint64_t state, uint64_t now);
+
+#endif

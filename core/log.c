@@ -1,0 +1,102 @@
+/* log.c - rate-limited messages.
+ *
+ * The limiter is a GCRA bucket from limit.c on a process-local word:
+ * 10 lines at once, then 5 a second. Lines it refuses are counted in
+ * `suppressed`; the next line that passes reports and resets the count
+ * (exchange, so two threads never report the same lines twice).
+ */
+#include "log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "limit.h"
+
+static enum sl_log_target target = SL_LOG_STDERR;
+static enum sl_log_level threshold = SL_LOG_INFO;
+static _Atomic uint64_t bucket;
+static _Atomic uint64_t suppressed;
+static uint64_t (*clock_fn)(void);
+
+static const char *const level_names[] = {"error", "warning", "info", "debug"};
+
+void sl_log_setup(enum sl_log_target t, enum sl_log_level level)
+{
+    target = t;
+    threshold = level;
+}
+
+void sl_log_set_clock(uint64_t (*now)(void))
+{
+    clock_fn = now;
+    atomic_store(&bucket, 0);
+    atomic_store(&suppressed, 0);
+}
+
+uint64_t sl_log_suppressed(void)
+{
+    return atomic_load(&suppressed);
+}
+
+static bool admit(void)
+{
+    static struct sl_limit lim;
+    if (lim.count == 0) sl_limit_init(&lim, SL_ALG_GCRA, 5, SL_NS_PER_SEC, 10);
+    uint64_t now = clock_fn ? clock_fn() : sl_clock_now();
+    uint64_t s = atomic_load_explicit(&bucket, memory_order_relaxed), next;
+    struct sl_verdict v;
+    for (;;) {
+        sl_limit_step(&lim, s, now, 1, 0, &next, &v);
+        if (!v.allowed) return false;
+        if (atomic_compare_exchange_weak(&bucket, &s, next)) return true;
+    }
+}
+
+/* The shim interposes write() in later versions; go to the kernel directly. */
+static void emit(const char *buf, size_t n)
+{
+    while (n > 0) {
+        long w = syscall(SYS_write, 2, buf, n);
+        if (w <= 0) return;
+        buf += w;
+        n -= (size_t)w;
+    }
+}
+
+void sl_log(enum sl_log_level level, const char *fmt, ...)
+{
+    if (level > threshold || target == SL_LOG_NONE) return;
+    int saved = errno;
+    if (!admit()) {
+        atomic_fetch_add_explicit(&suppressed, 1, memory_order_relaxed);
+        errno = saved;
+        return;
+    }
+    char msg[1024];
+    int n = 0;
+    uint64_t lost = atomic_exchange_explicit(&suppressed, 0, memory_order_relaxed);
+    if (target == SL_LOG_STDERR)
+        n = snprintf(msg, sizeof msg, "sluice[%d]: %s: ", (int)getpid(), level_names[level]);
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    va_end(ap);
+    n = m < 0 ? n : n + m;
+    if (n > (int)sizeof msg - 64) n = (int)sizeof msg - 64;
+    if (lost) n += snprintf(msg + n, sizeof msg - (size_t)n, " (%llu earlier messages suppressed)",
+                            (unsigned long long)lost);
+    if (target == SL_LOG_SYSLOG) {
+        static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+        syslog(LOG_USER | prio[level], "%.*s", n, msg);
+    } else {
+        msg[n++] = '\n';
+        emit(msg, (size_t)n);
+    }
+    errno = saved;
+}

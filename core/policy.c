@@ -1,0 +1,213 @@
+/* policy.c - matching events to rules and combining their verdicts.
+ *
+ * Learned host addresses are appended under a try-lock flag (never waited
+ * for: a lookup that finds it busy simply does not teach this time, so no
+ * thread can block and a fork can never inherit a held lock). Entries are
+ * written before naddr is published with release; matchers read naddr with
+ * acquire.
+ */
+#include "policy.h"
+
+#include <ctype.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "reply.h"
+
+int sl_runtime_init(struct sl_runtime *rt, struct sl_config *cfg, struct sl_table *table,
+                    char *err, size_t errlen)
+{
+    memset(rt, 0, sizeof *rt);
+    rt->cfg = cfg;
+    rt->table = table;
+    for (int i = 0; i < cfg->nrules; i++) {
+        const struct sl_rule *r = &cfg->rules[i];
+        rt->table_rule[i] = sl_table_rule(table, r->id, r->name);
+        if (rt->table_rule[i] < 0) {
+            snprintf(err, errlen, "the shared table already holds %d other rules", SL_MAX_RULES);
+            return -1;
+        }
+        if (r->dir == SL_IN) {
+            rt->any_in = true;
+            rt->in_needs_local |= r->nports > 0 || r->nlocal > 0;
+        } else {
+            rt->any_out = true;
+            rt->any_hosts |= r->nhosts > 0;
+        }
+    }
+    return 0;
+}
+
+static bool port_matches(const struct sl_rule *r, uint16_t port)
+{
+    if (r->nports == 0) return true;
+    for (int i = 0; i < r->nports; i++)
+        if (port >= r->ports[i].lo && port <= r->ports[i].hi) return true;
+    return false;
+}
+
+static bool in_matches(const struct sl_rule *r, const struct sl_addr *local,
+                       const struct sl_addr *peer)
+{
+    if (r->nports || r->nlocal) {
+        if (!local) return false;
+        if (!port_matches(r, local->port)) return false;
+        if (r->nlocal && !sl_cidr_list_contains(r->local, r->nlocal, local->a)) return false;
+    }
+    if (r->nfrom && !sl_cidr_list_contains(r->from, r->nfrom, peer->a)) return false;
+    return true;
+}
+
+static bool host_has(const struct sl_host *h, const uint8_t a[16])
+{
+    uint32_t n = __atomic_load_n(&h->naddr, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++)
+        if (memcmp(h->addr[i], a, 16) == 0) return true;
+    return false;
+}
+
+static bool out_matches(const struct sl_rule *r, const struct sl_addr *dst)
+{
+    if (sl_cidr_list_contains(r->to, r->nto, dst->a)) return port_matches(r, dst->port);
+    for (int i = 0; i < r->nhosts; i++) {
+        const struct sl_host *h = &r->hosts[i];
+        if (!host_has(h, dst->a)) continue;
+        if (h->port ? h->port == dst->port : port_matches(r, dst->port)) return true;
+    }
+    return false;
+}
+
+bool sl_out_matches(const struct sl_runtime *rt, const struct sl_addr *dst)
+{
+    const struct sl_config *c = rt->cfg;
+    for (int i = 0; i < c->nrules; i++)
+        if (c->rules[i].dir == SL_OUT && out_matches(&c->rules[i], dst)) return true;
+    return false;
+}
+
+struct pass {
+    int rule;
+    struct sl_key key;
+    uint64_t wait_ns;
+};
+
+static void log_denial(const struct sl_rule *r, const struct sl_addr *a, const struct sl_verdict *v,
+                       bool dry)
+{
+    char text[64];
+    sl_addr_format(a->a, text, sizeof text);
+    sl_log(SL_LOG_INFO, "rule \"%s\": %s %s %s (retry in %llu ms)", r->name,
+           dry ? "would limit" : "limited", r->dir == SL_IN ? "peer" : "destination", text,
+           (unsigned long long)(v->retry_ns / 1000000));
+}
+
+/* Runs every matching rule of one direction; see the file comment. */
+static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr *local,
+                   const struct sl_addr *addr, uint64_t now, uint64_t budget,
+                   struct sl_decision *d)
+{
+    const struct sl_config *c = rt->cfg;
+    struct pass passed[SL_MAX_RULES];
+    int npassed = 0;
+
+    d->outcome = SL_PASS;
+    d->rule = -1;
+    d->wait_ns = 0;
+    for (int i = 0; i < c->nrules; i++) {
+        const struct sl_rule *r = &c->rules[i];
+        if (r->dir != dir) continue;
+        if (dir == SL_IN ? !in_matches(r, local, addr) : !out_matches(r, addr)) continue;
+        if (r->nexempt && sl_cidr_list_contains(r->exempt, r->nexempt, addr->a)) continue;
+
+        struct pass *p = &passed[npassed];
+        struct sl_verdict v;
+        uint64_t slack = r->action == SL_ACT_DELAY ? (r->max_delay_ns < budget ? r->max_delay_ns
+                                                                                : budget)
+                                                   : 0;
+        sl_key_make(&p->key, r, addr);
+        sl_table_decide(rt->table, rt->table_rule[i], &p->key, &r->limit, now, 1, slack, &v);
+        if (v.allowed) {
+            p->rule = i;
+            p->wait_ns = v.wait_ns;
+            npassed++;
+            continue;
+        }
+        if (r->dry_run) {
+            sl_table_count(rt->table, rt->table_rule[i], SL_C_WOULD_LIMIT, 1);
+            log_denial(r, addr, &v, true);
+            continue;
+        }
+        for (int j = 0; j < npassed; j++) {
+            const struct sl_rule *pr = &c->rules[passed[j].rule];
+            sl_table_refund(rt->table, rt->table_rule[passed[j].rule], &passed[j].key, &pr->limit,
+                            now, 1);
+        }
+        d->outcome = SL_DENY;
+        d->rule = i;
+        d->v = v;
+        return;
+    }
+    for (int j = 0; j < npassed; j++) {
+        int tr = rt->table_rule[passed[j].rule];
+        sl_table_count(rt->table, tr, SL_C_ALLOWED, 1);
+        if (passed[j].wait_ns) sl_table_count(rt->table, tr, SL_C_DELAYED, 1);
+        if (passed[j].wait_ns > d->wait_ns) d->wait_ns = passed[j].wait_ns;
+    }
+}
+
+void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const struct sl_addr *peer,
+                  uint64_t now, struct sl_decision *d)
+{
+    decide(rt, SL_IN, local, peer, now, 0, d);
+    if (d->outcome == SL_DENY) {
+        sl_table_count(rt->table, rt->table_rule[d->rule], SL_C_LIMITED, 1);
+        log_denial(&rt->cfg->rules[d->rule], peer, &d->v, false);
+    }
+}
+
+void sl_decide_out(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t now,
+                   uint64_t budget_ns, struct sl_decision *d)
+{
+    decide(rt, SL_OUT, NULL, dst, now, budget_ns, d);
+}
+
+static void normalise_name(char *out, size_t len, const char *name)
+{
+    size_t n = 0;
+    for (; name[n] && n + 1 < len; n++) out[n] = (char)tolower((unsigned char)name[n]);
+    if (n && out[n - 1] == '.') n--;
+    out[n] = 0;
+}
+
+void sl_learn_addr(struct sl_runtime *rt, const char *name, const uint8_t addr[16])
+{
+    char norm[SL_HOST_MAX];
+    normalise_name(norm, sizeof norm, name);
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&rt->learn_busy, &expected, 1)) return;
+    struct sl_config *c = rt->cfg;
+    for (int i = 0; i < c->nrules; i++) {
+        for (int j = 0; j < c->rules[i].nhosts; j++) {
+            struct sl_host *h = &c->rules[i].hosts[j];
+            if (strcmp(h->name, norm) != 0 || host_has(h, addr)) continue;
+            uint32_t n = __atomic_load_n(&h->naddr, __ATOMIC_RELAXED);
+            if (n >= SL_MAX_HOST_ADDR) continue;
+            memcpy(h->addr[n], addr, 16);
+            __atomic_store_n(&h->naddr, n + 1, __ATOMIC_RELEASE);
+            char text[64];
+            sl_addr_format(addr, text, sizeof text);
+            sl_log(SL_LOG_DEBUG, "rule \"%s\": %s resolved to %s", c->rules[i].name, norm, text);
+        }
+    }
+    atomic_store(&rt->learn_busy, 0);
+}
+
+void sl_learn_addrinfo(struct sl_runtime *rt, const char *name, const struct addrinfo *res)
+{
+    for (; res; res = res->ai_next) {
+        struct sl_addr a;
+        if (sl_addr_from_sockaddr(&a, res->ai_addr, res->ai_addrlen)) sl_learn_addr(rt, name, a.a);
+    }
+}

@@ -1,0 +1,59 @@
+/* policy.h - which rules an event matches, and what they decide together.
+ *
+ * Every rule of the event's direction whose port and addresses match, and
+ * which does not exempt the address, takes part: the event passes only if
+ * all of them let it. When a later rule denies, the requests earlier rules
+ * let through are given back, so a denied event costs nothing. A rule in
+ * dry run counts and logs what it would have denied and enforces nothing.
+ */
+#ifndef SL_POLICY_H
+#define SL_POLICY_H
+
+#include <netdb.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "key.h"
+#include "limit.h"
+#include "rule.h"
+#include "table.h"
+
+struct sl_runtime {
+    struct sl_config *cfg;
+    struct sl_table *table;
+    int table_rule[SL_MAX_RULES]; /* the rule's entry in the table, -1 if none */
+    bool any_in, any_out, any_hosts;
+    bool in_needs_local; /* some inbound rule looks at the local port or address */
+    _Atomic int learn_busy;
+};
+
+enum sl_outcome { SL_PASS, SL_DENY };
+
+struct sl_decision {
+    enum sl_outcome outcome;
+    int rule;            /* DENY: the rule that denied; -1 when nothing matched */
+    uint64_t wait_ns;    /* PASS: wait this long before acting (outbound delay) */
+    struct sl_verdict v; /* DENY: the denying rule's verdict */
+};
+
+/* Registers the config's rules in the table. Returns 0, or -1 (message in
+ * err) when the table cannot take them. */
+int sl_runtime_init(struct sl_runtime *rt, struct sl_config *cfg, struct sl_table *table,
+                    char *err, size_t errlen);
+
+void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const struct sl_addr *peer,
+                  uint64_t now, struct sl_decision *d);
+
+/* `budget_ns` caps how long delay rules may ask the caller to wait. */
+void sl_decide_out(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t now,
+                   uint64_t budget_ns, struct sl_decision *d);
+
+/* True when some outbound rule matches dst: the caller then checks the
+ * socket type, which costs a system call. */
+bool sl_out_matches(const struct sl_runtime *rt, const struct sl_addr *dst);
+
+/* Remembers addresses the program resolved for a rule's host name. */
+void sl_learn_addrinfo(struct sl_runtime *rt, const char *name, const struct addrinfo *res);
+void sl_learn_addr(struct sl_runtime *rt, const char *name, const uint8_t addr[16]);
+
+#endif

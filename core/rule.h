@@ -1,0 +1,122 @@
+/* rule.h - the plain, immutable description of what sluice limits.
+ *
+ * conf/ builds a struct sl_config from a file, inline rules or both; core/
+ * and shim/ only ever read it. Nothing here knows about libconfuse. A
+ * config is built once, then published by swapping one pointer.
+ */
+#ifndef SL_RULE_H
+#define SL_RULE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "limit.h"
+
+#define SL_MAX_RULES     64
+#define SL_MAX_PORTS     16
+#define SL_MAX_CIDRS     32
+#define SL_MAX_HOSTS     4
+#define SL_MAX_HOST_ADDR 32 /* addresses kept per host name, load-time and learned */
+#define SL_NAME_MAX      48
+#define SL_HOST_MAX      256
+
+enum sl_dir { SL_IN, SL_OUT };
+
+enum sl_per {
+    SL_PER_PEER,        /* inbound: the peer address, masked by prefix4/prefix6 */
+    SL_PER_PREFIX,      /* same, with wider default prefixes (24 and 48) */
+    SL_PER_DESTINATION, /* outbound: destination address and port */
+    SL_PER_RULE,        /* one bucket for the whole rule */
+};
+
+enum sl_action {
+    SL_ACT_REJECT, /* inbound: reset the connection; outbound: fail connect with errno */
+    SL_ACT_REPLY,  /* inbound: write a canned response, then close */
+    SL_ACT_DELAY,  /* outbound: connect waits its turn up to max_delay */
+};
+
+enum sl_on_error { SL_ON_ERROR_OPEN, SL_ON_ERROR_CLOSED };
+
+enum sl_on_full {
+    SL_FULL_SHARED, /* keys that find no slot share one overflow bucket per rule */
+    SL_FULL_DENY,   /* keys that find no slot are denied */
+    SL_FULL_ALLOW,  /* keys that find no slot pass (fail open) */
+};
+
+enum sl_log_target { SL_LOG_STDERR, SL_LOG_SYSLOG, SL_LOG_NONE };
+enum sl_log_level { SL_LOG_ERROR, SL_LOG_WARN, SL_LOG_INFO, SL_LOG_DEBUG };
+
+/* An address block. Addresses are kept as 16 bytes; IPv4 is stored
+ * IPv4-mapped (::ffff:a.b.c.d) with plen counted over the 128 bits, so one
+ * comparison serves both families. */
+struct sl_cidr {
+    uint8_t addr[16];
+    uint8_t plen; /* 0..128 over the 16-byte form */
+};
+
+struct sl_port_range {
+    uint16_t lo, hi;
+};
+
+/* An outbound host name. addr[] holds what the name resolved to when the
+ * config loaded, then what the program itself resolved (appended by the
+ * getaddrinfo hook; naddr only grows, entries are written before naddr is
+ * published with release order). */
+struct sl_host {
+    char name[SL_HOST_MAX]; /* lower case, no trailing dot */
+    uint16_t port;          /* 0: the rule's port list applies */
+    uint8_t addr[SL_MAX_HOST_ADDR][16];
+    uint32_t naddr; /* accessed atomically */
+};
+
+struct sl_rule {
+    char name[SL_NAME_MAX];
+    uint64_t id; /* hash of name: stable across processes sharing a table */
+    enum sl_dir dir;
+
+    struct sl_port_range ports[SL_MAX_PORTS];
+    int nports; /* 0: every port */
+
+    struct sl_cidr local[SL_MAX_CIDRS]; /* inbound: local addresses; 0 entries: any */
+    int nlocal;
+    struct sl_cidr from[SL_MAX_CIDRS]; /* inbound: peers; 0 entries: everyone */
+    int nfrom;
+    struct sl_cidr to[SL_MAX_CIDRS]; /* outbound: destination blocks */
+    int nto;
+    struct sl_host hosts[SL_MAX_HOSTS]; /* outbound: destination host names */
+    int nhosts;
+    struct sl_cidr exempt[SL_MAX_CIDRS];
+    int nexempt;
+
+    struct sl_limit limit;
+    char rate_text[32]; /* as written, normalised: "20/s" */
+    enum sl_per per;
+    uint8_t prefix4; /* 0..32 */
+    uint8_t prefix6; /* 0..128 */
+
+    enum sl_action action;
+    char *reply;         /* inbound reply file contents, NULL: built-in 429 */
+    size_t reply_len;
+    char reply_path[256]; /* for printing */
+    uint64_t max_delay_ns; /* outbound delay */
+    int err;               /* outbound errno on denial */
+    bool dry_run;
+};
+
+struct sl_config {
+    uint32_t table_slots;
+    char shared[SL_NAME_MAX]; /* "" : private to this program's processes */
+    bool dry_run;
+    enum sl_on_error on_error;
+    enum sl_on_full on_full;
+    bool inherit;
+    enum sl_log_target log;
+    enum sl_log_level log_level;
+    int nrules;
+    struct sl_rule rules[SL_MAX_RULES];
+    /* Where it came from, for messages: "app.conf", "--in rule 1", ... */
+    char source[256];
+};
+
+#endif

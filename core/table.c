@@ -1,0 +1,446 @@
+/* table.c - a lock-free open-addressing table of rate-limit buckets in
+ * shared memory.
+ *
+ * Layout of the mapping: a header page, the rule directory (one 64-byte
+ * entry per rule), the counters ([rule][stripe], one cache line each, so two
+ * threads counting never share a line), then the slots.
+ *
+ * Slot protocol. tag is 0 (never used) or the key's hash. A key is looked
+ * for on SL_PROBE consecutive slots from hash & mask:
+ *   - tag == hash: the key's slot;
+ *   - tag == 0: the key is not further on (slots never return to 0), so it
+ *     claims this one with CAS(tag, 0, hash); a loser re-reads the tag;
+ *   - otherwise, the first slot whose bucket is idle (meta tells the
+ *     occupant's algorithm and period) is remembered.
+ * If neither the key nor an empty slot is found, the idle slot is reused:
+ * CAS(state, s, 0), meta = 0 (so nobody else judges it idle), CAS(tag, old,
+ * hash), then key and meta are written. An idle bucket is equivalent to a
+ * fresh one, so nothing is lost but a request of the old key racing the
+ * reuse, which may be charged to the new key: an error of one request, at
+ * most, per reuse. Without an idle slot the table is full for that key and
+ * the on_full policy applies; memory never grows.
+ *
+ * The bucket itself is state, updated by CAS in a loop: read, compute the
+ * next state with sl_limit_step, publish. Denials publish nothing.
+ *
+ * Memory order: tag is published with release after state and meta are
+ * reset, and read with acquire. state needs only to be atomic: each
+ * decision depends on nothing but the word it replaces. Counters are
+ * relaxed: readers want totals, not ordering.
+ */
+#include "table.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mem.h"
+
+#define SL_MAGIC   0x31656369756c73ull /* "sluice1" */
+#define SL_VERSION 1
+#define SL_STRIPES 16
+#define SL_HDR     4096
+
+struct sl_slot {
+    _Atomic uint64_t tag;   /* writer: the claimer (CAS) */
+    _Atomic uint64_t state; /* writer: every decision (CAS) */
+    _Atomic uint64_t meta;  /* writer: the claimer; period_ns << 2 | alg, 0 = unknown */
+    _Atomic int32_t conns;  /* reserved: connections in flight (concurrency limits) */
+    uint32_t reserved;
+    struct sl_key key; /* writer: the claimer; informational */
+};
+_Static_assert(sizeof(struct sl_slot) == 64, "a slot is one cache line");
+
+struct sl_rule_entry {
+    _Atomic uint64_t id; /* writer: the registering process (CAS from 0) */
+    _Atomic uint64_t overflow_state;
+    char name[SL_NAME_MAX];
+};
+_Static_assert(sizeof(struct sl_rule_entry) == 64, "a rule entry is one cache line");
+
+struct sl_stripe {
+    _Atomic uint64_t v[SL_NCOUNTERS];
+};
+_Static_assert(sizeof(struct sl_stripe) == 64, "a stripe is one cache line");
+
+struct sl_header {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t nslots;
+    uint64_t secret[4];
+    _Atomic uint32_t ready; /* writer: the creator, last (release) */
+};
+
+struct sl_table {
+    struct sl_header *hdr;
+    struct sl_rule_entry *rules;
+    struct sl_stripe *stripes; /* [rule * SL_STRIPES + stripe] */
+    struct sl_slot *slots;
+    uint64_t mask;
+    uint64_t secret[4];
+    size_t bytes;
+    enum sl_on_full on_full;
+};
+
+const char *const sl_counter_names[SL_NCOUNTERS] = {
+    "allowed", "limited", "delayed", "would_limit", "overflow", "reused", "claimed", "errors",
+};
+
+static size_t layout_bytes(uint32_t nslots)
+{
+    return SL_HDR + SL_MAX_RULES * sizeof(struct sl_rule_entry) +
+           (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe) +
+           (size_t)nslots * sizeof(struct sl_slot);
+}
+
+static struct sl_table *wrap(void *map, size_t bytes, enum sl_on_full on_full)
+{
+    struct sl_table *t = sl_alloc(sizeof *t);
+    if (!t) return NULL;
+    char *p = map;
+    t->hdr = map;
+    t->rules = (void *)(p + SL_HDR);
+    t->stripes = (void *)(p + SL_HDR + SL_MAX_RULES * sizeof(struct sl_rule_entry));
+    t->slots = (void *)((char *)t->stripes +
+                        (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe));
+    t->mask = t->hdr->nslots - 1;
+    memcpy(t->secret, t->hdr->secret, sizeof t->secret);
+    t->bytes = bytes;
+    t->on_full = on_full;
+    return t;
+}
+
+static void header_init(struct sl_header *h, uint32_t nslots)
+{
+    h->magic = SL_MAGIC;
+    h->version = SL_VERSION;
+    h->nslots = nslots;
+    if (getrandom(h->secret, sizeof h->secret, GRND_NONBLOCK) != sizeof h->secret) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t seed = (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32 ^ (uintptr_t)h;
+        for (int i = 0; i < 4; i++) h->secret[i] = seed = seed * 6364136223846793005ull + 1;
+    }
+    atomic_store_explicit(&h->ready, 1, memory_order_release);
+}
+
+static uint32_t round_slots(uint32_t slots)
+{
+    uint32_t n = 64;
+    while (n < slots && n < (1u << 30)) n <<= 1;
+    return n;
+}
+
+static void shm_name(char *buf, size_t len, const char *shared)
+{
+    snprintf(buf, len, "/sluice.%s", shared);
+}
+
+/* Waits, bounded, for another process to finish creating the table. */
+static int wait_ready(int fd, size_t *bytes, char *err, size_t errlen)
+{
+    struct timespec pause = {0, 1000000};
+    for (int i = 0; i < 2000; i++) {
+        struct stat st;
+        if (fstat(fd, &st) == 0 && (size_t)st.st_size >= SL_HDR) {
+            struct sl_header h;
+            if (pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.ready) {
+                if (h.magic != SL_MAGIC || h.version != SL_VERSION) {
+                    snprintf(err, errlen, "not a sluice table of this version");
+                    return -1;
+                }
+                *bytes = layout_bytes(h.nslots);
+                if ((size_t)st.st_size < *bytes) break;
+                return 0;
+            }
+        }
+        nanosleep(&pause, NULL);
+    }
+    snprintf(err, errlen, "table is not ready after 2 s");
+    return -1;
+}
+
+static struct sl_table *open_named(uint32_t nslots, const char *shared, enum sl_on_full on_full,
+                                   bool create, char *err, size_t errlen)
+{
+    char name[128];
+    shm_name(name, sizeof name, shared);
+    size_t bytes = layout_bytes(nslots);
+    int fd = create ? shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+    bool creator = fd >= 0;
+    if (!creator) {
+        if (create && errno != EEXIST) {
+            snprintf(err, errlen, "shm_open %s: %s", name, strerror(errno));
+            return NULL;
+        }
+        fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+        if (fd < 0) {
+            snprintf(err, errlen, "shm_open %s: %s", name, strerror(errno));
+            return NULL;
+        }
+        if (wait_ready(fd, &bytes, err, errlen) != 0) {
+            close(fd);
+            return NULL;
+        }
+    } else if (ftruncate(fd, (off_t)bytes) != 0) {
+        snprintf(err, errlen, "ftruncate %s: %s", name, strerror(errno));
+        close(fd);
+        shm_unlink(name);
+        return NULL;
+    }
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        snprintf(err, errlen, "mmap %zu bytes: %s", bytes, strerror(errno));
+        return NULL;
+    }
+    if (creator) header_init(map, nslots);
+    struct sl_table *t = wrap(map, bytes, on_full);
+    if (!t) {
+        munmap(map, bytes);
+        snprintf(err, errlen, "out of memory");
+    }
+    return t;
+}
+
+struct sl_table *sl_table_open(uint32_t slots, const char *shared, enum sl_on_full on_full,
+                               char *err, size_t errlen)
+{
+    uint32_t nslots = round_slots(slots);
+    if (shared && *shared) return open_named(nslots, shared, on_full, true, err, errlen);
+
+    size_t bytes = layout_bytes(nslots);
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) {
+        snprintf(err, errlen, "mmap %zu bytes: %s", bytes, strerror(errno));
+        return NULL;
+    }
+    header_init(map, nslots);
+    struct sl_table *t = wrap(map, bytes, on_full);
+    if (!t) {
+        munmap(map, bytes);
+        snprintf(err, errlen, "out of memory");
+    }
+    return t;
+}
+
+struct sl_table *sl_table_attach(const char *shared, char *err, size_t errlen)
+{
+    return open_named(0, shared, SL_FULL_SHARED, false, err, errlen);
+}
+
+void sl_table_close(struct sl_table *t)
+{
+    if (!t) return;
+    munmap(t->hdr, t->bytes);
+    sl_free(t);
+}
+
+uint32_t sl_table_slots(const struct sl_table *t)
+{
+    return t->hdr->nslots;
+}
+
+size_t sl_table_bytes(const struct sl_table *t)
+{
+    return t->bytes;
+}
+
+int sl_table_rule(struct sl_table *t, uint64_t id, const char *name)
+{
+    for (int i = 0; i < SL_MAX_RULES; i++) {
+        struct sl_rule_entry *e = &t->rules[i];
+        uint64_t cur = atomic_load_explicit(&e->id, memory_order_acquire);
+        if (cur == 0) {
+            uint64_t zero = 0;
+            if (atomic_compare_exchange_strong(&e->id, &zero, id)) {
+                snprintf(e->name, sizeof e->name, "%s", name);
+                return i;
+            }
+            cur = zero;
+        }
+        if (cur == id) return i;
+    }
+    return -1;
+}
+
+bool sl_table_rule_info(const struct sl_table *t, int rule, uint64_t *id, char *name,
+                        size_t namelen)
+{
+    if (rule < 0 || rule >= SL_MAX_RULES) return false;
+    const struct sl_rule_entry *e = &t->rules[rule];
+    *id = atomic_load_explicit(&e->id, memory_order_acquire);
+    if (*id == 0) return false;
+    snprintf(name, namelen, "%.*s", (int)sizeof e->name, e->name);
+    return true;
+}
+
+/* Each thread counts on its own stripe (threads of other processes may
+ * share it: the adds are atomic either way). */
+static __thread unsigned stripe_of_thread __attribute__((tls_model("initial-exec"))) = ~0u;
+static _Atomic unsigned next_stripe;
+
+static inline unsigned my_stripe(void)
+{
+    if (__builtin_expect(stripe_of_thread == ~0u, 0))
+        stripe_of_thread = atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed) %
+                           SL_STRIPES;
+    return stripe_of_thread;
+}
+
+void sl_table_count(struct sl_table *t, int rule, enum sl_counter c, uint64_t n)
+{
+    if (rule < 0) return;
+    struct sl_stripe *s = &t->stripes[rule * SL_STRIPES + my_stripe()];
+    atomic_fetch_add_explicit(&s->v[c], n, memory_order_relaxed);
+}
+
+uint64_t sl_table_counter(const struct sl_table *t, int rule, enum sl_counter c)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < SL_STRIPES; i++)
+        sum += atomic_load_explicit(&t->stripes[rule * SL_STRIPES + i].v[c], memory_order_relaxed);
+    return sum;
+}
+
+static inline uint64_t meta_of(const struct sl_limit *l)
+{
+    return l->period_ns << 2 | (uint64_t)l->alg;
+}
+
+static bool slot_idle(struct sl_slot *s, uint64_t now, uint64_t *state)
+{
+    uint64_t meta = atomic_load_explicit(&s->meta, memory_order_acquire);
+    if (meta == 0) return false;
+    struct sl_limit l = {.alg = (enum sl_alg)(meta & 3), .period_ns = meta >> 2};
+    *state = atomic_load_explicit(&s->state, memory_order_relaxed);
+    return sl_limit_idle(&l, *state, now);
+}
+
+static void slot_fill(struct sl_slot *s, const struct sl_key *k, const struct sl_limit *l)
+{
+    s->key = *k;
+    atomic_store_explicit(&s->meta, meta_of(l), memory_order_release);
+}
+
+/* Finds the key's slot or claims one; NULL when the table is full for it. */
+static struct sl_slot *find_slot(struct sl_table *t, int rule, const struct sl_key *k,
+                                 const struct sl_limit *l, uint64_t now)
+{
+    uint64_t h = sl_key_hash(k, t->secret);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct sl_slot *idle = NULL;
+        uint64_t idle_tag = 0, idle_state = 0;
+        for (uint64_t i = 0; i < SL_PROBE; i++) {
+            struct sl_slot *s = &t->slots[(h + i) & t->mask];
+            uint64_t tag = atomic_load_explicit(&s->tag, memory_order_acquire);
+            if (tag == h) return s;
+            if (tag == 0) {
+                if (atomic_compare_exchange_strong_explicit(&s->tag, &tag, h,
+                                                            memory_order_acq_rel,
+                                                            memory_order_acquire)) {
+                    slot_fill(s, k, l);
+                    sl_table_count(t, rule, SL_C_CLAIMED, 1);
+                    return s;
+                }
+                if (tag == h) return s;
+            }
+            uint64_t st;
+            if (!idle && slot_idle(s, now, &st)) {
+                idle = s;
+                idle_tag = tag;
+                idle_state = st;
+            }
+        }
+        if (!idle) return NULL;
+        if (!atomic_compare_exchange_strong(&idle->state, &idle_state, 0)) continue;
+        atomic_store_explicit(&idle->meta, 0, memory_order_release);
+        if (atomic_compare_exchange_strong_explicit(&idle->tag, &idle_tag, h,
+                                                    memory_order_acq_rel,
+                                                    memory_order_acquire)) {
+            slot_fill(idle, k, l);
+            sl_table_count(t, rule, SL_C_REUSED, 1);
+            return idle;
+        }
+    }
+    return NULL;
+}
+
+static void decide_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now,
+                        uint64_t cost, uint64_t slack, struct sl_verdict *v)
+{
+    uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
+    for (;;) {
+        uint64_t next;
+        sl_limit_step(l, s, now, cost, slack, &next, v);
+        if (next == s) return;
+        if (atomic_compare_exchange_weak_explicit(w, &s, next, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return;
+    }
+}
+
+static void refund_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now,
+                        uint64_t cost)
+{
+    uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(w, &s, sl_limit_refund(l, s, now, cost),
+                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k,
+                     const struct sl_limit *l, uint64_t now, uint64_t cost, uint64_t slack,
+                     struct sl_verdict *v)
+{
+    struct sl_slot *s = find_slot(t, rule, k, l, now);
+    if (__builtin_expect(s != NULL, 1)) {
+        decide_word(&s->state, l, now, cost, slack, v);
+        return;
+    }
+    sl_table_count(t, rule, SL_C_OVERFLOW, 1);
+    switch (t->on_full) {
+    case SL_FULL_SHARED:
+        decide_word(&t->rules[rule].overflow_state, l, now, cost, slack, v);
+        return;
+    case SL_FULL_DENY:
+        *v = (struct sl_verdict){.allowed = false, .retry_ns = SL_NS_PER_SEC,
+                                 .limit = l->alg == SL_ALG_GCRA ? l->burst : l->count};
+        return;
+    case SL_FULL_ALLOW:
+        *v = (struct sl_verdict){.allowed = true,
+                                 .limit = l->alg == SL_ALG_GCRA ? l->burst : l->count};
+        return;
+    }
+}
+
+void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k,
+                     const struct sl_limit *l, uint64_t now, uint64_t cost)
+{
+    uint64_t h = sl_key_hash(k, t->secret);
+    for (uint64_t i = 0; i < SL_PROBE; i++) {
+        struct sl_slot *s = &t->slots[(h + i) & t->mask];
+        uint64_t tag = atomic_load_explicit(&s->tag, memory_order_acquire);
+        if (tag == h) {
+            refund_word(&s->state, l, now, cost);
+            return;
+        }
+        if (tag == 0) break;
+    }
+    if (t->on_full == SL_FULL_SHARED) refund_word(&t->rules[rule].overflow_state, l, now, cost);
+}
+
+uint32_t sl_table_used(const struct sl_table *t)
+{
+    uint32_t n = 0;
+    for (uint64_t i = 0; i <= t->mask; i++)
+        n += atomic_load_explicit(&t->slots[i].tag, memory_order_relaxed) != 0;
+    return n;
+}

@@ -1,0 +1,81 @@
+/* table.h - the shared bucket table.
+ *
+ * A fixed number of 64-byte slots in one shared memory mapping, found by
+ * open addressing and claimed and updated with compare-and-swap: no lock,
+ * no allocation and no system call on the decision path. The mapping is
+ * MAP_SHARED, so every process forked from the one that created it shares
+ * the buckets (nginx workers, pre-fork servers); separately started programs
+ * share one when they open it by the same name.
+ *
+ * The table also holds, per rule, an overflow bucket (for keys that find no
+ * slot) and striped counters that any process may read.
+ */
+#ifndef SL_TABLE_H
+#define SL_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "key.h"
+#include "limit.h"
+#include "rule.h"
+
+#define SL_PROBE 16 /* slots (cache lines) looked at before a key overflows */
+
+enum sl_counter {
+    SL_C_ALLOWED,     /* requests that passed */
+    SL_C_LIMITED,     /* requests denied (reject or reply) */
+    SL_C_DELAYED,     /* requests that passed after waiting (outbound delay) */
+    SL_C_WOULD_LIMIT, /* dry run: requests that would have been denied */
+    SL_C_OVERFLOW,    /* decisions made without a slot (full table) */
+    SL_C_REUSED,      /* idle slots given to a new key */
+    SL_C_CLAIMED,     /* empty slots given to a new key */
+    SL_C_ERRORS,      /* failures inside the shim for this rule (fail open) */
+    SL_NCOUNTERS
+};
+
+extern const char *const sl_counter_names[SL_NCOUNTERS];
+
+struct sl_table;
+
+/* Creates a table of `slots` (rounded up to a power of two) shared with
+ * this process's future children, or opens the table named `shared`
+ * (creating it if it does not exist yet). Returns NULL with a message in
+ * err on failure. */
+struct sl_table *sl_table_open(uint32_t slots, const char *shared, enum sl_on_full on_full,
+                               char *err, size_t errlen);
+
+/* Opens an existing named table only to read it (sluice stats). */
+struct sl_table *sl_table_attach(const char *shared, char *err, size_t errlen);
+
+void sl_table_close(struct sl_table *t);
+
+uint32_t sl_table_slots(const struct sl_table *t);
+size_t sl_table_bytes(const struct sl_table *t);
+
+/* Finds or registers a rule by id; returns its index for the calls below,
+ * or -1 when the table already knows SL_MAX_RULES other rules. */
+int sl_table_rule(struct sl_table *t, uint64_t id, const char *name);
+
+/* Decides one request: finds or claims the key's slot and applies the
+ * limit. On a full table the on_full policy decides. */
+void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k,
+                     const struct sl_limit *l, uint64_t now, uint64_t cost, uint64_t slack_ns,
+                     struct sl_verdict *v);
+
+/* Gives back a request sl_table_decide let through. */
+void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k,
+                     const struct sl_limit *l, uint64_t now, uint64_t cost);
+
+void sl_table_count(struct sl_table *t, int rule, enum sl_counter c, uint64_t n);
+uint64_t sl_table_counter(const struct sl_table *t, int rule, enum sl_counter c);
+
+/* Rule entries for readers: returns false past the last one. */
+bool sl_table_rule_info(const struct sl_table *t, int rule, uint64_t *id, char *name,
+                        size_t namelen);
+
+/* Slots currently holding a key (a scan: for stats and tests only). */
+uint32_t sl_table_used(const struct sl_table *t);
+
+#endif

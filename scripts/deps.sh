@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sluice's build, tests and benchmarks use,
+# only those missing (apt-get update runs only if something is missing).
+set -eu
+pkgs=(gcc make pkg-config libc6-dev libconfuse-dev libjemalloc-dev libcmocka-dev
+      clang libclang-rt-14-dev python3 curl nginx-light wrk procps iproute2)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+    echo "sluice: missing packages: ${missing[*]} (run as root, or install them)" >&2
+    exit 1
+fi
+echo "sluice: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

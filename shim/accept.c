@@ -1,0 +1,101 @@
+/* accept.c - inbound connection limits: accept and accept4.
+ *
+ * The real call runs first, always into our own address buffer (the
+ * program may pass NULL, and we need the peer either way). A connection the
+ * rules deny is never seen by the program: `reject` resets it (SO_LINGER 0),
+ * `reply` writes the canned response and lingers (linger.c). The call then
+ * goes on to the next pending connection, so:
+ *   - a blocking socket blocks, as it would have with no connection pending;
+ *   - a non-blocking socket returns EAGAIN once the queue is empty, which
+ *     every event loop handles, and an edge-triggered one is re-armed by
+ *     the next connection: we only return EAGAIN when the kernel did.
+ * So the errno values a denial can produce are those of the real call on an
+ * empty or interrupted queue (EAGAIN, EWOULDBLOCK, EINTR, ...), all legal.
+ * A call that passes leaves errno exactly as libc set it.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../core/clock.h"
+#include "../core/reply.h"
+#include "shim.h"
+
+static void deny(const struct sl_runtime *rt, int fd, const struct sl_decision *d)
+{
+    const struct sl_rule *r = &rt->cfg->rules[d->rule];
+    if (r->action == SL_ACT_REPLY) {
+        char buf[SL_REPLY_MAX];
+        const char *out = r->reply;
+        size_t len = r->reply_len;
+        if (!out) {
+            len = sl_reply_429(buf, sizeof buf, &d->v);
+            out = buf;
+        }
+        char sink[4096];
+        while (recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {}
+        if (send(fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0 && shutdown(fd, SHUT_WR) == 0) {
+            sl_linger_add(fd);
+            return;
+        }
+    }
+    struct linger hard = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+    close(fd);
+}
+
+/* The verdict for one accepted connection. */
+static bool admit(struct sl_runtime *rt, int fd, const struct sockaddr_storage *ss, socklen_t len,
+                  struct sl_decision *d)
+{
+    struct sl_addr peer, local, *lp = NULL;
+    if (!sl_addr_from_sockaddr(&peer, (const struct sockaddr *)ss, len)) return true;
+    if (rt->in_needs_local) {
+        struct sockaddr_storage ls;
+        socklen_t ll = sizeof ls;
+        if (getsockname(fd, (struct sockaddr *)&ls, &ll) == 0 &&
+            sl_addr_from_sockaddr(&local, (struct sockaddr *)&ls, ll))
+            lp = &local;
+    }
+    sl_decide_in(rt, lp, &peer, sl_clock_now(), d);
+    return d->outcome == SL_PASS;
+}
+
+static int sl_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, int flags, bool four)
+{
+    struct sl_runtime *rt = sl_runtime();
+    if (!rt || !rt->any_in || (addr && !addrlen))
+        return four ? REAL(accept4)(lfd, addr, addrlen, flags) : REAL(accept)(lfd, addr, addrlen);
+
+    int saved = errno;
+    sl_linger_service();
+    for (;;) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        int fd = four ? REAL(accept4)(lfd, (struct sockaddr *)&ss, &len, flags)
+                      : REAL(accept)(lfd, (struct sockaddr *)&ss, &len);
+        if (fd < 0) return fd;
+
+        struct sl_decision d;
+        if (admit(rt, fd, &ss, len, &d)) {
+            if (addr) {
+                memcpy(addr, &ss, len < *addrlen ? len : *addrlen);
+                *addrlen = len;
+            }
+            errno = saved;
+            return fd;
+        }
+        deny(rt, fd, &d);
+    }
+}
+
+SL_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
+{
+    return sl_accept(fd, addr, addrlen, 0, false);
+}
+
+SL_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags)
+{
+    return sl_accept(fd, addr, addrlen, flags, true);
+}

@@ -1,0 +1,124 @@
+/* init.c - finds the real functions, loads the configuration and the
+ * table in a constructor (before the program can fork or clear its
+ * environment, as nginx does for its workers), and keeps fork safe.
+ *
+ * Outcome of a configuration that cannot be loaded: one message naming the
+ * file, line, option and value; the program then runs unlimited, unless the
+ * operator asked for on_error = closed, in which case it exits with status
+ * 78 (EX_CONFIG) before main().
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../conf/conf.h"
+#include "../core/log.h"
+#include "../core/mem.h"
+#include "shim.h"
+
+struct sl_real sl_real;
+struct sl_runtime *_Atomic sl_runtime_ptr;
+__thread int sl_guard __attribute__((tls_model("initial-exec")));
+
+static void *lookup(const char *name, void *ours)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (p == ours) {
+        static const char msg[] = "sluice: dlsym(RTLD_NEXT) returned sluice's own hook; "
+                                  "sluice steps aside\n";
+        if (write(2, msg, sizeof msg - 1)) {}
+        return NULL;
+    }
+    return p;
+}
+
+void sl_shim_resolve(void)
+{
+#define R(name) __atomic_store_n((void **)&sl_real.name, lookup(#name, (void *)name), __ATOMIC_RELEASE)
+    R(accept);
+    R(accept4);
+    R(connect);
+    R(getaddrinfo);
+    R(freeaddrinfo);
+    R(gethostbyname);
+    R(gethostbyname2);
+    R(gethostbyname_r);
+    R(gethostbyname2_r);
+#undef R
+}
+
+/* inherit = no: children started with exec run unlimited. */
+static void drop_inheritance(void)
+{
+    static const char *const vars[] = {"SLUICE_CONFIG", "SLUICE_RULES", "SLUICE_ON_ERROR"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) unsetenv(vars[i]);
+    const char *pre = getenv("LD_PRELOAD");
+    if (!pre) return;
+    char kept[4096] = "";
+    char *copy = sl_strdup(pre);
+    if (!copy) return;
+    char *save = NULL;
+    for (char *w = strtok_r(copy, " :", &save); w; w = strtok_r(NULL, " :", &save)) {
+        const char *base = strrchr(w, '/');
+        if (strcmp(base ? base + 1 : w, "libsluice.so") == 0) continue;
+        if (*kept) strncat(kept, " ", sizeof kept - strlen(kept) - 1);
+        strncat(kept, w, sizeof kept - strlen(kept) - 1);
+    }
+    sl_free(copy);
+    if (*kept)
+        setenv("LD_PRELOAD", kept, 1);
+    else
+        unsetenv("LD_PRELOAD");
+}
+
+static void after_fork_child(void)
+{
+    sl_linger_after_fork_child();
+}
+
+__attribute__((constructor)) static void sl_init(void)
+{
+    sl_guard = 1;
+    sl_shim_resolve();
+    const char *file = getenv("SLUICE_CONFIG");
+    const char *rules = getenv("SLUICE_RULES");
+    if ((!file || !*file) && (!rules || !*rules)) goto out;
+
+    sl_conf_set_resolver(sl_real.getaddrinfo, sl_real.freeaddrinfo);
+    char err[1024];
+    enum sl_on_error on_error = SL_ON_ERROR_OPEN;
+    struct sl_config *cfg = sl_conf_load(file && *file ? file : NULL, rules, &on_error, err,
+                                         sizeof err);
+    if (!cfg) {
+        if (on_error == SL_ON_ERROR_CLOSED) {
+            sl_log(SL_LOG_ERROR, "%s; on_error = closed: refusing to start", err);
+            _exit(78);
+        }
+        sl_log(SL_LOG_ERROR, "%s; running unlimited (on_error = open)", err);
+        goto out;
+    }
+    sl_log_setup(cfg->log, cfg->log_level);
+    if (!cfg->inherit) drop_inheritance();
+
+    struct sl_table *table = sl_table_open(cfg->table_slots, cfg->shared, cfg->on_full, err,
+                                           sizeof err);
+    struct sl_runtime *rt = table ? sl_alloc(sizeof *rt) : NULL;
+    if (!rt || sl_runtime_init(rt, cfg, table, err, sizeof err) != 0) {
+        if (!table || !rt) snprintf(err, sizeof err, "%s", table ? "out of memory" : err);
+        if (cfg->on_error == SL_ON_ERROR_CLOSED) {
+            sl_log(SL_LOG_ERROR, "table: %s; on_error = closed: refusing to start", err);
+            _exit(78);
+        }
+        sl_log(SL_LOG_ERROR, "table: %s; running unlimited (on_error = open)", err);
+        goto out;
+    }
+    pthread_atfork(NULL, NULL, after_fork_child);
+    sl_log(SL_LOG_DEBUG, "%d rules from %s, table of %u slots%s%s", cfg->nrules, cfg->source,
+           sl_table_slots(table), *cfg->shared ? " shared as " : "", cfg->shared);
+    atomic_store_explicit(&sl_runtime_ptr, rt, memory_order_release);
+out:
+    sl_guard = 0;
+}

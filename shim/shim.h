@@ -1,0 +1,58 @@
+/* shim.h - what the interposed entry points share: the real functions,
+ * the published runtime, the re-entrancy guard.
+ *
+ * An entry point is a handful of lines: make sure the real symbol is known,
+ * step aside when there is no runtime or the guard is set, ask core/policy
+ * for a verdict, act on it. */
+#ifndef SL_SHIM_H
+#define SL_SHIM_H
+
+#include <netdb.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#include "../core/policy.h"
+
+#define SL_EXPORT __attribute__((visibility("default")))
+
+struct sl_real {
+    int (*accept)(int, struct sockaddr *, socklen_t *);
+    int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+    int (*connect)(int, const struct sockaddr *, socklen_t);
+    int (*getaddrinfo)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
+    void (*freeaddrinfo)(struct addrinfo *);
+    struct hostent *(*gethostbyname)(const char *);
+    struct hostent *(*gethostbyname2)(const char *, int);
+    int (*gethostbyname_r)(const char *, struct hostent *, char *, size_t, struct hostent **,
+                           int *);
+    int (*gethostbyname2_r)(const char *, int, struct hostent *, char *, size_t, struct hostent **,
+                            int *);
+};
+
+extern struct sl_real sl_real;
+
+/* Resolves every real_* once; safe to call from any thread, before the
+ * constructor has run. */
+void sl_shim_resolve(void);
+
+#define REAL(name) (sl_real.name ? sl_real.name : (sl_shim_resolve(), sl_real.name))
+
+/* The runtime, or NULL while sluice is not (or no longer) limiting. */
+extern struct sl_runtime *_Atomic sl_runtime_ptr;
+
+/* Set while sluice itself calls into libc, so its own calls pass through. */
+extern __thread int sl_guard __attribute__((tls_model("initial-exec")));
+
+static inline struct sl_runtime *sl_runtime(void)
+{
+    if (sl_guard) return NULL;
+    return atomic_load_explicit(&sl_runtime_ptr, memory_order_acquire);
+}
+
+/* Inbound denials that wrote a reply: closed later, see linger.c. */
+void sl_linger_add(int fd);
+void sl_linger_service(void);
+void sl_linger_after_fork_child(void);
+
+#endif

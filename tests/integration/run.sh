@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs every tests/integration/test_*.py in its own process with a timeout.
+# Prints one line per test and ends with "N passed, N failed".
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+pass=0; fail=0; failed=()
+only=${1:-}
+for t in "$here"/test_*.py; do
+    name=$(basename "$t" .py)
+    [ -n "$only" ] && [[ "$name" != *"$only"* ]] && continue
+    log=$(mktemp /tmp/sluice-it-XXXXXX.log)
+    start=$(date +%s.%N)
+    if timeout -k 5 180 python3 "$t" >"$log" 2>&1; then
+        pass=$((pass + 1)); status=PASS
+    else
+        fail=$((fail + 1)); status=FAIL; failed+=("$name")
+    fi
+    printf '%-4s %-40s %6.1fs\n' "$status" "$name" "$(awk "BEGIN{print $(date +%s.%N) - $start}")"
+    if [ "$status" = FAIL ] || [ -n "${VERBOSE:-}" ]; then sed 's/^/    /' "$log"; fi
+    rm -f "$log"
+done
+echo "integration: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Every test sluice has, in the order that fails fastest: unit tests, the
+# same under ASan+UBSan, the table under TSan, fuzz smoke runs, then the
+# integration tests with real programs. Ends with "N passed, N failed",
+# counting individual tests across all stages.
+set -u
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+passed=0; failed=0; stages_failed=()
+log=$(mktemp /tmp/sluice-test-XXXXXX.log)
+
+count_cmocka() {  # adds cmocka's own totals from a log
+    local p f
+    p=$(grep -Eo '^\[  PASSED  \] [0-9]+' "$1" | awk '{s+=$4} END{print s+0}')
+    f=$(grep -Eo '^\[  FAILED  \] [0-9]+' "$1" | awk '{s+=$4} END{print s+0}')
+    passed=$((passed + p)); failed=$((failed + f))
+}
+
+stage() {  # stage NAME COMMAND...
+    local name=$1; shift
+    echo "=== $name"
+    if "$@" >"$log" 2>&1; then cat "$log"; else
+        cat "$log"; stages_failed+=("$name")
+        echo "=== $name FAILED"
+    fi
+}
+
+stage build make -j"$jobs" all
+stage unit make -j"$jobs" unit; count_cmocka "$log"
+stage unit-asan-ubsan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    make -j"$jobs" SAN=asan unit; count_cmocka "$log"
+stage table-tsan sh -c "make -j$jobs SAN=tsan build/tsan/tests/test_table && TSAN_OPTIONS=halt_on_error=1 tests/run-unit.sh build/tsan/tests/test_table"
+count_cmocka "$log"
+if [ -x tests/fuzz/run.sh ]; then
+    stage fuzz tests/fuzz/run.sh "${FUZZ_SECONDS:-20}"
+    grep -q '^fuzz: ok' "$log" && passed=$((passed + $(grep -c '^fuzz: ok' "$log")))
+fi
+stage integration tests/integration/run.sh
+ip=$(sed -n 's/^integration: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log")
+ip=${ip:-0 1}
+passed=$((passed + ${ip% *})); failed=$((failed + ${ip#* }))
+rm -f "$log"
+
+for s in "${stages_failed[@]:-}"; do [ -n "$s" ] && echo "stage failed: $s"; done
+[ ${#stages_failed[@]} -gt 0 ] && [ "$failed" -eq 0 ] && failed=${#stages_failed[@]}
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
