@@ -1,0 +1,121 @@
+/* conf_int.h - what the files of conf/ share, and nothing outside sees.
+ *
+ * A load runs under one lock (libconfuse's lexer keeps global state) and
+ * reports through one context: the source being parsed, where the first
+ * error goes, and the rules seen so far in declaration order.
+ */
+#ifndef SL_CONF_INT_H
+#define SL_CONF_INT_H
+
+#include <confuse.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/rule.h"
+
+#define CONF_FILE_MAX  (1u << 20) /* a config file larger than this is refused */
+#define CONF_REPLY_MAX (64u << 10)
+
+/* The hidden option that records the line a section opens on (see
+ * options.c). The leading space keeps it out of reach of unquoted text. */
+#define CONF_SECTION_LINE " line"
+
+struct conf_seen {
+    char name[SL_NAME_MAX];
+    enum sl_dir dir;
+    int line;
+    bool is_inline;
+};
+
+struct conf_ctx {
+    const char *file; /* the file path as given, for messages */
+    const char *dir;  /* its directory: relative reply paths start here */
+    bool is_inline;   /* parsing inline rules: lines are rule numbers */
+    char *err;
+    size_t errlen;
+    bool failed;
+    cfg_t *section; /* the rule section being parsed */
+    int nseen;
+    struct conf_seen seen[SL_MAX_RULES + 1];
+};
+
+/* The context of the load in progress (the load lock is held). */
+extern struct conf_ctx *conf_ctx;
+
+/* options.c */
+cfg_t *conf_cfg_new(void);
+int conf_section_line(cfg_t *sec);
+bool conf_opt_is_list(const char *name);
+enum sl_dir conf_section_dir(const cfg_t *sec);
+
+/* Value parsers: each returns NULL, or the words that end the message
+ * "'<value>' <words>". */
+const char *conf_parse_rate(const char *text, uint64_t *count, uint64_t *period_ns);
+const char *conf_parse_duration(const char *text, uint64_t *ns);
+const char *conf_parse_errno(const char *text, int *err);
+const char *conf_parse_port_range(const char *text, struct sl_port_range *r);
+const char *conf_parse_cidr(const char *text, struct sl_cidr *c);
+const char *conf_parse_name(const char *text);
+const char *conf_parse_enum(const char *text, const char *const *names, int *out);
+
+/* A destination of an outbound rule: an address block or a host name,
+ * either with an optional port. */
+struct conf_dest {
+    bool is_host;
+    struct sl_cidr cidr;
+    char host[SL_HOST_MAX];
+    uint16_t port;
+};
+const char *conf_parse_dest(const char *text, struct conf_dest *d);
+
+/* Reads a reply file: resolves `path` against ctx->dir, returns NULL and a
+ * new sl_alloc'd buffer, or the words of an error. `resolved` receives the
+ * absolute path. */
+const char *conf_read_reply(const char *path, char **buf, size_t *len, char *resolved,
+                            size_t resolvedlen);
+
+extern const char *const conf_on_error_names[];
+extern const char *const conf_on_full_names[];
+extern const char *const conf_log_names[];
+extern const char *const conf_log_level_names[];
+extern const char *const conf_alg_names[];
+extern const char *const conf_per_names[];
+extern const char *const conf_action_names[];
+const char *conf_errno_name(int err);
+void conf_format_duration(uint64_t ns, char *buf, size_t len);
+
+/* errors.c: the first error of a load, one line:
+ *   <source>:<line>: <section> "<name>": option '<opt>': '<value>' <what>
+ * (section for options inside a rule; opt and value when there are some;
+ * inline rules are "inline rule N" with no line). */
+void conf_fail(cfg_t *sec, int line, const char *opt, const char *value, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+void conf_libconfuse_error(cfg_t *cfg, const char *fmt, va_list ap);
+
+/* text.c */
+/* Reads a whole file into a NUL-terminated sl_alloc'd buffer. Returns 0, or
+ * -1 with errno set (EFBIG: too large, EILSEQ: holds a NUL byte). */
+int conf_read_file(const char *path, size_t max, char **buf, size_t *len);
+/* Blanks out comments in place, keeping newlines so line numbers hold.
+ * Returns 0, or -1 after conf_fail() for an unterminated string or comment. */
+int conf_strip_comments(char *text);
+/* Looks for the last top-level `on_error = open|closed` in comment-free
+ * text; leaves *out alone if there is none. */
+void conf_scan_on_error(const char *text, enum sl_on_error *out);
+
+/* inline.c: turns inline rules into libconfuse text, rule N on line N.
+ * Returns a new sl_alloc'd string, or NULL after conf_fail(). */
+char *conf_inline_to_text(const char *rules, bool *any);
+
+/* A growing string in sl_alloc'd memory. */
+struct conf_buf {
+    char *s;
+    size_t len, cap;
+    bool oom;
+};
+void conf_buf_putc(struct conf_buf *b, char c);
+void conf_buf_puts(struct conf_buf *b, const char *s);
+
+#endif

@@ -1,0 +1,103 @@
+/* errors.c - the one line a failed load reports.
+ *
+ *   app.conf:12: inbound "web": option 'rate': '20/x' is not a rate (...)
+ *   app.conf:3: option 'table_slots': '12' is out of range (64..1073741824)
+ *   app.conf:9: inbound "web": option 'rate' is missing
+ *   inline rule 2: outbound "out-1": option 'to' is missing
+ *
+ * Only the first error of a load is kept: later ones are consequences.
+ * Quoted text is cut at 80 bytes and control characters become '?', so the
+ * message stays one line whatever the input held.
+ */
+#include "conf_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct conf_ctx *conf_ctx;
+
+static size_t put(char *dst, size_t cap, size_t at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static size_t put(char *dst, size_t cap, size_t at, const char *fmt, ...)
+{
+    if (at >= cap) return at;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(dst + at, cap - at, fmt, ap);
+    va_end(ap);
+    return n < 0 ? at : at + (size_t)n;
+}
+
+/* Copies text for quoting: at most 80 bytes, no control characters. */
+static const char *clean(const char *s, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (; *s && n + 4 < len && n < 80; s++)
+        buf[n++] = (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s;
+    if (*s) {
+        memcpy(buf + n, "...", 3);
+        n += 3;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+static void fail_va(cfg_t *sec, int line, const char *opt, const char *value, const char *fmt,
+                    va_list ap)
+{
+    struct conf_ctx *c = conf_ctx;
+    if (!c || c->failed) return;
+    c->failed = true;
+    if (!c->err || c->errlen == 0) return;
+
+    char q[96], msg[512];
+    size_t n = 0, cap = c->errlen;
+    if (c->is_inline)
+        n = put(c->err, cap, n, "inline rule %d: ", line);
+    else
+        n = put(c->err, cap, n, "%s:%d: ", c->file, line);
+    if (sec && sec->title)
+        n = put(c->err, cap, n, "%s \"%s\": ", sec->name, clean(sec->title, q, sizeof q));
+    if (opt) n = put(c->err, cap, n, "option '%s': ", clean(opt, q, sizeof q));
+    if (value) n = put(c->err, cap, n, "'%s' ", clean(value, q, sizeof q));
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p < 0x20) *p = ' ';
+    put(c->err, cap, n, "%s", msg);
+}
+
+void conf_fail(cfg_t *sec, int line, const char *opt, const char *value, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fail_va(sec, line, opt, value, fmt, ap);
+    va_end(ap);
+}
+
+static void fail_plain(cfg_t *sec, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void fail_plain(cfg_t *sec, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fail_va(sec, line, NULL, NULL, fmt, ap);
+    va_end(ap);
+}
+
+/* libconfuse's own messages (syntax, unknown options), put in the same
+ * shape. "no such option" is reworded to match the messages of our own. */
+void conf_libconfuse_error(cfg_t *cfg, const char *fmt, va_list ap)
+{
+    char msg[256], q[96];
+    cfg_t *sec = cfg && cfg->title ? cfg : NULL;
+    int line = cfg ? cfg->line : 0;
+    if (strcmp(fmt, "no such option '%s'") == 0) {
+        const char *name = va_arg(ap, const char *);
+        fail_plain(sec, line, "option '%s' is unknown", clean(name ? name : "", q, sizeof q));
+        return;
+    }
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fail_plain(sec, line, "%s", msg);
+}

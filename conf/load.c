@@ -1,0 +1,326 @@
+/* load.c - a file and inline rules in, one struct sl_config out.
+ *
+ * Both are parsed into one libconfuse tree, the file first: globals set by
+ * the inline rules then override the file's, and rules keep the order they
+ * were written in (file rules first). Every value was checked while it was
+ * read (options.c), so turning the tree into the struct cannot meet a bad
+ * value; it fills in the defaults that depend on other options, reads
+ * reply files and resolves host names.
+ *
+ * libconfuse's lexer keeps global state, so loads take one lock.
+ *
+ * Outbound `to` entries: an address or block with a port ("10.0.0.5:443",
+ * "[2001:db8::1]:443") adds that port to the rule's ports when the rule has
+ * no port list of its own (with one, such a port is an error: say it in one
+ * place). A host name's port stays with the name (sl_host.port).
+ */
+#include "conf.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/key.h"
+#include "../core/mem.h"
+#include "conf_int.h"
+
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+static sl_resolve_fn resolve_fn = getaddrinfo;
+static sl_freeaddrinfo_fn release_fn = freeaddrinfo;
+
+void sl_conf_set_resolver(sl_resolve_fn resolve, sl_freeaddrinfo_fn release)
+{
+    pthread_mutex_lock(&load_lock);
+    resolve_fn = resolve ? resolve : getaddrinfo;
+    release_fn = release ? release : freeaddrinfo;
+    pthread_mutex_unlock(&load_lock);
+}
+
+static void resolve_host(struct sl_host *h)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM; /* one answer per address, not per socket type */
+    if (resolve_fn(h->name, NULL, &hints, &res) != 0) return; /* kept: resolved later */
+    for (struct addrinfo *ai = res; ai && h->naddr < SL_MAX_HOST_ADDR; ai = ai->ai_next) {
+        struct sl_addr a;
+        if (!ai->ai_addr || !sl_addr_from_sockaddr(&a, ai->ai_addr, ai->ai_addrlen)) continue;
+        bool dup = false;
+        for (uint32_t i = 0; i < h->naddr; i++)
+            dup = dup || memcmp(h->addr[i], a.a, 16) == 0;
+        if (!dup) memcpy(h->addr[h->naddr++], a.a, 16);
+    }
+    if (res) release_fn(res);
+}
+
+static int enum_value(cfg_t *cfg, const char *name, const char *const *names)
+{
+    int v = 0;
+    conf_parse_enum(cfg_getstr(cfg, name), names, &v);
+    return v;
+}
+
+static void format_rate(uint64_t count, uint64_t period, char *buf, size_t len)
+{
+    static const struct {
+        uint64_t ns;
+        const char *unit;
+    } bare[] = {{SL_NS_PER_SEC, "s"},
+                {60 * SL_NS_PER_SEC, "m"},
+                {3600 * SL_NS_PER_SEC, "h"},
+                {86400 * SL_NS_PER_SEC, "d"}};
+    char d[32], text[64];
+    conf_format_duration(period, d, sizeof d);
+    for (size_t i = 0; i < 4; i++)
+        if (period == bare[i].ns) snprintf(d, sizeof d, "%s", bare[i].unit);
+    /* fits: the parser allows at most 10 digits of N and 366 days */
+    size_t n = (size_t)snprintf(text, sizeof text, "%llu/%s", (unsigned long long)count, d);
+    if (n < len) memcpy(buf, text, n + 1);
+}
+
+static int add_port(struct sl_rule *r, uint16_t port)
+{
+    for (int i = 0; i < r->nports; i++)
+        if (r->ports[i].lo == port && r->ports[i].hi == port) return 0;
+    if (r->nports >= SL_MAX_PORTS) return -1;
+    r->ports[r->nports].lo = r->ports[r->nports].hi = port;
+    r->nports++;
+    return 0;
+}
+
+static int cidr_list(cfg_t *sec, const char *opt, struct sl_cidr *out, int *n)
+{
+    for (unsigned i = 0; i < cfg_size(sec, opt); i++)
+        conf_parse_cidr(cfg_getnstr(sec, opt, i), &out[(*n)++]);
+    return 0;
+}
+
+static int build_rule(cfg_t *sec, const struct conf_seen *seen, bool global_dry_run,
+                      struct sl_rule *r)
+{
+    enum sl_dir dir = seen->dir;
+    snprintf(r->name, sizeof r->name, "%s", seen->name);
+    r->id = sl_name_hash(r->name);
+    r->dir = dir;
+
+    for (unsigned i = 0; i < cfg_size(sec, "port"); i++)
+        conf_parse_port_range(cfg_getnstr(sec, "port", i), &r->ports[r->nports++]);
+    bool port_list = r->nports > 0;
+    cidr_list(sec, "local", r->local, &r->nlocal);
+    cidr_list(sec, "from", r->from, &r->nfrom);
+    cidr_list(sec, "exempt", r->exempt, &r->nexempt);
+    for (unsigned i = 0; i < cfg_size(sec, "to"); i++) {
+        const char *text = cfg_getnstr(sec, "to", i);
+        struct conf_dest d;
+        conf_parse_dest(text, &d);
+        if (d.is_host) {
+            struct sl_host *h = &r->hosts[r->nhosts++];
+            snprintf(h->name, sizeof h->name, "%s", d.host);
+            h->port = d.port;
+            resolve_host(h);
+            continue;
+        }
+        r->to[r->nto++] = d.cidr;
+        if (d.port && !port_list && add_port(r, d.port) != 0) {
+            conf_fail(sec, seen->line, "to", text, "is one port too many (at most %d)",
+                      SL_MAX_PORTS);
+            return -1;
+        }
+    }
+
+    uint64_t count, period;
+    conf_parse_rate(cfg_getstr(sec, "rate"), &count, &period);
+    format_rate(count, period, r->rate_text, sizeof r->rate_text);
+    enum sl_alg alg = (enum sl_alg)enum_value(sec, "algorithm", conf_alg_names);
+    uint64_t burst = cfg_size(sec, "burst") ? (uint64_t)cfg_getint(sec, "burst") : count;
+    sl_limit_init(&r->limit, alg, count, period, burst); /* checked by the validator */
+
+    r->per = cfg_getstr(sec, "per") ? (enum sl_per)enum_value(sec, "per", conf_per_names)
+             : dir == SL_IN         ? SL_PER_PEER
+                                    : SL_PER_RULE;
+    if (dir == SL_IN) {
+        bool wide = r->per == SL_PER_PREFIX;
+        r->prefix4 = (uint8_t)(cfg_size(sec, "prefix4") ? cfg_getint(sec, "prefix4")
+                               : wide                   ? 24
+                                                        : 32);
+        r->prefix6 = (uint8_t)(cfg_size(sec, "prefix6") ? cfg_getint(sec, "prefix6")
+                               : wide                   ? 48
+                                                        : 64);
+    } else { /* unused: outbound keys hold the whole address */
+        r->prefix4 = 32;
+        r->prefix6 = 128;
+    }
+
+    r->action = cfg_getstr(sec, "action")
+                    ? (enum sl_action)enum_value(sec, "action", conf_action_names)
+                : dir == SL_IN ? SL_ACT_REJECT
+                               : SL_ACT_DELAY;
+    const char *reply = cfg_getstr(sec, "reply");
+    if (reply) {
+        const char *bad =
+            conf_read_reply(reply, &r->reply, &r->reply_len, r->reply_path, sizeof r->reply_path);
+        if (bad) {
+            conf_fail(sec, seen->line, "reply", reply, "%s", bad);
+            return -1;
+        }
+    }
+    if (dir == SL_OUT) {
+        conf_parse_duration(cfg_getstr(sec, "max_delay"), &r->max_delay_ns);
+        if (cfg_getstr(sec, "errno"))
+            conf_parse_errno(cfg_getstr(sec, "errno"), &r->err);
+        else
+            r->err = r->action == SL_ACT_DELAY ? ETIMEDOUT : ECONNREFUSED;
+    }
+    r->dry_run = cfg_size(sec, "dry_run") ? cfg_getbool(sec, "dry_run") : global_dry_run;
+    return 0;
+}
+
+static int build(cfg_t *cfg, struct conf_ctx *ctx, const char *dir, struct sl_config *c)
+{
+    c->table_slots = (uint32_t)cfg_getint(cfg, "table_slots");
+    snprintf(c->shared, sizeof c->shared, "%s", cfg_getstr(cfg, "shared"));
+    c->dry_run = cfg_getbool(cfg, "dry_run");
+    c->on_error = (enum sl_on_error)enum_value(cfg, "on_error", conf_on_error_names);
+    c->on_full = (enum sl_on_full)enum_value(cfg, "on_full", conf_on_full_names);
+    c->inherit = cfg_getbool(cfg, "inherit");
+    c->log = (enum sl_log_target)enum_value(cfg, "log", conf_log_names);
+    c->log_level = (enum sl_log_level)enum_value(cfg, "log_level", conf_log_level_names);
+    for (int i = 0; i < ctx->nseen; i++) {
+        const struct conf_seen *s = &ctx->seen[i];
+        cfg_t *sec = cfg_gettsec(cfg, s->dir == SL_IN ? "inbound" : "outbound", s->name);
+        ctx->is_inline = s->is_inline;
+        ctx->dir = s->is_inline ? NULL : dir;
+        if (!sec || build_rule(sec, s, c->dry_run, &c->rules[c->nrules++]) != 0) return -1;
+    }
+    return 0;
+}
+
+/* Parses text into cfg; a failure that libconfuse did not explain gets a
+ * plain message. */
+static int parse(cfg_t *cfg, const char *text)
+{
+    if (cfg_parse_buf(cfg, text) == CFG_SUCCESS) return 0;
+    conf_fail(NULL, cfg->line, NULL, NULL, "syntax error");
+    return -1;
+}
+
+static bool env_on_error(enum sl_on_error *oe, char *err, size_t errlen, bool *bad)
+{
+    const char *v = getenv("SLUICE_ON_ERROR");
+    if (!v) return false;
+    if (strcmp(v, "closed") == 0)
+        *oe = SL_ON_ERROR_CLOSED;
+    else if (strcmp(v, "open") == 0)
+        *oe = SL_ON_ERROR_OPEN;
+    else {
+        if (!*bad && err && errlen)
+            snprintf(err, errlen, "SLUICE_ON_ERROR: '%.40s' is not open or closed", v);
+        *bad = true;
+        return false;
+    }
+    return true;
+}
+
+struct sl_config *sl_conf_load(const char *file, const char *inline_rules,
+                               enum sl_on_error *on_error, char *err, size_t errlen)
+{
+    static struct conf_ctx ctx; /* under load_lock; too big for a shim's stack */
+    enum sl_on_error oe = SL_ON_ERROR_OPEN;
+    struct sl_config *c = NULL;
+    char *text = NULL, *itext = NULL;
+    cfg_t *cfg = NULL;
+    char dir[PATH_MAX] = ".";
+    bool have_file = file && *file, have_inline = false;
+
+    if (err && errlen) err[0] = 0;
+    pthread_mutex_lock(&load_lock);
+    memset(&ctx, 0, sizeof ctx);
+    ctx.err = err;
+    ctx.errlen = errlen;
+    ctx.file = file;
+    conf_ctx = &ctx;
+
+    if (have_file) {
+        const char *slash = strrchr(file, '/');
+        if (slash && (size_t)(slash - file) < sizeof dir)
+            snprintf(dir, sizeof dir, "%.*s", slash == file ? 1 : (int)(slash - file), file);
+        size_t len;
+        if (conf_read_file(file, CONF_FILE_MAX, &text, &len) != 0) {
+            const char *why = errno == EFBIG    ? "is larger than 1 MiB"
+                              : errno == EILSEQ ? "holds a NUL byte"
+                                                : NULL;
+            if (err && errlen) {
+                if (why)
+                    snprintf(err, errlen, "%s: %s", file, why);
+                else
+                    snprintf(err, errlen, "%s: cannot read: %s", file, strerror(errno));
+            }
+            ctx.failed = true;
+        } else if (conf_strip_comments(text) == 0) {
+            conf_scan_on_error(text, &oe);
+        }
+    }
+    if (inline_rules) {
+        ctx.is_inline = true;
+        itext = conf_inline_to_text(inline_rules, &have_inline);
+        if (itext) conf_scan_on_error(itext, &oe);
+    }
+
+    if (!ctx.failed) {
+        cfg = conf_cfg_new();
+        if (!cfg) conf_fail(NULL, 0, NULL, NULL, "out of memory");
+    }
+    if (!ctx.failed && text) {
+        ctx.is_inline = false;
+        ctx.dir = dir;
+        parse(cfg, text);
+    }
+    if (!ctx.failed && itext && have_inline) {
+        ctx.is_inline = true;
+        ctx.dir = NULL;
+        parse(cfg, itext);
+    }
+    if (!ctx.failed) {
+        oe = (enum sl_on_error)enum_value(cfg, "on_error", conf_on_error_names);
+        c = sl_alloc(sizeof *c);
+        if (!c) {
+            if (err && errlen) snprintf(err, errlen, "out of memory");
+            ctx.failed = true;
+        } else if (build(cfg, &ctx, dir, c) != 0) {
+            sl_conf_free(c);
+            c = NULL;
+        } else if (have_file && have_inline) {
+            snprintf(c->source, sizeof c->source, "%s + inline rules", file);
+        } else {
+            snprintf(c->source, sizeof c->source, "%s",
+                     have_file     ? file
+                     : have_inline ? "inline rules"
+                                   : "defaults");
+        }
+    }
+    bool bad_env = ctx.failed;
+    if (env_on_error(&oe, err, errlen, &bad_env) && c) c->on_error = oe;
+    if (bad_env && c) { /* a mistyped SLUICE_ON_ERROR is an error too */
+        sl_conf_free(c);
+        c = NULL;
+    }
+    if (on_error) *on_error = oe;
+
+    if (cfg) cfg_free(cfg);
+    sl_free(text);
+    sl_free(itext);
+    conf_ctx = NULL;
+    pthread_mutex_unlock(&load_lock);
+    return c;
+}
+
+void sl_conf_free(struct sl_config *c)
+{
+    if (!c) return;
+    for (int i = 0; i < c->nrules; i++)
+        sl_free(c->rules[i].reply);
+    sl_free(c);
+}

@@ -1,0 +1,805 @@
+/* test_conf.c - conf/: files, inline rules, defaults, the exact error
+ * messages, on_error when a load fails, printing, host names.
+ *
+ * Fixtures live in tests/fixtures (or $SLUICE_FIXTURES) and are named for
+ * what they hold. Host names never reach real DNS: a fake resolver knows
+ * api.vendor.example (127.0.0.7) and nothing else.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../conf/conf.h"
+#include "../../core/key.h"
+#include "testutil.h"
+
+static const char *fixture(const char *name)
+{
+    static char buf[8][512];
+    static int next;
+    const char *dir = getenv("SLUICE_FIXTURES");
+    char *b = buf[next++ % 8];
+    snprintf(b, sizeof buf[0], "%s%s%s", dir ? dir : "tests/fixtures/", dir ? "/" : "", name);
+    return b;
+}
+#define FIXTURE(name) fixture(name)
+
+/* ---- a resolver that knows one name ------------------------------------ */
+
+static int resolver_calls;
+
+static int fake_resolve(const char *node, const char *service, const struct addrinfo *hints,
+                        struct addrinfo **res)
+{
+    resolver_calls++;
+    assert_int_equal(hints->ai_flags & AI_ADDRCONFIG, 0);
+    if (strcmp(node, "api.vendor.example") != 0) return EAI_NONAME;
+    struct addrinfo *ai = calloc(1, sizeof *ai + sizeof(struct sockaddr_in));
+    struct sockaddr_in *sin = (struct sockaddr_in *)(ai + 1);
+    sin->sin_family = AF_INET;
+    inet_pton(AF_INET, "127.0.0.7", &sin->sin_addr);
+    ai->ai_family = AF_INET;
+    ai->ai_socktype = SOCK_STREAM;
+    ai->ai_addr = (struct sockaddr *)sin;
+    ai->ai_addrlen = sizeof *sin;
+    *res = ai;
+    return 0;
+}
+
+static void fake_release(struct addrinfo *res)
+{
+    free(res);
+}
+
+static int setup(void **state)
+{
+    sl_conf_set_resolver(fake_resolve, fake_release);
+    unsetenv("SLUICE_ON_ERROR");
+    resolver_calls = 0;
+    return 0;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static struct sl_config *load_ok(const char *file, const char *rules)
+{
+    char err[512] = "";
+    enum sl_on_error oe;
+    struct sl_config *c = sl_conf_load(file, rules, &oe, err, sizeof err);
+    if (!c) fail_msg("load failed: %s", err);
+    return c;
+}
+
+/* Loads what must fail; returns the message. */
+static const char *load_err(const char *file, const char *rules)
+{
+    static char err[512];
+    enum sl_on_error oe;
+    err[0] = 0;
+    struct sl_config *c = sl_conf_load(file, rules, &oe, err, sizeof err);
+    if (c) {
+        sl_conf_free(c);
+        fail_msg("load of %s / %s succeeded", file ? file : "-", rules ? rules : "-");
+    }
+    assert_null(strchr(err, '\n'));
+    return err;
+}
+
+static void assert_error(const char *file, const char *rules, const char *expected)
+{
+    assert_string_equal(load_err(file, rules), expected);
+}
+
+/* Same, for a fixture: `rest` follows "<path>:". */
+static void assert_file_error(const char *name, const char *rest)
+{
+    char expected[512];
+    snprintf(expected, sizeof expected, "%s:%s", FIXTURE(name), rest);
+    assert_error(FIXTURE(name), NULL, expected);
+}
+
+static void assert_cidr(const struct sl_cidr *c, const char *text)
+{
+    char buf[64];
+    sl_cidr_format(c, buf, sizeof buf);
+    assert_string_equal(buf, text);
+}
+
+static const struct sl_rule *rule(const struct sl_config *c, const char *name)
+{
+    for (int i = 0; i < c->nrules; i++)
+        if (strcmp(c->rules[i].name, name) == 0) return &c->rules[i];
+    fail_msg("no rule %s", name);
+    return NULL;
+}
+
+static char *print_to_string(const struct sl_config *c)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    sl_conf_print(c, f);
+    fclose(f);
+    return text;
+}
+
+/* Prints c to a temporary file, loads it back and prints that. */
+static void assert_prints_same_after_reload(const struct sl_config *c)
+{
+    char path[] = "/tmp/sluice-conf-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    char *first = print_to_string(c);
+    assert_int_equal(write(fd, first, strlen(first)), (ssize_t)strlen(first));
+    close(fd);
+    struct sl_config *again = load_ok(path, NULL);
+    char *second = print_to_string(again);
+    assert_string_equal(first, second);
+    assert_int_equal(again->nrules, c->nrules);
+    for (int i = 0; i < c->nrules; i++) {
+        const struct sl_rule *a = &c->rules[i], *b = &again->rules[i];
+        assert_string_equal(a->name, b->name);
+        assert_memory_equal(&a->limit, &b->limit, sizeof a->limit);
+        assert_int_equal(a->nports, b->nports);
+        assert_int_equal(a->reply_len, b->reply_len);
+    }
+    sl_conf_free(again);
+    free(first);
+    free(second);
+    unlink(path);
+}
+
+/* ---- every option ------------------------------------------------------- */
+
+static void all_options_file_sets_every_global(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("all-options.conf"), NULL);
+    assert_int_equal(c->table_slots, 4096);
+    assert_string_equal(c->shared, "team.api-1");
+    assert_true(c->dry_run);
+    assert_int_equal(c->on_error, SL_ON_ERROR_CLOSED);
+    assert_int_equal(c->on_full, SL_FULL_DENY);
+    assert_false(c->inherit);
+    assert_int_equal(c->log, SL_LOG_SYSLOG);
+    assert_int_equal(c->log_level, SL_LOG_DEBUG);
+    assert_int_equal(c->nrules, 2);
+    assert_string_equal(c->source, FIXTURE("all-options.conf"));
+    sl_conf_free(c);
+}
+
+static void all_options_file_sets_every_field_of_the_inbound_rule(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("all-options.conf"), NULL);
+    const struct sl_rule *r = &c->rules[0];
+    assert_string_equal(r->name, "web");
+    assert_true(r->id == sl_name_hash("web"));
+    assert_int_equal(r->dir, SL_IN);
+    assert_int_equal(r->nports, 3);
+    assert_int_equal(r->ports[0].lo, 80);
+    assert_int_equal(r->ports[0].hi, 80);
+    assert_int_equal(r->ports[1].lo, 443);
+    assert_int_equal(r->ports[2].lo, 8000);
+    assert_int_equal(r->ports[2].hi, 8100);
+    assert_int_equal(r->nlocal, 2);
+    assert_cidr(&r->local[0], "127.0.0.1/32");
+    assert_cidr(&r->local[1], "::1/128");
+    assert_int_equal(r->nfrom, 2);
+    assert_cidr(&r->from[0], "10.0.0.0/8");
+    assert_cidr(&r->from[1], "2001:db8::/32");
+    assert_int_equal(r->nexempt, 1);
+    assert_cidr(&r->exempt[0], "10.1.2.3/32");
+    assert_int_equal(r->nto, 0);
+    assert_int_equal(r->nhosts, 0);
+    assert_string_equal(r->rate_text, "20/s");
+    assert_int_equal(r->limit.alg, SL_ALG_GCRA);
+    assert_int_equal(r->limit.count, 20);
+    assert_int_equal(r->limit.period_ns, SEC);
+    assert_int_equal(r->limit.burst, 10);
+    assert_int_equal(r->limit.interval_ps, 50 * MS * 1000);
+    assert_int_equal(r->per, SL_PER_PREFIX);
+    assert_int_equal(r->prefix4, 20);
+    assert_int_equal(r->prefix6, 40);
+    assert_int_equal(r->action, SL_ACT_REPLY);
+    const char *body = "HTTP/1.1 429 Too Many Requests\r\nContent-Length: 5\r\n\r\nslow\n";
+    assert_int_equal(r->reply_len, strlen(body));
+    assert_memory_equal(r->reply, body, strlen(body));
+    assert_non_null(strstr(r->reply_path, "/reply-429-custom.txt"));
+    assert_true(r->reply_path[0] == '/');
+    assert_false(r->dry_run); /* the global says yes, the rule no */
+    sl_conf_free(c);
+}
+
+static void all_options_file_sets_every_field_of_the_outbound_rule(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("all-options.conf"), NULL);
+    const struct sl_rule *r = &c->rules[1];
+    assert_string_equal(r->name, "api");
+    assert_true(r->id == sl_name_hash("api"));
+    assert_int_equal(r->dir, SL_OUT);
+    assert_int_equal(r->nports, 1);
+    assert_int_equal(r->ports[0].lo, 443);
+    assert_int_equal(r->ports[0].hi, 443);
+    assert_int_equal(r->nto, 2);
+    assert_cidr(&r->to[0], "192.0.2.0/24");
+    assert_cidr(&r->to[1], "2001:db8::1/128");
+    assert_int_equal(r->nhosts, 1);
+    assert_string_equal(r->hosts[0].name, "api.vendor.example"); /* lower case, no dot */
+    assert_int_equal(r->hosts[0].port, 0);
+    assert_int_equal(r->hosts[0].naddr, 1);
+    assert_int_equal(r->nexempt, 1);
+    assert_cidr(&r->exempt[0], "192.0.2.9/32");
+    assert_string_equal(r->rate_text, "100/10s");
+    assert_int_equal(r->limit.alg, SL_ALG_SLIDING);
+    assert_int_equal(r->limit.count, 100);
+    assert_int_equal(r->limit.period_ns, 10 * SEC);
+    assert_int_equal(r->limit.burst, 5);
+    assert_int_equal(r->per, SL_PER_DESTINATION);
+    assert_int_equal(r->action, SL_ACT_REJECT);
+    assert_null(r->reply);
+    assert_int_equal(r->max_delay_ns, 500 * MS);
+    assert_int_equal(r->err, EHOSTUNREACH);
+    assert_false(r->dry_run);
+    sl_conf_free(c);
+}
+
+/* ---- defaults ----------------------------------------------------------- */
+
+static void nothing_to_load_gives_defaults_and_no_rules(void **state)
+{
+    struct sl_config *c = load_ok(NULL, NULL);
+    assert_int_equal(c->table_slots, 65536);
+    assert_string_equal(c->shared, "");
+    assert_false(c->dry_run);
+    assert_int_equal(c->on_error, SL_ON_ERROR_OPEN);
+    assert_int_equal(c->on_full, SL_FULL_SHARED);
+    assert_true(c->inherit);
+    assert_int_equal(c->log, SL_LOG_STDERR);
+    assert_int_equal(c->log_level, SL_LOG_INFO);
+    assert_int_equal(c->nrules, 0);
+    assert_string_equal(c->source, "defaults");
+    sl_conf_free(c);
+
+    c = load_ok(NULL, "  ; ");
+    assert_string_equal(c->source, "defaults");
+    sl_conf_free(c);
+}
+
+static void inbound_rule_defaults_to_peer_reject_gcra_and_burst_n(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("defaults.conf"), NULL);
+    const struct sl_rule *r = rule(c, "web");
+    assert_int_equal(r->nports, 0);
+    assert_int_equal(r->nlocal, 0);
+    assert_int_equal(r->nfrom, 0);
+    assert_int_equal(r->nexempt, 0);
+    assert_int_equal(r->limit.alg, SL_ALG_GCRA);
+    assert_int_equal(r->limit.burst, 20);
+    assert_int_equal(r->per, SL_PER_PEER);
+    assert_int_equal(r->prefix4, 32);
+    assert_int_equal(r->prefix6, 64);
+    assert_int_equal(r->action, SL_ACT_REJECT);
+    assert_null(r->reply);
+    assert_int_equal(r->reply_len, 0);
+    assert_false(r->dry_run);
+    sl_conf_free(c);
+}
+
+static void outbound_rule_defaults_to_rule_delay_10s_and_etimedout(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("defaults.conf"), NULL);
+    const struct sl_rule *r = rule(c, "api");
+    assert_int_equal(r->per, SL_PER_RULE);
+    assert_int_equal(r->action, SL_ACT_DELAY);
+    assert_int_equal(r->max_delay_ns, 10 * SEC);
+    assert_int_equal(r->err, ETIMEDOUT);
+    assert_int_equal(r->limit.burst, 10);
+    assert_string_equal(r->rate_text, "10/m");
+    assert_int_equal(r->limit.period_ns, MIN);
+    assert_false(r->dry_run);
+    sl_conf_free(c);
+}
+
+static void outbound_reject_defaults_to_econnrefused(void **state)
+{
+    struct sl_config *c = load_ok(NULL, "out to=192.0.2.1 rate=1/s action=reject");
+    assert_int_equal(c->rules[0].err, ECONNREFUSED);
+    sl_conf_free(c);
+}
+
+static void per_prefix_defaults_to_24_and_48_bit_prefixes(void **state)
+{
+    struct sl_config *c = load_ok(NULL, "in rate=1/s per=prefix");
+    assert_int_equal(c->rules[0].prefix4, 24);
+    assert_int_equal(c->rules[0].prefix6, 48);
+    sl_conf_free(c);
+}
+
+static void rule_dry_run_defaults_to_the_global_dry_run(void **state)
+{
+    struct sl_config *c = load_ok(NULL, "global dry_run=yes; in rate=1/s; in rate=1/s dry_run=no");
+    assert_true(c->rules[0].dry_run);
+    assert_false(c->rules[1].dry_run);
+    sl_conf_free(c);
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+static void rates_are_normalised_to_the_largest_exact_unit(void **state)
+{
+    struct sl_config *c = load_ok(NULL, "in rate=100/60s; in rate=5/1h; in rate=7/d; "
+                                        "in rate=3/1500ms; in rate=2/90s");
+    assert_string_equal(c->rules[0].rate_text, "100/m");
+    assert_string_equal(c->rules[1].rate_text, "5/h");
+    assert_string_equal(c->rules[2].rate_text, "7/d");
+    assert_int_equal(c->rules[2].limit.period_ns, DAY);
+    assert_string_equal(c->rules[3].rate_text, "3/1500ms");
+    assert_string_equal(c->rules[4].rate_text, "2/90s");
+    sl_conf_free(c);
+}
+
+static void max_delay_takes_every_unit_and_zero(void **state)
+{
+    struct sl_config *c = load_ok(NULL, "out to=192.0.2.1 rate=1/s max_delay=250us; "
+                                        "out to=192.0.2.1 rate=1/s max_delay=2m; "
+                                        "out to=192.0.2.1 rate=1/s max_delay=1h; "
+                                        "out to=192.0.2.1 rate=1/s max_delay=0");
+    assert_int_equal(c->rules[0].max_delay_ns, 250 * US);
+    assert_int_equal(c->rules[1].max_delay_ns, 2 * MIN);
+    assert_int_equal(c->rules[2].max_delay_ns, HOUR);
+    assert_int_equal(c->rules[3].max_delay_ns, 0);
+    sl_conf_free(c);
+}
+
+static void errno_takes_a_name_or_a_positive_number(void **state)
+{
+    struct sl_config *c = load_ok(NULL, "out to=192.0.2.1 rate=1/s errno=ECONNRESET; "
+                                        "out to=192.0.2.1 rate=1/s errno=200");
+    assert_int_equal(c->rules[0].err, ECONNRESET);
+    assert_int_equal(c->rules[1].err, 200);
+    sl_conf_free(c);
+}
+
+static void an_address_with_a_port_in_to_gives_the_rule_its_ports(void **state)
+{
+    struct sl_config *c =
+        load_ok(NULL, "out to=10.0.0.1:443,[2001:db8::2]:8443,10.0.0.3:443 rate=1/s");
+    const struct sl_rule *r = &c->rules[0];
+    assert_int_equal(r->nto, 3);
+    assert_cidr(&r->to[1], "2001:db8::2/128");
+    assert_int_equal(r->nports, 2);
+    assert_int_equal(r->ports[0].lo, 443);
+    assert_int_equal(r->ports[1].lo, 8443);
+    sl_conf_free(c);
+}
+
+/* ---- host names --------------------------------------------------------- */
+
+static void a_host_name_is_resolved_at_load_with_the_injected_resolver(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("outbound-api.conf"), NULL);
+    const struct sl_host *h = &c->rules[0].hosts[0];
+    assert_string_equal(h->name, "api.vendor.example");
+    assert_int_equal(h->port, 443);
+    assert_int_equal(h->naddr, 1);
+    char buf[64];
+    sl_addr_format(h->addr[0], buf, sizeof buf);
+    assert_string_equal(buf, "127.0.0.7");
+    static const uint8_t mapped[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 7};
+    assert_memory_equal(h->addr[0], mapped, 16);
+    assert_int_equal(c->rules[0].max_delay_ns, 30 * SEC);
+    assert_int_equal(resolver_calls, 2);
+    sl_conf_free(c);
+}
+
+static void a_host_name_that_does_not_resolve_is_kept_with_no_addresses(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("outbound-api.conf"), NULL);
+    assert_int_equal(c->rules[0].nhosts, 2);
+    assert_string_equal(c->rules[0].hosts[1].name, "nowhere.invalid");
+    assert_int_equal(c->rules[0].hosts[1].naddr, 0);
+    assert_int_equal(c->rules[0].hosts[1].port, 0);
+    sl_conf_free(c);
+}
+
+/* ---- inline rules ------------------------------------------------------- */
+
+static void inline_rules_take_the_same_options_and_lists(void **state)
+{
+    char rules[1024];
+    snprintf(rules, sizeof rules,
+             "in port=80,443,8000-8100 from=10.0.0.0/8,192.168.0.0/16 rate=20/s burst=10 "
+             "algorithm=fixed action=reply reply='%s'",
+             FIXTURE("reply-429-custom.txt"));
+    struct sl_config *c = load_ok(NULL, rules);
+    const struct sl_rule *r = &c->rules[0];
+    assert_int_equal(r->nports, 3);
+    assert_int_equal(r->ports[2].hi, 8100);
+    assert_int_equal(r->nfrom, 2);
+    assert_cidr(&r->from[1], "192.168.0.0/16");
+    assert_int_equal(r->limit.burst, 10);
+    assert_int_equal(r->limit.alg, SL_ALG_FIXED);
+    assert_int_equal(r->action, SL_ACT_REPLY);
+    assert_non_null(r->reply);
+    assert_string_equal(c->source, "inline rules");
+    sl_conf_free(c);
+}
+
+static void inline_rules_are_named_per_direction_unless_named(void **state)
+{
+    struct sl_config *c = load_ok(NULL, "in rate=1/s; out to=192.0.2.1 rate=1/s; "
+                                        "inbound rate=2/s name=web; in rate=3/s; "
+                                        "outbound to=192.0.2.2 rate=1/s");
+    assert_int_equal(c->nrules, 5);
+    assert_string_equal(c->rules[0].name, "in-1");
+    assert_string_equal(c->rules[1].name, "out-1");
+    assert_string_equal(c->rules[2].name, "web");
+    assert_string_equal(c->rules[3].name, "in-3");
+    assert_string_equal(c->rules[4].name, "out-2");
+    sl_conf_free(c);
+}
+
+static void inline_quotes_keep_spaces_and_commas_in_one_value(void **state)
+{
+    /* the quoted comma does not split the list: one entry, not an address */
+    assert_error(NULL, "in rate=1/s from=\"10.0.0.0/8,192.168.0.0/16\"",
+                 "inline rule 1: inbound \"in-1\": option 'from': '10.0.0.0/8,192.168.0.0/16' "
+                 "is not an address or address block");
+    assert_error(NULL, "in rate='20 / s'",
+                 "inline rule 1: inbound \"in-1\": option 'rate': '20 / s' is not a rate "
+                 "(N/s, N/m, N/h, N/d or N/<duration>)");
+    /* a quoted ';' does not end the rule; ${} is not expanded */
+    assert_error(NULL, "in rate=1/s name='a;${HOME}'",
+                 "inline rule 1: inbound \"a;${HOME}\": 'a;${HOME}' is not a name "
+                 "(1 to 47 of A-Z a-z 0-9 _ . -)");
+}
+
+static void inline_errors_name_the_rule_by_its_number(void **state)
+{
+    assert_error(NULL, "in rate=1/s; out rate=5/m",
+                 "inline rule 2: outbound \"out-1\": option 'to' is missing");
+    assert_error(NULL, ";in rate=1/s;in rate=1/x",
+                 "inline rule 3: inbound \"in-2\": option 'rate': '1/x' is not a rate "
+                 "(N/s, N/m, N/h, N/d or N/<duration>)");
+    assert_error(NULL, "in rate=1/s; sideways rate=1/s",
+                 "inline rule 2: 'sideways' is not in, out or global");
+    assert_error(NULL, "in rate", "inline rule 1: 'rate' is not key=value");
+    assert_error(NULL, "in rate='1/s", "inline rule 1: has an unterminated quote");
+    assert_error(NULL, "in rate=1/s ratee=2/s",
+                 "inline rule 1: inbound \"in-1\": option 'ratee' is unknown");
+    assert_error(NULL, "global table_slots=12",
+                 "inline rule 1: option 'table_slots': '12' is out of range (64..1073741824)");
+}
+
+static void inline_rules_follow_file_rules_and_their_globals_win(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("defaults.conf"),
+                                  "global log=none table_slots=128; in rate=5/s name=extra");
+    char source[600];
+    snprintf(source, sizeof source, "%s + inline rules", FIXTURE("defaults.conf"));
+    assert_string_equal(c->source, source);
+    assert_int_equal(c->log, SL_LOG_NONE);
+    assert_int_equal(c->table_slots, 128);
+    assert_int_equal(c->nrules, 3);
+    assert_string_equal(c->rules[0].name, "web");
+    assert_string_equal(c->rules[1].name, "api");
+    assert_string_equal(c->rules[2].name, "extra");
+    sl_conf_free(c);
+}
+
+static void an_inline_rule_may_not_reuse_a_file_rule_name(void **state)
+{
+    assert_error(FIXTURE("defaults.conf"), "in rate=1/s name=web",
+                 "inline rule 1: inbound \"web\": rule name 'web' is already used on line 2");
+}
+
+/* ---- error messages ----------------------------------------------------- */
+
+static void a_missing_rate_is_reported_on_the_rule_line(void **state)
+{
+    assert_file_error("rate-missing.conf", "2: inbound \"web\": option 'rate' is missing");
+}
+
+static void an_unknown_option_is_reported_on_its_line_after_comments(void **state)
+{
+    assert_file_error("unknown-option.conf", "7: inbound \"web\": option 'burts' is unknown");
+}
+
+static void a_bad_rate_names_file_line_option_and_value(void **state)
+{
+    assert_file_error("broken-on-error-closed.conf",
+                      "5: inbound \"web\": option 'rate': '20/x' is not a rate "
+                      "(N/s, N/m, N/h, N/d or N/<duration>)");
+}
+
+static void an_inbound_option_in_an_outbound_rule_is_refused(void **state)
+{
+    assert_file_error("reply-for-outbound.conf",
+                      "4: outbound \"api\": option 'reply' is only for inbound rules");
+    assert_error(NULL, "in rate=1/s to=192.0.2.1",
+                 "inline rule 1: inbound \"in-1\": option 'to' is only for outbound rules");
+    assert_error(NULL, "in rate=1/s per=destination",
+                 "inline rule 1: inbound \"in-1\": option 'per': 'destination' is only for "
+                 "outbound rules");
+    assert_error(NULL, "out to=192.0.2.1 rate=1/s action=reply",
+                 "inline rule 1: outbound \"out-1\": option 'action': 'reply' is only for "
+                 "inbound rules");
+}
+
+static void a_rule_name_used_twice_is_refused(void **state)
+{
+    assert_file_error("duplicate-rule-name.conf",
+                      "5: outbound \"web\": rule name 'web' is already used on line 1");
+}
+
+static void a_global_out_of_range_is_reported_without_a_section(void **state)
+{
+    assert_file_error("table-slots-too-small.conf",
+                      "1: option 'table_slots': '16' is out of range (64..1073741824)");
+}
+
+static void an_unterminated_string_is_reported_where_it_starts(void **state)
+{
+    assert_file_error("unterminated-string.conf", "2: unterminated string");
+}
+
+static void a_syntax_error_keeps_libconfuse_words(void **state)
+{
+    assert_file_error("syntax-missing-brace.conf",
+                      "2: missing opening brace for section 'inbound'");
+}
+
+static void an_empty_reply_file_is_refused(void **state)
+{
+    assert_file_error("reply-empty.conf",
+                      "4: inbound \"web\": option 'reply': 'reply-empty.txt' is empty");
+    assert_error(NULL, "in rate=1/s action=reply reply=/nonexistent/429.txt",
+                 "inline rule 1: inbound \"in-1\": option 'reply': '/nonexistent/429.txt' "
+                 "cannot be read: No such file or directory");
+    char rules[1024], expected[1024];
+    snprintf(rules, sizeof rules, "in rate=1/s reply='%s'", FIXTURE("reply-429-custom.txt"));
+    snprintf(expected, sizeof expected,
+             "inline rule 1: inbound \"in-1\": option 'reply': '%s' needs action = reply",
+             FIXTURE("reply-429-custom.txt"));
+    assert_error(NULL, rules, expected);
+}
+
+static void a_window_algorithm_refuses_a_count_it_cannot_hold(void **state)
+{
+    assert_file_error("window-count-too-large.conf",
+                      "1: inbound \"web\": option 'rate': '2000000/s' is more than algorithm "
+                      "sliding can count (at most 1048575 per period)");
+}
+
+static void a_missing_file_cannot_be_read(void **state)
+{
+    assert_error("/nonexistent/no-such.conf", NULL,
+                 "/nonexistent/no-such.conf: cannot read: No such file or directory");
+}
+
+static void bad_values_each_get_their_own_words(void **state)
+{
+    assert_error(NULL, "in rate=1/s burst=0",
+                 "inline rule 1: inbound \"in-1\": option 'burst': '0' must be at least 1");
+    assert_error(NULL, "in rate=1/s burst=ten",
+                 "inline rule 1: inbound \"in-1\": option 'burst': 'ten' is not a whole number");
+    assert_error(NULL, "in rate=1/s prefix6=129",
+                 "inline rule 1: inbound \"in-1\": option 'prefix6': '129' is out of range "
+                 "(0..128)");
+    assert_error(NULL, "in rate=0/s",
+                 "inline rule 1: inbound \"in-1\": option 'rate': '0/s' is not a rate: N must "
+                 "be at least 1");
+    assert_error(NULL, "in rate=1/s port=0",
+                 "inline rule 1: inbound \"in-1\": option 'port': '0' is not a port (1..65535) "
+                 "or a range of ports (8000-8100)");
+    assert_error(NULL, "in rate=1/s port=90-80",
+                 "inline rule 1: inbound \"in-1\": option 'port': '90-80' is not a range: it "
+                 "ends before it starts");
+    assert_error(NULL, "in rate=1/s algorithm=leaky",
+                 "inline rule 1: inbound \"in-1\": option 'algorithm': 'leaky' is not one of "
+                 "gcra, sliding, fixed");
+    assert_error(NULL, "out to=192.0.2.1 rate=1/s max_delay=10",
+                 "inline rule 1: outbound \"out-1\": option 'max_delay': '10' is not a duration "
+                 "(like 250us, 500ms, 10s, 2m, 1h, 1d)");
+    assert_error(NULL, "out to=192.0.2.1 rate=1/s errno=EFOO",
+                 "inline rule 1: outbound \"out-1\": option 'errno': 'EFOO' is not an errno "
+                 "(ECONNREFUSED, ETIMEDOUT, EHOSTUNREACH, ENETUNREACH, ECONNRESET, EAGAIN, "
+                 "EACCES, EPERM, ECONNABORTED, EADDRNOTAVAIL or a number 1..4095)");
+    assert_error(NULL, "out to=bad_host!:80 rate=1/s",
+                 "inline rule 1: outbound \"out-1\": option 'to': 'bad_host!:80' is not an "
+                 "address, address block or host name");
+    assert_error(NULL, "out to=10.0.0.1:443 port=80 rate=1/s",
+                 "inline rule 1: outbound \"out-1\": option 'to': '10.0.0.1:443' has a port, "
+                 "and the rule a port list: use one");
+    assert_error(NULL, "global shared='a b'",
+                 "inline rule 1: option 'shared': 'a b' is not a name (1 to 47 of A-Z a-z 0-9 _ "
+                 ". -)");
+    assert_error(NULL, "global on_full=maybe",
+                 "inline rule 1: option 'on_full': 'maybe' is not one of shared, deny, allow");
+    assert_error(NULL, "global inherit=perhaps",
+                 "inline rule 1: option 'inherit': 'perhaps' is not yes or no");
+}
+
+static void more_than_the_maximum_of_rules_is_refused(void **state)
+{
+    char rules[4096] = "";
+    for (int i = 0; i <= SL_MAX_RULES; i++)
+        strcat(rules, "in rate=1/s;");
+    assert_error(NULL, rules,
+                 "inline rule 65: inbound \"in-65\": is one rule too many (at most 64)");
+}
+
+static void more_than_the_maximum_of_ports_is_refused(void **state)
+{
+    assert_error(NULL, "in rate=1/s port=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
+                 "inline rule 1: inbound \"in-1\": option 'port': '17' is one entry too many (at "
+                 "most 16)");
+}
+
+/* ---- on_error ----------------------------------------------------------- */
+
+static void on_error_closed_is_read_from_a_file_that_fails_later(void **state)
+{
+    enum sl_on_error oe = SL_ON_ERROR_OPEN;
+    char err[256];
+    assert_null(sl_conf_load(FIXTURE("broken-on-error-closed.conf"), NULL, &oe, err, sizeof err));
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+}
+
+static void on_error_closed_is_found_by_scanning_when_parsing_stops_before_it(void **state)
+{
+    enum sl_on_error oe = SL_ON_ERROR_OPEN;
+    char err[512];
+    assert_null(sl_conf_load(FIXTURE("broken-before-on-error.conf"), NULL, &oe, err, sizeof err));
+    char expected[600];
+    snprintf(expected, sizeof expected, "%s:3: option 'table_slots': 'lots' is not a whole number",
+             FIXTURE("broken-before-on-error.conf"));
+    assert_string_equal(err, expected);
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+}
+
+static void on_error_from_an_inline_global_holds_when_the_file_is_missing(void **state)
+{
+    enum sl_on_error oe = SL_ON_ERROR_OPEN;
+    char err[256];
+    assert_null(
+        sl_conf_load("/nonexistent/no-such.conf", "global on_error=closed", &oe, err, sizeof err));
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+    assert_null(sl_conf_load(NULL, "global on_error=closed; in rate=1/x", &oe, err, sizeof err));
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+}
+
+static void on_error_defaults_to_open_when_a_load_fails(void **state)
+{
+    enum sl_on_error oe = SL_ON_ERROR_CLOSED;
+    char err[256];
+    assert_null(sl_conf_load(FIXTURE("rate-missing.conf"), NULL, &oe, err, sizeof err));
+    assert_int_equal(oe, SL_ON_ERROR_OPEN);
+}
+
+static void sluice_on_error_in_the_environment_overrides_the_file(void **state)
+{
+    enum sl_on_error oe;
+    char err[256];
+    setenv("SLUICE_ON_ERROR", "closed", 1);
+    assert_null(sl_conf_load(FIXTURE("rate-missing.conf"), NULL, &oe, err, sizeof err));
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+    struct sl_config *c = sl_conf_load(NULL, NULL, &oe, err, sizeof err);
+    assert_non_null(c);
+    assert_int_equal(c->on_error, SL_ON_ERROR_CLOSED);
+    sl_conf_free(c);
+
+    setenv("SLUICE_ON_ERROR", "open", 1);
+    assert_null(sl_conf_load(FIXTURE("broken-on-error-closed.conf"), NULL, &oe, err, sizeof err));
+    assert_int_equal(oe, SL_ON_ERROR_OPEN);
+    c = sl_conf_load(FIXTURE("all-options.conf"), NULL, &oe, err, sizeof err);
+    assert_int_equal(c->on_error, SL_ON_ERROR_OPEN);
+    assert_int_equal(oe, SL_ON_ERROR_OPEN);
+    sl_conf_free(c);
+
+    setenv("SLUICE_ON_ERROR", "shut", 1);
+    assert_null(sl_conf_load(NULL, NULL, &oe, err, sizeof err));
+    assert_string_equal(err, "SLUICE_ON_ERROR: 'shut' is not open or closed");
+    unsetenv("SLUICE_ON_ERROR");
+}
+
+/* ---- printing ----------------------------------------------------------- */
+
+static void printing_every_option_loads_back_and_prints_the_same(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("all-options.conf"), NULL);
+    assert_prints_same_after_reload(c);
+    sl_conf_free(c);
+}
+
+static void printing_defaults_and_inline_rules_loads_back_and_prints_the_same(void **state)
+{
+    struct sl_config *c =
+        load_ok(FIXTURE("defaults.conf"), "in rate=3/1500ms per=prefix; out to=10.0.0.1:443,"
+                                          "api.vendor.example:8443 rate=1/d errno=200 "
+                                          "max_delay=250us action=reject");
+    assert_prints_same_after_reload(c);
+    sl_conf_free(c);
+}
+
+static void printing_writes_defaults_out_explicitly(void **state)
+{
+    struct sl_config *c = load_ok(NULL, "out to=API.example.:443 rate=100/60s");
+    char *text = print_to_string(c);
+    assert_non_null(strstr(text, "table_slots = 65536\n"));
+    assert_non_null(strstr(text, "outbound \"out-1\" {\n"));
+    assert_non_null(strstr(text, "    port        = {}\n"));
+    assert_non_null(strstr(text, "    to          = {\"api.example:443\"}\n"));
+    assert_non_null(strstr(text, "    rate        = \"100/m\"\n"));
+    assert_non_null(strstr(text, "    burst       = 100\n"));
+    assert_non_null(strstr(text, "    per         = rule\n"));
+    assert_non_null(strstr(text, "    action      = delay\n"));
+    assert_non_null(strstr(text, "    max_delay   = 10s\n"));
+    assert_non_null(strstr(text, "    errno       = ETIMEDOUT\n"));
+    assert_non_null(strstr(text, "    dry_run     = no\n"));
+    free(text);
+    sl_conf_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(all_options_file_sets_every_global, setup),
+        cmocka_unit_test_setup(all_options_file_sets_every_field_of_the_inbound_rule, setup),
+        cmocka_unit_test_setup(all_options_file_sets_every_field_of_the_outbound_rule, setup),
+        cmocka_unit_test_setup(nothing_to_load_gives_defaults_and_no_rules, setup),
+        cmocka_unit_test_setup(inbound_rule_defaults_to_peer_reject_gcra_and_burst_n, setup),
+        cmocka_unit_test_setup(outbound_rule_defaults_to_rule_delay_10s_and_etimedout, setup),
+        cmocka_unit_test_setup(outbound_reject_defaults_to_econnrefused, setup),
+        cmocka_unit_test_setup(per_prefix_defaults_to_24_and_48_bit_prefixes, setup),
+        cmocka_unit_test_setup(rule_dry_run_defaults_to_the_global_dry_run, setup),
+        cmocka_unit_test_setup(rates_are_normalised_to_the_largest_exact_unit, setup),
+        cmocka_unit_test_setup(max_delay_takes_every_unit_and_zero, setup),
+        cmocka_unit_test_setup(errno_takes_a_name_or_a_positive_number, setup),
+        cmocka_unit_test_setup(an_address_with_a_port_in_to_gives_the_rule_its_ports, setup),
+        cmocka_unit_test_setup(a_host_name_is_resolved_at_load_with_the_injected_resolver, setup),
+        cmocka_unit_test_setup(a_host_name_that_does_not_resolve_is_kept_with_no_addresses, setup),
+        cmocka_unit_test_setup(inline_rules_take_the_same_options_and_lists, setup),
+        cmocka_unit_test_setup(inline_rules_are_named_per_direction_unless_named, setup),
+        cmocka_unit_test_setup(inline_quotes_keep_spaces_and_commas_in_one_value, setup),
+        cmocka_unit_test_setup(inline_errors_name_the_rule_by_its_number, setup),
+        cmocka_unit_test_setup(inline_rules_follow_file_rules_and_their_globals_win, setup),
+        cmocka_unit_test_setup(an_inline_rule_may_not_reuse_a_file_rule_name, setup),
+        cmocka_unit_test_setup(a_missing_rate_is_reported_on_the_rule_line, setup),
+        cmocka_unit_test_setup(an_unknown_option_is_reported_on_its_line_after_comments, setup),
+        cmocka_unit_test_setup(a_bad_rate_names_file_line_option_and_value, setup),
+        cmocka_unit_test_setup(an_inbound_option_in_an_outbound_rule_is_refused, setup),
+        cmocka_unit_test_setup(a_rule_name_used_twice_is_refused, setup),
+        cmocka_unit_test_setup(a_global_out_of_range_is_reported_without_a_section, setup),
+        cmocka_unit_test_setup(an_unterminated_string_is_reported_where_it_starts, setup),
+        cmocka_unit_test_setup(a_syntax_error_keeps_libconfuse_words, setup),
+        cmocka_unit_test_setup(an_empty_reply_file_is_refused, setup),
+        cmocka_unit_test_setup(a_window_algorithm_refuses_a_count_it_cannot_hold, setup),
+        cmocka_unit_test_setup(a_missing_file_cannot_be_read, setup),
+        cmocka_unit_test_setup(bad_values_each_get_their_own_words, setup),
+        cmocka_unit_test_setup(more_than_the_maximum_of_rules_is_refused, setup),
+        cmocka_unit_test_setup(more_than_the_maximum_of_ports_is_refused, setup),
+        cmocka_unit_test_setup(on_error_closed_is_read_from_a_file_that_fails_later, setup),
+        cmocka_unit_test_setup(on_error_closed_is_found_by_scanning_when_parsing_stops_before_it,
+                               setup),
+        cmocka_unit_test_setup(on_error_from_an_inline_global_holds_when_the_file_is_missing,
+                               setup),
+        cmocka_unit_test_setup(on_error_defaults_to_open_when_a_load_fails, setup),
+        cmocka_unit_test_setup(sluice_on_error_in_the_environment_overrides_the_file, setup),
+        cmocka_unit_test_setup(printing_every_option_loads_back_and_prints_the_same, setup),
+        cmocka_unit_test_setup(printing_defaults_and_inline_rules_loads_back_and_prints_the_same,
+                               setup),
+        cmocka_unit_test_setup(printing_writes_defaults_out_explicitly, setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL) != 0;
+}
