@@ -33,8 +33,8 @@ $(error SAN must be empty, asan or tsan)
 endif
 
 Q := $(if $(filter 1,$(V)),,@)
-PKG_CFLAGS := $(shell pkg-config --cflags libconfuse jemalloc 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs libconfuse jemalloc 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags libconfuse jemalloc libsodium 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs libconfuse jemalloc libsodium 2>/dev/null)
 CFLAGS  ?= -O2 -g
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE \

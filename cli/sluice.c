@@ -134,11 +134,9 @@ static int cmd_run(int argc, char **argv)
     }
     char abs[PATH_MAX];
     if (a.config) {
-        if (!realpath(a.config, abs)) {
-            fprintf(stderr, "sluice: %s: cannot read: %s\n", a.config, strerror(errno));
-            return 1;
-        }
-        setenv("SLUICE_CONFIG", abs, 1);
+        /* An unreadable file is the shim's to report (and, by on_error,
+         * to run unlimited or refuse): pass it on as given. */
+        setenv("SLUICE_CONFIG", realpath(a.config, abs) ? abs : a.config, 1);
     }
     if (*a.rules) setenv("SLUICE_RULES", a.rules, 1);
     /* Ours goes last, so a sanitizer runtime the user preloads stays first. */

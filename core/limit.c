@@ -187,6 +187,30 @@ void sl_limit_step(const struct sl_limit *l, uint64_t old, uint64_t now, uint64_
     }
 }
 
+uint64_t sl_limit_take(const struct sl_limit *l, uint64_t tat, uint64_t now, uint64_t want,
+                       uint64_t quantum, uint64_t *next, uint64_t *wait_ns)
+{
+    uint64_t horizon = now + l->burst_ns;
+    if (tat > horizon) tat = horizon;
+    uint64_t base = tat > now ? tat : now;
+    uint64_t room_ns = horizon - base;
+    u128 avail = (u128)room_ns * 1000 / l->interval_ps;
+    uint64_t granted = avail < want ? (uint64_t)avail : want;
+    *wait_ns = 0;
+    if (granted == 0) {
+        uint64_t need = want < quantum ? want : quantum;
+        if (need > l->burst) need = l->burst ? l->burst : 1;
+        uint64_t ready = base + gcra_cost_ns(l, need);
+        *wait_ns = ready > horizon ? ready - horizon : 1;
+        *next = tat;
+        return 0;
+    }
+    /* charge whole picoseconds rounded up, so grants never exceed the rate */
+    u128 cost_ps = (u128)granted * l->interval_ps;
+    *next = base + (uint64_t)((cost_ps + 999) / 1000);
+    return granted;
+}
+
 uint64_t sl_limit_refund(const struct sl_limit *l, uint64_t s, uint64_t now, uint64_t cost)
 {
     switch (l->alg) {

@@ -56,6 +56,14 @@ int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t 
 void sl_limit_step(const struct sl_limit *l, uint64_t old, uint64_t now, uint64_t cost,
                    uint64_t slack_ns, uint64_t *next, struct sl_verdict *v);
 
+/* Takes up to `want` units (bytes) from a GCRA bucket at once: returns how
+ * many it granted and the state to publish in *next. When it grants
+ * nothing, *wait_ns says how long until at least min(want, `quantum`) units
+ * are there. Partial grants are the point: a read or write may be shorter
+ * than asked. */
+uint64_t sl_limit_take(const struct sl_limit *l, uint64_t old, uint64_t now, uint64_t want,
+                       uint64_t quantum, uint64_t *next, uint64_t *wait_ns);
+
 /* Gives back a request that passed but was then not used (another rule
  * denied it). */
 uint64_t sl_limit_refund(const struct sl_limit *l, uint64_t state, uint64_t now, uint64_t cost);

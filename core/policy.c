@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "log.h"
 #include "reply.h"
 
@@ -29,6 +30,8 @@ int sl_runtime_init(struct sl_runtime *rt, struct sl_config *cfg, struct sl_tabl
             snprintf(err, errlen, "the shared table already holds %d other rules", SL_MAX_RULES);
             return -1;
         }
+        rt->any_bytes |= r->recv_limit.count || r->send_limit.count;
+        rt->any_conns |= r->conns > 0;
         if (r->dir == SL_IN) {
             rt->any_in = true;
             rt->in_needs_local |= r->nports > 0 || r->nlocal > 0;
@@ -94,13 +97,57 @@ struct pass {
 };
 
 static void log_denial(const struct sl_rule *r, const struct sl_addr *a, const struct sl_verdict *v,
-                       bool dry)
+                       bool dry, bool conns)
 {
     char text[64];
     sl_addr_format(a->a, text, sizeof text);
-    sl_log(SL_LOG_INFO, "rule \"%s\": %s %s %s (retry in %llu ms)", r->name,
-           dry ? "would limit" : "limited", r->dir == SL_IN ? "peer" : "destination", text,
-           (unsigned long long)(v->retry_ns / 1000000));
+    if (conns)
+        sl_log(SL_LOG_INFO, "rule \"%s\": %s %s %s (%u connections open)", r->name,
+               dry ? "would limit" : "limited", r->dir == SL_IN ? "peer" : "destination", text,
+               r->conns);
+    else
+        sl_log(SL_LOG_INFO, "rule \"%s\": %s %s %s (retry in %llu ms)", r->name,
+               dry ? "would limit" : "limited", r->dir == SL_IN ? "peer" : "destination", text,
+               (unsigned long long)(v->retry_ns / 1000000));
+}
+
+/* A key of a rule's byte bucket: the rule's key, told apart from its
+ * connection-rate bucket and from the other direction. */
+static void bytes_key(struct sl_key *k, const struct sl_key *base, int io)
+{
+    *k = *base;
+    k->extra |= 1ull << (62 + io);
+}
+
+static const struct sl_limit *bytes_limit(const struct sl_rule *r, int io)
+{
+    return io == 0 ? &r->recv_limit : &r->send_limit;
+}
+
+/* The limit a rule's slot is judged idle by: its rate, or, for a rule with
+ * no rate (conns only), a nominal one whose state stays 0. */
+static const struct sl_limit *slot_limit(const struct sl_rule *r)
+{
+    static const struct sl_limit nominal = {.alg = SL_ALG_GCRA, .period_ns = SL_NS_PER_SEC};
+    return r->limit.count ? &r->limit : &nominal;
+}
+
+static void rate_decide(struct sl_runtime *rt, int i, const struct sl_rule *r,
+                        const struct sl_key *k, uint64_t now, uint64_t slack, struct sl_verdict *v)
+{
+    if (r->scope == SL_SCOPE_CLUSTER && rt->cluster)
+        sl_cluster_decide(rt->cluster, i, r, k, now, 1, v);
+    else
+        sl_table_decide(rt->table, rt->table_rule[i], k, &r->limit, now, 1, slack, v);
+}
+
+static void rate_refund(struct sl_runtime *rt, int i, const struct sl_rule *r,
+                        const struct sl_key *k, uint64_t now)
+{
+    if (r->scope == SL_SCOPE_CLUSTER && rt->cluster)
+        sl_cluster_refund(rt->cluster, i, r, k, now, 1);
+    else
+        sl_table_refund(rt->table, rt->table_rule[i], k, &r->limit, now, 1);
 }
 
 /* Runs every matching rule of one direction; see the file comment. */
@@ -110,42 +157,63 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
 {
     const struct sl_config *c = rt->cfg;
     struct pass passed[SL_MAX_RULES];
-    int npassed = 0;
+    int npassed = 0, nheld = 0;
 
-    d->outcome = SL_PASS;
+    memset(d, 0, sizeof *d);
     d->rule = -1;
-    d->wait_ns = 0;
+    d->bytes_rule[0] = d->bytes_rule[1] = -1;
+    d->conn_rec[0] = d->conn_rec[1] = -1;
     for (int i = 0; i < c->nrules; i++) {
         const struct sl_rule *r = &c->rules[i];
         if (r->dir != dir) continue;
         if (dir == SL_IN ? !in_matches(r, local, addr) : !out_matches(r, addr)) continue;
         if (r->nexempt && sl_cidr_list_contains(r->exempt, r->nexempt, addr->a)) continue;
 
-        struct pass *p = &passed[npassed];
-        struct sl_verdict v;
-        uint64_t slack = r->action == SL_ACT_DELAY ? (r->max_delay_ns < budget ? r->max_delay_ns
-                                                                                : budget)
-                                                   : 0;
-        sl_key_make(&p->key, r, addr);
-        sl_table_decide(rt->table, rt->table_rule[i], &p->key, &r->limit, now, 1, slack, &v);
+        struct sl_key key;
+        struct sl_verdict v = {.allowed = true};
+        bool conns_full = false;
+        sl_key_make(&key, r, addr);
+        if (r->limit.count) {
+            uint64_t slack = 0;
+            if (r->action == SL_ACT_DELAY) slack = r->max_delay_ns < budget ? r->max_delay_ns : budget;
+            rate_decide(rt, i, r, &key, now, slack, &v);
+        }
+        if (v.allowed && r->conns && nheld < SL_CONN_HOLDS) {
+            int32_t rec = sl_table_conn_acquire(rt->table, rt->table_rule[i], &key, slot_limit(r),
+                                                r->conns, now);
+            if (rec == -1) {
+                if (r->limit.count) rate_refund(rt, i, r, &key, now);
+                v = (struct sl_verdict){.retry_ns = SL_NS_PER_SEC / 100, .limit = r->conns};
+                conns_full = true;
+            } else if (rec >= 0) {
+                d->conn_rec[nheld++] = rec;
+            }
+        }
         if (v.allowed) {
-            p->rule = i;
-            p->wait_ns = v.wait_ns;
-            npassed++;
+            passed[npassed++] = (struct pass){.rule = i, .key = key, .wait_ns = v.wait_ns};
+            for (int io = 0; io < 2; io++) {
+                if (d->bytes_rule[io] >= 0 || !bytes_limit(r, io)->count) continue;
+                d->bytes_rule[io] = i;
+                bytes_key(&d->bytes_key[io], &key, io);
+            }
             continue;
         }
         if (r->dry_run) {
             sl_table_count(rt->table, rt->table_rule[i], SL_C_WOULD_LIMIT, 1);
-            log_denial(r, addr, &v, true);
+            log_denial(r, addr, &v, true, conns_full);
             continue;
         }
         for (int j = 0; j < npassed; j++) {
             const struct sl_rule *pr = &c->rules[passed[j].rule];
-            sl_table_refund(rt->table, rt->table_rule[passed[j].rule], &passed[j].key, &pr->limit,
-                            now, 1);
+            if (pr->limit.count) rate_refund(rt, passed[j].rule, pr, &passed[j].key, now);
         }
+        sl_conn_release(rt, d->conn_rec);
+        int32_t none[SL_CONN_HOLDS] = {-1, -1};
+        memcpy(d->conn_rec, none, sizeof none);
+        d->bytes_rule[0] = d->bytes_rule[1] = -1;
         d->outcome = SL_DENY;
         d->rule = i;
+        d->conns_full = conns_full;
         d->v = v;
         return;
     }
@@ -163,7 +231,7 @@ void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const stru
     decide(rt, SL_IN, local, peer, now, 0, d);
     if (d->outcome == SL_DENY) {
         sl_table_count(rt->table, rt->table_rule[d->rule], SL_C_LIMITED, 1);
-        log_denial(&rt->cfg->rules[d->rule], peer, &d->v, false);
+        log_denial(&rt->cfg->rules[d->rule], peer, &d->v, false, d->conns_full);
     }
 }
 
@@ -171,6 +239,30 @@ void sl_decide_out(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t no
                    uint64_t budget_ns, struct sl_decision *d)
 {
     decide(rt, SL_OUT, NULL, dst, now, budget_ns, d);
+}
+
+void sl_conn_release(struct sl_runtime *rt, const int32_t rec[SL_CONN_HOLDS])
+{
+    for (int i = 0; i < SL_CONN_HOLDS; i++)
+        if (rec[i] >= 0) sl_table_conn_release(rt->table, rec[i]);
+}
+
+uint64_t sl_bytes_take(struct sl_runtime *rt, int rule, const struct sl_key *k, int io,
+                       uint64_t now, uint64_t want, uint64_t *wait_ns)
+{
+    const struct sl_limit *l = bytes_limit(&rt->cfg->rules[rule], io);
+    /* Wake for at least a hundredth of a second's worth, so a throttled
+     * transfer costs at most ~100 wake-ups a second. */
+    uint64_t quantum = l->count / 100 ? l->count / 100 : 1;
+    return sl_table_take(rt->table, rt->table_rule[rule], k, l, now, want, quantum, wait_ns);
+}
+
+void sl_bytes_refund(struct sl_runtime *rt, int rule, const struct sl_key *k, int io, uint64_t now,
+                     uint64_t n)
+{
+    if (n == 0) return;
+    const struct sl_limit *l = bytes_limit(&rt->cfg->rules[rule], io);
+    sl_table_refund(rt->table, rt->table_rule[rule], k, l, now, n);
 }
 
 static void normalise_name(char *out, size_t len, const char *name)

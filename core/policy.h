@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cluster.h"
 #include "key.h"
 #include "limit.h"
 #include "rule.h"
@@ -21,19 +22,31 @@
 struct sl_runtime {
     struct sl_config *cfg;
     struct sl_table *table;
+    struct sl_cluster *cluster; /* NULL: no gossip; cluster rules then count locally */
     int table_rule[SL_MAX_RULES]; /* the rule's entry in the table, -1 if none */
     bool any_in, any_out, any_hosts;
     bool in_needs_local; /* some inbound rule looks at the local port or address */
+    bool any_bytes;      /* some rule limits bytes: the I/O hooks have work */
+    bool any_conns;      /* some rule limits connections at once */
     _Atomic int learn_busy;
 };
 
 enum sl_outcome { SL_PASS, SL_DENY };
 
+#define SL_CONN_HOLDS 2 /* conns rules one connection can be counted under */
+
 struct sl_decision {
     enum sl_outcome outcome;
     int rule;            /* DENY: the rule that denied; -1 when nothing matched */
+    bool conns_full;     /* DENY: because of a conns limit (retry_ns is a polling hint) */
     uint64_t wait_ns;    /* PASS: wait this long before acting (outbound delay) */
     struct sl_verdict v; /* DENY: the denying rule's verdict */
+    /* PASS: what the connection carries on: the first matching rule limiting
+     * received / sent bytes (-1: none) with its key, and the concurrency
+     * places taken (-1: none), to release with sl_conn_release. */
+    int bytes_rule[2];
+    struct sl_key bytes_key[2];
+    int32_t conn_rec[SL_CONN_HOLDS];
 };
 
 /* Registers the config's rules in the table. Returns 0, or -1 (message in
@@ -47,6 +60,16 @@ void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const stru
 /* `budget_ns` caps how long delay rules may ask the caller to wait. */
 void sl_decide_out(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t now,
                    uint64_t budget_ns, struct sl_decision *d);
+
+/* Releases the concurrency places a connection held (its last close). */
+void sl_conn_release(struct sl_runtime *rt, const int32_t rec[SL_CONN_HOLDS]);
+
+/* Byte budgets: takes up to `want` bytes for a connection's direction
+ * (0 = SL_IO_RECV, 1 = SL_IO_SEND); see sl_table_take. */
+uint64_t sl_bytes_take(struct sl_runtime *rt, int rule, const struct sl_key *k, int io,
+                       uint64_t now, uint64_t want, uint64_t *wait_ns);
+void sl_bytes_refund(struct sl_runtime *rt, int rule, const struct sl_key *k, int io, uint64_t now,
+                     uint64_t n);
 
 /* True when some outbound rule matches dst: the caller then checks the
  * socket type, which costs a system call. */

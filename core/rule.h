@@ -38,6 +38,11 @@ enum sl_action {
 
 enum sl_on_error { SL_ON_ERROR_OPEN, SL_ON_ERROR_CLOSED };
 
+enum sl_scope {
+    SL_SCOPE_LOCAL,   /* counts on this host only */
+    SL_SCOPE_CLUSTER, /* counts shared with the gossip peers (see core/cluster.h) */
+};
+
 enum sl_on_full {
     SL_FULL_SHARED, /* keys that find no slot share one overflow bucket per rule */
     SL_FULL_DENY,   /* keys that find no slot are denied */
@@ -89,8 +94,17 @@ struct sl_rule {
     struct sl_cidr exempt[SL_MAX_CIDRS];
     int nexempt;
 
-    struct sl_limit limit;
+    struct sl_limit limit; /* connection rate; count == 0: none (rate may be omitted
+                              when a byte rate or conns is given) */
     char rate_text[32]; /* as written, normalised: "20/s" */
+
+    /* Byte limits: GCRA over bytes (count = bytes per period_ns = 1 s,
+     * burst in bytes). recv is what the program receives on the connection,
+     * send what it sends. count == 0: no limit. */
+    struct sl_limit recv_limit, send_limit;
+    char recv_rate_text[32], send_rate_text[32]; /* "2MB/s" */
+    uint32_t conns; /* connections open at once per key; 0: no limit */
+    enum sl_scope scope;
     enum sl_per per;
     uint8_t prefix4; /* 0..32 */
     uint8_t prefix6; /* 0..128 */
@@ -104,6 +118,21 @@ struct sl_rule {
     bool dry_run;
 };
 
+#define SL_MAX_PEERS 16
+
+/* The gossip section (cluster limits). */
+struct sl_gossip {
+    bool enabled;                /* a gossip section was given */
+    char listen[128];            /* "addr:port" */
+    char peers[SL_MAX_PEERS][128];
+    int npeers;
+    uint64_t interval_ns;        /* default 100 ms */
+    uint64_t peer_timeout_ns;    /* a silent peer stops counting after this */
+    uint32_t alone_share_pct;    /* % of a cluster limit a node hearing nobody may use */
+    char key_file[256];
+    uint8_t key[32];
+};
+
 struct sl_config {
     uint32_t table_slots;
     char shared[SL_NAME_MAX]; /* "" : private to this program's processes */
@@ -115,6 +144,7 @@ struct sl_config {
     enum sl_log_level log_level;
     int nrules;
     struct sl_rule rules[SL_MAX_RULES];
+    struct sl_gossip gossip;
     /* Where it came from, for messages: "app.conf", "--in rule 1", ... */
     char source[256];
 };

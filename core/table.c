@@ -42,62 +42,23 @@
 #include <unistd.h>
 
 #include "mem.h"
-
-#define SL_MAGIC   0x31656369756c73ull /* "sluice1" */
-#define SL_VERSION 1
-#define SL_STRIPES 16
-#define SL_HDR     4096
-
-struct sl_slot {
-    _Atomic uint64_t tag;   /* writer: the claimer (CAS) */
-    _Atomic uint64_t state; /* writer: every decision (CAS) */
-    _Atomic uint64_t meta;  /* writer: the claimer; period_ns << 2 | alg, 0 = unknown */
-    _Atomic int32_t conns;  /* reserved: connections in flight (concurrency limits) */
-    uint32_t reserved;
-    struct sl_key key; /* writer: the claimer; informational */
-};
-_Static_assert(sizeof(struct sl_slot) == 64, "a slot is one cache line");
-
-struct sl_rule_entry {
-    _Atomic uint64_t id; /* writer: the registering process (CAS from 0) */
-    _Atomic uint64_t overflow_state;
-    char name[SL_NAME_MAX];
-};
-_Static_assert(sizeof(struct sl_rule_entry) == 64, "a rule entry is one cache line");
-
-struct sl_stripe {
-    _Atomic uint64_t v[SL_NCOUNTERS];
-};
-_Static_assert(sizeof(struct sl_stripe) == 64, "a stripe is one cache line");
-
-struct sl_header {
-    uint64_t magic;
-    uint32_t version;
-    uint32_t nslots;
-    uint64_t secret[4];
-    _Atomic uint32_t ready; /* writer: the creator, last (release) */
-};
-
-struct sl_table {
-    struct sl_header *hdr;
-    struct sl_rule_entry *rules;
-    struct sl_stripe *stripes; /* [rule * SL_STRIPES + stripe] */
-    struct sl_slot *slots;
-    uint64_t mask;
-    uint64_t secret[4];
-    size_t bytes;
-    enum sl_on_full on_full;
-};
+#include "table_int.h"
 
 const char *const sl_counter_names[SL_NCOUNTERS] = {
     "allowed", "limited", "delayed", "would_limit", "overflow", "reused", "claimed", "errors",
 };
 
-static size_t layout_bytes(uint32_t nslots)
+static uint32_t conn_records(uint32_t nslots)
+{
+    return nslots / 4 < 64 ? 64 : nslots / 4;
+}
+
+size_t sl_table_layout_bytes(uint32_t nslots)
 {
     return SL_HDR + SL_MAX_RULES * sizeof(struct sl_rule_entry) +
            (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe) +
-           (size_t)nslots * sizeof(struct sl_slot);
+           (size_t)nslots * sizeof(struct sl_slot) +
+           (size_t)conn_records(nslots) * sizeof(struct sl_conn_rec);
 }
 
 static struct sl_table *wrap(void *map, size_t bytes, enum sl_on_full on_full)
@@ -111,6 +72,8 @@ static struct sl_table *wrap(void *map, size_t bytes, enum sl_on_full on_full)
     t->slots = (void *)((char *)t->stripes +
                         (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe));
     t->mask = t->hdr->nslots - 1;
+    t->recs = (void *)(t->slots + t->hdr->nslots);
+    t->nrecs = conn_records(t->hdr->nslots);
     memcpy(t->secret, t->hdr->secret, sizeof t->secret);
     t->bytes = bytes;
     t->on_full = on_full;
@@ -156,7 +119,7 @@ static int wait_ready(int fd, size_t *bytes, char *err, size_t errlen)
                     snprintf(err, errlen, "not a sluice table of this version");
                     return -1;
                 }
-                *bytes = layout_bytes(h.nslots);
+                *bytes = sl_table_layout_bytes(h.nslots);
                 if ((size_t)st.st_size < *bytes) break;
                 return 0;
             }
@@ -172,7 +135,7 @@ static struct sl_table *open_named(uint32_t nslots, const char *shared, enum sl_
 {
     char name[128];
     shm_name(name, sizeof name, shared);
-    size_t bytes = layout_bytes(nslots);
+    size_t bytes = sl_table_layout_bytes(nslots);
     int fd = create ? shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
     bool creator = fd >= 0;
     if (!creator) {
@@ -216,7 +179,7 @@ struct sl_table *sl_table_open(uint32_t slots, const char *shared, enum sl_on_fu
     uint32_t nslots = round_slots(slots);
     if (shared && *shared) return open_named(nslots, shared, on_full, true, err, errlen);
 
-    size_t bytes = layout_bytes(nslots);
+    size_t bytes = sl_table_layout_bytes(nslots);
     void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED) {
         snprintf(err, errlen, "mmap %zu bytes: %s", bytes, strerror(errno));
@@ -321,7 +284,7 @@ static bool slot_idle(struct sl_slot *s, uint64_t now, uint64_t *state)
     if (meta == 0) return false;
     struct sl_limit l = {.alg = (enum sl_alg)(meta & 3), .period_ns = meta >> 2};
     *state = atomic_load_explicit(&s->state, memory_order_relaxed);
-    return sl_limit_idle(&l, *state, now);
+    return sl_limit_idle(&l, *state, now) && atomic_load(&s->conns) == 0;
 }
 
 static void slot_fill(struct sl_slot *s, const struct sl_key *k, const struct sl_limit *l)
@@ -331,8 +294,8 @@ static void slot_fill(struct sl_slot *s, const struct sl_key *k, const struct sl
 }
 
 /* Finds the key's slot or claims one; NULL when the table is full for it. */
-static struct sl_slot *find_slot(struct sl_table *t, int rule, const struct sl_key *k,
-                                 const struct sl_limit *l, uint64_t now)
+struct sl_slot *sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
+                                   const struct sl_limit *l, uint64_t now)
 {
     uint64_t h = sl_key_hash(k, t->secret);
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -400,7 +363,7 @@ void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k,
                      const struct sl_limit *l, uint64_t now, uint64_t cost, uint64_t slack,
                      struct sl_verdict *v)
 {
-    struct sl_slot *s = find_slot(t, rule, k, l, now);
+    struct sl_slot *s = sl_table_find_slot(t, rule, k, l, now);
     if (__builtin_expect(s != NULL, 1)) {
         decide_word(&s->state, l, now, cost, slack, v);
         return;
@@ -418,6 +381,27 @@ void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k,
         *v = (struct sl_verdict){.allowed = true,
                                  .limit = l->alg == SL_ALG_GCRA ? l->burst : l->count};
         return;
+    }
+}
+
+uint64_t sl_table_take(struct sl_table *t, int rule, const struct sl_key *k,
+                       const struct sl_limit *l, uint64_t now, uint64_t want, uint64_t quantum,
+                       uint64_t *wait_ns)
+{
+    struct sl_slot *s = sl_table_find_slot(t, rule, k, l, now);
+    _Atomic uint64_t *w = s ? &s->state : &t->rules[rule].overflow_state;
+    if (!s) {
+        sl_table_count(t, rule, SL_C_OVERFLOW, 1);
+        if (t->on_full == SL_FULL_ALLOW) return *wait_ns = 0, want;
+        if (t->on_full == SL_FULL_DENY) return *wait_ns = SL_NS_PER_SEC / 10, 0;
+    }
+    uint64_t old = atomic_load_explicit(w, memory_order_relaxed);
+    for (;;) {
+        uint64_t next, got = sl_limit_take(l, old, now, want, quantum, &next, wait_ns);
+        if (got == 0) return 0;
+        if (atomic_compare_exchange_weak_explicit(w, &old, next, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return got;
     }
 }
 

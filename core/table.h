@@ -64,6 +64,33 @@ void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k,
                      const struct sl_limit *l, uint64_t now, uint64_t cost, uint64_t slack_ns,
                      struct sl_verdict *v);
 
+/* Takes up to `want` bytes from the key's byte bucket (a GCRA limit over
+ * bytes); returns the grant, and when it is 0 how long until
+ * min(want, quantum) bytes are there. Give back what was not used with
+ * sl_table_refund. */
+uint64_t sl_table_take(struct sl_table *t, int rule, const struct sl_key *k,
+                       const struct sl_limit *l, uint64_t now, uint64_t want, uint64_t quantum,
+                       uint64_t *wait_ns);
+
+/* Concurrency: takes one of `max` places for the key and returns a
+ * connection record (>= 0) to release later, -1 when all places are taken,
+ * -2 when no record is free (the caller fails open). A place held by
+ * processes that have all died is reclaimed by a sweep, at most every
+ * 100 ms, when a key is found full. */
+int32_t sl_table_conn_acquire(struct sl_table *t, int rule, const struct sl_key *k,
+                              const struct sl_limit *l, uint32_t max, uint64_t now);
+/* How many connection records the table has (their indices are 0..n-1). */
+uint32_t sl_table_conn_records(const struct sl_table *t);
+/* Before fork, in the parent: marks each record the child will inherit. */
+void sl_table_conn_prefork(struct sl_table *t, int32_t rec);
+/* In the child: turns the parent's mark into the child's own pid. */
+void sl_table_conn_postfork_child(struct sl_table *t, int32_t rec, int parent);
+/* The calling process closed its last descriptor of the connection. */
+void sl_table_conn_release(struct sl_table *t, int32_t rec);
+/* Places in use for a key (tests, stats). */
+uint32_t sl_table_conns(struct sl_table *t, int rule, const struct sl_key *k,
+                        const struct sl_limit *l, uint64_t now);
+
 /* Gives back a request sl_table_decide let through. */
 void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k,
                      const struct sl_limit *l, uint64_t now, uint64_t cost);

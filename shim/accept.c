@@ -20,6 +20,7 @@
 
 #include "../core/clock.h"
 #include "../core/reply.h"
+#include "fd.h"
 #include "shim.h"
 
 static void deny(const struct sl_runtime *rt, int fd, const struct sl_decision *d)
@@ -79,6 +80,7 @@ static int sl_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, int fla
 
         struct sl_decision d;
         if (admit(rt, fd, &ss, len, &d)) {
+            sl_fd_carry(fd, &d);
             if (addr) {
                 memcpy(addr, &ss, len < *addrlen ? len : *addrlen);
                 *addrlen = len;

@@ -13,15 +13,22 @@
  * `reject`: fails at once with the rule's errno (default ECONNREFUSED).
  * Both errno values are ones connect(2) itself can return.
  *
- * This version sleeps on the calling thread even for non-blocking sockets;
- * readiness virtualisation for event loops is the next step (issue 3).
+ * On a non-blocking socket a delayed connect never sleeps: it returns
+ * EINPROGRESS at once and is performed when its turn comes (fd.c, ready.c),
+ * and the program sees it complete as usual. Waiting for a window or for a
+ * connection to close (conns) is only done for blocking sockets; a
+ * non-blocking connect that would need it fails with the rule's errno.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
 #include "../core/clock.h"
 #include "../core/log.h"
+#include "fd.h"
+#include "ready.h"
 #include "shim.h"
 
 static void sleep_until(uint64_t deadline_ns)
@@ -40,33 +47,61 @@ static bool is_stream(int fd)
     return stream;
 }
 
-/* Returns 0 when the connect may go ahead, or the errno to fail with. */
-static int wait_turn(struct sl_runtime *rt, const struct sl_addr *dst)
+static int deny(struct sl_runtime *rt, const struct sl_addr *dst, const struct sl_decision *d)
+{
+    const struct sl_rule *r = &rt->cfg->rules[d->rule];
+    sl_table_count(rt->table, rt->table_rule[d->rule], SL_C_LIMITED, 1);
+    char text[64];
+    sl_addr_format(dst->a, text, sizeof text);
+    sl_log(SL_LOG_INFO, "rule \"%s\": limited connect to %s port %u (%s)", r->name, text,
+           dst->port, d->conns_full ? "all connections in use" : "rate");
+    return r->err;
+}
+
+/* Decides a connect. Returns 0 with d->wait_ns the time to wait before
+ * connecting, or the errno to fail with. A blocking caller may be made to
+ * wait here for a window to open or a connection to close (delay rules);
+ * a non-blocking one only ever waits for a GCRA turn, asynchronously. */
+static int decide(struct sl_runtime *rt, const struct sl_addr *dst, bool nonblock,
+                  struct sl_decision *d)
 {
     uint64_t start = sl_clock_now(), now = start;
     for (;;) {
-        struct sl_decision d;
         uint64_t spent = now - start;
-        sl_decide_out(rt, dst, now, UINT64_MAX - spent, &d);
-        if (d.outcome == SL_PASS) {
-            if (d.wait_ns) sleep_until(now + d.wait_ns);
-            return 0;
-        }
-        const struct sl_rule *r = &rt->cfg->rules[d.rule];
-        int table_rule = rt->table_rule[d.rule];
-        bool window = r->limit.alg != SL_ALG_GCRA;
-        if (r->action == SL_ACT_DELAY && window && spent + d.v.retry_ns <= r->max_delay_ns) {
-            sleep_until(now + d.v.retry_ns);
-            now = sl_clock_now();
-            continue;
-        }
-        sl_table_count(rt->table, table_rule, SL_C_LIMITED, 1);
-        char text[64];
-        sl_addr_format(dst->a, text, sizeof text);
-        sl_log(SL_LOG_INFO, "rule \"%s\": limited connect to %s port %u (retry in %llu ms)",
-               r->name, text, dst->port, (unsigned long long)(d.v.retry_ns / 1000000));
-        return r->err;
+        sl_decide_out(rt, dst, now, UINT64_MAX - spent, d);
+        if (d->outcome == SL_PASS) return 0;
+        const struct sl_rule *r = &rt->cfg->rules[d->rule];
+        bool can_wait = r->action == SL_ACT_DELAY && !nonblock &&
+                        (r->limit.alg != SL_ALG_GCRA || d->conns_full);
+        if (!can_wait || spent + d->v.retry_ns > r->max_delay_ns) return deny(rt, dst, d);
+        sleep_until(now + d->v.retry_ns);
+        now = sl_clock_now();
     }
+}
+
+static bool is_nonblocking(int fd)
+{
+    int saved = errno;
+    int fl = REAL(fcntl)(fd, F_GETFL);
+    errno = saved;
+    return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* A non-blocking connect that must wait its turn: recorded, reported as
+ * in progress, and performed by the readiness layer when the turn comes. */
+static int hold_back(int fd, const struct sockaddr *sa, socklen_t len, const struct sl_decision *d)
+{
+    struct sl_fd *e = sl_fd_track(fd);
+    if (!e || len > sizeof e->peer) return -1;
+    sl_fd_carry(fd, d);
+    memcpy(&e->peer, sa, len);
+    e->peerlen = len;
+    e->connect_at = sl_clock_now() + d->wait_ns;
+    atomic_store(&e->ready_at[SL_IO_SEND], e->connect_at);
+    atomic_store(&e->pending_connect, 1);
+    sl_ready_throttle(fd, SL_IO_SEND, e->connect_at);
+    errno = EINPROGRESS;
+    return 0;
 }
 
 SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
@@ -78,11 +113,22 @@ SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
         return REAL(connect)(fd, sa, len);
 
     int saved = errno;
-    int err = wait_turn(rt, &dst);
+    bool nonblock = is_nonblocking(fd);
+    struct sl_decision d;
+    int err = decide(rt, &dst, nonblock, &d);
     if (err) {
         errno = err;
         return -1;
     }
+    if (d.wait_ns && nonblock && hold_back(fd, sa, len, &d) == 0) return -1;
+    if (d.wait_ns) sleep_until(sl_clock_now() + d.wait_ns);
+    sl_fd_carry(fd, &d);
     errno = saved;
-    return REAL(connect)(fd, sa, len);
+    int rc = REAL(connect)(fd, sa, len);
+    if (rc < 0 && errno != EINPROGRESS && errno != EINTR) {
+        int e = errno;
+        sl_fd_forget(fd);
+        errno = e;
+    }
+    return rc;
 }

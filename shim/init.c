@@ -8,6 +8,10 @@
  * 78 (EX_CONFIG) before main().
  */
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,21 +19,25 @@
 #include <unistd.h>
 
 #include "../conf/conf.h"
+#include "../core/cluster.h"
 #include "../core/log.h"
 #include "../core/mem.h"
+#include "fd.h"
+#include "ready.h"
 #include "shim.h"
 
 struct sl_real sl_real;
 struct sl_runtime *_Atomic sl_runtime_ptr;
 __thread int sl_guard __attribute__((tls_model("initial-exec")));
 
+/* `ours` is our hook of the same name, or NULL for a function we only call. */
 static void *lookup(const char *name, void *ours)
 {
     void *p = dlsym(RTLD_NEXT, name);
-    if (p == ours) {
-        static const char msg[] = "sluice: dlsym(RTLD_NEXT) returned sluice's own hook; "
-                                  "sluice steps aside\n";
-        if (write(2, msg, sizeof msg - 1)) {}
+    if (ours && p == ours) {
+        sl_log(SL_LOG_ERROR, "dlsym(RTLD_NEXT, \"%s\") returned sluice's own hook: the library "
+                             "is loaded twice?",
+               name);
         return NULL;
     }
     return p;
@@ -42,11 +50,28 @@ void sl_shim_resolve(void)
     R(accept4);
     R(connect);
     R(getaddrinfo);
-    R(freeaddrinfo);
+    __atomic_store_n((void **)&sl_real.freeaddrinfo, lookup("freeaddrinfo", NULL), __ATOMIC_RELEASE);
     R(gethostbyname);
     R(gethostbyname2);
     R(gethostbyname_r);
     R(gethostbyname2_r);
+    R(recv);
+    R(recvfrom);
+    R(recvmsg);
+    R(read);
+    R(readv);
+    R(send);
+    R(sendto);
+    R(sendmsg);
+    R(write);
+    R(writev);
+    R(sendfile);
+    R(splice);
+    R(close);
+    R(dup);
+    R(dup2);
+    R(dup3);
+    R(fcntl);
 #undef R
 }
 
@@ -74,9 +99,19 @@ static void drop_inheritance(void)
         unsetenv("LD_PRELOAD");
 }
 
+static int parent_pid;
+
+static void before_fork(void)
+{
+    parent_pid = getpid();
+    sl_fd_prefork();
+}
+
 static void after_fork_child(void)
 {
     sl_linger_after_fork_child();
+    sl_ready_after_fork_child();
+    sl_fd_postfork_child(parent_pid);
 }
 
 __attribute__((constructor)) static void sl_init(void)
@@ -115,7 +150,17 @@ __attribute__((constructor)) static void sl_init(void)
         sl_log(SL_LOG_ERROR, "table: %s; running unlimited (on_error = open)", err);
         goto out;
     }
-    pthread_atfork(NULL, NULL, after_fork_child);
+    if (cfg->gossip.enabled) {
+        rt->cluster = sl_cluster_open(cfg, err, sizeof err);
+        if (!rt->cluster) {
+            if (cfg->on_error == SL_ON_ERROR_CLOSED) {
+                sl_log(SL_LOG_ERROR, "gossip: %s; on_error = closed: refusing to start", err);
+                _exit(78);
+            }
+            sl_log(SL_LOG_ERROR, "gossip: %s; cluster rules count on this host only", err);
+        }
+    }
+    pthread_atfork(before_fork, NULL, after_fork_child);
     sl_log(SL_LOG_DEBUG, "%d rules from %s, table of %u slots%s%s", cfg->nrules, cfg->source,
            sl_table_slots(table), *cfg->shared ? " shared as " : "", cfg->shared);
     atomic_store_explicit(&sl_runtime_ptr, rt, memory_order_release);

@@ -16,6 +16,8 @@
 
 #define SL_EXPORT __attribute__((visibility("default")))
 
+struct msghdr;
+struct iovec;
 struct sl_real {
     int (*accept)(int, struct sockaddr *, socklen_t *);
     int (*accept4)(int, struct sockaddr *, socklen_t *, int);
@@ -28,6 +30,23 @@ struct sl_real {
                            int *);
     int (*gethostbyname2_r)(const char *, int, struct hostent *, char *, size_t, struct hostent **,
                             int *);
+    ssize_t (*recv)(int, void *, size_t, int);
+    ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+    ssize_t (*recvmsg)(int, struct msghdr *, int);
+    ssize_t (*read)(int, void *, size_t);
+    ssize_t (*readv)(int, const struct iovec *, int);
+    ssize_t (*send)(int, const void *, size_t, int);
+    ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+    ssize_t (*sendmsg)(int, const struct msghdr *, int);
+    ssize_t (*write)(int, const void *, size_t);
+    ssize_t (*writev)(int, const struct iovec *, int);
+    ssize_t (*sendfile)(int, int, off_t *, size_t);
+    ssize_t (*splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
+    int (*close)(int);
+    int (*dup)(int);
+    int (*dup2)(int, int);
+    int (*dup3)(int, int, int);
+    int (*fcntl)(int, int, ...);
 };
 
 extern struct sl_real sl_real;

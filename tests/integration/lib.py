@@ -106,3 +106,200 @@ def http_get(port, host="127.0.0.1", timeout=5.0, path="/"):
 def check(cond, msg):
     if not cond:
         raise AssertionError(msg)
+
+
+# ---------------------------------------------------------------------------
+# Added for the outbound, nginx, config and fork tests. Everything below is
+# bounded in time and cleans up after itself.
+
+import json
+import re
+import shutil
+import tempfile
+import threading
+
+
+class TempDir:
+    """A private directory, removed on exit (even on failure)."""
+
+    def __init__(self, prefix="sluice-it-"):
+        self.path = tempfile.mkdtemp(prefix=prefix)
+
+    def join(self, *p):
+        return os.path.join(self.path, *p)
+
+    def write(self, name, text, mode=0o644):
+        p = self.join(name)
+        with open(p, "w") as f:
+            f.write(text)
+        os.chmod(p, mode)
+        return p
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def sluice_argv(cmd, config=None, ins=(), outs=(), dry_run=False):
+    """argv for `sluice run [-c config] [--in R].. [--out R].. [--dry-run] -- cmd...`."""
+    argv = [SLUICE, "run"]
+    if config:
+        argv += ["-c", config]
+    for r in ins:
+        argv += ["--in", r]
+    for r in outs:
+        argv += ["--out", r]
+    if dry_run:
+        argv.append("--dry-run")
+    return argv + ["--"] + list(cmd)
+
+
+def run(argv, env=None, timeout=30, input=None, cwd="/tmp"):
+    """Runs a program to completion (bounded). Returns CompletedProcess with
+    text stdout/stderr. A timeout kills the whole process group."""
+    e = dict(os.environ)
+    e.update(env or {})
+    for k, v in list(e.items()):
+        if v is None:
+            del e[k]
+    p = subprocess.Popen(argv, env=e, cwd=cwd, stdin=subprocess.PIPE if input else subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        raise AssertionError(f"{argv} did not finish in {timeout}s\nstdout:{out}\nstderr:{err}")
+    return subprocess.CompletedProcess(argv, p.returncode, out, err)
+
+
+def run_python(code, env=None, timeout=30, **sluice):
+    """Runs python3 -c CODE under `sluice run` (keyword args as for sluice_argv)."""
+    return run(sluice_argv([sys.executable, "-c", code], **sluice), env=env, timeout=timeout)
+
+
+def last_json(text):
+    """The last line of text that parses as JSON (a client's result)."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{") or line.startswith("["):
+            try:
+                return json.loads(line)
+            except ValueError:
+                pass
+    raise AssertionError("no JSON result in output:\n" + text)
+
+
+def sluice_lines(stderr):
+    """The lines sluice wrote (they start with `sluice[PID]:` or `sluice:`)."""
+    return [l for l in stderr.splitlines() if re.match(r"sluice(\[\d+\])?:", l)]
+
+
+def wait_listen(port, host="127.0.0.1", timeout=10.0):
+    """Waits until a socket is in LISTEN on host:port, without connecting
+    (a probe connection would spend a token of an inbound limit)."""
+    want_port = f"{port:04X}"
+    want_host = "".join(f"{int(b):02X}" for b in reversed(host.split(".")))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open("/proc/net/tcp") as f:
+            for line in f.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                h, p = local.split(":")
+                if state == "0A" and p == want_port and h in (want_host, "00000000"):
+                    return
+        time.sleep(0.02)
+    raise AssertionError(f"nothing in LISTEN on {host}:{port} after {timeout}s")
+
+
+class TcpServer:
+    """A plain TCP server in this (unpreloaded) test process: accepts,
+    counts, optionally writes a line, closes. For outbound tests, where
+    only the client runs under the shim."""
+
+    def __init__(self, host="127.0.0.1", port=0, reply=b""):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.sock.listen(256)
+        self.sock.settimeout(0.2)
+        self.host, self.port = self.sock.getsockname()
+        self.reply = reply
+        self.accepted = 0
+        self.times = []
+        self._stop = False
+        self.t = threading.Thread(target=self._loop, daemon=True)
+        self.t.start()
+
+    def _loop(self):
+        while not self._stop:
+            try:
+                c, _ = self.sock.accept()
+            except (socket.timeout, OSError):
+                continue
+            self.accepted += 1
+            self.times.append(time.monotonic())
+            try:
+                if self.reply:
+                    c.sendall(self.reply)
+            except OSError:
+                pass
+            c.close()
+
+    def stop(self):
+        self._stop = True
+        self.t.join(2)
+        self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.stop()
+
+
+def compile_c(src, tmp, name="prog", extra=("-lpthread",)):
+    """Compiles one C file into tmp (a TempDir); returns the binary's path."""
+    c = tmp.write(name + ".c", src)
+    out = tmp.join(name)
+    r = run(["gcc", "-O1", "-Wall", "-o", out, c, *extra], timeout=60)
+    check(r.returncode == 0, f"gcc failed:\n{r.stderr}")
+    return out
+
+
+def flood(port, seconds, host="127.0.0.1", threads=1, on_result=None):
+    """Opens connections (one request each, http_get) as fast as `threads`
+    sequential clients can for `seconds`. Returns (ok, denied, span, results):
+    span runs from the first request's start to the last one's start,
+    across threads; results is the list of (start_time, http_get result)."""
+    results = []
+    lock = threading.Lock()
+    start = time.monotonic()
+
+    def client():
+        while time.monotonic() - start < seconds:
+            t = time.monotonic()
+            r = http_get(port, host=host)
+            with lock:
+                results.append((t, r))
+
+    ts = [threading.Thread(target=client) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(seconds + 30)
+    ok = sum(1 for _, r in results if r[0] == 200)
+    starts = [t for t, _ in results]
+    span = max(starts) - min(starts) if starts else 0.0
+    return ok, len(results) - ok, span, results
+
+
+def shm_cleanup(name):
+    """Removes a shared table's segment (/dev/shm/sluice.NAME)."""
+    try:
+        os.unlink(f"/dev/shm/sluice.{name}")
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,77 @@
+/* table_int.h - the table's memory layout, shared by table.c and
+ * table_conns.c only. */
+#ifndef SL_TABLE_INT_H
+#define SL_TABLE_INT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "table.h"
+
+#define SL_MAGIC   0x31656369756c73ull /* "sluice1" */
+#define SL_VERSION 1
+#define SL_STRIPES 16
+#define SL_HDR     4096
+
+struct sl_slot {
+    _Atomic uint64_t tag;   /* writer: the claimer (CAS) */
+    _Atomic uint64_t state; /* writer: every decision (CAS) */
+    _Atomic uint64_t meta;  /* writer: the claimer; period_ns << 2 | alg, 0 = unknown */
+    _Atomic int32_t conns;  /* reserved: connections in flight (concurrency limits) */
+    uint32_t reserved;
+    struct sl_key key; /* writer: the claimer; informational */
+};
+_Static_assert(sizeof(struct sl_slot) == 64, "a slot is one cache line");
+
+struct sl_rule_entry {
+    _Atomic uint64_t id; /* writer: the registering process (CAS from 0) */
+    _Atomic uint64_t overflow_state;
+    char name[SL_NAME_MAX];
+};
+_Static_assert(sizeof(struct sl_rule_entry) == 64, "a rule entry is one cache line");
+
+struct sl_stripe {
+    _Atomic uint64_t v[SL_NCOUNTERS];
+};
+_Static_assert(sizeof(struct sl_stripe) == 64, "a stripe is one cache line");
+
+struct sl_header {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t nslots;
+    uint64_t secret[4];
+    _Atomic uint32_t ready; /* writer: the creator, last (release) */
+};
+
+/* A connection holding a place under a `conns` limit. pid[] lists the
+ * processes holding it open (negative: a child being forked by that
+ * parent); the last to close it, or a sweep that finds every holder dead,
+ * frees it and gives the place back. */
+#define SL_CONN_PIDS 5
+struct sl_conn_rec {
+    _Atomic uint32_t slot1; /* slot index + 1; 0: free. Writers: acquire (CAS), release */
+    _Atomic int32_t pid[SL_CONN_PIDS];
+    uint32_t pad;
+};
+_Static_assert(sizeof(struct sl_conn_rec) == 28, "record size");
+
+struct sl_table {
+    struct sl_header *hdr;
+    struct sl_rule_entry *rules;
+    struct sl_stripe *stripes; /* [rule * SL_STRIPES + stripe] */
+    struct sl_slot *slots;
+    struct sl_conn_rec *recs;
+    uint32_t nrecs;
+    uint64_t mask;
+    uint64_t secret[4];
+    size_t bytes;
+    enum sl_on_full on_full;
+};
+
+
+size_t sl_table_layout_bytes(uint32_t nslots);
+struct sl_slot *sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
+                                   const struct sl_limit *l, uint64_t now);
+
+#endif

@@ -1,0 +1,77 @@
+/* close.c - keeps fd.c's table true: close forgets a descriptor (and gives
+ * back its concurrency places at the process's last copy), the dup family
+ * copies an entry. Untracked descriptors cost one load. */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+#include "fd.h"
+#include "ready.h"
+#include "shim.h"
+
+
+static void forget(int fd)
+{
+    if (!atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed)) return;
+    if (sl_fd_get(fd)) {
+        sl_ready_forget(fd);
+        sl_fd_forget(fd);
+    }
+}
+
+SL_EXPORT int close(int fd)
+{
+    forget(fd);
+    return REAL(close)(fd);
+}
+
+SL_EXPORT int dup(int fd)
+{
+    int n = REAL(dup)(fd);
+    if (n >= 0) sl_fd_dup(fd, n);
+    return n;
+}
+
+SL_EXPORT int dup2(int fd, int fd2)
+{
+    int n = REAL(dup2)(fd, fd2);
+    if (n >= 0 && fd != fd2) {
+        forget(fd2);
+        sl_fd_dup(fd, fd2);
+    }
+    return n;
+}
+
+SL_EXPORT int dup3(int fd, int fd2, int flags)
+{
+    int n = REAL(dup3)(fd, fd2, flags);
+    if (n >= 0) {
+        forget(fd2);
+        sl_fd_dup(fd, fd2);
+    }
+    return n;
+}
+
+/* fcntl's third argument is an int or a pointer depending on cmd; both
+ * travel in one register on the ABIs glibc supports, so it is passed on as
+ * it came. */
+SL_EXPORT int fcntl(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    int n = REAL(fcntl)(fd, cmd, arg);
+    if (n >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) sl_fd_dup(fd, n);
+    return n;
+}
+
+SL_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    return fcntl(fd, cmd, arg);
+}

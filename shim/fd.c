@@ -1,0 +1,202 @@
+/* fd.c - the per-descriptor table.
+ *
+ * A two-level array: SL_FD_MAX / CHUNK pointers to chunks of CHUNK entries,
+ * each chunk allocated (from sluice's own arena) the first time a
+ * descriptor in it is tracked and never freed, so a reader holding an entry
+ * pointer can never see it vanish. Chunk pointers are published with
+ * release and read with acquire.
+ */
+#include "fd.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "../core/mem.h"
+#include "../core/policy.h"
+#include "ready.h"
+#include "shim.h"
+
+#define CHUNK 1024
+
+static struct sl_fd *_Atomic chunks[SL_FD_MAX / CHUNK];
+
+struct sl_fd *sl_fd_get(int fd)
+{
+    if ((unsigned)fd >= SL_FD_MAX) return NULL;
+    struct sl_fd *c = atomic_load_explicit(&chunks[fd / CHUNK], memory_order_acquire);
+    if (!c) return NULL;
+    struct sl_fd *e = &c[fd % CHUNK];
+    return atomic_load_explicit(&e->tracked, memory_order_acquire) ? e : NULL;
+}
+
+static void reset(struct sl_fd *e)
+{
+    e->bytes_rule[0] = e->bytes_rule[1] = -1;
+    e->conn_rec[0] = e->conn_rec[1] = -1;
+    atomic_store(&e->ready_at[0], 0);
+    atomic_store(&e->ready_at[1], 0);
+    atomic_store(&e->pending_connect, 0);
+    e->peerlen = 0;
+}
+
+struct sl_fd *sl_fd_track(int fd)
+{
+    if ((unsigned)fd >= SL_FD_MAX) return NULL;
+    struct sl_fd *_Atomic *slot = &chunks[fd / CHUNK];
+    struct sl_fd *c = atomic_load_explicit(slot, memory_order_acquire);
+    if (!c) {
+        int saved = errno;
+        struct sl_fd *fresh = sl_alloc(CHUNK * sizeof *fresh);
+        errno = saved;
+        if (!fresh) return NULL;
+        if (atomic_compare_exchange_strong(slot, &c, fresh))
+            c = fresh;
+        else
+            sl_free(fresh);
+    }
+    struct sl_fd *e = &c[fd % CHUNK];
+    if (!atomic_load(&e->tracked)) reset(e);
+    atomic_store_explicit(&e->tracked, 1, memory_order_release);
+    return e;
+}
+
+/* How many of this process's descriptors hold each concurrency record:
+ * the place is given back when the count falls to zero. A forked child
+ * inherits the counts with the descriptors. Allocated with the first
+ * record, before any fork can need it. */
+static _Atomic uint16_t *_Atomic local_refs;
+static uint32_t nrefs;
+
+static _Atomic uint16_t *refs(struct sl_runtime *rt)
+{
+    _Atomic uint16_t *r = atomic_load_explicit(&local_refs, memory_order_acquire);
+    if (r || !rt) return r;
+    uint32_t n = sl_table_conn_records(rt->table);
+    int saved = errno;
+    _Atomic uint16_t *fresh = sl_alloc(n * sizeof *fresh);
+    errno = saved;
+    if (!fresh) return NULL;
+    nrefs = n;
+    if (!atomic_compare_exchange_strong(&local_refs, &r, fresh)) {
+        sl_free(fresh);
+        return r;
+    }
+    return fresh;
+}
+
+void sl_fd_hold(int32_t rec)
+{
+    _Atomic uint16_t *r = refs(atomic_load(&sl_runtime_ptr));
+    if (r && rec >= 0 && (uint32_t)rec < nrefs) atomic_fetch_add(&r[rec], 1);
+}
+
+/* Drops one local reference; true when it was the last. */
+static bool unhold(int32_t rec)
+{
+    _Atomic uint16_t *r = atomic_load(&local_refs);
+    if (!r || rec < 0 || (uint32_t)rec >= nrefs) return rec >= 0;
+    return atomic_fetch_sub(&r[rec], 1) == 1;
+}
+
+void sl_fd_forget(int fd)
+{
+    struct sl_fd *e = sl_fd_get(fd);
+    if (!e) return;
+    int32_t recs[SL_CONN_HOLDS] = {e->conn_rec[0], e->conn_rec[1]};
+    atomic_store_explicit(&e->tracked, 0, memory_order_release);
+    struct sl_runtime *rt = atomic_load(&sl_runtime_ptr);
+    if (!rt) return;
+    for (int i = 0; i < SL_CONN_HOLDS; i++)
+        if (recs[i] >= 0 && !unhold(recs[i])) recs[i] = -1;
+    sl_conn_release(rt, recs);
+}
+
+void sl_fd_carry(int fd, const struct sl_decision *d)
+{
+    if (d->bytes_rule[0] < 0 && d->bytes_rule[1] < 0 && d->conn_rec[0] < 0 && d->conn_rec[1] < 0)
+        return;
+    struct sl_fd *e = sl_fd_track(fd);
+    if (!e) {
+        /* cannot follow this descriptor: give its places back now rather than leak them */
+        struct sl_runtime *rt = atomic_load(&sl_runtime_ptr);
+        if (rt) sl_conn_release(rt, d->conn_rec);
+        return;
+    }
+    for (int io = 0; io < 2; io++) {
+        e->bytes_rule[io] = (int16_t)d->bytes_rule[io];
+        e->bytes_key[io] = d->bytes_key[io];
+    }
+    for (int h = 0; h < SL_CONN_HOLDS; h++) {
+        e->conn_rec[h] = d->conn_rec[h];
+        sl_fd_hold(d->conn_rec[h]);
+    }
+}
+
+void sl_fd_dup(int oldfd, int newfd)
+{
+    struct sl_fd *o = sl_fd_get(oldfd);
+    if (!o || oldfd == newfd) return;
+    struct sl_fd *n = sl_fd_track(newfd);
+    if (!n) return;
+    n->bytes_rule[0] = o->bytes_rule[0];
+    n->bytes_rule[1] = o->bytes_rule[1];
+    n->bytes_key[0] = o->bytes_key[0];
+    n->bytes_key[1] = o->bytes_key[1];
+    n->conn_rec[0] = o->conn_rec[0];
+    n->conn_rec[1] = o->conn_rec[1];
+    sl_fd_hold(n->conn_rec[0]);
+    sl_fd_hold(n->conn_rec[1]);
+}
+
+uint64_t sl_fd_ready_at(int fd, enum sl_io io)
+{
+    struct sl_fd *e = sl_fd_get(fd);
+    return e ? atomic_load_explicit(&e->ready_at[io], memory_order_relaxed) : 0;
+}
+
+bool sl_fd_finish_connect(int fd, uint64_t now)
+{
+    struct sl_fd *e = sl_fd_get(fd);
+    if (!e || now < e->connect_at) return false;
+    int one = 1;
+    if (!atomic_compare_exchange_strong(&e->pending_connect, &one, 0)) return false;
+    atomic_store(&e->ready_at[SL_IO_SEND], 0);
+    int saved = errno;
+    int rc = REAL(connect)(fd, (struct sockaddr *)&e->peer, e->peerlen);
+    (void)rc; /* EINPROGRESS as usual; an immediate failure shows in SO_ERROR */
+    errno = saved;
+    return true;
+}
+
+/* fork: the child inherits the parent's descriptors, so it becomes a holder
+ * of every concurrency place they hold (see core/table_conns.c). No
+ * allocation here: allocators lock themselves around fork. */
+void sl_fd_prefork(void)
+{
+    struct sl_runtime *rt = atomic_load(&sl_runtime_ptr);
+    _Atomic uint16_t *r = atomic_load(&local_refs);
+    if (!rt || !r) return;
+    for (uint32_t i = 0; i < nrefs; i++)
+        if (atomic_load_explicit(&r[i], memory_order_relaxed)) sl_table_conn_prefork(rt->table, (int32_t)i);
+}
+
+void sl_fd_postfork_child(int parent)
+{
+    struct sl_runtime *rt = atomic_load(&sl_runtime_ptr);
+    _Atomic uint16_t *r = atomic_load(&local_refs);
+    if (!rt || !r) return;
+    for (uint32_t i = 0; i < nrefs; i++)
+        if (atomic_load_explicit(&r[i], memory_order_relaxed))
+            sl_table_conn_postfork_child(rt->table, (int32_t)i, parent);
+}
+
+/* Until the readiness layer is linked in (ready.c), nothing to tell it. */
+__attribute__((weak)) void sl_ready_throttle(int fd, enum sl_io io, uint64_t until_ns)
+{
+}
+__attribute__((weak)) void sl_ready_forget(int fd)
+{
+}
+__attribute__((weak)) void sl_ready_after_fork_child(void)
+{
+}

@@ -1,0 +1,77 @@
+/* fd.h - what sluice knows about the program's descriptors.
+ *
+ * A descriptor is tracked when an accept or connect it came from matched a
+ * rule with byte limits (recv_rate, send_rate) or a concurrency limit
+ * (conns), or while a delayed non-blocking connect waits its turn. Entries
+ * live in a process-local array indexed by fd (allocated in chunks as
+ * descriptors appear; descriptors >= SL_FD_MAX are never tracked and pass
+ * through). Everything else costs one load to find untracked.
+ *
+ * Who writes: the thread that creates the descriptor fills the entry
+ * before the program can see the fd; close/dup copy or clear it. ready_at
+ * is written by the I/O hooks and read by the readiness hooks (atomics).
+ */
+#ifndef SL_FD_H
+#define SL_FD_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "../core/key.h"
+
+#define SL_FD_MAX 65536
+
+enum sl_io { SL_IO_RECV = 0, SL_IO_SEND = 1 };
+
+struct sl_fd {
+    _Atomic uint32_t tracked;     /* 0: nothing below is meaningful */
+    int16_t bytes_rule[2];        /* config rule index limiting recv / send bytes, -1: none */
+    struct sl_key bytes_key[2];   /* that rule's key for this connection */
+    int32_t conn_rec[2];          /* concurrency records to release at the last close, -1 */
+    _Atomic uint64_t ready_at[2]; /* recv / send throttled until (CLOCK_MONOTONIC ns), 0: not */
+    /* A non-blocking connect held back by a delay rule: performed at connect_at. */
+    _Atomic int pending_connect;
+    uint64_t connect_at;
+    struct sockaddr_storage peer;
+    socklen_t peerlen;
+};
+
+/* The entry for fd, or NULL when fd is not tracked. Cheap: call freely. */
+struct sl_fd *sl_fd_get(int fd);
+
+/* The entry for fd, created (zeroed, rules -1) if needed; NULL if fd is out
+ * of range or memory ran out. */
+struct sl_fd *sl_fd_track(int fd);
+
+/* Forgets fd (close): releases its concurrency places when this was the
+ * process's last descriptor for the connection. */
+void sl_fd_forget(int fd);
+
+/* dup/dup2/dup3/F_DUPFD: newfd refers to the same connection. */
+void sl_fd_dup(int oldfd, int newfd);
+
+struct sl_decision;
+/* Records what a connection that passed carries on (byte rules, concurrency
+ * places) under its descriptor. Nothing is recorded when it carries none. */
+void sl_fd_carry(int fd, const struct sl_decision *d);
+
+/* This process holds one more descriptor of concurrency record rec. */
+void sl_fd_hold(int32_t rec);
+
+/* fork: the parent marks the places its child will inherit; the child
+ * claims them (core/table_conns.c). */
+void sl_fd_prefork(void);
+void sl_fd_postfork_child(int parent);
+
+/* When fd's recv or send is throttled, the time it is next worth trying;
+ * 0 when it is not throttled (or the time has come). */
+uint64_t sl_fd_ready_at(int fd, enum sl_io io);
+
+/* Performs a held-back non-blocking connect whose turn has come. Returns
+ * true if it did (the program will see the socket become writable when the
+ * connect completes, as usual). */
+bool sl_fd_finish_connect(int fd, uint64_t now);
+
+#endif

@@ -1,0 +1,30 @@
+/* ready.h - readiness virtualisation for event loops.
+ *
+ * A non-blocking descriptor whose byte budget is empty gets EAGAIN from
+ * recv/send. The program must hear about it again, without spinning: so
+ * while it is throttled, poll/ppoll/select/pselect/epoll_wait* do not
+ * report it readable (recv) or writable (send); their timeouts are cut to
+ * the moment it refills; and when it refills, an edge-triggered epoll
+ * registration gets its edge back (EPOLL_CTL_MOD re-arms it). A held-back
+ * non-blocking connect is throttled for sending until its turn, when the
+ * readiness layer performs it (sl_fd_finish_connect).
+ */
+#ifndef SL_READY_H
+#define SL_READY_H
+
+#include <stdint.h>
+
+#include "fd.h"
+
+/* fd's io direction is throttled until `until_ns` (sl_fd's ready_at is
+ * already set by the caller). Called by the I/O hooks when they return
+ * EAGAIN because of a budget, and by connect for a held-back connect. */
+void sl_ready_throttle(int fd, enum sl_io io, uint64_t until_ns);
+
+/* fd is being closed. */
+void sl_ready_forget(int fd);
+
+/* In a forked child: drop state that belongs to the parent. */
+void sl_ready_after_fork_child(void);
+
+#endif
