@@ -58,12 +58,13 @@ bool sl_cidr_parse(struct sl_cidr *out, const char *text)
         *slash = 0;
         char *end;
         if (!slash[1]) return false;
+        for (const char *d = slash + 1; *d; d++)
+            if (*d < '0' || *d > '9' || d - slash > 3) return false;
         plen = strtol(slash + 1, &end, 10);
-        if (*end || plen < 0) return false;
     }
     char *host = buf;
     size_t hl = strlen(host);
-    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']' && strchr(host, ':')) {
         host[hl - 1] = 0;
         host++;
     }

@@ -47,6 +47,7 @@ int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t 
         if (ips == 0 || ips > UINT64_MAX) return -1;
         l->interval_ps = (uint64_t)ips;
         u128 bns = (u128)burst * ips / 1000;
+        if (bns == 0) bns = 1; /* see gcra_cost_ns */
         if (bns > UINT64_MAX / 4) return -1;
         l->burst_ns = (uint64_t)bns;
         return 0;
@@ -59,9 +60,12 @@ int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t 
     return -1;
 }
 
+/* A request's cost in nanoseconds, never 0: a rate above one per
+ * nanosecond is held to one per nanosecond rather than not limited. */
 static uint64_t gcra_cost_ns(const struct sl_limit *l, uint64_t cost)
 {
     u128 ns = (u128)cost * l->interval_ps / 1000;
+    if (ns == 0 && cost) ns = 1;
     return ns > UINT64_MAX / 4 ? UINT64_MAX / 4 : (uint64_t)ns;
 }
 
@@ -86,7 +90,7 @@ static void gcra_step(const struct sl_limit *l, uint64_t tat, uint64_t now, uint
     } else {
         v->allowed = false;
         v->wait_ns = 0;
-        v->retry_ns = allow_at - now;
+        v->retry_ns = gcra_cost_ns(l, cost) > l->burst_ns + slack ? UINT64_MAX / 4 : allow_at - now;
         v->reset_ns = tat > now ? tat - now : 0;
         v->remaining = 0;
         *next = tat;

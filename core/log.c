@@ -46,8 +46,12 @@ uint64_t sl_log_suppressed(void)
 
 static bool admit(void)
 {
-    static struct sl_limit lim;
-    if (lim.count == 0) sl_limit_init(&lim, SL_ALG_GCRA, 5, SL_NS_PER_SEC, 10);
+    /* 5 a second, 10 at once: what sl_limit_init would derive, fixed at
+     * compile time so no thread ever sees it half made. */
+    static const struct sl_limit lim = {.alg = SL_ALG_GCRA, .count = 5,
+                                        .period_ns = SL_NS_PER_SEC, .burst = 10,
+                                        .interval_ps = 200000000000ull,
+                                        .burst_ns = 2000000000ull};
     uint64_t now = clock_fn ? clock_fn() : sl_clock_now();
     uint64_t s = atomic_load_explicit(&bucket, memory_order_relaxed), next;
     struct sl_verdict v;

@@ -13,15 +13,18 @@
  *   - otherwise, the first slot whose bucket is idle (meta tells the
  *     occupant's algorithm and period) is remembered.
  * If neither the key nor an empty slot is found, the idle slot is reused:
- * CAS(state, s, 0), meta = 0 (so nobody else judges it idle), CAS(tag, old,
- * hash), then key and meta are written. An idle bucket is equivalent to a
- * fresh one, so nothing is lost but a request of the old key racing the
- * reuse, which may be charged to the new key: an error of one request, at
- * most, per reuse. Without an idle slot the table is full for that key and
+ * CAS(tag, old, REUSING) makes the reuser exclusive, CAS(state, s, 0)
+ * confirms the bucket is still the idle one it judged (else the tag goes
+ * back), then meta and key are written and the tag is published as the new
+ * hash. An idle bucket is equivalent to a fresh one, so nothing is lost but
+ * a request of the old key racing the reuse, which may be charged to the
+ * new key: an error of one request, at most, per reuse. Without an idle
+ * slot the table is full for that key and
  * the on_full policy applies; memory never grows.
  *
  * The bucket itself is state, updated by CAS in a loop: read, compute the
- * next state with sl_limit_step, publish. Denials publish nothing.
+ * next state with sl_limit_step, publish. Denials publish nothing but a
+ * GCRA state clamped after a backward clock step.
  *
  * Memory order: tag is published with release after state and meta are
  * reset, and read with acquire. state needs only to be atomic: each
@@ -278,6 +281,8 @@ static inline uint64_t meta_of(const struct sl_limit *l)
     return l->period_ns << 2 | (uint64_t)l->alg;
 }
 
+#define REUSING 1 /* tag while a slot changes hands; hashes are never 0 or 1 */
+
 static bool slot_idle(struct sl_slot *s, uint64_t now, uint64_t *state)
 {
     uint64_t meta = atomic_load_explicit(&s->meta, memory_order_acquire);
@@ -316,22 +321,28 @@ struct sl_slot *sl_table_find_slot(struct sl_table *t, int rule, const struct sl
                 if (tag == h) return s;
             }
             uint64_t st;
-            if (!idle && slot_idle(s, now, &st)) {
+            if (!idle && tag != REUSING && slot_idle(s, now, &st)) {
                 idle = s;
                 idle_tag = tag;
                 idle_state = st;
             }
         }
         if (!idle) return NULL;
-        if (!atomic_compare_exchange_strong(&idle->state, &idle_state, 0)) continue;
-        atomic_store_explicit(&idle->meta, 0, memory_order_release);
-        if (atomic_compare_exchange_strong_explicit(&idle->tag, &idle_tag, h,
-                                                    memory_order_acq_rel,
-                                                    memory_order_acquire)) {
-            slot_fill(idle, k, l);
-            sl_table_count(t, rule, SL_C_REUSED, 1);
-            return idle;
+        /* The tag is the exclusive step: REUSING (never a hash) keeps a second
+         * reuser out while state and meta are reset. */
+        if (!atomic_compare_exchange_strong_explicit(&idle->tag, &idle_tag, REUSING,
+                                                     memory_order_acq_rel,
+                                                     memory_order_acquire))
+            continue;
+        if (!atomic_compare_exchange_strong(&idle->state, &idle_state, 0)) {
+            atomic_store_explicit(&idle->tag, idle_tag, memory_order_release);
+            continue;
         }
+        atomic_store_explicit(&idle->meta, 0, memory_order_release);
+        slot_fill(idle, k, l);
+        atomic_store_explicit(&idle->tag, h, memory_order_release);
+        sl_table_count(t, rule, SL_C_REUSED, 1);
+        return idle;
     }
     return NULL;
 }

@@ -1,0 +1,92 @@
+/* cluster_t.h - types of the cluster state, shared by cluster.c and
+ * gossip.c only. Every shared field says who writes it.
+ */
+#ifndef SL_CLUSTER_T_H
+#define SL_CLUSTER_T_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "cluster_int.h"
+
+#define SL_CLUSTER_MAGIC   0x534c434c55535452ull /* "SLCLUSTR" */
+#define SL_CLUSTER_VERSION 1
+
+/* Per peer, one cache line. last_heard is written (release) by the sender
+ * thread when a datagram from the peer is accepted and read (acquire) by
+ * every decision; the replay fields are touched by the sender only. */
+struct sl_cpeer {
+    _Atomic uint64_t last_heard; /* CLOCK_MONOTONIC ns; 0: never */
+    _Atomic uint64_t packets;
+    uint64_t boot, maxseq, bitmap, last_ts_ms;
+} __attribute__((aligned(64)));
+
+struct sl_chdr {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t nslots;
+    uint64_t fingerprint; /* of the layout and peer list: a mismatch recreates */
+    _Atomic uint32_t ready;
+    uint32_t npeers;
+    _Atomic uint64_t peer_timeout_ns; /* of the last opener, for stats */
+    char self[128];
+    char peers[SL_MAX_PEERS][128];
+
+    /* Written by the sender each loop, read by deciders. */
+    _Atomic int64_t offset_ns __attribute__((aligned(64)));
+    _Atomic uint64_t heartbeat; /* monotonic ns of the sender's last loop */
+    _Atomic int32_t sender_pid;
+    _Atomic uint64_t elect_ns; /* last election attempt, CAS by deciders */
+
+    struct sl_cpeer peer[SL_CLUSTER_ORIGINS]; /* [0] unused: origin 0 is us */
+    _Atomic uint64_t counters[SL_CC_NCOUNTERS] __attribute__((aligned(64)));
+    _Atomic uint64_t drops[SL_WIRE_NSTATUS];
+};
+
+/* One key. tag: 0 (never used) or the key's hash, published with release
+ * after meta. meta: rule index + 1, 0 while (re)initialised. w[0] is this
+ * node's own count word, CAS by every decider; w[i>0] peer i's, CAS-joined
+ * by the sender thread only (deciders read them). sent: the own word as
+ * last sent, written by the sender thread only. */
+struct sl_centry {
+    _Atomic uint64_t tag;
+    _Atomic uint32_t meta;
+    uint32_t pad;
+    _Atomic uint64_t sent;
+    _Atomic uint64_t w[SL_CLUSTER_ORIGINS];
+} __attribute__((aligned(64)));
+
+struct sl_cluster {
+    const struct sl_config *cfg;
+    struct sl_chdr *hdr;
+    struct sl_centry *ovf;  /* one per rule, for keys that found no entry */
+    struct sl_centry *ents; /* nslots */
+    uint32_t mask;
+    size_t bytes;
+    bool readonly;
+    uint64_t secret[4]; /* key-hash secret, derived from the gossip key */
+    uint8_t key[32];
+    uint64_t self_id;
+    uint64_t peer_id[SL_CLUSTER_ORIGINS];
+    int norig; /* 1 + npeers */
+    uint64_t peer_timeout_ns;
+    uint64_t ovf_tag[SL_MAX_RULES];
+    uint64_t alone[SL_MAX_RULES]; /* the rule's limit when no peer is alive */
+
+    /* The sender (process-local; only meaningful in the process that runs it). */
+    uint64_t boot, seq;
+    int fd;
+    pthread_t thread;
+    _Atomic int stop;
+    _Atomic int running;
+    uint32_t drop_pct; /* SLUICE_TEST_GOSSIP_DROP */
+    uint64_t rng;
+    struct sockaddr_storage peer_sa[SL_MAX_PEERS];
+    socklen_t peer_salen[SL_MAX_PEERS];
+    bool elect; /* re-election from the decision path (sl_cluster_open only) */
+};
+
+#endif

@@ -1,0 +1,263 @@
+/* gossip.c - the one gossip sender per host: a thread in the program.
+ *
+ * Why a thread in the host and not an agent process. The sender must read
+ * and write the cluster state, which lives in the program's shared memory,
+ * and must live exactly as long as the limits it enforces. A thread needs
+ * no second program to install, start, supervise and stop, works the same
+ * for `sluice run` and for a bare LD_PRELOAD, and dies with the program, so
+ * "kill the node" means what it says. What it costs, and how it is paid:
+ *   - exactly one per host: the UDP bind of the `listen` address is the
+ *     lock. Only the process that binds it starts the thread; others get
+ *     EADDRINUSE. The socket is CLOEXEC and closed in forked children
+ *     (pthread_atfork), so a child never holds it and never has the thread.
+ *   - re-election: if the sender's process dies (nginx's master, say),
+ *     the heartbeat in shared memory goes stale; the next decision in any
+ *     process of the program, at most once a second per host (CAS on
+ *     elect_ns), tries to bind and start the thread itself.
+ *   - nothing held across fork: the thread takes no lock the deciders or
+ *     the host could wait on; it allocates nothing after start; it uses raw
+ *     system calls for its I/O so no hook of sluice's (or of another
+ *     preloaded library) sees them; every signal is blocked in it, so the
+ *     host's handlers never run on it.
+ *
+ * Each interval the thread sends what changed (and every second all live
+ * counts, so a restarted peer converges), then waits in ppoll for
+ * datagrams until the next send.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "cluster_t.h"
+#include "log.h"
+
+/* "1.2.3.4:7946" or "[2001:db8::1]:7946" (numeric only: no DNS here). */
+static int parse_addr(const char *text, struct sockaddr_storage *ss, socklen_t *len)
+{
+    char host[128];
+    const char *port;
+    if (text[0] == '[') {
+        const char *end = strchr(text, ']');
+        if (!end || end[1] != ':' || (size_t)(end - text - 1) >= sizeof host) return -1;
+        memcpy(host, text + 1, (size_t)(end - text - 1));
+        host[end - text - 1] = 0;
+        port = end + 2;
+    } else {
+        const char *colon = strrchr(text, ':');
+        if (!colon || (size_t)(colon - text) >= sizeof host) return -1;
+        memcpy(host, text, (size_t)(colon - text));
+        host[colon - text] = 0;
+        port = colon + 1;
+    }
+    char *endp;
+    long p = strtol(port, &endp, 10);
+    if (*endp || p <= 0 || p > 65535) return -1;
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)p);
+        *len = sizeof *a4;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)p);
+        *len = sizeof *a6;
+        return 0;
+    }
+    return -1;
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+static void send_all(void *arg, const uint8_t *pkt, size_t len)
+{
+    struct sl_cluster *c = arg;
+    for (int i = 0; i < c->norig - 1; i++) {
+        if (c->drop_pct && xorshift(&c->rng) % 100 < c->drop_pct) {
+            atomic_fetch_add_explicit(&c->hdr->counters[SL_CC_TX_TEST_DROPPED], 1,
+                                      memory_order_relaxed);
+            continue;
+        }
+        long n = syscall(SYS_sendto, c->fd, pkt, len, MSG_DONTWAIT | MSG_NOSIGNAL,
+                         &c->peer_sa[i], c->peer_salen[i]);
+        enum sl_cluster_counter k = n == (long)len ? SL_CC_TX_PACKETS : SL_CC_TX_ERRORS;
+        atomic_fetch_add_explicit(&c->hdr->counters[k], 1, memory_order_relaxed);
+        if (n == (long)len)
+            atomic_fetch_add_explicit(&c->hdr->counters[SL_CC_TX_BYTES], len,
+                                      memory_order_relaxed);
+    }
+}
+
+static int64_t clock_offset(void)
+{
+    struct timespec rt, mono;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    return ((int64_t)rt.tv_sec - (int64_t)mono.tv_sec) * 1000000000ll +
+           ((int64_t)rt.tv_nsec - (int64_t)mono.tv_nsec);
+}
+
+static void *sender(void *arg)
+{
+    struct sl_cluster *c = arg;
+    const uint64_t interval = c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns
+                                                         : 100000000ull;
+    const uint64_t full_every = interval >= SL_NS_PER_SEC ? 1 : SL_NS_PER_SEC / interval;
+    static uint8_t buf[SL_WIRE_MAX + 1];
+    uint64_t next = sl_clock_now(), tick = 0;
+    while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
+        uint64_t now = sl_clock_now();
+        if (now >= next) {
+            atomic_store_explicit(&c->hdr->offset_ns, clock_offset(), memory_order_relaxed);
+            sl_cluster_build(c, now, tick % full_every == 0, send_all, c);
+            tick++;
+            next += interval;
+            if (next <= now) next = now + interval;
+            atomic_store_explicit(&c->hdr->heartbeat, now, memory_order_relaxed);
+        }
+        uint64_t wait = next > now ? next - now : 0;
+        struct timespec ts = {(time_t)(wait / SL_NS_PER_SEC), (long)(wait % SL_NS_PER_SEC)};
+        struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+        syscall(SYS_ppoll, &pfd, 1, &ts, NULL, 0);
+        for (int i = 0; i < 256; i++) {
+            long n = syscall(SYS_recvfrom, c->fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC, NULL,
+                             NULL);
+            if (n < 0) break;
+            /* MSG_TRUNC: n is the datagram's real length, so an oversized
+             * one is seen as such (the decoder reads nothing past 1200). */
+            sl_cluster_receive(c, buf, (size_t)n, sl_clock_now());
+        }
+    }
+    return NULL;
+}
+
+static struct sl_cluster *_Atomic forked_watch; /* the cluster sl_cluster_open made */
+
+static void after_fork_child(void)
+{
+    struct sl_cluster *c = atomic_load(&forked_watch);
+    if (!c || !atomic_load(&c->running)) return;
+    /* The thread did not come along; the socket must not either, or the
+     * address would stay bound after the sender's death. */
+    close(c->fd);
+    c->fd = -1;
+    atomic_store(&c->running, 0);
+}
+
+int sl_gossip_start(struct sl_cluster *c, char *err, size_t errlen)
+{
+    const struct sl_gossip *g = &c->cfg->gossip;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (parse_addr(g->listen, &ss, &len) != 0) {
+        snprintf(err, errlen, "gossip: listen '%s' is not ADDRESS:PORT", g->listen);
+        return -1;
+    }
+    for (int i = 0; i < g->npeers; i++) {
+        if (parse_addr(g->peers[i], &c->peer_sa[i], &c->peer_salen[i]) != 0) {
+            snprintf(err, errlen, "gossip: peer '%s' is not ADDRESS:PORT", g->peers[i]);
+            return -1;
+        }
+    }
+    int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "gossip: socket: %s", strerror(errno));
+        return -1;
+    }
+    if (bind(fd, (struct sockaddr *)&ss, len) != 0) {
+        int e = errno;
+        close(fd);
+        if (e == EADDRINUSE) return 1;
+        snprintf(err, errlen, "gossip: bind %s: %s", g->listen, strerror(e));
+        return -1;
+    }
+    const char *drop = getenv("SLUICE_TEST_GOSSIP_DROP");
+    c->drop_pct = drop ? (uint32_t)atoi(drop) : 0;
+    c->rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull | 1;
+    c->fd = fd;
+    c->boot = 0; /* a new boot id at the first build */
+    atomic_store(&c->stop, 0);
+    atomic_store(&c->running, 1);
+    atomic_store_explicit(&c->hdr->heartbeat, sl_clock_now(), memory_order_relaxed);
+    atomic_store_explicit(&c->hdr->sender_pid, (int32_t)getpid(), memory_order_relaxed);
+
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&c->thread, NULL, sender, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        close(fd);
+        c->fd = -1;
+        atomic_store(&c->running, 0);
+        snprintf(err, errlen, "gossip: pthread_create: %s", strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+void sl_gossip_stop(struct sl_cluster *c)
+{
+    struct sl_cluster *self = c;
+    atomic_compare_exchange_strong(&forked_watch, &self, NULL);
+    if (!atomic_load(&c->running)) return;
+    atomic_store(&c->stop, 1);
+    pthread_join(c->thread, NULL);
+    close(c->fd);
+    c->fd = -1;
+    atomic_store(&c->running, 0);
+}
+
+void sl_gossip_check(struct sl_cluster *c, uint64_t now)
+{
+    if (atomic_load_explicit(&c->running, memory_order_relaxed)) return;
+    uint64_t interval = c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns : 100000000ull;
+    uint64_t hb = atomic_load_explicit(&c->hdr->heartbeat, memory_order_relaxed);
+    if (now < hb + 3 * interval + 200000000ull) return;
+    uint64_t e = atomic_load_explicit(&c->hdr->elect_ns, memory_order_relaxed);
+    if (e && now < e + SL_NS_PER_SEC) return;
+    if (!atomic_compare_exchange_strong(&c->hdr->elect_ns, &e, now)) return;
+    char err[256];
+    if (sl_gossip_start(c, err, sizeof err) == 0)
+        sl_log(SL_LOG_INFO, "gossip: this process (%d) now sends for %s", (int)getpid(),
+               c->cfg->gossip.listen);
+    else if (*err)
+        sl_log(SL_LOG_WARN, "%s", err);
+}
+
+struct sl_cluster *sl_cluster_open(const struct sl_config *cfg, char *err, size_t errlen)
+{
+    char name[200];
+    sl_cluster_shm_name(cfg->gossip.listen, name, sizeof name);
+    struct sl_cluster *c = sl_cluster_create(cfg, name, err, errlen);
+    if (!c) return NULL;
+    struct sl_cluster *expected = NULL;
+    if (atomic_compare_exchange_strong(&forked_watch, &expected, c))
+        pthread_atfork(NULL, NULL, after_fork_child);
+    err[0] = 0;
+    if (sl_gossip_start(c, err, errlen) < 0) {
+        sl_cluster_close(c);
+        return NULL;
+    }
+    c->elect = true;
+    return c;
+}

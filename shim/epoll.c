@@ -1,0 +1,433 @@
+/* epoll.c - epoll that does not report a throttled descriptor, and gives
+ * an edge-triggered one its edge back when the budget refills.
+ *
+ * The kernel keeps registrations across calls, so we keep their shadow:
+ * epoll_ctl records, per (epfd, fd), the events and data the program asked
+ * for (core/readiness.c has the table and the rules). Then:
+ *   - throttle (sl_ready_throttle, from the I/O hooks): every registration
+ *     of fd gets EPOLL_CTL_MOD with the program's events minus the
+ *     throttled direction, and goes on the restore list;
+ *   - a held-back non-blocking connect: its registrations leave the kernel
+ *     (DEL; an unconnected socket reports EPOLLHUP whatever it is asked)
+ *     and come back with ADD once the wait wrapper has made the connect;
+ *   - epoll_wait/epoll_pwait/epoll_pwait2: first restore the registrations
+ *     of this epfd whose time has come (MOD with the program's events,
+ *     which re-evaluates readiness: a new edge if data is waiting), cut the
+ *     timeout to the earliest refill still pending, and when the call
+ *     comes back empty before the program's timeout, do it all again with
+ *     the time left;
+ *   - the program's own ADD/MOD of a throttled descriptor is masked the
+ *     same way (its events are remembered); DEL and close drop the shadow.
+ * A restore MOD that gets ENOENT (the program closed an untracked fd, which
+ * the kernel forgot silently) drops the stale shadow.
+ *
+ * Another thread. When one thread throttles a descriptor while another is
+ * already blocked in epoll_wait on it with a longer timeout, nobody would
+ * restore it in time. Waiters therefore say how long they will sleep, and
+ * in that case a helper thread (started on first need, all signals blocked,
+ * restarted lazily after fork) sleeps until the refill and does the
+ * restore; the MOD itself wakes the waiter with the real event. A
+ * single-threaded event loop never starts it.
+ *
+ * Locking: one mutex around the table and the kernel operations that keep
+ * it true (epoll_ctl does not sleep); never held while waiting, never held
+ * while a connect is made (fd.c may call back into ready.h). pthread_atfork
+ * takes it around fork, so a child never inherits it held.
+ *
+ * fork: epoll instances and their registrations live in the kernel and are
+ * shared with the child, so the child keeps the shadow and the restore
+ * list: if it dropped them, a registration the parent masked would never be
+ * restored by whichever process waits on it. Both may restore the same
+ * registration: a MOD with the same events is harmless (at worst one extra
+ * edge). The child forgets waiters (its threads are gone) and the helper.
+ *
+ * errno: epoll_ctl and the waits return exactly what the kernel said;
+ * our own bookkeeping failures (out of memory) fall back to passing the
+ * program's request through unmasked.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/epoll.h>
+
+#include "../core/clock.h"
+#include "ready.h"
+#include "ready_int.h"
+#include "shim.h"
+
+#define DUE_MAX 64 /* registrations restored per pass (more: another pass at once) */
+
+static int (*real_epoll_ctl)(int, int, int, struct epoll_event *);
+static int (*real_epoll_wait)(int, struct epoll_event *, int, int);
+static int (*real_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+static int (*real_epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *,
+                                const sigset_t *);
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_cond_t helper_cond;
+static bool helper_running;    /* under lock */
+static struct sl_rd_table tab; /* under lock */
+/* Copies of tab.n and tab.nlist, written under lock, read without it to
+ * skip the lock when there is nothing to do (a stale read costs one call
+ * its virtualisation, never correctness of the table). */
+static _Atomic uint32_t nregs_hint, nlist_hint;
+
+static void prefork(void)
+{
+    pthread_mutex_lock(&lock);
+}
+
+static void postfork_parent(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+static void postfork_child(void)
+{
+    pthread_mutex_init(&lock, NULL);
+    sl_epoll_after_fork_child();
+}
+
+static void setup(void)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&helper_cond, &a);
+    pthread_condattr_destroy(&a);
+    pthread_atfork(prefork, postfork_parent, postfork_child);
+}
+
+static void take(void)
+{
+    pthread_once(&once, setup);
+    pthread_mutex_lock(&lock);
+}
+
+static void give(void)
+{
+    atomic_store_explicit(&nregs_hint, tab.n, memory_order_relaxed);
+    atomic_store_explicit(&nlist_hint, tab.nlist, memory_order_relaxed);
+    pthread_mutex_unlock(&lock);
+}
+
+static bool resolved(void)
+{
+    return SL_READY_REAL(real_epoll_ctl, epoll_ctl) != NULL;
+}
+
+static bool active(void)
+{
+    struct sl_runtime *rt = sl_runtime();
+    return rt && (rt->any_bytes || rt->any_out);
+}
+
+/* ---- bringing the kernel in line (under lock) ---- */
+
+static int kernel(const struct sl_rd_reg *r, enum sl_rd_op op, uint32_t ev)
+{
+    struct epoll_event e = {.events = ev, .data.u64 = r->data};
+    int kop = op == SL_RD_MOD ? EPOLL_CTL_MOD : op == SL_RD_ADD ? EPOLL_CTL_ADD : EPOLL_CTL_DEL;
+    int rc = real_epoll_ctl(r->epfd, kop, r->fd, &e);
+    if (rc < 0 && kop == EPOLL_CTL_ADD && errno == EEXIST)
+        rc = real_epoll_ctl(r->epfd, EPOLL_CTL_MOD, r->fd, &e);
+    return rc;
+}
+
+static void helper_kick(void);
+
+/* Makes r match `thr`; may remove r (stale). Returns whether it is listed. */
+static bool bring(struct sl_rd_reg *r, unsigned thr, enum sl_rd_why why, uint64_t wake)
+{
+    uint32_t ev;
+    enum sl_rd_op op = sl_rd_plan(r, thr, why, &ev);
+    if (op != SL_RD_KEEP && kernel(r, op, ev) != 0) {
+        if (errno == ENOENT || errno == EBADF)
+            sl_rd_remove(&tab, r->epfd, r->fd); /* stale: the kernel forgot it */
+        else
+            sl_rd_unlist(&tab, r); /* cannot be brought in line: stop trying */
+        return false;
+    }
+    return sl_rd_done(&tab, r, op, ev, wake);
+}
+
+/* A registration of ep went on the list until `wake`: if a thread already
+ * waits on ep for longer than that, the helper must step in. */
+static void maybe_kick(int epfd, uint64_t wake)
+{
+    struct sl_rd_ep *e = sl_rd_ep(&tab, epfd, false);
+    if (e && e->waiters && wake < e->wait_until) helper_kick();
+}
+
+/* Restores the due registrations of epfd (< 0: of every epfd with a
+ * waiter); returns the earliest time one of them is due. Takes the lock
+ * itself and drops it around the connects it makes. */
+static uint64_t restore(int epfd, uint64_t now, bool locked)
+{
+    int32_t eps[DUE_MAX], fds[DUE_MAX];
+    unsigned st[DUE_MAX];
+    uint64_t wk[DUE_MAX], next = SL_RD_FOREVER;
+    if (!locked) take();
+    size_t n = sl_rd_due(&tab, epfd, now, eps, fds, DUE_MAX, &next);
+    if (n) {
+        give();
+        for (size_t i = 0; i < n; i++) {
+            wk[i] = SL_RD_FOREVER;
+            st[i] = sl_ready_state(fds[i], now, &wk[i]);
+        }
+        take();
+        for (size_t i = 0; i < n; i++) {
+            struct sl_rd_reg *r = sl_rd_find(&tab, eps[i], fds[i]);
+            if (r && r->listed && bring(r, st[i], SL_RD_RESTORE, wk[i]) && wk[i] < next)
+                next = wk[i] > now ? wk[i] : now;
+        }
+        if (n == DUE_MAX) next = now; /* more may be due: another pass at once */
+    }
+    if (!locked) give();
+    return next;
+}
+
+/* ---- the helper thread ---- */
+
+static void *helper(void *arg)
+{
+    (void)arg;
+    sl_guard = 1; /* its own calls (connect in fd.c) go straight to libc */
+    take();
+    for (;;) {
+        uint64_t now = sl_clock_now();
+        uint64_t next = restore(-1, now, true);
+        if (next == SL_RD_FOREVER) {
+            pthread_cond_wait(&helper_cond, &lock);
+        } else if (next > now) {
+            struct timespec ts = {.tv_sec = (time_t)(next / SL_NS_PER_SEC),
+                                  .tv_nsec = (long)(next % SL_NS_PER_SEC)};
+            pthread_cond_timedwait(&helper_cond, &lock, &ts);
+        }
+        atomic_store_explicit(&nregs_hint, tab.n, memory_order_relaxed);
+        atomic_store_explicit(&nlist_hint, tab.nlist, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+/* Under lock. */
+static void helper_kick(void)
+{
+    if (helper_running) {
+        pthread_cond_signal(&helper_cond);
+        return;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&a, 64 * 1024);
+    pthread_t t;
+    helper_running = pthread_create(&t, &a, helper, NULL) == 0;
+    pthread_attr_destroy(&a);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* ---- ready.h's part ---- */
+
+void sl_epoll_throttle(int fd, uint64_t now)
+{
+    if (!atomic_load_explicit(&nregs_hint, memory_order_relaxed) || !resolved()) return;
+    uint64_t wake = SL_RD_FOREVER;
+    unsigned thr = sl_ready_state(fd, now, &wake);
+    if (!thr) return;
+    take();
+    for (uint32_t i = tab.nep; i-- > 0;) {
+        if (i >= tab.nep) continue; /* a stale removal shrank the array */
+        int epfd = tab.ep[i].epfd;
+        struct sl_rd_reg *r = sl_rd_find(&tab, epfd, fd);
+        if (r && bring(r, thr, SL_RD_THROTTLE, wake)) maybe_kick(epfd, wake);
+    }
+    give();
+}
+
+void sl_epoll_forget(int fd)
+{
+    if (!atomic_load_explicit(&nregs_hint, memory_order_relaxed)) return;
+    take();
+    sl_rd_remove_fd(&tab, fd);
+    give();
+}
+
+void sl_epoll_after_fork_child(void)
+{
+    /* Single-threaded here, and the lock may still be held by prefork: no locking. */
+    helper_running = false;
+    for (uint32_t i = 0; i < tab.nep; i++) {
+        tab.ep[i].waiters = 0;
+        tab.ep[i].wait_until = 0;
+    }
+}
+
+/* ---- the hooks ---- */
+
+SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
+{
+    if (!resolved()) return errno = ENOSYS, -1;
+    if (!active() || (op != EPOLL_CTL_DEL && !event) ||
+        (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL))
+        return real_epoll_ctl(epfd, op, fd, event);
+
+    int saved = errno, rc = 0, err = saved;
+    uint64_t now = sl_clock_now(), wake = SL_RD_FOREVER;
+    unsigned thr = op == EPOLL_CTL_DEL ? 0 : sl_ready_state(fd, now, &wake);
+    take();
+    struct sl_rd_reg *r = sl_rd_find(&tab, epfd, fd);
+    if (op == EPOLL_CTL_DEL) {
+        if (!r || !r->parked) {
+            errno = saved;
+            rc = real_epoll_ctl(epfd, op, fd, event);
+            err = errno;
+        }
+        if (r) sl_rd_remove(&tab, epfd, fd);
+    } else if (r && r->parked) {
+        /* not in the kernel: the program's view is ours to keep */
+        if (op == EPOLL_CTL_ADD) {
+            rc = -1;
+            err = EEXIST;
+        } else {
+            r->events = event->events;
+            r->data = event->data.u64;
+            if (bring(r, thr, SL_RD_PROGRAM, wake)) maybe_kick(epfd, wake);
+        }
+    } else {
+        struct sl_rd_reg want = {.epfd = epfd,
+                                 .fd = fd,
+                                 .events = event->events,
+                                 .data = event->data.u64,
+                                 .applied = r ? r->applied : 0};
+        uint32_t ev = event->events;
+        enum sl_rd_op kop = SL_RD_MOD;
+        if (thr) kop = sl_rd_plan(&want, thr, SL_RD_PROGRAM, &ev);
+        if (kop == SL_RD_DEL && op == EPOLL_CTL_MOD) {
+            errno = saved; /* a held-back connect registered before connect(): leave the kernel */
+            rc = real_epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+            err = errno;
+        } else if (kop != SL_RD_DEL) {
+            struct epoll_event e = {.events = ev, .data = event->data};
+            errno = saved;
+            rc = real_epoll_ctl(epfd, op, fd, &e);
+            err = errno;
+        }
+        if (rc == 0 && (r = sl_rd_insert(&tab, epfd, fd)) != NULL) {
+            r->events = want.events;
+            r->data = want.data;
+            r->applied = ev;
+            r->parked = kop == SL_RD_DEL;
+            if (sl_rd_done(&tab, r, SL_RD_KEEP, ev, wake)) maybe_kick(epfd, wake);
+        } else if (rc == 0 && ev != event->events) {
+            /* no memory to remember it: hand the program's request over as it was */
+            struct epoll_event e = *event;
+            real_epoll_ctl(epfd, kop == SL_RD_DEL ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &e);
+        } else if (rc < 0 && err == ENOENT && r) {
+            sl_rd_remove(&tab, epfd, fd);
+        }
+    }
+    give();
+    errno = rc == 0 ? saved : err;
+    return rc;
+}
+
+enum kind { K_WAIT, K_PWAIT, K_PWAIT2 };
+
+static int call(enum kind k, int epfd, struct epoll_event *evs, int max, uint64_t wait_ns,
+                const sigset_t *sigmask)
+{
+    if (k == K_WAIT) return real_epoll_wait(epfd, evs, max, sl_rd_ms(wait_ns));
+    if (k == K_PWAIT) return real_epoll_pwait(epfd, evs, max, sl_rd_ms(wait_ns), sigmask);
+    struct timespec ts = {.tv_sec = (time_t)(wait_ns / SL_NS_PER_SEC),
+                          .tv_nsec = (long)(wait_ns % SL_NS_PER_SEC)};
+    return real_epoll_pwait2(epfd, evs, max, wait_ns == SL_RD_FOREVER ? NULL : &ts, sigmask);
+}
+
+/* This thread starts (delta 1), goes on (0) or stops (-1) waiting on epfd;
+ * `until` is when it will look again (SL_RD_FOREVER: not before an event). */
+static void waiter(int epfd, int delta, uint64_t until)
+{
+    take();
+    struct sl_rd_ep *e = sl_rd_ep(&tab, epfd, delta > 0);
+    if (e && delta < 0) {
+        if (e->waiters && --e->waiters == 0) e->wait_until = 0;
+        sl_rd_ep_idle(&tab, epfd);
+    } else if (e) {
+        e->waiters += (uint32_t)delta;
+        if (until > e->wait_until) e->wait_until = until; /* the latest of them: may kick early */
+    }
+    give();
+}
+
+static int wait_events(enum kind k, int epfd, struct epoll_event *evs, int max, int64_t timeout_ns,
+                       const sigset_t *sigmask)
+{
+    int saved = errno;
+    uint64_t now = sl_clock_now();
+    uint64_t deadline = sl_rd_deadline(now, timeout_ns);
+    bool blocks = timeout_ns != 0, entered = false;
+    int rc;
+    for (bool first = true;; first = false) {
+        if (!first && (now = sl_clock_now()) >= deadline) {
+            rc = 0;
+            break;
+        }
+        uint64_t next = SL_RD_FOREVER;
+        if (atomic_load_explicit(&nlist_hint, memory_order_relaxed))
+            next = restore(epfd, now, false);
+        uint64_t wait = sl_rd_wait_ns(now, deadline, next);
+        if (blocks && wait) {
+            waiter(epfd, !entered, wait == SL_RD_FOREVER ? wait : now + wait);
+            entered = true;
+        }
+        errno = saved;
+        rc = call(k, epfd, evs, max, wait, sigmask);
+        if (rc != 0) break;
+    }
+    int err = errno;
+    if (entered) waiter(epfd, -1, 0);
+    errno = err;
+    return rc;
+}
+
+static bool plain(void)
+{
+    return !active() || !atomic_load_explicit(&nregs_hint, memory_order_relaxed);
+}
+
+SL_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
+{
+    if (!SL_READY_REAL(real_epoll_wait, epoll_wait) || !resolved()) return errno = ENOSYS, -1;
+    if (plain()) return real_epoll_wait(epfd, evs, max, timeout);
+    return wait_events(K_WAIT, epfd, evs, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
+}
+
+SL_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
+                          const sigset_t *sigmask)
+{
+    if (!SL_READY_REAL(real_epoll_pwait, epoll_pwait) || !resolved()) return errno = ENOSYS, -1;
+    if (plain()) return real_epoll_pwait(epfd, evs, max, timeout, sigmask);
+    return wait_events(K_PWAIT, epfd, evs, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000,
+                       sigmask);
+}
+
+SL_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts,
+                           const sigset_t *sigmask)
+{
+    if (!SL_READY_REAL(real_epoll_pwait2, epoll_pwait2) || !resolved()) return errno = ENOSYS, -1;
+    if (plain() ||
+        (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= (long)SL_NS_PER_SEC)))
+        return real_epoll_pwait2(epfd, evs, max, ts, sigmask);
+    int64_t t = -1;
+    if (ts)
+        t = ts->tv_sec >= INT64_MAX / (int64_t)SL_NS_PER_SEC - 1
+                ? INT64_MAX
+                : (int64_t)ts->tv_sec * (int64_t)SL_NS_PER_SEC + ts->tv_nsec;
+    return wait_events(K_PWAIT2, epfd, evs, max, t, sigmask);
+}

@@ -1,0 +1,69 @@
+/* ready.c - the readiness layer's entry points for the rest of the shim
+ * (ready.h), and what the wait wrappers share.
+ *
+ * poll/ppoll (poll.c) and select/pselect (select.c) need no memory of their
+ * own: every call looks at the descriptors it is given (sl_ready_state, one
+ * load for an untracked one). epoll (epoll.c) keeps registrations in the
+ * kernel across calls, so it shadows them and must hear about throttles
+ * and closes: that is what sl_ready_throttle and sl_ready_forget are for.
+ * The algorithm is described in core/readiness.c.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <unistd.h>
+
+#include "../core/clock.h"
+#include "ready.h"
+#include "ready_int.h"
+
+void *sl_ready_resolve(const char *name, void *ours)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (p == ours) {
+        static const char msg[] = "sluice: dlsym(RTLD_NEXT) returned sluice's own wait hook; "
+                                  "that call fails with ENOSYS\n";
+        if (write(2, msg, sizeof msg - 1)) {
+        }
+        return NULL;
+    }
+    return p;
+}
+
+unsigned sl_ready_state(int fd, uint64_t now, uint64_t *wake)
+{
+    struct sl_fd *e = sl_fd_get(fd);
+    if (!e) return 0;
+    if (atomic_load_explicit(&e->pending_connect, memory_order_acquire)) {
+        /* connect_at was written before pending_connect was set (connect.c) */
+        if (now < e->connect_at) {
+            if (e->connect_at < *wake) *wake = e->connect_at;
+            return SL_RD_PARK;
+        }
+        sl_fd_finish_connect(fd, now); /* keeps errno */
+    }
+    /* pairs with the stores in io.c's budget() and fd.c's finish_connect */
+    uint64_t r = atomic_load_explicit(&e->ready_at[SL_IO_RECV], memory_order_relaxed);
+    uint64_t s = atomic_load_explicit(&e->ready_at[SL_IO_SEND], memory_order_relaxed);
+    return sl_rd_throttled(r, s, now, wake);
+}
+
+void sl_ready_throttle(int fd, enum sl_io io, uint64_t until_ns)
+{
+    (void)io;
+    (void)until_ns; /* ready_at, already set, is the truth: read it again under epoll.c's lock */
+    int saved = errno;
+    sl_epoll_throttle(fd, sl_clock_now());
+    errno = saved;
+}
+
+void sl_ready_forget(int fd)
+{
+    int saved = errno;
+    sl_epoll_forget(fd);
+    errno = saved;
+}
+
+void sl_ready_after_fork_child(void)
+{
+    sl_epoll_after_fork_child();
+}

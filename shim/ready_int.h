@@ -1,0 +1,32 @@
+/* ready_int.h - what ready.c shares with poll.c, select.c and epoll.c. */
+#ifndef SL_READY_INT_H
+#define SL_READY_INT_H
+
+#include <stdint.h>
+
+#include "../core/readiness.h"
+#include "fd.h"
+
+/* What is throttled on fd at `now` (SL_RD_* bits); *wake is lowered to
+ * when that ends. A held-back connect whose turn has come is made here, so
+ * call it without holding a lock. An untracked fd costs one load. */
+unsigned sl_ready_state(int fd, uint64_t now, uint64_t *wake);
+
+/* dlsym(RTLD_NEXT, name), or NULL (said once on stderr) when that is our
+ * own hook `ours`. */
+void *sl_ready_resolve(const char *name, void *ours);
+
+/* Resolves the real function into the static pointer `var` once. */
+#define SL_READY_REAL(var, name)                                                                   \
+    (__atomic_load_n(&(var), __ATOMIC_ACQUIRE)                                                     \
+         ? (var)                                                                                   \
+         : (__atomic_store_n(&(var), (__typeof__(var))sl_ready_resolve(#name, (void *)name),       \
+                             __ATOMIC_RELEASE),                                                    \
+            (var)))
+
+/* epoll.c's part of ready.h. */
+void sl_epoll_throttle(int fd, uint64_t now);
+void sl_epoll_forget(int fd);
+void sl_epoll_after_fork_child(void);
+
+#endif

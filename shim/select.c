@@ -1,0 +1,155 @@
+/* select.c - select and pselect that do not report a throttled descriptor.
+ *
+ * As poll.c, on copies of the program's fd_sets: a recv-throttled
+ * descriptor leaves the read set, a send-throttled one the write set, a
+ * held-back connect all three. The timeout is cut to the earliest refill
+ * and an empty return before the program's own timeout is repeated with
+ * the time left. The program's sets receive the result (they are left
+ * alone on error, as the kernel leaves them). select's timeout, which
+ * Linux updates to the time not slept, gets the time left of the program's
+ * own timeout.
+ *
+ * nfds above FD_SETSIZE (sets the program allocated larger) pass through
+ * unvirtualised: we cannot copy what we do not know the size of.
+ *
+ * errno: only the real call's (EINTR, EBADF, EINVAL, ENOMEM) reaches the
+ * program.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/select.h>
+
+#include "../core/clock.h"
+#include "ready_int.h"
+#include "shim.h"
+
+static int (*real_select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+static int (*real_pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+                           const sigset_t *);
+
+struct sets {
+    fd_set *r, *w, *x; /* the program's, each may be NULL */
+    fd_set cr, cw, cx; /* what the real call gets */
+};
+
+static bool in_any(const struct sets *s, int fd)
+{
+    return (s->r && FD_ISSET(fd, s->r)) || (s->w && FD_ISSET(fd, s->w)) ||
+           (s->x && FD_ISSET(fd, s->x));
+}
+
+/* Fills the copies; returns the earliest refill that matters. With
+ * `probe`, stops at the first throttled descriptor (returns its refill). */
+static uint64_t masked(struct sets *s, int nfds, uint64_t now, bool probe)
+{
+    uint64_t wake = SL_RD_FOREVER;
+    if (!probe) {
+        if (s->r) s->cr = *s->r;
+        if (s->w) s->cw = *s->w;
+        if (s->x) s->cx = *s->x;
+    }
+    for (int fd = 0; fd < nfds; fd++) {
+        if (!in_any(s, fd) || !sl_fd_get(fd)) continue;
+        uint64_t w = SL_RD_FOREVER;
+        unsigned st = sl_ready_state(fd, now, &w);
+        bool rd = (st & (SL_RD_RECV | SL_RD_PARK)) && s->r && FD_ISSET(fd, s->r);
+        bool wr = (st & (SL_RD_SEND | SL_RD_PARK)) && s->w && FD_ISSET(fd, s->w);
+        bool ex = (st & SL_RD_PARK) && s->x && FD_ISSET(fd, s->x);
+        if (!rd && !wr && !ex) continue;
+        if (probe) return w;
+        if (rd) FD_CLR(fd, &s->cr);
+        if (wr) FD_CLR(fd, &s->cw);
+        if (ex) FD_CLR(fd, &s->cx);
+        if (w < wake) wake = w;
+    }
+    return wake;
+}
+
+static int call(bool ps, int nfds, struct sets *s, uint64_t wait_ns, const sigset_t *sigmask)
+{
+    fd_set *r = s->r ? &s->cr : NULL, *w = s->w ? &s->cw : NULL, *x = s->x ? &s->cx : NULL;
+    bool forever = wait_ns == SL_RD_FOREVER;
+    if (ps) {
+        struct timespec ts = {.tv_sec = (time_t)(wait_ns / SL_NS_PER_SEC),
+                              .tv_nsec = (long)(wait_ns % SL_NS_PER_SEC)};
+        return real_pselect(nfds, r, w, x, forever ? NULL : &ts, sigmask);
+    }
+    uint64_t us = wait_ns / 1000 + (wait_ns % 1000 != 0);
+    struct timeval tv = {.tv_sec = (time_t)(us / 1000000), .tv_usec = (long)(us % 1000000)};
+    return real_select(nfds, r, w, x, forever ? NULL : &tv);
+}
+
+static int wait_sets(bool ps, int nfds, struct sets *s, int64_t timeout_ns, struct timeval *tv,
+                     const sigset_t *sigmask)
+{
+    int saved = errno;
+    uint64_t now = sl_clock_now();
+    uint64_t deadline = sl_rd_deadline(now, timeout_ns);
+    int rc;
+    for (bool first = true;; first = false) {
+        if (!first && (now = sl_clock_now()) >= deadline) {
+            rc = 0;
+            if (s->r) FD_ZERO(&s->cr);
+            if (s->w) FD_ZERO(&s->cw);
+            if (s->x) FD_ZERO(&s->cx);
+            break;
+        }
+        uint64_t wake = masked(s, nfds, now, false);
+        errno = saved;
+        rc = call(ps, nfds, s, sl_rd_wait_ns(now, deadline, wake), sigmask);
+        if (rc != 0) break;
+    }
+    int err = errno;
+    if (rc >= 0) {
+        if (s->r) *s->r = s->cr;
+        if (s->w) *s->w = s->cw;
+        if (s->x) *s->x = s->cx;
+    }
+    if (tv) {
+        uint64_t left = sl_rd_wait_ns(sl_clock_now(), deadline, SL_RD_FOREVER);
+        tv->tv_sec = (time_t)(left / SL_NS_PER_SEC);
+        tv->tv_usec = (long)(left % SL_NS_PER_SEC / 1000);
+    }
+    errno = err;
+    return rc;
+}
+
+/* Worth the slow path: some descriptor in the sets is throttled now. */
+static bool virtualise(struct sets *s, int nfds)
+{
+    if (!sl_runtime() || nfds <= 0 || nfds > FD_SETSIZE || (!s->r && !s->w && !s->x)) return false;
+    int saved = errno;
+    bool any = masked(s, nfds, sl_clock_now(), true) != SL_RD_FOREVER;
+    errno = saved;
+    return any;
+}
+
+SL_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
+{
+    if (!SL_READY_REAL(real_select, select)) return errno = ENOSYS, -1;
+    struct sets s = {.r = r, .w = w, .x = x};
+    if ((tv && (tv->tv_sec < 0 || tv->tv_usec < 0)) || !virtualise(&s, nfds))
+        return real_select(nfds, r, w, x, tv);
+    int64_t t = -1;
+    if (tv)
+        t = tv->tv_sec >= INT64_MAX / (int64_t)SL_NS_PER_SEC - 1
+                ? INT64_MAX
+                : (int64_t)tv->tv_sec * (int64_t)SL_NS_PER_SEC + (int64_t)tv->tv_usec * 1000;
+    return wait_sets(false, nfds, &s, t, tv, NULL);
+}
+
+SL_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts,
+                      const sigset_t *sigmask)
+{
+    if (!SL_READY_REAL(real_pselect, pselect)) return errno = ENOSYS, -1;
+    struct sets s = {.r = r, .w = w, .x = x};
+    if ((ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= (long)SL_NS_PER_SEC)) ||
+        !virtualise(&s, nfds))
+        return real_pselect(nfds, r, w, x, ts, sigmask);
+    int64_t t = -1;
+    if (ts)
+        t = ts->tv_sec >= INT64_MAX / (int64_t)SL_NS_PER_SEC - 1
+                ? INT64_MAX
+                : (int64_t)ts->tv_sec * (int64_t)SL_NS_PER_SEC + ts->tv_nsec;
+    return wait_sets(true, nfds, &s, t, NULL, sigmask);
+}

@@ -1,0 +1,600 @@
+/* test_table.c - the shared bucket table: claiming, counters, exact totals
+ * under threads, the full-table policies, slot reuse, named tables and
+ * sharing across fork.
+ *
+ * Keys are built by hand ({rule, 0, i, 128}): the table only hashes them.
+ * `now` is always a number the test chose; in the threaded tests it is
+ * fixed, so the exact totals do not depend on scheduling.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../core/table.h"
+#include "testutil.h"
+
+/* jemalloc's fork handler takes every arena's mutexes at once: more than
+ * the 64 TSan's deadlock detector can track in one thread, which aborts
+ * the fork test with "CHECK failed: sanitizer_deadlock_detector.h:67". The
+ * table takes no locks of its own, so the detector has nothing to find
+ * here; data races are still reported. */
+#ifdef __SANITIZE_THREAD__
+__attribute__((visibility("default"))) const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+    return "detect_deadlocks=0";
+}
+#endif
+
+#define WEB_ID 0x1111ull
+#define API_ID 0x2222ull
+
+static struct sl_table *table(uint32_t slots, enum sl_on_full on_full)
+{
+    char err[256] = "";
+    struct sl_table *t = sl_table_open(slots, NULL, on_full, err, sizeof err);
+    if (!t) fail_msg("sl_table_open: %s", err);
+    return t;
+}
+
+static struct sl_limit gcra(uint64_t count, uint64_t period, uint64_t burst)
+{
+    struct sl_limit l;
+    assert_int_equal(sl_limit_init(&l, SL_ALG_GCRA, count, period, burst), 0);
+    return l;
+}
+
+static struct sl_key key(uint64_t rule_id, uint64_t i)
+{
+    return (struct sl_key){.rule = rule_id, .hi = 0, .lo = i, .extra = 128};
+}
+
+static bool decide(struct sl_table *t, int rule, uint64_t rule_id, uint64_t i,
+                   const struct sl_limit *l, uint64_t now)
+{
+    struct sl_key k = key(rule_id, i);
+    struct sl_verdict v;
+    sl_table_decide(t, rule, &k, l, now, 1, 0, &v);
+    return v.allowed;
+}
+
+/* ---- basics ---------------------------------------------------------- */
+
+static void table_rounds_slots_up_to_a_power_of_two_of_at_least_64(void **unused)
+{
+    (void)unused;
+    static const uint32_t asked[] = {0, 1, 64, 65, 1000, 1024};
+    static const uint32_t got[] = {64, 64, 64, 128, 1024, 1024};
+    for (int i = 0; i < 6; i++) {
+        struct sl_table *t = table(asked[i], SL_FULL_SHARED);
+        assert_int_equal(sl_table_slots(t), got[i]);
+        assert_int_equal(sl_table_used(t), 0);
+        sl_table_close(t);
+    }
+}
+
+static void table_registers_a_rule_once_and_finds_it_again(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    assert_int_equal(sl_table_rule(t, WEB_ID, "web"), 0);
+    assert_int_equal(sl_table_rule(t, API_ID, "api"), 1);
+    assert_int_equal(sl_table_rule(t, WEB_ID, "web"), 0);
+    uint64_t id;
+    char name[SL_NAME_MAX];
+    assert_true(sl_table_rule_info(t, 1, &id, name, sizeof name));
+    assert_int_equal(id, API_ID);
+    assert_string_equal(name, "api");
+    assert_false(sl_table_rule_info(t, 2, &id, name, sizeof name));
+    assert_false(sl_table_rule_info(t, -1, &id, name, sizeof name));
+    assert_false(sl_table_rule_info(t, SL_MAX_RULES, &id, name, sizeof name));
+    sl_table_close(t);
+}
+
+static void table_refuses_a_rule_past_the_maximum(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    for (int i = 0; i < SL_MAX_RULES; i++)
+        assert_int_equal(sl_table_rule(t, 100 + i, "r"), i);
+    assert_int_equal(sl_table_rule(t, 99, "one too many"), -1);
+    assert_int_equal(sl_table_rule(t, 100 + 7, "r"), 7); /* known ones still found */
+    sl_table_close(t);
+}
+
+static void table_claims_a_slot_for_a_new_key_and_finds_it_again(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int r = sl_table_rule(t, WEB_ID, "web");
+    struct sl_limit l = gcra(1, HOUR, 3);
+    for (int i = 0; i < 3; i++)
+        assert_true(decide(t, r, WEB_ID, 1, &l, T0));
+    assert_false(decide(t, r, WEB_ID, 1, &l, T0));
+    assert_int_equal(sl_table_used(t), 1);
+    assert_int_equal(sl_table_counter(t, r, SL_C_CLAIMED), 1);
+    assert_int_equal(sl_table_counter(t, r, SL_C_OVERFLOW), 0);
+    assert_int_equal(sl_table_counter(t, r, SL_C_REUSED), 0);
+    sl_table_close(t);
+}
+
+static void table_gives_each_key_its_own_bucket(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int r = sl_table_rule(t, WEB_ID, "web");
+    struct sl_limit l = gcra(1, HOUR, 2);
+    for (uint64_t k = 0; k < 10; k++) {
+        assert_true(decide(t, r, WEB_ID, k, &l, T0));
+        assert_true(decide(t, r, WEB_ID, k, &l, T0));
+        assert_false(decide(t, r, WEB_ID, k, &l, T0));
+    }
+    assert_int_equal(sl_table_used(t), 10);
+    assert_int_equal(sl_table_counter(t, r, SL_C_CLAIMED), 10);
+    sl_table_close(t);
+}
+
+static void table_keeps_the_same_address_apart_under_two_rules(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
+    struct sl_limit l = gcra(1, HOUR, 1);
+    assert_true(decide(t, web, WEB_ID, 5, &l, T0));
+    assert_true(decide(t, api, API_ID, 5, &l, T0));
+    assert_false(decide(t, web, WEB_ID, 5, &l, T0));
+    assert_int_equal(sl_table_counter(t, web, SL_C_CLAIMED), 1);
+    assert_int_equal(sl_table_counter(t, api, SL_C_CLAIMED), 1);
+    sl_table_close(t);
+}
+
+static void table_counters_add_up_per_rule(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
+    sl_table_count(t, web, SL_C_ALLOWED, 5);
+    sl_table_count(t, web, SL_C_ALLOWED, 2);
+    sl_table_count(t, web, SL_C_LIMITED, 1);
+    sl_table_count(t, api, SL_C_ERRORS, 9);
+    sl_table_count(t, -1, SL_C_ERRORS, 100); /* no rule: ignored */
+    assert_int_equal(sl_table_counter(t, web, SL_C_ALLOWED), 7);
+    assert_int_equal(sl_table_counter(t, web, SL_C_LIMITED), 1);
+    assert_int_equal(sl_table_counter(t, web, SL_C_ERRORS), 0);
+    assert_int_equal(sl_table_counter(t, api, SL_C_ERRORS), 9);
+    assert_int_equal(sl_table_counter(t, api, SL_C_ALLOWED), 0);
+    assert_string_equal(sl_counter_names[SL_C_OVERFLOW], "overflow");
+    sl_table_close(t);
+}
+
+static void table_refund_gives_the_key_one_token_back(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int r = sl_table_rule(t, WEB_ID, "web");
+    struct sl_limit l = gcra(1, HOUR, 2);
+    struct sl_key k = key(WEB_ID, 3);
+    assert_true(decide(t, r, WEB_ID, 3, &l, T0));
+    assert_true(decide(t, r, WEB_ID, 3, &l, T0));
+    assert_false(decide(t, r, WEB_ID, 3, &l, T0));
+    sl_table_refund(t, r, &k, &l, T0, 1);
+    assert_true(decide(t, r, WEB_ID, 3, &l, T0));
+    assert_false(decide(t, r, WEB_ID, 3, &l, T0));
+    sl_table_close(t);
+}
+
+/* ---- exact totals under threads -------------------------------------- */
+
+#define NTHREADS 4
+
+struct worker {
+    struct sl_table *t;
+    int rule;
+    const struct sl_limit *l;
+    uint64_t nkeys, rounds, seed;
+    pthread_barrier_t *start;
+    uint64_t allowed[64]; /* per key */
+};
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    pthread_barrier_wait(w->start);
+    for (uint64_t r = 0; r < w->rounds; r++) {
+        uint64_t first = rnd(&w->seed) % w->nkeys; /* threads walk the keys out of step */
+        for (uint64_t j = 0; j < w->nkeys; j++) {
+            uint64_t k = (first + j) % w->nkeys;
+            if (decide(w->t, w->rule, WEB_ID, k, w->l, T0)) {
+                w->allowed[k]++;
+                sl_table_count(w->t, w->rule, SL_C_ALLOWED, 1);
+            } else {
+                sl_table_count(w->t, w->rule, SL_C_LIMITED, 1);
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Runs NTHREADS workers; returns the allowed count per key, summed. */
+static void run_workers(struct sl_table *t, int rule, const struct sl_limit *l, uint64_t nkeys,
+                        uint64_t rounds, uint64_t *allowed)
+{
+    static struct worker w[NTHREADS];
+    pthread_t th[NTHREADS];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, NTHREADS);
+    for (int i = 0; i < NTHREADS; i++) {
+        w[i] = (struct worker){.t = t,
+                               .rule = rule,
+                               .l = l,
+                               .nkeys = nkeys,
+                               .rounds = rounds,
+                               .seed = (uint64_t)i + 1,
+                               .start = &start};
+        assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+    }
+    for (int i = 0; i < NTHREADS; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    pthread_barrier_destroy(&start);
+    memset(allowed, 0, nkeys * sizeof *allowed);
+    for (int i = 0; i < NTHREADS; i++)
+        for (uint64_t k = 0; k < nkeys; k++)
+            allowed[k] += w[i].allowed[k];
+}
+
+static void threads_on_one_hot_key_pass_exactly_the_burst(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int r = sl_table_rule(t, WEB_ID, "web");
+    struct sl_limit l = gcra(1, HOUR, 1000);
+    uint64_t allowed;
+    run_workers(t, r, &l, 1, 20000, &allowed);
+    assert_int_equal(allowed, 1000);
+    assert_int_equal(sl_table_counter(t, r, SL_C_ALLOWED), 1000);
+    assert_int_equal(sl_table_counter(t, r, SL_C_LIMITED), NTHREADS * 20000 - 1000);
+    assert_int_equal(sl_table_counter(t, r, SL_C_CLAIMED), 1);
+    assert_int_equal(sl_table_used(t), 1);
+    sl_table_close(t);
+}
+
+static void threads_on_many_keys_pass_exactly_each_key_s_burst(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(1024, SL_FULL_SHARED);
+    int r = sl_table_rule(t, WEB_ID, "web");
+    struct sl_limit l = gcra(1, HOUR, 37);
+    uint64_t allowed[64];
+    run_workers(t, r, &l, 64, 100, allowed);
+    for (int k = 0; k < 64; k++)
+        assert_int_equal(allowed[k], 37);
+    assert_int_equal(sl_table_counter(t, r, SL_C_ALLOWED), 64 * 37);
+    assert_int_equal(sl_table_counter(t, r, SL_C_CLAIMED), 64); /* each key claimed once */
+    assert_int_equal(sl_table_counter(t, r, SL_C_OVERFLOW), 0);
+    assert_int_equal(sl_table_used(t), 64);
+    sl_table_close(t);
+}
+
+/* ---- a full table ---------------------------------------------------- */
+
+/* Fills every slot with a live key of rule `r` (one request each at T0 on
+ * a 1/h limit: busy for an hour). Keys that found no slot on the way went
+ * to the overflow bucket; the ones with a slot are listed in `slotted`. */
+static uint64_t fill(struct sl_table *t, int r, const struct sl_limit *l, uint64_t *slotted)
+{
+    uint64_t n = 0;
+    for (uint64_t i = 0; sl_table_used(t) < sl_table_slots(t); i++) {
+        assert_true(i < 100000);
+        uint64_t before = sl_table_counter(t, r, SL_C_OVERFLOW);
+        decide(t, r, WEB_ID, i, l, T0);
+        if (sl_table_counter(t, r, SL_C_OVERFLOW) == before) slotted[n++] = i;
+    }
+    assert_int_equal(n, sl_table_slots(t));
+    assert_int_equal(sl_table_counter(t, r, SL_C_CLAIMED), n);
+    return n;
+}
+
+static void full_table_shared_lets_exactly_one_burst_through_for_all_new_keys(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
+    struct sl_limit busy = gcra(1, HOUR, 1), l = gcra(1, HOUR, 5);
+    uint64_t slotted[64];
+    fill(t, web, &busy, slotted);
+
+    uint64_t passed = 0;
+    for (uint64_t i = 0; i < 200; i++)
+        passed += decide(t, api, API_ID, i, &l, T0 + MIN);
+    assert_int_equal(passed, 5);
+    assert_int_equal(sl_table_counter(t, api, SL_C_OVERFLOW), 200);
+    assert_int_equal(sl_table_counter(t, api, SL_C_CLAIMED), 0);
+    assert_int_equal(sl_table_counter(t, api, SL_C_REUSED), 0);
+    assert_int_equal(sl_table_used(t), 64);
+    sl_table_close(t);
+}
+
+static void full_table_gives_no_amnesty_to_keys_that_already_have_a_slot(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
+    struct sl_limit busy = gcra(1, HOUR, 1);
+    uint64_t slotted[64];
+    fill(t, web, &busy, slotted);
+    for (int i = 0; i < 64; i++)
+        assert_false(decide(t, web, WEB_ID, slotted[i], &busy, T0));
+
+    /* a flood of new keys finds the table full... */
+    for (uint64_t i = 0; i < 1000; i++)
+        decide(t, api, API_ID, i, &busy, T0 + MIN);
+    assert_int_equal(sl_table_counter(t, api, SL_C_OVERFLOW), 1000);
+
+    /* ...and every exhausted key is still exhausted, in its own slot */
+    uint64_t claimed = sl_table_counter(t, web, SL_C_CLAIMED);
+    uint64_t overflow = sl_table_counter(t, web, SL_C_OVERFLOW);
+    for (int i = 0; i < 64; i++)
+        assert_false(decide(t, web, WEB_ID, slotted[i], &busy, T0 + MIN));
+    assert_int_equal(sl_table_counter(t, web, SL_C_CLAIMED), claimed);
+    assert_int_equal(sl_table_counter(t, web, SL_C_OVERFLOW), overflow);
+    sl_table_close(t);
+}
+
+static void full_table_overflow_buckets_are_per_rule(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int web = sl_table_rule(t, WEB_ID, "web");
+    int a = sl_table_rule(t, API_ID, "api"), b = sl_table_rule(t, 0x3333, "ws");
+    struct sl_limit busy = gcra(1, HOUR, 1), l = gcra(1, HOUR, 3);
+    uint64_t slotted[64];
+    fill(t, web, &busy, slotted);
+    uint64_t pa = 0, pb = 0;
+    for (uint64_t i = 0; i < 50; i++)
+        pa += decide(t, a, API_ID, i, &l, T0);
+    for (uint64_t i = 0; i < 50; i++)
+        pb += decide(t, b, 0x3333, i, &l, T0);
+    assert_int_equal(pa, 3);
+    assert_int_equal(pb, 3);
+    sl_table_close(t);
+}
+
+static void full_table_deny_denies_keys_that_find_no_slot(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_DENY);
+    int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
+    struct sl_limit busy = gcra(1, HOUR, 1), l = gcra(1, HOUR, 5);
+    uint64_t slotted[64];
+    fill(t, web, &busy, slotted);
+    struct sl_key k = key(API_ID, 1);
+    struct sl_verdict v;
+    sl_table_decide(t, api, &k, &l, T0, 1, 0, &v);
+    assert_false(v.allowed);
+    assert_true(v.retry_ns > 0);
+    assert_int_equal(v.limit, 5);
+    assert_int_equal(sl_table_counter(t, api, SL_C_OVERFLOW), 1);
+    sl_table_close(t);
+}
+
+static void full_table_allow_passes_keys_that_find_no_slot(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_ALLOW);
+    int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
+    struct sl_limit busy = gcra(1, HOUR, 1), l = gcra(1, HOUR, 5);
+    uint64_t slotted[64];
+    fill(t, web, &busy, slotted);
+    uint64_t passed = 0;
+    for (uint64_t i = 0; i < 100; i++)
+        passed += decide(t, api, API_ID, i, &l, T0);
+    assert_int_equal(passed, 100);
+    assert_int_equal(sl_table_counter(t, api, SL_C_OVERFLOW), 100);
+    sl_table_close(t);
+}
+
+static void full_table_keeps_a_live_slot_from_a_new_key(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
+    struct sl_limit busy = gcra(1, HOUR, 1);
+    uint64_t slotted[64];
+    fill(t, web, &busy, slotted);
+    /* one nanosecond before the busy keys' buckets refill */
+    for (uint64_t i = 0; i < 100; i++)
+        decide(t, api, API_ID, i, &busy, T0 + HOUR - 1);
+    assert_int_equal(sl_table_counter(t, api, SL_C_REUSED), 0);
+    assert_int_equal(sl_table_counter(t, api, SL_C_OVERFLOW), 100);
+    sl_table_close(t);
+}
+
+static void idle_slots_are_reused_by_new_keys_with_fresh_buckets(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
+    struct sl_limit busy = gcra(1, HOUR, 1), l = gcra(1, HOUR, 2);
+    uint64_t slotted[64];
+    fill(t, web, &busy, slotted);
+    size_t bytes = sl_table_bytes(t);
+
+    uint64_t later = T0 + HOUR; /* every busy bucket has just refilled */
+    uint64_t reused = 0;
+    for (uint64_t i = 0; i < 32; i++) {
+        uint64_t before = sl_table_counter(t, api, SL_C_REUSED);
+        bool first = decide(t, api, API_ID, i, &l, later);
+        if (sl_table_counter(t, api, SL_C_REUSED) == before) continue; /* overflowed */
+        reused++;
+        /* a reused slot starts fresh and then is the key's own */
+        assert_true(first);
+        assert_true(decide(t, api, API_ID, i, &l, later));
+        assert_false(decide(t, api, API_ID, i, &l, later));
+        assert_int_equal(sl_table_counter(t, api, SL_C_REUSED), before + 1);
+    }
+    assert_true(reused >= 16); /* the first 16 keys cannot all miss 64 idle slots */
+    assert_int_equal(reused + sl_table_counter(t, api, SL_C_OVERFLOW), 32);
+    assert_int_equal(sl_table_counter(t, api, SL_C_CLAIMED), 0);
+    assert_int_equal(sl_table_used(t), 64);
+    assert_int_equal(sl_table_bytes(t), bytes);
+    sl_table_close(t);
+}
+
+static void table_memory_never_grows(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    size_t bytes = sl_table_bytes(t);
+    int web = sl_table_rule(t, WEB_ID, "web");
+    struct sl_limit busy = gcra(1, HOUR, 1);
+    for (uint64_t round = 0; round < 10; round++)
+        for (uint64_t i = 0; i < 500; i++)
+            decide(t, web, WEB_ID, round * 1000 + i, &busy, T0 + round * HOUR);
+    assert_int_equal(sl_table_bytes(t), bytes);
+    assert_int_equal(sl_table_slots(t), 64);
+    assert_int_equal(sl_table_used(t), 64);
+    assert_true(sl_table_counter(t, web, SL_C_REUSED) > 0);
+    assert_true(sl_table_counter(t, web, SL_C_OVERFLOW) > 0);
+    sl_table_close(t);
+}
+
+/* ---- named tables and fork ------------------------------------------- */
+
+static char shared_name[64];
+
+static int unlink_named(void **unused)
+{
+    (void)unused;
+    char path[80];
+    snprintf(path, sizeof path, "/sluice.%s", shared_name);
+    shm_unlink(path);
+    return 0;
+}
+
+static int name_table(void **unused)
+{
+    snprintf(shared_name, sizeof shared_name, "test-%ld", (long)getpid());
+    return unlink_named(unused); /* a leftover from a crashed run */
+}
+
+static void named_table_opened_twice_shares_its_buckets(void **unused)
+{
+    (void)unused;
+    char err[256] = "";
+    struct sl_table *a = sl_table_open(64, shared_name, SL_FULL_SHARED, err, sizeof err);
+    if (!a) fail_msg("%s", err);
+    struct sl_table *b = sl_table_open(4096, shared_name, SL_FULL_SHARED, err, sizeof err);
+    if (!b) fail_msg("%s", err);
+    assert_int_equal(sl_table_slots(b), 64); /* the creator's size wins */
+    int ra = sl_table_rule(a, WEB_ID, "web"), rb = sl_table_rule(b, WEB_ID, "web");
+    assert_int_equal(ra, rb);
+    struct sl_limit l = gcra(1, HOUR, 3);
+    for (int i = 0; i < 3; i++)
+        assert_true(decide(a, ra, WEB_ID, 9, &l, T0));
+    assert_false(decide(b, rb, WEB_ID, 9, &l, T0));
+    assert_true(decide(b, rb, WEB_ID, 10, &l, T0));
+    assert_int_equal(sl_table_used(a), 2);
+    assert_int_equal(sl_table_counter(a, ra, SL_C_CLAIMED), 2);
+    sl_table_close(a);
+    sl_table_close(b);
+}
+
+static void attached_table_reads_the_counters_and_rules(void **unused)
+{
+    (void)unused;
+    char err[256] = "";
+    struct sl_table *t = sl_table_open(64, shared_name, SL_FULL_SHARED, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    int r = sl_table_rule(t, API_ID, "api");
+    sl_table_count(t, r, SL_C_ALLOWED, 41);
+    sl_table_count(t, r, SL_C_LIMITED, 2);
+
+    struct sl_table *ro = sl_table_attach(shared_name, err, sizeof err);
+    if (!ro) fail_msg("%s", err);
+    assert_int_equal(sl_table_slots(ro), 64);
+    assert_int_equal(sl_table_bytes(ro), sl_table_bytes(t));
+    assert_int_equal(sl_table_counter(ro, r, SL_C_ALLOWED), 41);
+    assert_int_equal(sl_table_counter(ro, r, SL_C_LIMITED), 2);
+    uint64_t id;
+    char name[SL_NAME_MAX];
+    assert_true(sl_table_rule_info(ro, r, &id, name, sizeof name));
+    assert_int_equal(id, API_ID);
+    assert_string_equal(name, "api");
+    sl_table_close(ro);
+    sl_table_close(t);
+}
+
+static void attaching_a_missing_table_fails_with_a_message(void **unused)
+{
+    (void)unused;
+    char err[256] = "";
+    assert_null(sl_table_attach(shared_name, err, sizeof err));
+    assert_non_null(strstr(err, shared_name));
+}
+
+static void forked_child_decisions_are_seen_by_the_parent(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int r = sl_table_rule(t, WEB_ID, "web");
+    struct sl_limit l = gcra(1, HOUR, 3);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) { /* no cmocka in the child: report by exit status */
+        int ok = 0;
+        for (int i = 0; i < 3; i++)
+            ok += decide(t, r, WEB_ID, 4, &l, T0);
+        sl_table_count(t, r, SL_C_ALLOWED, (uint64_t)ok);
+        _exit(ok == 3 ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_false(decide(t, r, WEB_ID, 4, &l, T0));
+    assert_int_equal(sl_table_counter(t, r, SL_C_ALLOWED), 3);
+    assert_int_equal(sl_table_counter(t, r, SL_C_CLAIMED), 1);
+    assert_int_equal(sl_table_used(t), 1);
+    sl_table_close(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(table_rounds_slots_up_to_a_power_of_two_of_at_least_64),
+        cmocka_unit_test(table_registers_a_rule_once_and_finds_it_again),
+        cmocka_unit_test(table_refuses_a_rule_past_the_maximum),
+        cmocka_unit_test(table_claims_a_slot_for_a_new_key_and_finds_it_again),
+        cmocka_unit_test(table_gives_each_key_its_own_bucket),
+        cmocka_unit_test(table_keeps_the_same_address_apart_under_two_rules),
+        cmocka_unit_test(table_counters_add_up_per_rule),
+        cmocka_unit_test(table_refund_gives_the_key_one_token_back),
+        cmocka_unit_test(threads_on_one_hot_key_pass_exactly_the_burst),
+        cmocka_unit_test(threads_on_many_keys_pass_exactly_each_key_s_burst),
+        cmocka_unit_test(full_table_shared_lets_exactly_one_burst_through_for_all_new_keys),
+        cmocka_unit_test(full_table_gives_no_amnesty_to_keys_that_already_have_a_slot),
+        cmocka_unit_test(full_table_overflow_buckets_are_per_rule),
+        cmocka_unit_test(full_table_deny_denies_keys_that_find_no_slot),
+        cmocka_unit_test(full_table_allow_passes_keys_that_find_no_slot),
+        cmocka_unit_test(full_table_keeps_a_live_slot_from_a_new_key),
+        cmocka_unit_test(idle_slots_are_reused_by_new_keys_with_fresh_buckets),
+        cmocka_unit_test(table_memory_never_grows),
+        cmocka_unit_test_setup_teardown(named_table_opened_twice_shares_its_buckets, name_table,
+                                        unlink_named),
+        cmocka_unit_test_setup_teardown(attached_table_reads_the_counters_and_rules, name_table,
+                                        unlink_named),
+        cmocka_unit_test_setup_teardown(attaching_a_missing_table_fails_with_a_message, name_table,
+                                        unlink_named),
+        cmocka_unit_test(forked_child_decisions_are_seen_by_the_parent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL) != 0;
+}
