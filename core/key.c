@@ -1,10 +1,4 @@
-/* key.c - address normalisation, CIDR blocks, bucket keys.
- *
- * The hash mixes the key with a random per-table secret using 64x64->128
- * multiplies folded (the "mum" step of wyhash). It is not a MAC, but an
- * attacker who cannot read the table's memory cannot aim keys at one
- * probe sequence, and it costs about two nanoseconds.
- */
+/* key.c - address normalisation, CIDR blocks, bucket keys. */
 #include "key.h"
 
 #include <arpa/inet.h>
@@ -142,19 +136,6 @@ void sl_key_make(struct sl_key *k, const struct sl_rule *r, const struct sl_addr
     memcpy(&k->hi, a, 8);
     memcpy(&k->lo, a + 8, 8);
     k->extra = (uint64_t)port << 8 | plen;
-}
-
-static inline uint64_t mum(uint64_t a, uint64_t b)
-{
-    unsigned __int128 r = (unsigned __int128)a * b;
-    return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
-uint64_t sl_key_hash(const struct sl_key *k, const uint64_t s[4])
-{
-    uint64_t h = mum(k->rule ^ s[0], k->hi ^ s[1]) ^ mum(k->lo ^ s[2], k->extra ^ s[3]);
-    h = mum(h ^ 0x9e3779b97f4a7c15ull, s[0] ^ 0xe7037ed1a0b428dbull);
-    return h < 2 ? h + 2 : h;
 }
 
 uint64_t sl_name_hash(const char *s)

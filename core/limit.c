@@ -50,6 +50,8 @@ int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t 
         if (bns == 0) bns = 1; /* see gcra_cost_ns */
         if (bns > UINT64_MAX / 4) return -1;
         l->burst_ns = (uint64_t)bns;
+        u128 q = ((u128)1000 << 64) / ips;
+        l->per_ns_q64 = q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
         return 0;
     }
     case SL_ALG_SLIDING:
@@ -62,11 +64,30 @@ int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t 
 
 /* A request's cost in nanoseconds, never 0: a rate above one per
  * nanosecond is held to one per nanosecond rather than not limited. */
-static uint64_t gcra_cost_ns(const struct sl_limit *l, uint64_t cost)
+static inline uint64_t gcra_cost_ns(const struct sl_limit *l, uint64_t cost)
 {
+    /* the common cases in 64 bits: a 128-bit division is a library call */
+    if (cost == 1 && l->interval_ps >= 1000) return l->interval_ps / 1000;
+    if (cost < (1ull << 20) && l->interval_ps < (1ull << 43)) {
+        uint64_t ns = cost * l->interval_ps / 1000;
+        return ns ? ns : 1;
+    }
     u128 ns = (u128)cost * l->interval_ps / 1000;
     if (ns == 0 && cost) ns = 1;
     return ns > UINT64_MAX / 4 ? UINT64_MAX / 4 : (uint64_t)ns;
+}
+
+/* How many whole requests fit in `room` ns: floor(room * 1000 / interval_ps)
+ * by a multiply with the precomputed reciprocal, which is low by at most
+ * one, then corrected. A division here would cost more than the rest of a
+ * decision. */
+static inline uint64_t requests_in(const struct sl_limit *l, uint64_t room)
+{
+    if (room >= (1ull << 53) || l->per_ns_q64 == UINT64_MAX)
+        return (uint64_t)((u128)room * 1000 / l->interval_ps);
+    uint64_t r = (uint64_t)(((u128)room * l->per_ns_q64) >> 64);
+    while ((u128)(r + 1) * l->interval_ps <= (u128)room * 1000) r++;
+    return r;
 }
 
 static void gcra_step(const struct sl_limit *l, uint64_t tat, uint64_t now, uint64_t cost,
@@ -85,7 +106,7 @@ static void gcra_step(const struct sl_limit *l, uint64_t tat, uint64_t now, uint
         v->retry_ns = 0;
         v->reset_ns = new_tat - now;
         uint64_t room = now + l->burst_ns > new_tat ? now + l->burst_ns - new_tat : 0;
-        v->remaining = (uint64_t)((u128)room * 1000 / l->interval_ps);
+        v->remaining = requests_in(l, room);
         *next = new_tat;
     } else {
         v->allowed = false;

@@ -21,7 +21,7 @@
 #include "limit.h"
 #include "rule.h"
 
-#define SL_PROBE 16 /* slots (cache lines) looked at before a key overflows */
+#define SL_PROBE 64 /* slots (16 cache lines) looked at before a key overflows */
 
 enum sl_counter {
     SL_C_ALLOWED,     /* requests that passed */
@@ -39,7 +39,8 @@ extern const char *const sl_counter_names[SL_NCOUNTERS];
 
 struct sl_table;
 
-/* Creates a table of `slots` (rounded up to a power of two) shared with
+/* Creates a table of at least `slots` (rounded up to four times a prime, 68
+ * at the least) shared with
  * this process's future children, or opens the table named `shared`
  * (creating it if it does not exist yet). Returns NULL with a message in
  * err on failure. */

@@ -42,7 +42,7 @@ static void rec_free_if_empty(struct sl_table *t, struct sl_conn_rec *r)
         if (atomic_load(&r->pid[i]) != 0) return;
     uint32_t s1 = atomic_load(&r->slot1);
     if (s1 == 0 || s1 == CLAIMING || !atomic_compare_exchange_strong(&r->slot1, &s1, 0)) return;
-    atomic_fetch_sub(&t->slots[s1 - 1].conns, 1);
+    atomic_fetch_sub(&t->side[s1 - 1].conns, 1);
 }
 
 /* Frees the records whose holders have all died. */
@@ -65,7 +65,7 @@ static void sweep(struct sl_table *t, uint64_t now)
     errno = saved;
 }
 
-static bool take_place(struct sl_slot *s, uint32_t max)
+static bool take_place(struct sl_side *s, uint32_t max)
 {
     int32_t n = atomic_load(&s->conns);
     while (n < (int32_t)max)
@@ -76,16 +76,17 @@ static bool take_place(struct sl_slot *s, uint32_t max)
 int32_t sl_table_conn_acquire(struct sl_table *t, int rule, const struct sl_key *k,
                               const struct sl_limit *l, uint32_t max, uint64_t now)
 {
-    struct sl_slot *s = sl_table_find_slot(t, rule, k, l, now);
-    if (!s) {
+    int64_t at = sl_table_find_slot(t, rule, k, l, now);
+    if (at < 0) {
         sl_table_count(t, rule, SL_C_OVERFLOW, 1);
         return t->on_full == SL_FULL_DENY ? -1 : -2;
     }
+    struct sl_side *s = &t->side[at];
     if (!take_place(s, max)) {
         sweep(t, now);
         if (!take_place(s, max)) return -1;
     }
-    uint32_t slot = (uint32_t)(s - t->slots);
+    uint32_t slot = (uint32_t)at;
     uint32_t start = atomic_fetch_add_explicit(&next_rec, 1, memory_order_relaxed) * 2654435761u;
     for (uint32_t i = 0; i < t->nrecs; i++) {
         uint32_t idx = (start + i) % t->nrecs;
@@ -142,8 +143,8 @@ void sl_table_conn_release(struct sl_table *t, int32_t rec)
 uint32_t sl_table_conns(struct sl_table *t, int rule, const struct sl_key *k,
                         const struct sl_limit *l, uint64_t now)
 {
-    struct sl_slot *s = sl_table_find_slot(t, rule, k, l, now);
-    return s ? (uint32_t)atomic_load(&s->conns) : 0;
+    int64_t at = sl_table_find_slot(t, rule, k, l, now);
+    return at >= 0 ? (uint32_t)atomic_load(&t->side[at].conns) : 0;
 }
 
 uint32_t sl_table_conn_records(const struct sl_table *t)

@@ -10,19 +10,26 @@
 #include "table.h"
 
 #define SL_MAGIC   0x31656369756c73ull /* "sluice1" */
-#define SL_VERSION 1
+#define SL_VERSION 2
 #define SL_STRIPES 16
 #define SL_HDR     4096
 
+/* What a decision touches: four slots to a cache line. */
 struct sl_slot {
-    _Atomic uint64_t tag;   /* writer: the claimer (CAS) */
+    _Atomic uint64_t tag;   /* writer: the claimer (CAS); 0 never used, 1 changing hands */
     _Atomic uint64_t state; /* writer: every decision (CAS) */
-    _Atomic uint64_t meta;  /* writer: the claimer; period_ns << 2 | alg, 0 = unknown */
-    _Atomic int32_t conns;  /* reserved: connections in flight (concurrency limits) */
-    uint32_t reserved;
-    struct sl_key key; /* writer: the claimer; informational */
 };
-_Static_assert(sizeof(struct sl_slot) == 64, "a slot is one cache line");
+_Static_assert(sizeof(struct sl_slot) == 16, "four slots to a cache line");
+#define SL_BUCKET 4 /* slots per cache line */
+
+/* What only claims, reuses and concurrency limits touch, kept apart so a
+ * decision's cache line holds four keys. */
+struct sl_side {
+    _Atomic uint64_t meta; /* writer: the claimer; period_ns << 2 | alg, 0 = unknown */
+    _Atomic int32_t conns; /* connections open at once under this key */
+    uint32_t pad;
+};
+_Static_assert(sizeof(struct sl_side) == 16, "side entry size");
 
 struct sl_rule_entry {
     _Atomic uint64_t id; /* writer: the registering process (CAS from 0) */
@@ -61,9 +68,10 @@ struct sl_table {
     struct sl_rule_entry *rules;
     struct sl_stripe *stripes; /* [rule * SL_STRIPES + stripe] */
     struct sl_slot *slots;
+    struct sl_side *side;
     struct sl_conn_rec *recs;
     uint32_t nrecs;
-    uint64_t mask;
+    uint64_t nbuckets; /* a prime; slots = 4 * nbuckets */
     uint64_t secret[4];
     size_t bytes;
     enum sl_on_full on_full;
@@ -71,7 +79,9 @@ struct sl_table {
 
 
 size_t sl_table_layout_bytes(uint32_t nslots);
-struct sl_slot *sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
-                                   const struct sl_limit *l, uint64_t now);
+/* The index of the key's slot, claimed if needed; -1 when the table is full
+ * for it. */
+int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
+                           const struct sl_limit *l, uint64_t now);
 
 #endif

@@ -69,11 +69,11 @@ static bool decide(struct sl_table *t, int rule, uint64_t rule_id, uint64_t i,
 
 /* ---- basics ---------------------------------------------------------- */
 
-static void table_rounds_slots_up_to_a_power_of_two_of_at_least_64(void **unused)
+static void table_rounds_slots_up_to_four_times_a_prime_of_at_least_68(void **unused)
 {
     (void)unused;
     static const uint32_t asked[] = {0, 1, 64, 65, 1000, 1024};
-    static const uint32_t got[] = {64, 64, 64, 128, 1024, 1024};
+    static const uint32_t got[] = {68, 68, 68, 68, 1004, 1028};
     for (int i = 0; i < 6; i++) {
         struct sl_table *t = table(asked[i], SL_FULL_SHARED);
         assert_int_equal(sl_table_slots(t), got[i]);
@@ -309,7 +309,7 @@ static void full_table_shared_lets_exactly_one_burst_through_for_all_new_keys(vo
     struct sl_table *t = table(64, SL_FULL_SHARED);
     int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
     struct sl_limit busy = gcra(1, HOUR, 1), l = gcra(1, HOUR, 5);
-    uint64_t slotted[64];
+    uint64_t slotted[128];
     fill(t, web, &busy, slotted);
 
     uint64_t passed = 0;
@@ -319,7 +319,7 @@ static void full_table_shared_lets_exactly_one_burst_through_for_all_new_keys(vo
     assert_int_equal(sl_table_counter(t, api, SL_C_OVERFLOW), 200);
     assert_int_equal(sl_table_counter(t, api, SL_C_CLAIMED), 0);
     assert_int_equal(sl_table_counter(t, api, SL_C_REUSED), 0);
-    assert_int_equal(sl_table_used(t), 64);
+    assert_int_equal(sl_table_used(t), sl_table_slots(t));
     sl_table_close(t);
 }
 
@@ -329,7 +329,7 @@ static void full_table_gives_no_amnesty_to_keys_that_already_have_a_slot(void **
     struct sl_table *t = table(64, SL_FULL_SHARED);
     int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
     struct sl_limit busy = gcra(1, HOUR, 1);
-    uint64_t slotted[64];
+    uint64_t slotted[128];
     fill(t, web, &busy, slotted);
     for (int i = 0; i < 64; i++)
         assert_false(decide(t, web, WEB_ID, slotted[i], &busy, T0));
@@ -356,7 +356,7 @@ static void full_table_overflow_buckets_are_per_rule(void **unused)
     int web = sl_table_rule(t, WEB_ID, "web");
     int a = sl_table_rule(t, API_ID, "api"), b = sl_table_rule(t, 0x3333, "ws");
     struct sl_limit busy = gcra(1, HOUR, 1), l = gcra(1, HOUR, 3);
-    uint64_t slotted[64];
+    uint64_t slotted[128];
     fill(t, web, &busy, slotted);
     uint64_t pa = 0, pb = 0;
     for (uint64_t i = 0; i < 50; i++)
@@ -374,7 +374,7 @@ static void full_table_deny_denies_keys_that_find_no_slot(void **unused)
     struct sl_table *t = table(64, SL_FULL_DENY);
     int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
     struct sl_limit busy = gcra(1, HOUR, 1), l = gcra(1, HOUR, 5);
-    uint64_t slotted[64];
+    uint64_t slotted[128];
     fill(t, web, &busy, slotted);
     struct sl_key k = key(API_ID, 1);
     struct sl_verdict v;
@@ -392,7 +392,7 @@ static void full_table_allow_passes_keys_that_find_no_slot(void **unused)
     struct sl_table *t = table(64, SL_FULL_ALLOW);
     int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
     struct sl_limit busy = gcra(1, HOUR, 1), l = gcra(1, HOUR, 5);
-    uint64_t slotted[64];
+    uint64_t slotted[128];
     fill(t, web, &busy, slotted);
     uint64_t passed = 0;
     for (uint64_t i = 0; i < 100; i++)
@@ -408,7 +408,7 @@ static void full_table_keeps_a_live_slot_from_a_new_key(void **unused)
     struct sl_table *t = table(64, SL_FULL_SHARED);
     int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
     struct sl_limit busy = gcra(1, HOUR, 1);
-    uint64_t slotted[64];
+    uint64_t slotted[128];
     fill(t, web, &busy, slotted);
     /* one nanosecond before the busy keys' buckets refill */
     for (uint64_t i = 0; i < 100; i++)
@@ -424,7 +424,7 @@ static void idle_slots_are_reused_by_new_keys_with_fresh_buckets(void **unused)
     struct sl_table *t = table(64, SL_FULL_SHARED);
     int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
     struct sl_limit busy = gcra(1, HOUR, 1), l = gcra(1, HOUR, 2);
-    uint64_t slotted[64];
+    uint64_t slotted[128];
     fill(t, web, &busy, slotted);
     size_t bytes = sl_table_bytes(t);
 
@@ -444,7 +444,7 @@ static void idle_slots_are_reused_by_new_keys_with_fresh_buckets(void **unused)
     assert_true(reused >= 16); /* the first 16 keys cannot all miss 64 idle slots */
     assert_int_equal(reused + sl_table_counter(t, api, SL_C_OVERFLOW), 32);
     assert_int_equal(sl_table_counter(t, api, SL_C_CLAIMED), 0);
-    assert_int_equal(sl_table_used(t), 64);
+    assert_int_equal(sl_table_used(t), sl_table_slots(t));
     assert_int_equal(sl_table_bytes(t), bytes);
     sl_table_close(t);
 }
@@ -460,8 +460,8 @@ static void table_memory_never_grows(void **unused)
         for (uint64_t i = 0; i < 500; i++)
             decide(t, web, WEB_ID, round * 1000 + i, &busy, T0 + round * HOUR);
     assert_int_equal(sl_table_bytes(t), bytes);
-    assert_int_equal(sl_table_slots(t), 64);
-    assert_int_equal(sl_table_used(t), 64);
+    assert_int_equal(sl_table_slots(t), 68);
+    assert_int_equal(sl_table_used(t), sl_table_slots(t));
     assert_true(sl_table_counter(t, web, SL_C_REUSED) > 0);
     assert_true(sl_table_counter(t, web, SL_C_OVERFLOW) > 0);
     sl_table_close(t);
@@ -494,7 +494,7 @@ static void named_table_opened_twice_shares_its_buckets(void **unused)
     if (!a) fail_msg("%s", err);
     struct sl_table *b = sl_table_open(4096, shared_name, SL_FULL_SHARED, err, sizeof err);
     if (!b) fail_msg("%s", err);
-    assert_int_equal(sl_table_slots(b), 64); /* the creator's size wins */
+    assert_int_equal(sl_table_slots(b), 68); /* the creator's size wins */
     int ra = sl_table_rule(a, WEB_ID, "web"), rb = sl_table_rule(b, WEB_ID, "web");
     assert_int_equal(ra, rb);
     struct sl_limit l = gcra(1, HOUR, 3);
@@ -520,7 +520,7 @@ static void attached_table_reads_the_counters_and_rules(void **unused)
 
     struct sl_table *ro = sl_table_attach(shared_name, err, sizeof err);
     if (!ro) fail_msg("%s", err);
-    assert_int_equal(sl_table_slots(ro), 64);
+    assert_int_equal(sl_table_slots(ro), 68);
     assert_int_equal(sl_table_bytes(ro), sl_table_bytes(t));
     assert_int_equal(sl_table_counter(ro, r, SL_C_ALLOWED), 41);
     assert_int_equal(sl_table_counter(ro, r, SL_C_LIMITED), 2);
@@ -570,7 +570,7 @@ static void forked_child_decisions_are_seen_by_the_parent(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(table_rounds_slots_up_to_a_power_of_two_of_at_least_64),
+        cmocka_unit_test(table_rounds_slots_up_to_four_times_a_prime_of_at_least_68),
         cmocka_unit_test(table_registers_a_rule_once_and_finds_it_again),
         cmocka_unit_test(table_refuses_a_rule_past_the_maximum),
         cmocka_unit_test(table_claims_a_slot_for_a_new_key_and_finds_it_again),
