@@ -55,6 +55,7 @@ SHIM_OBJ := $(call obj,$(SHIM_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
 .PHONY: all demo test unit integration bench install deps format help clean fuzz
+.SECONDARY:
 all: $(BUILD)/libsluice.so $(BUILD)/sluice
 
 help:

@@ -12,6 +12,9 @@
 #include "../conf/conf.h"
 #include "../core/table.h"
 
+int sl_cmd_keygen(int argc, char **argv);         /* cluster.c */
+int sl_cmd_cluster_stats(int argc, char **argv);  /* cluster.c */
+
 #ifndef SL_VERSION_TEXT
 #define SL_VERSION_TEXT "dev"
 #endif
@@ -23,11 +26,15 @@ static const char usage[] =
     "usage: sluice run [-c FILE] [--in RULE]... [--out RULE]... [--dry-run] -- COMMAND [ARG]...\n"
     "       sluice check [-c FILE] [--in RULE]... [--out RULE]...\n"
     "       sluice stats (-c FILE | --shared NAME)\n"
+    "       sluice keygen [FILE]\n"
+    "       sluice cluster-stats (-c FILE | --listen ADDRESS:PORT)\n"
     "       sluice version\n"
     "\n"
     "  run     runs COMMAND with libsluice.so preloaded and the rules given\n"
     "  check   validates the rules and prints them as understood (exit 1 on error)\n"
     "  stats   prints the per-rule counters of a table named with `shared`\n"
+    "  keygen  writes a new gossip key (64 hex characters, mode 0600)\n"
+    "  cluster-stats  prints gossip counters and peers of a running node\n"
     "\n"
     "  -c, --config FILE   configuration file (libconfuse syntax, see README)\n"
     "  --in RULE           an inbound rule as key=value words: 'port=8080 rate=20/s burst=10'\n"
@@ -139,11 +146,13 @@ static int cmd_run(int argc, char **argv)
         setenv("SLUICE_CONFIG", realpath(a.config, abs) ? abs : a.config, 1);
     }
     if (*a.rules) setenv("SLUICE_RULES", a.rules, 1);
-    /* Ours goes last, so a sanitizer runtime the user preloads stays first. */
-    const char *pre = getenv("LD_PRELOAD");
-    char preload[2 * PATH_MAX];
-    snprintf(preload, sizeof preload, "%s%s%s", pre && *pre ? pre : "", pre && *pre ? " " : "",
-             lib);
+    /* Ours goes last, so a sanitizer runtime the user preloads stays first.
+     * SLUICE_PRELOAD_FIRST puts one in front for this command only (the
+     * tests run the ASan-built library this way). */
+    const char *pre = getenv("LD_PRELOAD"), *front = getenv("SLUICE_PRELOAD_FIRST");
+    char preload[3 * PATH_MAX];
+    snprintf(preload, sizeof preload, "%s%s%s%s%s", front && *front ? front : "",
+             front && *front ? " " : "", pre && *pre ? pre : "", pre && *pre ? " " : "", lib);
     setenv("LD_PRELOAD", preload, 1);
     execvp(argv[first], argv + first);
     fprintf(stderr, "sluice: %s: %s\n", argv[first], strerror(errno));
@@ -211,6 +220,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "stats")) return cmd_stats(argc - 1, argv + 1);
+    if (!strcmp(cmd, "keygen")) return sl_cmd_keygen(argc - 1, argv + 1);
+    if (!strcmp(cmd, "cluster-stats")) return sl_cmd_cluster_stats(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("sluice %s\n", SL_VERSION_TEXT);
         return 0;

@@ -3,8 +3,11 @@
  *
  * Inline rules are the file's options written as key=value words, for
  * one-line hotfixes. Several rules are separated by ';' and each starts
- * with its direction, or `global` for global options:
+ * with its direction, `global` for global options or `gossip` for the
+ * gossip section:
  *     in port=8080 rate=20/s burst=10 action=reply; out to=api.example port=443 rate=50/m
+ *     in port=80 send_rate=2MB/s conns=5
+ *     gossip listen=10.0.0.2:7946 peers=10.0.0.3:7946,10.0.0.4:7946 key_file=/etc/sluice/key
  * Lists are comma-separated (from=10.0.0.0/8,192.168.0.0/16).
  *
  * Every error is one line naming the source (file name or "inline rule N"),

@@ -15,8 +15,11 @@
 
 #include "../core/rule.h"
 
-#define CONF_FILE_MAX  (1u << 20) /* a config file larger than this is refused */
-#define CONF_REPLY_MAX (64u << 10)
+#define CONF_FILE_MAX            (1u << 20) /* a config file larger than this is refused */
+#define CONF_REPLY_MAX           (64u << 10)
+#define CONF_CONNS_MAX           1000000        /* conns: connections open at once per key */
+#define CONF_GOSSIP_INTERVAL_MIN 1000000ull     /* 1 ms */
+#define CONF_GOSSIP_INTERVAL_MAX 10000000000ull /* 10 s */
 
 /* The hidden option that records the line a section opens on (see
  * options.c). The leading space keeps it out of reach of unquoted text. */
@@ -36,7 +39,9 @@ struct conf_ctx {
     char *err;
     size_t errlen;
     bool failed;
-    cfg_t *section; /* the rule section being parsed */
+    cfg_t *section;     /* the rule section being parsed */
+    int gossip_line;    /* where the gossip section opens; 0: none yet */
+    bool gossip_inline; /* ... and gossip_line is an inline rule number */
     int nseen;
     struct conf_seen seen[SL_MAX_RULES + 1];
 };
@@ -59,6 +64,18 @@ const char *conf_parse_port_range(const char *text, struct sl_port_range *r);
 const char *conf_parse_cidr(const char *text, struct sl_cidr *c);
 const char *conf_parse_name(const char *text);
 const char *conf_parse_enum(const char *text, const char *const *names, int *out);
+/* Bytes: N or N<unit>, unit B, KB, MB, GB (powers of 1000) or KiB, MiB,
+ * GiB (powers of 1024); 1 byte to 1000GB. A byte rate is that and "/s". */
+const char *conf_parse_bytes(const char *text, uint64_t *bytes);
+const char *conf_parse_byte_rate(const char *text, uint64_t *bytes_per_sec);
+/* In the largest unit that divides exactly, KB before KiB (and so on)
+ * when both do: "2MB", "1MiB", "512KB", "1500B". */
+void conf_format_bytes(uint64_t bytes, char *buf, size_t len);
+/* A byte rate's burst when none is given: a tenth of a second's worth. */
+uint64_t conf_default_byte_burst(uint64_t bytes_per_sec);
+/* A gossip address: a.b.c.d:port or [v6]:port, no host names. Writes the
+ * normalised form ("[2001:db8::2]:7946") to out. */
+const char *conf_parse_hostport(const char *text, char *out, size_t outlen);
 
 /* A destination of an outbound rule: an address block or a host name,
  * either with an optional port. */
@@ -76,6 +93,12 @@ const char *conf_parse_dest(const char *text, struct conf_dest *d);
 const char *conf_read_reply(const char *path, char **buf, size_t *len, char *resolved,
                             size_t resolvedlen);
 
+/* Reads the gossip key file: resolves `path` like a reply file; it must
+ * be a regular file other users cannot read or write, holding 64 hex
+ * characters (then only white space). Returns NULL, the key and in
+ * `resolved` the absolute path, or the words of an error. */
+const char *conf_read_key(const char *path, uint8_t key[32], char *resolved, size_t resolvedlen);
+
 extern const char *const conf_on_error_names[];
 extern const char *const conf_on_full_names[];
 extern const char *const conf_log_names[];
@@ -83,6 +106,7 @@ extern const char *const conf_log_level_names[];
 extern const char *const conf_alg_names[];
 extern const char *const conf_per_names[];
 extern const char *const conf_action_names[];
+extern const char *const conf_scope_names[];
 const char *conf_errno_name(int err);
 void conf_format_duration(uint64_t ns, char *buf, size_t len);
 

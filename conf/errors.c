@@ -2,7 +2,8 @@
  *
  *   app.conf:12: inbound "web": option 'rate': '20/x' is not a rate (...)
  *   app.conf:3: option 'table_slots': '12' is out of range (64..1073741824)
- *   app.conf:9: inbound "web": option 'rate' is missing
+ *   app.conf:9: inbound "web": needs at least one of rate, recv_rate, send_rate or conns
+ *   app.conf:4: gossip: option 'interval': '20s' is out of range (1ms..10s)
  *   inline rule 2: outbound "out-1": option 'to' is missing
  *
  * Only the first error of a load is kept: later ones are consequences.
@@ -59,6 +60,8 @@ static void fail_va(cfg_t *sec, int line, const char *opt, const char *value, co
         n = put(c->err, cap, n, "%s:%d: ", c->file, line);
     if (sec && sec->title)
         n = put(c->err, cap, n, "%s \"%s\": ", sec->name, clean(sec->title, q, sizeof q));
+    else if (sec && strcmp(sec->name, "root") != 0) /* a section without a title: gossip */
+        n = put(c->err, cap, n, "%s: ", sec->name);
     if (opt) n = put(c->err, cap, n, "option '%s': ", clean(opt, q, sizeof q));
     if (value) n = put(c->err, cap, n, "'%s' ", clean(value, q, sizeof q));
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -91,7 +94,7 @@ static void fail_plain(cfg_t *sec, int line, const char *fmt, ...)
 void conf_libconfuse_error(cfg_t *cfg, const char *fmt, va_list ap)
 {
     char msg[256], q[96];
-    cfg_t *sec = cfg && cfg->title ? cfg : NULL;
+    cfg_t *sec = cfg && strcmp(cfg->name, "root") != 0 ? cfg : NULL;
     int line = cfg ? cfg->line : 0;
     if (strcmp(fmt, "no such option '%s'") == 0) {
         const char *name = va_arg(ap, const char *);

@@ -5,8 +5,12 @@
  *     inbound 'web' { port = {'8080'} rate = '20/s' }
  *     outbound 'out-1' { to = {'api.example:443'} rate = '50/m' }
  *
- * Rules are separated by ';' and start with in/inbound, out/outbound or
- * global. Words are key=value; quotes (single or double) keep spaces, ';',
+ * Rules are separated by ';' and start with in/inbound, out/outbound,
+ * global, or gossip for the gossip section:
+ *     gossip listen=10.0.0.2:7946 peers=10.0.0.3:7946,10.0.0.4:7946 key_file=/etc/sluice/key
+ * becomes `gossip { listen = '10.0.0.2:7946' peers = {...} ... }`.
+ *
+ * Words are key=value; quotes (single or double) keep spaces, ';',
  * ',' and '=' in a value, and a backslash keeps the next character. Values
  * of list options are split at unquoted commas. Every value is written as
  * a single-quoted libconfuse string: those know only the escapes \\ and
@@ -87,7 +91,7 @@ static bool convert_rule(const char **pp, int num, int counts[2], struct conf_bu
     struct conf_buf body = {0};
     char name[WORD_MAX] = "";
     bool named = false;
-    enum { NONE, IN, OUT, GLOBAL } kind = NONE;
+    enum { NONE, IN, OUT, GLOBAL, GOSSIP } kind = NONE;
     const char *bad;
     bool ok = false;
 
@@ -107,8 +111,10 @@ static bool convert_rule(const char **pp, int num, int counts[2], struct conf_bu
                 kind = OUT;
             else if (strcmp(k, "global") == 0)
                 kind = GLOBAL;
+            else if (strcmp(k, "gossip") == 0)
+                kind = GOSSIP;
             else {
-                conf_fail(NULL, num, NULL, w.c, "is not in, out or global");
+                conf_fail(NULL, num, NULL, w.c, "is not in, out, global or gossip");
                 goto out;
             }
             continue;
@@ -127,7 +133,7 @@ static bool convert_rule(const char **pp, int num, int counts[2], struct conf_bu
         }
         const char *value = w.c + eq + 1;
         size_t vn = w.n - eq - 1;
-        if (kind != GLOBAL && strcmp(w.c, "name") == 0) {
+        if ((kind == IN || kind == OUT) && strcmp(w.c, "name") == 0) {
             memcpy(name, value, vn + 1);
             named = true;
             continue;
@@ -160,6 +166,10 @@ static bool convert_rule(const char **pp, int num, int counts[2], struct conf_bu
         conf_buf_putc(out, '}');
     } else if (kind == GLOBAL && body.s) {
         conf_buf_puts(out, body.s);
+    } else if (kind == GOSSIP) {
+        conf_buf_puts(out, "gossip { ");
+        if (body.s) conf_buf_puts(out, body.s);
+        conf_buf_putc(out, '}');
     }
     if (kind != NONE) *any = true;
     conf_buf_putc(out, '\n');

@@ -5,7 +5,7 @@
  * were written in (file rules first). Every value was checked while it was
  * read (options.c), so turning the tree into the struct cannot meet a bad
  * value; it fills in the defaults that depend on other options, reads
- * reply files and resolves host names.
+ * reply files and the gossip key, and resolves host names.
  *
  * libconfuse's lexer keeps global state, so loads take one lock.
  *
@@ -98,7 +98,26 @@ static int cidr_list(cfg_t *sec, const char *opt, struct sl_cidr *out, int *n)
     return 0;
 }
 
-static int build_rule(cfg_t *sec, const struct conf_seen *seen, bool global_dry_run,
+/* A byte limit: GCRA over bytes, per second. count == 0 (zeroed) when
+ * the rule has none. */
+static void byte_limit(cfg_t *sec, const char *rate_opt, const char *burst_opt, struct sl_limit *l,
+                       char *text, size_t len)
+{
+    const char *rate = cfg_getstr(sec, rate_opt), *burst_text = cfg_getstr(sec, burst_opt);
+    uint64_t bps, burst;
+    if (!rate) return;
+    conf_parse_byte_rate(rate, &bps);
+    if (burst_text)
+        conf_parse_bytes(burst_text, &burst);
+    else
+        burst = conf_default_byte_burst(bps);
+    sl_limit_init(l, SL_ALG_GCRA, bps, SL_NS_PER_SEC, burst); /* checked by the validator */
+    char b[24]; /* room for "1000000000000B", the most there is */
+    conf_format_bytes(bps, b, sizeof b);
+    snprintf(text, len, "%s/s", b);
+}
+
+static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_config *c,
                       struct sl_rule *r)
 {
     enum sl_dir dir = seen->dir;
@@ -131,12 +150,24 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, bool global_dry_
         }
     }
 
-    uint64_t count, period;
-    conf_parse_rate(cfg_getstr(sec, "rate"), &count, &period);
-    format_rate(count, period, r->rate_text, sizeof r->rate_text);
-    enum sl_alg alg = (enum sl_alg)enum_value(sec, "algorithm", conf_alg_names);
-    uint64_t burst = cfg_size(sec, "burst") ? (uint64_t)cfg_getint(sec, "burst") : count;
-    sl_limit_init(&r->limit, alg, count, period, burst); /* checked by the validator */
+    if (cfg_getstr(sec, "rate")) { /* none: limit stays zeroed, burst and algorithm unused */
+        uint64_t count, period;
+        conf_parse_rate(cfg_getstr(sec, "rate"), &count, &period);
+        format_rate(count, period, r->rate_text, sizeof r->rate_text);
+        enum sl_alg alg = (enum sl_alg)enum_value(sec, "algorithm", conf_alg_names);
+        uint64_t burst = cfg_size(sec, "burst") ? (uint64_t)cfg_getint(sec, "burst") : count;
+        sl_limit_init(&r->limit, alg, count, period, burst); /* checked by the validator */
+    }
+    byte_limit(sec, "recv_rate", "recv_burst", &r->recv_limit, r->recv_rate_text,
+               sizeof r->recv_rate_text);
+    byte_limit(sec, "send_rate", "send_burst", &r->send_limit, r->send_rate_text,
+               sizeof r->send_rate_text);
+    r->conns = cfg_size(sec, "conns") ? (uint32_t)cfg_getint(sec, "conns") : 0;
+    r->scope = (enum sl_scope)enum_value(sec, "scope", conf_scope_names);
+    if (r->scope == SL_SCOPE_CLUSTER && !c->gossip.enabled) {
+        conf_fail(sec, seen->line, "scope", "cluster", "needs a gossip section");
+        return -1;
+    }
 
     r->per = cfg_getstr(sec, "per") ? (enum sl_per)enum_value(sec, "per", conf_per_names)
              : dir == SL_IN         ? SL_PER_PEER
@@ -174,7 +205,33 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, bool global_dry_
         else
             r->err = r->action == SL_ACT_DELAY ? ETIMEDOUT : ECONNREFUSED;
     }
-    r->dry_run = cfg_size(sec, "dry_run") ? cfg_getbool(sec, "dry_run") : global_dry_run;
+    r->dry_run = cfg_size(sec, "dry_run") ? cfg_getbool(sec, "dry_run") : c->dry_run;
+    return 0;
+}
+
+/* The gossip section, checked when it was read; fills the defaults that
+ * depend on other options and reads the key. */
+static int build_gossip(cfg_t *sec, struct sl_gossip *g)
+{
+    g->enabled = true;
+    conf_parse_hostport(cfg_getstr(sec, "listen"), g->listen, sizeof g->listen);
+    for (unsigned i = 0; i < cfg_size(sec, "peers"); i++)
+        conf_parse_hostport(cfg_getnstr(sec, "peers", i), g->peers[g->npeers++],
+                            sizeof g->peers[0]);
+    conf_parse_duration(cfg_getstr(sec, "interval"), &g->interval_ns);
+    if (cfg_getstr(sec, "peer_timeout"))
+        conf_parse_duration(cfg_getstr(sec, "peer_timeout"), &g->peer_timeout_ns);
+    else
+        g->peer_timeout_ns = 10 * g->interval_ns;
+    int nodes = g->npeers + 1;
+    g->alone_share_pct = cfg_size(sec, "alone_share") ? (uint32_t)cfg_getint(sec, "alone_share")
+                                                      : (uint32_t)((100 + nodes - 1) / nodes);
+    const char *key_file = cfg_getstr(sec, "key_file");
+    const char *bad = conf_read_key(key_file, g->key, g->key_file, sizeof g->key_file);
+    if (bad) { /* changed since it was read a moment ago */
+        conf_fail(sec, conf_section_line(sec), "key_file", key_file, "%s", bad);
+        return -1;
+    }
     return 0;
 }
 
@@ -188,12 +245,17 @@ static int build(cfg_t *cfg, struct conf_ctx *ctx, const char *dir, struct sl_co
     c->inherit = cfg_getbool(cfg, "inherit");
     c->log = (enum sl_log_target)enum_value(cfg, "log", conf_log_names);
     c->log_level = (enum sl_log_level)enum_value(cfg, "log_level", conf_log_level_names);
+    if (cfg_size(cfg, "gossip")) { /* before the rules: scope = cluster needs it */
+        ctx->is_inline = ctx->gossip_inline;
+        ctx->dir = ctx->gossip_inline ? NULL : dir;
+        if (build_gossip(cfg_getnsec(cfg, "gossip", 0), &c->gossip) != 0) return -1;
+    }
     for (int i = 0; i < ctx->nseen; i++) {
         const struct conf_seen *s = &ctx->seen[i];
         cfg_t *sec = cfg_gettsec(cfg, s->dir == SL_IN ? "inbound" : "outbound", s->name);
         ctx->is_inline = s->is_inline;
         ctx->dir = s->is_inline ? NULL : dir;
-        if (!sec || build_rule(sec, s, c->dry_run, &c->rules[c->nrules++]) != 0) return -1;
+        if (!sec || build_rule(sec, s, c, &c->rules[c->nrules++]) != 0) return -1;
     }
     return 0;
 }
@@ -322,5 +384,6 @@ void sl_conf_free(struct sl_config *c)
     if (!c) return;
     for (int i = 0; i < c->nrules; i++)
         sl_free(c->rules[i].reply);
+    explicit_bzero(c->gossip.key, sizeof c->gossip.key);
     sl_free(c);
 }

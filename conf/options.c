@@ -4,16 +4,25 @@
  * One table of rule options serves both `inbound "name" { }` and
  * `outbound "name" { }`; options that make sense in one direction only are
  * refused in the other by the validator, on the line they appear. Options
- * whose default depends on other options (per, prefix4, burst, action,
- * errno, dry_run) have no libconfuse default: "not set" is visible as
- * cfg_size() == 0 and load.c fills the default in.
+ * whose default depends on other options (per, prefix4, burst, recv_burst,
+ * send_burst, action, errno, dry_run; peer_timeout, alone_share) have no
+ * libconfuse default: "not set" is visible as cfg_size() == 0 and load.c
+ * fills the default in.
+ *
+ * A rule limits at least one of: the connection rate (rate), bytes each
+ * way (recv_rate, send_rate: GCRA over bytes per second) and connections
+ * open at once (conns). The gossip section (at most one, untitled) is what
+ * scope = cluster rules share their counts through; its key file is read
+ * and checked here, and again at build, like a reply file.
  *
  * Every value is checked twice with the same parser: by a libconfuse
  * validator while the file is read (so the message has the right line),
- * and again by load.c when it builds the struct (which then cannot fail).
+ * and again by load.c when it builds the struct (which then cannot fail,
+ * but for files that changed in between: reply and key_file).
  */
 #include "conf_int.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +45,7 @@ const char *const conf_alg_names[] = {"gcra", "sliding", "fixed", NULL};
 /* In the order of enum sl_per and enum sl_action. */
 const char *const conf_per_names[] = {"peer", "prefix", "destination", "rule", NULL};
 const char *const conf_action_names[] = {"reject", "reply", "delay", NULL};
+const char *const conf_scope_names[] = {"local", "cluster", NULL};
 
 static int parse_int(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result);
 static int parse_bool(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result);
@@ -43,24 +53,42 @@ static int note_section_line(cfg_t *cfg, cfg_opt_t *opt, const char *value, void
 
 /* clang-format off */
 static cfg_opt_t rule_opts[] = {
-    /*           name         default  flags                       parser */
-    CFG_STR_LIST("port",      NULL,    CFGF_NONE),                 /* {}: every port */
-    CFG_STR_LIST("local",     NULL,    CFGF_NONE),                 /* inbound; {}: any local address */
-    CFG_STR_LIST("from",      NULL,    CFGF_NONE),                 /* inbound; {}: every peer */
-    CFG_STR_LIST("to",        NULL,    CFGF_NONE),                 /* outbound, required */
-    CFG_STR_LIST("exempt",    NULL,    CFGF_NONE),                 /* {}: nobody */
-    CFG_STR     ("rate",      NULL,    CFGF_NODEFAULT),            /* required: N/s N/m N/h N/d N/<duration> */
-    CFG_INT_CB  ("burst",     0,       CFGF_NODEFAULT, parse_int), /* the rate's N */
-    CFG_STR     ("algorithm", "gcra",  CFGF_NONE),                 /* gcra | sliding | fixed */
-    CFG_STR     ("per",       NULL,    CFGF_NODEFAULT),            /* inbound peer, outbound rule */
-    CFG_INT_CB  ("prefix4",   0,       CFGF_NODEFAULT, parse_int), /* inbound: 32, 24 for per = prefix */
-    CFG_INT_CB  ("prefix6",   0,       CFGF_NODEFAULT, parse_int), /* inbound: 64, 48 for per = prefix */
-    CFG_STR     ("action",    NULL,    CFGF_NODEFAULT),            /* inbound reject, outbound delay */
-    CFG_STR     ("reply",     NULL,    CFGF_NODEFAULT),            /* inbound; none: built-in 429 */
-    CFG_STR     ("max_delay", "10s",   CFGF_NONE),                 /* outbound */
-    CFG_STR     ("errno",     NULL,    CFGF_NODEFAULT),            /* outbound: ETIMEDOUT (delay), ECONNREFUSED (reject) */
-    CFG_BOOL_CB ("dry_run",   cfg_false, CFGF_NODEFAULT, parse_bool), /* the global dry_run */
-    CFG_PTR_CB  (CONF_SECTION_LINE, "0", CFGF_NONE, note_section_line, NULL),
+    /*           name          default    flags                       parser */
+    CFG_STR_LIST("port",       NULL,      CFGF_NONE),                 /* {}: every port */
+    CFG_STR_LIST("local",      NULL,      CFGF_NONE),                 /* inbound; {}: any local address */
+    CFG_STR_LIST("from",       NULL,      CFGF_NONE),                 /* inbound; {}: every peer */
+    CFG_STR_LIST("to",         NULL,      CFGF_NONE),                 /* outbound, required */
+    CFG_STR_LIST("exempt",     NULL,      CFGF_NONE),                 /* {}: nobody */
+    CFG_STR     ("rate",       NULL,      CFGF_NODEFAULT),            /* N/s N/m N/h N/d N/<duration>; none: no connection rate */
+    CFG_INT_CB  ("burst",      0,         CFGF_NODEFAULT, parse_int), /* the rate's N */
+    CFG_STR     ("algorithm",  "gcra",    CFGF_NONE),                 /* gcra | sliding | fixed */
+    CFG_STR     ("recv_rate",  NULL,      CFGF_NODEFAULT),            /* bytes received: 2MB/s, 512KiB/s; none: no limit */
+    CFG_STR     ("recv_burst", NULL,      CFGF_NODEFAULT),            /* bytes: a tenth of recv_rate's second, at least 1 */
+    CFG_STR     ("send_rate",  NULL,      CFGF_NODEFAULT),            /* bytes sent; none: no limit */
+    CFG_STR     ("send_burst", NULL,      CFGF_NODEFAULT),            /* bytes: a tenth of send_rate's second, at least 1 */
+    CFG_INT_CB  ("conns",      0,         CFGF_NODEFAULT, parse_int), /* open at once per key, 0..1000000; 0: no limit */
+    CFG_STR     ("scope",      "local",   CFGF_NONE),                 /* local | cluster (needs gossip and rate) */
+    CFG_STR     ("per",        NULL,      CFGF_NODEFAULT),            /* inbound peer, outbound rule */
+    CFG_INT_CB  ("prefix4",    0,         CFGF_NODEFAULT, parse_int), /* inbound: 32, 24 for per = prefix */
+    CFG_INT_CB  ("prefix6",    0,         CFGF_NODEFAULT, parse_int), /* inbound: 64, 48 for per = prefix */
+    CFG_STR     ("action",     NULL,      CFGF_NODEFAULT),            /* inbound reject, outbound delay */
+    CFG_STR     ("reply",      NULL,      CFGF_NODEFAULT),            /* inbound; none: built-in 429 */
+    CFG_STR     ("max_delay",  "10s",     CFGF_NONE),                 /* outbound */
+    CFG_STR     ("errno",      NULL,      CFGF_NODEFAULT),            /* outbound: ETIMEDOUT (delay), ECONNREFUSED (reject) */
+    CFG_BOOL_CB ("dry_run",    cfg_false, CFGF_NODEFAULT, parse_bool), /* the global dry_run */
+    CFG_PTR_CB  (CONF_SECTION_LINE, "0",  CFGF_NONE, note_section_line, NULL),
+    CFG_END()
+};
+
+static cfg_opt_t gossip_opts[] = {
+    /*           name            default  flags                       parser */
+    CFG_STR     ("listen",       NULL,    CFGF_NODEFAULT),            /* required: 10.0.0.2:7946, [2001:db8::2]:7946 */
+    CFG_STR_LIST("peers",        NULL,    CFGF_NONE),                 /* required: 1..16 of the same form */
+    CFG_STR     ("interval",     "100ms", CFGF_NONE),                 /* 1ms..10s */
+    CFG_STR     ("peer_timeout", NULL,    CFGF_NODEFAULT),            /* 10 x interval; longer than interval */
+    CFG_INT_CB  ("alone_share",  0,       CFGF_NODEFAULT, parse_int), /* 1..100 %; ceil(100 / (peers + 1)) */
+    CFG_STR     ("key_file",     NULL,    CFGF_NODEFAULT),            /* required: 64 hex characters, mode 600 */
+    CFG_PTR_CB  (CONF_SECTION_LINE, "0",  CFGF_NONE, note_section_line, NULL),
     CFG_END()
 };
 
@@ -74,17 +102,19 @@ static cfg_opt_t global_opts[] = {
     CFG_BOOL_CB("inherit",     cfg_true, CFGF_NONE, parse_bool),
     CFG_STR    ("log",         "stderr", CFGF_NONE),             /* stderr | syslog | none */
     CFG_STR    ("log_level",   "info",   CFGF_NONE),             /* error | warn | info | debug */
+    CFG_SEC    ("gossip",      gossip_opts, CFGF_MULTI),         /* at most one (checked); none: no cluster */
     CFG_SEC    ("inbound",     rule_opts, CFGF_MULTI | CFGF_TITLE),
     CFG_SEC    ("outbound",    rule_opts, CFGF_MULTI | CFGF_TITLE),
     CFG_END()
 };
 /* clang-format on */
 
-enum scope { IN = 1, OUT = 2, RULE = IN | OUT, GLOBAL = 4 };
+/* Where an option may appear. */
+enum where { IN = 1, OUT = 2, RULE = IN | OUT, GLOBAL = 4, GOSSIP = 8 };
 
 struct option_rule {
     const char *name;
-    unsigned scope;
+    unsigned where;
     int max; /* lists: entries */
 };
 
@@ -97,6 +127,12 @@ static const struct option_rule option_rules[] = {
     {"rate", RULE, 0},
     {"burst", RULE, 0},
     {"algorithm", RULE, 0},
+    {"recv_rate", RULE, 0},
+    {"recv_burst", RULE, 0},
+    {"send_rate", RULE, 0},
+    {"send_burst", RULE, 0},
+    {"conns", RULE, 0},
+    {"scope", RULE, 0},
     {"per", RULE, 0},
     {"prefix4", IN, 0},
     {"prefix6", IN, 0},
@@ -112,6 +148,12 @@ static const struct option_rule option_rules[] = {
     {"inherit", GLOBAL, 0},
     {"log", GLOBAL, 0},
     {"log_level", GLOBAL, 0},
+    {"listen", GOSSIP, 0},
+    {"peers", GOSSIP, SL_MAX_PEERS},
+    {"interval", GOSSIP, 0},
+    {"peer_timeout", GOSSIP, 0},
+    {"alone_share", GOSSIP, 0},
+    {"key_file", GOSSIP, 0},
 };
 
 #define NRULES (sizeof option_rules / sizeof option_rules[0])
@@ -212,6 +254,75 @@ const char *conf_parse_rate(const char *text, uint64_t *count, uint64_t *period_
     *count = n;
     *period_ns = period;
     return NULL;
+}
+
+/* Byte counts: decimal units are powers of 1000, binary ones of 1024, and
+ * the case matters (Mb would be megabits: refused, not guessed at). */
+static const struct {
+    const char *unit;
+    uint64_t bytes;
+} byte_units[] = {
+    /* conf_format_bytes takes the first that divides: the largest rank,
+     * and in a rank the decimal unit first (512000 is 512KB, not 500KiB) */
+    {"GB", 1000000000}, {"GiB", 1ull << 30}, {"MB", 1000000}, {"MiB", 1ull << 20},
+    {"KB", 1000},       {"KiB", 1ull << 10}, {"B", 1},        {"", 1},
+};
+
+#define NBYTE_UNITS (sizeof byte_units / sizeof byte_units[0])
+
+/* What a byte rate or burst may reach: 1000 GB (a GCRA interval is kept in
+ * whole picoseconds, so a second cannot be split into more parts). */
+#define BYTES_MAX 1000000000000ull
+
+/* N, or N and a unit, up to `end` (NULL: the end of the text). */
+static const char *parse_bytes(const char *text, const char *end, uint64_t *out)
+{
+    const char *p;
+    uint64_t n;
+    if (!parse_u64(text, &p, &n)) return "";
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    for (size_t i = 0; i < NBYTE_UNITS; i++) {
+        if (strlen(byte_units[i].unit) != len || strncmp(p, byte_units[i].unit, len) != 0) continue;
+        if (n == 0) return "must be at least 1B";
+        if (n > BYTES_MAX / byte_units[i].bytes) return "must be at most 1000GB";
+        *out = n * byte_units[i].bytes;
+        return NULL;
+    }
+    return "";
+}
+
+const char *conf_parse_bytes(const char *text, uint64_t *bytes)
+{
+    static __thread char msg[64];
+    const char *bad = parse_bytes(text, NULL, bytes);
+    if (!bad) return NULL;
+    if (!*bad) return "is not a number of bytes (N or N with B, KB, MB, GB, KiB, MiB or GiB)";
+    snprintf(msg, sizeof msg, "is not a number of bytes: it %s", bad);
+    return msg;
+}
+
+const char *conf_parse_byte_rate(const char *text, uint64_t *bytes_per_sec)
+{
+    static __thread char msg[64];
+    const char *slash = strchr(text, '/');
+    const char *bad =
+        slash && strcmp(slash, "/s") == 0 ? parse_bytes(text, slash, bytes_per_sec) : "";
+    if (!bad) return NULL;
+    if (!*bad)
+        return "is not a byte rate (N/s with B, KB, MB, GB, KiB, MiB or GiB: 512KB/s, 2MB/s, "
+               "1GiB/s)";
+    snprintf(msg, sizeof msg, "is not a byte rate: it %s/s", bad);
+    return msg;
+}
+
+void conf_format_bytes(uint64_t bytes, char *buf, size_t len)
+{
+    for (size_t i = 0; i < NBYTE_UNITS; i++) {
+        if (bytes % byte_units[i].bytes == 0) {
+            snprintf(buf, len, "%" PRIu64 "%s", bytes / byte_units[i].bytes, byte_units[i].unit);
+            return;
+        }
+    }
 }
 
 static const struct {
@@ -374,19 +485,139 @@ const char *conf_parse_dest(const char *text, struct conf_dest *d)
     return parse_host(addr, strlen(addr), d->host);
 }
 
+const char *conf_parse_hostport(const char *text, char *out, size_t outlen)
+{
+    static const char *const bad =
+        "is not address:port (like 10.0.0.2:7946 or [2001:db8::2]:7946; no host names)";
+    char addr[INET6_ADDRSTRLEN], norm[INET6_ADDRSTRLEN];
+    const char *port;
+    int family;
+    size_t n;
+    if (text[0] == '[') {
+        const char *close = strchr(text, ']');
+        if (!close || close[1] != ':') return bad;
+        family = AF_INET6;
+        n = (size_t)(close - text - 1);
+        text++;
+        port = close + 2;
+    } else {
+        const char *colon = strrchr(text, ':');
+        if (!colon) return bad;
+        family = AF_INET;
+        n = (size_t)(colon - text);
+        port = colon + 1;
+    }
+    if (n == 0 || n >= sizeof addr) return bad;
+    memcpy(addr, text, n);
+    addr[n] = 0;
+    unsigned char bin[16];
+    if (inet_pton(family, addr, bin) != 1) return bad;
+    const char *end;
+    uint16_t p;
+    if (!parse_port(port, &end, &p) || *end) return "has a port that is not 1..65535";
+    inet_ntop(family, bin, norm, sizeof norm);
+    if ((size_t)snprintf(out, outlen, family == AF_INET6 ? "[%s]:%u" : "%s:%u", norm, p) >= outlen)
+        return bad; /* cannot happen: 128 bytes hold any */
+    return NULL;
+}
+
+/* Where a path given in the config is opened: relative to the config
+ * file's directory (inline rules: the working directory). */
+static const char *join_path(const char *path, char *joined, size_t len, const char **open_path)
+{
+    *open_path = path;
+    if (path[0] == 0) return "is not a file name";
+    if (path[0] != '/' && conf_ctx && conf_ctx->dir) {
+        if ((size_t)snprintf(joined, len, "%s/%s", conf_ctx->dir, path) >= len)
+            return "is too long a path";
+        *open_path = joined;
+    }
+    return NULL;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* The key file's checks, in this order: it opens, it is a regular file,
+ * other users can neither read nor write it (a key they can read is no
+ * secret; one they can write is not ours), it holds 64 hex characters and
+ * nothing else but white space. The text read is wiped before returning. */
+const char *conf_read_key(const char *path, uint8_t key[32], char *resolved, size_t resolvedlen)
+{
+    static __thread char msg[128];
+    static const char *const bad_text = "does not hold a key: 64 hex characters (32 bytes)";
+    char joined[PATH_MAX], text[256];
+    const char *open_path, *bad;
+    if ((bad = join_path(path, joined, sizeof joined, &open_path))) return bad;
+    int fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not hang the load */
+    if (fd < 0) goto fail;
+    struct stat st;
+    if (fstat(fd, &st) != 0) goto fail_fd;
+    bad = !S_ISREG(st.st_mode)               ? "is not a regular file"
+          : st.st_mode & S_IROTH             ? "can be read by every user: chmod 600 it"
+          : st.st_mode & S_IWOTH             ? "can be written by every user: chmod 600 it"
+          : st.st_size >= (off_t)sizeof text ? bad_text
+                                             : NULL;
+    if (bad) {
+        close(fd);
+        return bad;
+    }
+    size_t got = 0;
+    for (;;) { /* up to one byte more than a key with white space may use */
+        ssize_t r = read(fd, text + got, sizeof text - 1 - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            explicit_bzero(text, sizeof text);
+            close(fd);
+            errno = e;
+            goto fail;
+        }
+        if (r == 0 || (got += (size_t)r) == sizeof text - 1) break;
+    }
+    close(fd);
+    text[got] = 0;
+    bad = got >= 64 ? NULL : bad_text;
+    for (size_t i = 0; !bad && i < 64; i++)
+        if (hex_digit(text[i]) < 0) bad = bad_text;
+    for (size_t i = 64; !bad && i < got; i++)
+        if (!isspace((unsigned char)text[i])) bad = bad_text;
+    char real[PATH_MAX];
+    if (!bad && !realpath(open_path, real)) {
+        snprintf(msg, sizeof msg, "cannot be read: %s", strerror(errno));
+        bad = msg;
+    }
+    if (!bad && strlen(real) >= resolvedlen) bad = "is too long a path";
+    if (!bad) {
+        for (size_t i = 0; i < 32; i++)
+            key[i] = (uint8_t)(hex_digit(text[2 * i]) << 4 | hex_digit(text[2 * i + 1]));
+        strcpy(resolved, real);
+    }
+    explicit_bzero(text, sizeof text);
+    return bad;
+fail_fd : {
+    int e = errno;
+    close(fd);
+    errno = e;
+}
+fail:
+    snprintf(msg, sizeof msg, "cannot be read: %s", strerror(errno));
+    return msg;
+}
+
 const char *conf_read_reply(const char *path, char **buf, size_t *len, char *resolved,
                             size_t resolvedlen)
 {
     static __thread char msg[128];
     char joined[PATH_MAX];
-    const char *open_path = path;
-    if (path[0] == 0) return "is not a file name";
-    if (path[0] != '/' && conf_ctx && conf_ctx->dir) {
-        if ((size_t)snprintf(joined, sizeof joined, "%s/%s", conf_ctx->dir, path) >= sizeof joined)
-            return "is too long a path";
-        open_path = joined;
-    }
-    int fd = open(open_path, O_RDONLY | O_CLOEXEC);
+    const char *open_path, *bad;
+    if ((bad = join_path(path, joined, sizeof joined, &open_path))) return bad;
+    int fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not hang the load */
     if (fd < 0) goto fail;
     struct stat st;
     if (fstat(fd, &st) != 0) goto fail_fd;
@@ -504,7 +735,20 @@ static const char *check_enum_dir(const char *v, const char *const *names, const
     return NULL;
 }
 
-static const char *check_value(const char *name, const char *v, enum sl_dir dir, bool global)
+static const char *check_duration_range(const char *v, uint64_t lo, uint64_t hi)
+{
+    static __thread char msg[96];
+    uint64_t ns;
+    const char *bad = conf_parse_duration(v, &ns);
+    if (bad || (ns >= lo && ns <= hi)) return bad;
+    char a[32], b[32];
+    conf_format_duration(lo, a, sizeof a);
+    conf_format_duration(hi, b, sizeof b);
+    snprintf(msg, sizeof msg, "is out of range (%s..%s)", a, b);
+    return msg;
+}
+
+static const char *check_value(const char *name, const char *v, enum sl_dir dir)
 {
     static const unsigned per_dirs[] = {IN, IN, OUT, IN | OUT};
     static const unsigned action_dirs[] = {IN | OUT, IN, OUT};
@@ -513,6 +757,7 @@ static const char *check_value(const char *name, const char *v, enum sl_dir dir,
     struct sl_port_range r;
     struct sl_cidr c;
     struct conf_dest d;
+    char text[128];
 
     if (strcmp(name, "port") == 0) return conf_parse_port_range(v, &r);
     if (strcmp(name, "local") == 0 || strcmp(name, "from") == 0 || strcmp(name, "exempt") == 0)
@@ -520,6 +765,11 @@ static const char *check_value(const char *name, const char *v, enum sl_dir dir,
     if (strcmp(name, "to") == 0) return conf_parse_dest(v, &d);
     if (strcmp(name, "rate") == 0) return conf_parse_rate(v, &u, &w);
     if (strcmp(name, "algorithm") == 0) return conf_parse_enum(v, conf_alg_names, &i);
+    if (strcmp(name, "recv_rate") == 0 || strcmp(name, "send_rate") == 0)
+        return conf_parse_byte_rate(v, &u);
+    if (strcmp(name, "recv_burst") == 0 || strcmp(name, "send_burst") == 0)
+        return conf_parse_bytes(v, &u);
+    if (strcmp(name, "scope") == 0) return conf_parse_enum(v, conf_scope_names, &i);
     if (strcmp(name, "per") == 0) return check_enum_dir(v, conf_per_names, per_dirs, dir);
     if (strcmp(name, "action") == 0) return check_enum_dir(v, conf_action_names, action_dirs, dir);
     if (strcmp(name, "max_delay") == 0) return conf_parse_duration(v, &u);
@@ -536,7 +786,19 @@ static const char *check_value(const char *name, const char *v, enum sl_dir dir,
     if (strcmp(name, "on_full") == 0) return conf_parse_enum(v, conf_on_full_names, &i);
     if (strcmp(name, "log") == 0) return conf_parse_enum(v, conf_log_names, &i);
     if (strcmp(name, "log_level") == 0) return conf_parse_enum(v, conf_log_level_names, &i);
-    (void)global;
+    if (strcmp(name, "listen") == 0 || strcmp(name, "peers") == 0)
+        return conf_parse_hostport(v, text, sizeof text);
+    if (strcmp(name, "interval") == 0)
+        return check_duration_range(v, CONF_GOSSIP_INTERVAL_MIN, CONF_GOSSIP_INTERVAL_MAX);
+    if (strcmp(name, "peer_timeout") == 0) /* against interval: at the section's end */
+        return conf_parse_duration(v, &u);
+    if (strcmp(name, "key_file") == 0) {
+        uint8_t key[32];
+        char path[256];
+        const char *bad = conf_read_key(v, key, path, sizeof path);
+        explicit_bzero(key, sizeof key);
+        return bad;
+    }
     return NULL;
 }
 
@@ -551,6 +813,10 @@ static int check_int(cfg_t *cfg, cfg_opt_t *opt, long v)
         hi = 32;
     else if (strcmp(opt->name, "prefix6") == 0)
         hi = 128;
+    else if (strcmp(opt->name, "conns") == 0)
+        hi = CONF_CONNS_MAX;
+    else if (strcmp(opt->name, "alone_share") == 0)
+        lo = 1, hi = 100;
     if (v >= lo && v <= hi) return 0;
     char value[32], msg[64];
     snprintf(value, sizeof value, "%ld", v);
@@ -567,10 +833,10 @@ static int check_int(cfg_t *cfg, cfg_opt_t *opt, long v)
 static int validate_option(cfg_t *cfg, cfg_opt_t *opt)
 {
     const struct option_rule *rule = find_rule(opt->name);
-    bool global = cfg->title == NULL;
-    enum sl_dir dir = global ? SL_IN : conf_section_dir(cfg);
+    bool in_rule = cfg->title != NULL;
+    enum sl_dir dir = in_rule ? conf_section_dir(cfg) : SL_IN;
     if (!rule || opt->nvalues == 0) return 0;
-    if (!global && !(rule->scope & (dir == SL_IN ? IN : OUT))) {
+    if (in_rule && !(rule->where & (dir == SL_IN ? IN : OUT))) {
         conf_fail(cfg, cfg->line, NULL, NULL, "option '%s' is only for %s rules", opt->name,
                   dir == SL_IN ? "outbound" : "inbound");
         return -1;
@@ -579,7 +845,7 @@ static int validate_option(cfg_t *cfg, cfg_opt_t *opt)
     if (opt->type != CFGT_STR) return 0;
 
     const char *v = cfg_opt_getnstr(opt, opt->nvalues - 1);
-    const char *bad = check_value(opt->name, v ? v : "", dir, global);
+    const char *bad = check_value(opt->name, v ? v : "", dir);
     if (bad) {
         conf_fail(cfg, cfg->line, opt->name, v ? v : "", "%s", bad);
         return -1;
@@ -605,6 +871,17 @@ static int validate_option(cfg_t *cfg, cfg_opt_t *opt)
         conf_fail(cfg, cfg->line, opt->name, v, "is one entry too many (at most %d)", rule->max);
         return -1;
     }
+    if (strcmp(opt->name, "peers") == 0) { /* the same peer twice would count twice */
+        char a[128], b[128];
+        conf_parse_hostport(v, a, sizeof a);
+        for (unsigned i = 0; i + 1 < opt->nvalues; i++) {
+            conf_parse_hostport(cfg_opt_getnstr(opt, i), b, sizeof b);
+            if (strcmp(a, b) == 0) {
+                conf_fail(cfg, cfg->line, opt->name, v, "is listed twice");
+                return -1;
+            }
+        }
+    }
     return 0;
 }
 
@@ -613,6 +890,63 @@ static const struct conf_seen *seen_find(const char *name)
     for (int i = 0; i < conf_ctx->nseen; i++)
         if (strcmp(conf_ctx->seen[i].name, name) == 0) return &conf_ctx->seen[i];
     return NULL;
+}
+
+/* The numbers of the connection rate must work for the algorithm. */
+static int check_rate(cfg_t *sec, int line, const char *rate)
+{
+    uint64_t count, period;
+    int alg;
+    conf_parse_rate(rate, &count, &period);
+    conf_parse_enum(cfg_getstr(sec, "algorithm"), conf_alg_names, &alg);
+    uint64_t burst = cfg_size(sec, "burst") ? (uint64_t)cfg_getint(sec, "burst") : count;
+    struct sl_limit l;
+    if (sl_limit_init(&l, (enum sl_alg)alg, count, period, count) != 0) {
+        if (alg == SL_ALG_SLIDING || alg == SL_ALG_FIXED)
+            conf_fail(
+                sec, line, "rate", rate,
+                "is more than algorithm %s can count (at most %" PRIu64 " per period)",
+                conf_alg_names[alg],
+                (uint64_t)(alg == SL_ALG_SLIDING ? SL_SLIDING_MAX_COUNT : SL_FIXED_MAX_COUNT));
+        else
+            conf_fail(sec, line, "rate", rate, "is too fast or too slow to keep");
+        return -1;
+    }
+    if (sl_limit_init(&l, (enum sl_alg)alg, count, period, burst) != 0) {
+        char b[32];
+        snprintf(b, sizeof b, "%" PRIu64, burst);
+        conf_fail(sec, line, "burst", b, "is too large for rate %s", rate);
+        return -1;
+    }
+    return 0;
+}
+
+uint64_t conf_default_byte_burst(uint64_t bytes_per_sec)
+{
+    return bytes_per_sec >= 10 ? bytes_per_sec / 10 : 1;
+}
+
+/* A byte rate and its burst: the burst needs the rate, and must fit it. */
+static int check_bytes(cfg_t *sec, int line, const char *rate_opt, const char *burst_opt)
+{
+    const char *rate = cfg_getstr(sec, rate_opt), *burst_text = cfg_getstr(sec, burst_opt);
+    if (!rate) {
+        if (!burst_text) return 0;
+        conf_fail(sec, line, burst_opt, burst_text, "needs %s", rate_opt);
+        return -1;
+    }
+    uint64_t bps, burst;
+    conf_parse_byte_rate(rate, &bps);
+    if (burst_text)
+        conf_parse_bytes(burst_text, &burst);
+    else
+        burst = conf_default_byte_burst(bps);
+    struct sl_limit l;
+    if (sl_limit_init(&l, SL_ALG_GCRA, bps, SL_NS_PER_SEC, burst) != 0) {
+        conf_fail(sec, line, burst_opt, burst_text, "is too large for %s %s", rate_opt, rate);
+        return -1;
+    }
+    return 0;
 }
 
 /* Checks what needs more than one option, once the rule's closing brace
@@ -646,8 +980,12 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
         return -1;
     }
     const char *rate = cfg_getstr(sec, "rate");
-    if (!rate) {
-        conf_fail(sec, line, NULL, NULL, "option 'rate' is missing");
+    const char *recv_rate = cfg_getstr(sec, "recv_rate");
+    const char *send_rate = cfg_getstr(sec, "send_rate");
+    long conns = cfg_size(sec, "conns") ? cfg_getint(sec, "conns") : 0;
+    if (!rate && !recv_rate && !send_rate && conns == 0) {
+        conf_fail(sec, line, NULL, NULL,
+                  "needs at least one of rate, recv_rate, send_rate or conns");
         return -1;
     }
     if (dir == SL_OUT && cfg_size(sec, "to") == 0) {
@@ -672,36 +1010,60 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
         }
     }
 
-    /* The numbers must work for the algorithm. */
-    uint64_t count, period;
-    int alg;
-    conf_parse_rate(rate, &count, &period);
-    conf_parse_enum(cfg_getstr(sec, "algorithm"), conf_alg_names, &alg);
-    uint64_t burst = cfg_size(sec, "burst") ? (uint64_t)cfg_getint(sec, "burst") : count;
-    struct sl_limit l;
-    if (sl_limit_init(&l, (enum sl_alg)alg, count, period, count) != 0) {
-        if (alg == SL_ALG_SLIDING || alg == SL_ALG_FIXED)
-            conf_fail(
-                sec, line, "rate", rate,
-                "is more than algorithm %s can count (at most %" PRIu64 " per period)",
-                conf_alg_names[alg],
-                (uint64_t)(alg == SL_ALG_SLIDING ? SL_SLIDING_MAX_COUNT : SL_FIXED_MAX_COUNT));
-        else
-            conf_fail(sec, line, "rate", rate, "is too fast or too slow to keep");
+    const char *scope = cfg_getstr(sec, "scope");
+    if (!rate && strcmp(scope, "cluster") == 0) {
+        conf_fail(sec, line, "scope", scope,
+                  "needs a rate (a cluster shares the connection rate only)");
         return -1;
     }
-    if (sl_limit_init(&l, (enum sl_alg)alg, count, period, burst) != 0) {
-        char b[32];
-        snprintf(b, sizeof b, "%" PRIu64, burst);
-        conf_fail(sec, line, "burst", b, "is too large for rate %s", rate);
+    if (check_bytes(sec, line, "recv_rate", "recv_burst") != 0 ||
+        check_bytes(sec, line, "send_rate", "send_burst") != 0)
         return -1;
-    }
+    if (rate && check_rate(sec, line, rate) != 0) return -1;
 
     struct conf_seen *s = &conf_ctx->seen[conf_ctx->nseen++];
     snprintf(s->name, sizeof s->name, "%s", name);
     s->dir = dir;
     s->line = line;
     s->is_inline = conf_ctx->is_inline;
+    return 0;
+}
+
+/* Checks the gossip section once its closing brace is read: at most one,
+ * the required options, and peer_timeout against interval. */
+static int validate_gossip(cfg_t *parent, cfg_opt_t *opt)
+{
+    cfg_t *sec = cfg_opt_getnsec(opt, opt->nvalues - 1);
+    conf_ctx->section = NULL;
+    int line = conf_section_line(sec);
+    if (conf_ctx->gossip_line) {
+        if (conf_ctx->gossip_inline)
+            conf_fail(sec, line, NULL, NULL, "there is already a gossip section in inline rule %d",
+                      conf_ctx->gossip_line);
+        else
+            conf_fail(sec, line, NULL, NULL, "there is already a gossip section on line %d",
+                      conf_ctx->gossip_line);
+        return -1;
+    }
+    static const char *const required[] = {"listen", "peers", "key_file"};
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+        if (cfg_size(sec, required[i]) == 0) {
+            conf_fail(sec, line, NULL, NULL, "option '%s' is missing", required[i]);
+            return -1;
+        }
+    }
+    const char *timeout = cfg_getstr(sec, "peer_timeout");
+    uint64_t interval, peer_timeout;
+    conf_parse_duration(cfg_getstr(sec, "interval"), &interval);
+    if (timeout && conf_parse_duration(timeout, &peer_timeout) == NULL &&
+        peer_timeout <= interval) {
+        char d[32];
+        conf_format_duration(interval, d, sizeof d);
+        conf_fail(sec, line, "peer_timeout", timeout, "must be longer than interval (%s)", d);
+        return -1;
+    }
+    conf_ctx->gossip_line = line;
+    conf_ctx->gossip_inline = conf_ctx->is_inline;
     return 0;
 }
 
@@ -713,8 +1075,12 @@ cfg_t *conf_cfg_new(void)
     char path[64];
     for (size_t i = 0; i < NRULES; i++) {
         const struct option_rule *r = &option_rules[i];
-        if (r->scope & GLOBAL) cfg_set_validate_func(cfg, r->name, validate_option);
-        if (r->scope & RULE) {
+        if (r->where & GLOBAL) cfg_set_validate_func(cfg, r->name, validate_option);
+        if (r->where & GOSSIP) {
+            snprintf(path, sizeof path, "gossip|%s", r->name);
+            cfg_set_validate_func(cfg, path, validate_option);
+        }
+        if (r->where & RULE) {
             /* every rule option is known to both sections; the validator
              * refuses the ones for the other direction */
             snprintf(path, sizeof path, "inbound|%s", r->name);
@@ -725,5 +1091,6 @@ cfg_t *conf_cfg_new(void)
     }
     cfg_set_validate_func(cfg, "inbound", validate_rule);
     cfg_set_validate_func(cfg, "outbound", validate_rule);
+    cfg_set_validate_func(cfg, "gossip", validate_gossip);
     return cfg;
 }

@@ -1,6 +1,8 @@
 /* print.c - a config in its normalised form: every option of every rule
  * written out with its defaults filled in, itself a config file that loads
- * back into the same struct and prints the same again.
+ * back into the same struct and prints the same again. Limits a rule does
+ * not have (rate, recv_rate, send_rate, conns) are left out rather than
+ * written as zero; the gossip section names its key file, never the key.
  *
  * Strings are double-quoted with \\, \", \$ (libconfuse expands ${VAR} in
  * double quotes) and octal escapes for control characters.
@@ -77,6 +79,40 @@ static void put_to(FILE *out, const struct sl_rule *r)
     fputs("}\n", out);
 }
 
+static void put_bytes(FILE *out, const char *rate_key, const char *burst_key,
+                      const struct sl_limit *l, const char *rate_text)
+{
+    char buf[32];
+    if (!l->count) return;
+    put_key(out, "    ", rate_key);
+    fprintf(out, "\"%s\"\n", rate_text);
+    conf_format_bytes(l->burst, buf, sizeof buf);
+    put_key(out, "    ", burst_key);
+    fprintf(out, "\"%s\"\n", buf);
+}
+
+/* The gossip section: the key file's path, never the key. */
+static void put_gossip(FILE *out, const struct sl_gossip *g)
+{
+    char buf[32];
+    fputs("\ngossip {\n", out);
+    fprintf(out, "    %-12s = ", "listen");
+    put_string(out, g->listen);
+    fprintf(out, "\n    %-12s = {", "peers");
+    for (int i = 0; i < g->npeers; i++) {
+        fputs(i ? ", " : "", out);
+        put_string(out, g->peers[i]);
+    }
+    conf_format_duration(g->interval_ns, buf, sizeof buf);
+    fprintf(out, "}\n    %-12s = %s\n", "interval", buf);
+    conf_format_duration(g->peer_timeout_ns, buf, sizeof buf);
+    fprintf(out, "    %-12s = %s\n", "peer_timeout", buf);
+    fprintf(out, "    %-12s = %u\n", "alone_share", g->alone_share_pct);
+    fprintf(out, "    %-12s = ", "key_file");
+    put_string(out, g->key_file);
+    fputs("\n}\n", out);
+}
+
 static void put_rule(FILE *out, const struct sl_rule *r)
 {
     char buf[64];
@@ -90,12 +126,22 @@ static void put_rule(FILE *out, const struct sl_rule *r)
         put_to(out, r);
     }
     put_cidrs(out, "exempt", r->exempt, r->nexempt);
-    put_key(out, "    ", "rate");
-    fprintf(out, "\"%s\"\n", r->rate_text);
-    put_key(out, "    ", "burst");
-    fprintf(out, "%llu\n", (unsigned long long)r->limit.burst);
-    put_key(out, "    ", "algorithm");
-    fprintf(out, "%s\n", conf_alg_names[r->limit.alg]);
+    if (r->limit.count) {
+        put_key(out, "    ", "rate");
+        fprintf(out, "\"%s\"\n", r->rate_text);
+        put_key(out, "    ", "burst");
+        fprintf(out, "%llu\n", (unsigned long long)r->limit.burst);
+        put_key(out, "    ", "algorithm");
+        fprintf(out, "%s\n", conf_alg_names[r->limit.alg]);
+    }
+    put_bytes(out, "recv_rate", "recv_burst", &r->recv_limit, r->recv_rate_text);
+    put_bytes(out, "send_rate", "send_burst", &r->send_limit, r->send_rate_text);
+    if (r->conns) {
+        put_key(out, "    ", "conns");
+        fprintf(out, "%u\n", r->conns);
+    }
+    put_key(out, "    ", "scope");
+    fprintf(out, "%s\n", conf_scope_names[r->scope]);
     put_key(out, "    ", "per");
     fprintf(out, "%s\n", conf_per_names[r->per]);
     if (in) {
@@ -148,6 +194,7 @@ void sl_conf_print(const struct sl_config *c, FILE *out)
     fprintf(out, "%s\n", conf_log_names[c->log]);
     put_key(out, "", "log_level");
     fprintf(out, "%s\n", conf_log_level_names[c->log_level]);
+    if (c->gossip.enabled) put_gossip(out, &c->gossip);
     for (int i = 0; i < c->nrules; i++)
         put_rule(out, &c->rules[i]);
 }

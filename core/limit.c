@@ -221,10 +221,11 @@ uint64_t sl_limit_take(const struct sl_limit *l, uint64_t tat, uint64_t now, uin
     uint64_t room_ns = horizon - base;
     u128 avail = (u128)room_ns * 1000 / l->interval_ps;
     uint64_t granted = avail < want ? (uint64_t)avail : want;
+    uint64_t need = want < quantum ? want : quantum;
+    if (need > l->burst) need = l->burst ? l->burst : 1;
+    if (need == 0) need = 1;
     *wait_ns = 0;
-    if (granted == 0) {
-        uint64_t need = want < quantum ? want : quantum;
-        if (need > l->burst) need = l->burst ? l->burst : 1;
+    if (granted < need) {
         uint64_t ready = base + gcra_cost_ns(l, need);
         *wait_ns = ready > horizon ? ready - horizon : 1;
         *next = tat;

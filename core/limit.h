@@ -58,10 +58,11 @@ void sl_limit_step(const struct sl_limit *l, uint64_t old, uint64_t now, uint64_
                    uint64_t slack_ns, uint64_t *next, struct sl_verdict *v);
 
 /* Takes up to `want` units (bytes) from a GCRA bucket at once: returns how
- * many it granted and the state to publish in *next. When it grants
- * nothing, *wait_ns says how long until at least min(want, `quantum`) units
- * are there. Partial grants are the point: a read or write may be shorter
- * than asked. */
+ * many it granted and the state to publish in *next. It grants nothing
+ * until at least min(want, `quantum`, burst) units are there, and then
+ * *wait_ns says how long that takes: so a throttled transfer moves in
+ * quanta, not in the slivers that build up between two calls. Partial
+ * grants are the point: a read or write may be shorter than asked. */
 uint64_t sl_limit_take(const struct sl_limit *l, uint64_t old, uint64_t now, uint64_t want,
                        uint64_t quantum, uint64_t *next, uint64_t *wait_ns);
 

@@ -14,10 +14,8 @@
 static void forget(int fd)
 {
     if (!atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed)) return;
-    if (sl_fd_get(fd)) {
-        sl_ready_forget(fd);
-        sl_fd_forget(fd);
-    }
+    sl_ready_forget(fd); /* epoll fds and registrations too: one load when there are none */
+    if (sl_fd_get(fd)) sl_fd_forget(fd);
 }
 
 SL_EXPORT int close(int fd)

@@ -35,10 +35,32 @@ if [ -x tests/fuzz/run.sh ]; then
     stage fuzz tests/fuzz/run.sh "${FUZZ_SECONDS:-20}"
     grep -q '^fuzz: ok' "$log" && passed=$((passed + $(grep -c '^fuzz: ok' "$log")))
 fi
+count_integration() {
+    local ip
+    ip=$(sed -n 's/^integration: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log")
+    ip=${ip:-0 1}
+    passed=$((passed + ${ip% *})); failed=$((failed + ${ip#* }))
+}
 stage integration tests/integration/run.sh
-ip=$(sed -n 's/^integration: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log")
-ip=${ip:-0 1}
-passed=$((passed + ${ip% *})); failed=$((failed + ${ip#* }))
+count_integration
+
+# The same real programs with the shim built with ASan+UBSan (the runtime
+# must come first in LD_PRELOAD: SLUICE_PRELOAD_FIRST tells `sluice run` to
+# put it there, for the programs under the shim only). Any report
+# fails the stage: the program dies (halt_on_error) and the log is kept.
+asan_logs=$(mktemp -d /tmp/sluice-asan-XXXXXX)
+asan_run() {
+    make -j"$jobs" SAN=asan all &&
+    SLUICE_BUILD="$PWD/build/asan" SLUICE_PRELOAD_FIRST="$(gcc -print-file-name=libasan.so)" \
+    ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:log_path=$asan_logs/asan" \
+    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$asan_logs/ubsan" \
+        tests/integration/run.sh inbound nginx outbound fork dry_run bw_download conns_inbound &&
+    ! ls "$asan_logs"/* >/dev/null 2>&1
+}
+stage integration-asan asan_run
+count_integration
+ls "$asan_logs"/* >/dev/null 2>&1 && { echo "sanitizer reports:"; cat "$asan_logs"/*; }
+rm -rf "$asan_logs"
 rm -f "$log"
 
 for s in "${stages_failed[@]:-}"; do [ -n "$s" ] && echo "stage failed: $s"; done

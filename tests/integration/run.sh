@@ -4,10 +4,16 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 pass=0; fail=0; failed=()
-only=${1:-}
+# Arguments: substrings; only tests whose names contain one of them run.
+matches() {
+    [ $# -le 1 ] && return 0
+    local name=$1; shift
+    for f in "$@"; do [[ "$name" == *"$f"* ]] && return 0; done
+    return 1
+}
 for t in "$here"/test_*.py; do
     name=$(basename "$t" .py)
-    [ -n "$only" ] && [[ "$name" != *"$only"* ]] && continue
+    matches "$name" "$@" || continue
     log=$(mktemp /tmp/sluice-it-XXXXXX.log)
     start=$(date +%s.%N)
     if timeout -k 5 180 python3 "$t" >"$log" 2>&1; then

@@ -1,9 +1,12 @@
 /* test_conf.c - conf/: files, inline rules, defaults, the exact error
- * messages, on_error when a load fails, printing, host names.
+ * messages, on_error when a load fails, printing, host names, byte and
+ * concurrency limits, the gossip section.
  *
  * Fixtures live in tests/fixtures (or $SLUICE_FIXTURES) and are named for
  * what they hold. Host names never reach real DNS: a fake resolver knows
- * api.vendor.example (127.0.0.7) and nothing else.
+ * api.vendor.example (127.0.0.7) and nothing else. Git does not keep file
+ * modes, so setup() makes the fixture key files mode 600 before each test
+ * (a key file others can read is refused).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../conf/conf.h"
@@ -63,6 +67,8 @@ static void fake_release(struct addrinfo *res)
 
 static int setup(void **state)
 {
+    assert_int_equal(chmod(FIXTURE("gossip.key"), 0600), 0);
+    assert_int_equal(chmod(FIXTURE("gossip-key-bad.key"), 0600), 0);
     sl_conf_set_resolver(fake_resolve, fake_release);
     unsetenv("SLUICE_ON_ERROR");
     resolver_calls = 0;
@@ -151,14 +157,49 @@ static void assert_prints_same_after_reload(const struct sl_config *c)
         const struct sl_rule *a = &c->rules[i], *b = &again->rules[i];
         assert_string_equal(a->name, b->name);
         assert_memory_equal(&a->limit, &b->limit, sizeof a->limit);
+        assert_memory_equal(&a->recv_limit, &b->recv_limit, sizeof a->recv_limit);
+        assert_memory_equal(&a->send_limit, &b->send_limit, sizeof a->send_limit);
+        assert_string_equal(a->rate_text, b->rate_text);
+        assert_string_equal(a->recv_rate_text, b->recv_rate_text);
+        assert_string_equal(a->send_rate_text, b->send_rate_text);
+        assert_int_equal(a->conns, b->conns);
+        assert_int_equal(a->scope, b->scope);
         assert_int_equal(a->nports, b->nports);
         assert_int_equal(a->reply_len, b->reply_len);
     }
+    assert_memory_equal(&c->gossip, &again->gossip, sizeof c->gossip);
     sl_conf_free(again);
     free(first);
     free(second);
     unlink(path);
 }
+
+/* A key file in a new temporary directory, with the given text and mode.
+ * Returns its path (static); remove_key() cleans up. */
+static const char *write_key(const char *text, mode_t mode)
+{
+    static char dir[64], path[128];
+    snprintf(dir, sizeof dir, "/tmp/sluice-key-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/gossip.key", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    assert_int_equal(chmod(path, mode), 0);
+    return path;
+}
+
+static void remove_key(const char *path)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s", path);
+    *strrchr(dir, '/') = 0;
+    unlink(path);
+    rmdir(dir);
+}
+
+#define KEY_HEX "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 
 /* ---- every option ------------------------------------------------------- */
 
@@ -175,6 +216,25 @@ static void all_options_file_sets_every_global(void **state)
     assert_int_equal(c->log_level, SL_LOG_DEBUG);
     assert_int_equal(c->nrules, 2);
     assert_string_equal(c->source, FIXTURE("all-options.conf"));
+    sl_conf_free(c);
+}
+
+static void all_options_file_sets_every_gossip_option(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("all-options.conf"), NULL);
+    const struct sl_gossip *g = &c->gossip;
+    assert_true(g->enabled);
+    assert_string_equal(g->listen, "127.0.0.2:7946");
+    assert_int_equal(g->npeers, 2);
+    assert_string_equal(g->peers[0], "127.0.0.3:7946");
+    assert_string_equal(g->peers[1], "[::1]:7946");
+    assert_int_equal(g->interval_ns, 250 * MS);
+    assert_int_equal(g->peer_timeout_ns, 2 * SEC);
+    assert_int_equal(g->alone_share_pct, 60);
+    assert_true(g->key_file[0] == '/');
+    assert_non_null(strstr(g->key_file, "/gossip.key"));
+    for (int i = 0; i < 32; i++)
+        assert_int_equal(g->key[i], i); /* 000102...1f */
     sl_conf_free(c);
 }
 
@@ -207,6 +267,16 @@ static void all_options_file_sets_every_field_of_the_inbound_rule(void **state)
     assert_int_equal(r->limit.period_ns, SEC);
     assert_int_equal(r->limit.burst, 10);
     assert_int_equal(r->limit.interval_ps, 50 * MS * 1000);
+    assert_string_equal(r->recv_rate_text, "512KB/s");
+    assert_int_equal(r->recv_limit.alg, SL_ALG_GCRA);
+    assert_int_equal(r->recv_limit.count, 512000);
+    assert_int_equal(r->recv_limit.period_ns, SEC);
+    assert_int_equal(r->recv_limit.burst, 65536);
+    assert_string_equal(r->send_rate_text, "2MB/s");
+    assert_int_equal(r->send_limit.count, 2000000);
+    assert_int_equal(r->send_limit.burst, 1048576);
+    assert_int_equal(r->conns, 5);
+    assert_int_equal(r->scope, SL_SCOPE_CLUSTER);
     assert_int_equal(r->per, SL_PER_PREFIX);
     assert_int_equal(r->prefix4, 20);
     assert_int_equal(r->prefix6, 40);
@@ -244,6 +314,14 @@ static void all_options_file_sets_every_field_of_the_outbound_rule(void **state)
     assert_int_equal(r->limit.count, 100);
     assert_int_equal(r->limit.period_ns, 10 * SEC);
     assert_int_equal(r->limit.burst, 5);
+    assert_string_equal(r->recv_rate_text, "1GiB/s");
+    assert_int_equal(r->recv_limit.count, 1073741824);
+    assert_int_equal(r->recv_limit.burst, 1000);
+    assert_string_equal(r->send_rate_text, "3B/s");
+    assert_int_equal(r->send_limit.count, 3);
+    assert_int_equal(r->send_limit.burst, 3);
+    assert_int_equal(r->conns, 1000000);
+    assert_int_equal(r->scope, SL_SCOPE_LOCAL);
     assert_int_equal(r->per, SL_PER_DESTINATION);
     assert_int_equal(r->action, SL_ACT_REJECT);
     assert_null(r->reply);
@@ -268,6 +346,7 @@ static void nothing_to_load_gives_defaults_and_no_rules(void **state)
     assert_int_equal(c->log_level, SL_LOG_INFO);
     assert_int_equal(c->nrules, 0);
     assert_string_equal(c->source, "defaults");
+    assert_false(c->gossip.enabled);
     sl_conf_free(c);
 
     c = load_ok(NULL, "  ; ");
@@ -292,6 +371,22 @@ static void inbound_rule_defaults_to_peer_reject_gcra_and_burst_n(void **state)
     assert_null(r->reply);
     assert_int_equal(r->reply_len, 0);
     assert_false(r->dry_run);
+    sl_conf_free(c);
+}
+
+static void a_rule_has_no_byte_or_concurrency_limit_and_local_scope_by_default(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("defaults.conf"), NULL);
+    for (int i = 0; i < c->nrules; i++) {
+        const struct sl_rule *r = &c->rules[i];
+        assert_int_equal(r->recv_limit.count, 0);
+        assert_int_equal(r->send_limit.count, 0);
+        assert_string_equal(r->recv_rate_text, "");
+        assert_string_equal(r->send_rate_text, "");
+        assert_int_equal(r->conns, 0);
+        assert_int_equal(r->scope, SL_SCOPE_LOCAL);
+    }
+    assert_false(c->gossip.enabled);
     sl_conf_free(c);
 }
 
@@ -383,6 +478,367 @@ static void an_address_with_a_port_in_to_gives_the_rule_its_ports(void **state)
     sl_conf_free(c);
 }
 
+/* ---- byte and concurrency limits --------------------------------------- */
+
+static void byte_rates_take_decimal_and_binary_units(void **state)
+{
+    struct sl_config *c = load_ok(NULL, "in recv_rate=2MB/s; in recv_rate=1MiB/s; "
+                                        "in recv_rate=512KB/s; in send_rate=1GB/s; "
+                                        "in send_rate=3B/s; in send_rate=2000/s; "
+                                        "in send_rate=1024000B/s; in send_rate=1536KiB/s; "
+                                        "in send_rate=1000GB/s");
+    static const struct {
+        uint64_t bytes;
+        const char *text;
+    } want[] = {
+        {2000000, "2MB/s"},
+        {1048576, "1MiB/s"},
+        {512000, "512KB/s"},
+        {1000000000, "1GB/s"},
+        {3, "3B/s"},
+        {2000, "2KB/s"},
+        {1024000, "1024KB/s"},
+        {1572864, "1536KiB/s"},
+        {1000000000000ull, "1000GB/s"},
+    };
+    for (int i = 0; i < 9; i++) {
+        const struct sl_rule *r = &c->rules[i];
+        const struct sl_limit *l = i < 3 ? &r->recv_limit : &r->send_limit;
+        const char *text = i < 3 ? r->recv_rate_text : r->send_rate_text;
+        assert_int_equal(l->alg, SL_ALG_GCRA);
+        assert_int_equal(l->count, want[i].bytes);
+        assert_int_equal(l->period_ns, SEC);
+        assert_string_equal(text, want[i].text);
+        assert_int_equal((i < 3 ? &r->send_limit : &r->recv_limit)->count, 0);
+    }
+    sl_conf_free(c);
+}
+
+static void byte_bursts_default_to_a_tenth_of_a_second_and_take_units(void **state)
+{
+    struct sl_config *c = load_ok(NULL, "in recv_rate=2MB/s; in send_rate=5B/s; "
+                                        "in recv_rate=1MiB/s recv_burst=64KiB; "
+                                        "in send_rate=1MB/s send_burst=1500; "
+                                        "in send_rate=1MB/s send_burst=2MB");
+    assert_int_equal(c->rules[0].recv_limit.burst, 200000);
+    assert_int_equal(c->rules[1].send_limit.burst, 1); /* at least one byte */
+    assert_int_equal(c->rules[2].recv_limit.burst, 65536);
+    assert_int_equal(c->rules[3].send_limit.burst, 1500);
+    assert_int_equal(c->rules[4].send_limit.burst, 2000000);
+    sl_conf_free(c);
+}
+
+static void bandwidth_limits_file_sets_both_directions_with_and_without_a_rate(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("bandwidth-limits.conf"), NULL);
+    const struct sl_rule *r = rule(c, "downloads");
+    assert_int_equal(r->limit.count, 0); /* no connection rate */
+    assert_string_equal(r->rate_text, "");
+    assert_string_equal(r->send_rate_text, "2MB/s");
+    assert_int_equal(r->send_limit.count, 2000000);
+    assert_int_equal(r->send_limit.period_ns, SEC);
+    assert_int_equal(r->send_limit.burst, 200000);
+    assert_int_equal(r->send_limit.interval_ps, 500000); /* 0.5 ns a byte */
+    assert_string_equal(r->recv_rate_text, "512KB/s");
+    assert_int_equal(r->recv_limit.count, 512000);
+    assert_int_equal(r->recv_limit.burst, 65536);
+    assert_int_equal(r->conns, 0);
+
+    r = rule(c, "mirror");
+    assert_string_equal(r->rate_text, "10/s");
+    assert_int_equal(r->limit.count, 10);
+    assert_string_equal(r->recv_rate_text, "1MiB/s");
+    assert_int_equal(r->recv_limit.count, 1048576);
+    assert_int_equal(r->recv_limit.burst, 104857);
+    assert_string_equal(r->send_rate_text, "1GiB/s");
+    assert_int_equal(r->send_limit.count, 1073741824);
+    assert_int_equal(r->send_limit.burst, 1000000);
+    sl_conf_free(c);
+}
+
+static void conns_alone_is_a_whole_rule_and_delay_waits_for_a_place(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("conns-only.conf"), NULL);
+    const struct sl_rule *r = rule(c, "db");
+    assert_int_equal(r->conns, 20);
+    static const struct sl_limit none;
+    assert_memory_equal(&r->limit, &none, sizeof none);
+    assert_memory_equal(&r->recv_limit, &none, sizeof none);
+    assert_memory_equal(&r->send_limit, &none, sizeof none);
+    assert_int_equal(r->action, SL_ACT_REJECT);
+    r = rule(c, "api");
+    assert_int_equal(r->conns, 4);
+    assert_int_equal(r->limit.count, 0);
+    assert_int_equal(r->action, SL_ACT_DELAY);
+    assert_int_equal(r->max_delay_ns, 2 * SEC);
+    sl_conf_free(c);
+}
+
+static void burst_and_algorithm_without_a_rate_are_ignored(void **state)
+{
+    struct sl_config *c = load_ok(NULL, "in conns=3 burst=5 algorithm=sliding");
+    static const struct sl_limit none;
+    assert_memory_equal(&c->rules[0].limit, &none, sizeof none);
+    char *text = print_to_string(c);
+    assert_null(strstr(text, "rate"));
+    assert_null(strstr(text, "burst"));
+    assert_null(strstr(text, "algorithm"));
+    assert_non_null(strstr(text, "    conns       = 3\n"));
+    free(text);
+    sl_conf_free(c);
+}
+
+static void inline_rules_take_byte_rates_conns_and_scope(void **state)
+{
+    struct sl_config *c = load_ok(NULL, "in port=80 send_rate=2MB/s conns=5; "
+                                        "out to=192.0.2.1 recv_rate=1MiB/s recv_burst=1KiB "
+                                        "conns=1000000 scope=local");
+    const struct sl_rule *r = &c->rules[0];
+    assert_int_equal(r->ports[0].lo, 80);
+    assert_int_equal(r->send_limit.count, 2000000);
+    assert_int_equal(r->recv_limit.count, 0);
+    assert_int_equal(r->conns, 5);
+    assert_int_equal(r->limit.count, 0);
+    r = &c->rules[1];
+    assert_int_equal(r->recv_limit.count, 1048576);
+    assert_int_equal(r->recv_limit.burst, 1024);
+    assert_int_equal(r->conns, 1000000);
+    assert_int_equal(r->scope, SL_SCOPE_LOCAL);
+    sl_conf_free(c);
+}
+
+/* ---- gossip ------------------------------------------------------------- */
+
+static void gossip_three_nodes_file_fills_interval_timeout_and_share(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("gossip-three-nodes.conf"), NULL);
+    const struct sl_gossip *g = &c->gossip;
+    assert_true(g->enabled);
+    assert_string_equal(g->listen, "127.0.0.2:7946");
+    assert_int_equal(g->npeers, 2);
+    assert_string_equal(g->peers[0], "127.0.0.3:7946");
+    assert_string_equal(g->peers[1], "127.0.0.4:7946");
+    assert_int_equal(g->interval_ns, 100 * MS);
+    assert_int_equal(g->peer_timeout_ns, SEC); /* 10 intervals */
+    assert_int_equal(g->alone_share_pct, 34);  /* ceil(100 / 3) */
+    assert_true(g->key_file[0] == '/');
+    assert_non_null(strstr(g->key_file, "/gossip.key"));
+    for (int i = 0; i < 32; i++)
+        assert_int_equal(g->key[i], i);
+    assert_int_equal(c->rules[0].scope, SL_SCOPE_CLUSTER);
+    assert_int_equal(c->rules[0].limit.count, 300);
+    sl_conf_free(c);
+}
+
+static void alone_share_defaults_to_an_equal_share_rounded_up(void **state)
+{
+    const char *key = write_key(KEY_HEX "\n", 0600);
+    static const struct {
+        const char *peers;
+        uint32_t share;
+    } cases[] = {
+        {"10.0.0.2:1", 50},
+        {"10.0.0.2:1,10.0.0.3:1,10.0.0.4:1", 25},
+        {"10.0.0.2:1,10.0.0.3:1,10.0.0.4:1,10.0.0.5:1,10.0.0.6:1,10.0.0.7:1", 15},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char rules[512];
+        snprintf(rules, sizeof rules, "gossip listen=10.0.0.1:1 peers=%s key_file=%s",
+                 cases[i].peers, key);
+        struct sl_config *c = load_ok(NULL, rules);
+        assert_int_equal(c->gossip.alone_share_pct, cases[i].share);
+        sl_conf_free(c);
+    }
+    remove_key(key);
+}
+
+static void an_inline_gossip_section_takes_every_option_in_any_order(void **state)
+{
+    /* the group may read the key; white space may follow it */
+    const char *key = write_key(KEY_HEX " \n\t\n", 0640);
+    char rules[512];
+    snprintf(rules, sizeof rules, /* the cluster rule comes before the section it needs */
+             "in rate=10/s scope=cluster; "
+             "gossip listen=[2001:DB8::0:1]:7946 peers=[::ffff:10.0.0.3]:7946,10.0.0.4:65535 "
+             "interval=20ms alone_share=100 key_file=%s",
+             key);
+    struct sl_config *c = load_ok(NULL, rules);
+    const struct sl_gossip *g = &c->gossip;
+    assert_string_equal(g->listen, "[2001:db8::1]:7946");
+    assert_string_equal(g->peers[0], "[::ffff:10.0.0.3]:7946");
+    assert_string_equal(g->peers[1], "10.0.0.4:65535");
+    assert_int_equal(g->interval_ns, 20 * MS);
+    assert_int_equal(g->peer_timeout_ns, 200 * MS);
+    assert_int_equal(g->alone_share_pct, 100);
+    assert_int_equal(g->key[31], 0x1f);
+    assert_int_equal(c->rules[0].scope, SL_SCOPE_CLUSTER);
+    assert_prints_same_after_reload(c);
+    sl_conf_free(c);
+    remove_key(key);
+}
+
+static void byte_and_conns_errors_each_get_their_own_words(void **state)
+{
+    assert_error(NULL, "in recv_rate=2Mb/s",
+                 "inline rule 1: inbound \"in-1\": option 'recv_rate': '2Mb/s' is not a byte rate "
+                 "(N/s with B, KB, MB, GB, KiB, MiB or GiB: 512KB/s, 2MB/s, 1GiB/s)");
+    assert_error(NULL, "in send_rate=2MB",
+                 "inline rule 1: inbound \"in-1\": option 'send_rate': '2MB' is not a byte rate "
+                 "(N/s with B, KB, MB, GB, KiB, MiB or GiB: 512KB/s, 2MB/s, 1GiB/s)");
+    assert_error(NULL, "in send_rate=2MB/m",
+                 "inline rule 1: inbound \"in-1\": option 'send_rate': '2MB/m' is not a byte rate "
+                 "(N/s with B, KB, MB, GB, KiB, MiB or GiB: 512KB/s, 2MB/s, 1GiB/s)");
+    assert_error(NULL, "in recv_rate=0KB/s",
+                 "inline rule 1: inbound \"in-1\": option 'recv_rate': '0KB/s' is not a byte "
+                 "rate: it must be at least 1B/s");
+    assert_error(NULL, "in recv_rate=1001GB/s",
+                 "inline rule 1: inbound \"in-1\": option 'recv_rate': '1001GB/s' is not a byte "
+                 "rate: it must be at most 1000GB/s");
+    assert_error(NULL, "in recv_rate=1MB/s recv_burst=64kb",
+                 "inline rule 1: inbound \"in-1\": option 'recv_burst': '64kb' is not a number of "
+                 "bytes (N or N with B, KB, MB, GB, KiB, MiB or GiB)");
+    assert_error(NULL, "in recv_rate=1MB/s recv_burst=0",
+                 "inline rule 1: inbound \"in-1\": option 'recv_burst': '0' is not a number of "
+                 "bytes: it must be at least 1B");
+    assert_error(NULL, "in recv_rate=1MB/s send_burst=64KiB",
+                 "inline rule 1: inbound \"in-1\": option 'send_burst': '64KiB' needs send_rate");
+    assert_error(NULL, "out to=192.0.2.1 send_rate=1B/s send_burst=1000GB",
+                 "inline rule 1: outbound \"out-1\": option 'send_burst': '1000GB' is too large "
+                 "for send_rate 1B/s");
+    assert_error(NULL, "in conns=1000001",
+                 "inline rule 1: inbound \"in-1\": option 'conns': '1000001' is out of range "
+                 "(0..1000000)");
+    assert_error(NULL, "in conns=-1",
+                 "inline rule 1: inbound \"in-1\": option 'conns': '-1' is not a whole number");
+    assert_error(NULL, "in rate=1/s scope=global",
+                 "inline rule 1: inbound \"in-1\": option 'scope': 'global' is not one of local, "
+                 "cluster");
+}
+
+static void a_cluster_rule_needs_a_gossip_section_and_a_rate(void **state)
+{
+    assert_file_error("cluster-without-gossip.conf",
+                      "2: inbound \"api\": option 'scope': 'cluster' needs a gossip section");
+    assert_error(NULL, "in rate=1/s; out to=192.0.2.1 rate=1/s scope=cluster",
+                 "inline rule 2: outbound \"out-1\": option 'scope': 'cluster' needs a gossip "
+                 "section");
+    assert_error(NULL, "in conns=5 send_rate=1MB/s scope=cluster",
+                 "inline rule 1: inbound \"in-1\": option 'scope': 'cluster' needs a rate (a "
+                 "cluster shares the connection rate only)");
+}
+
+static void gossip_errors_each_get_their_own_words(void **state)
+{
+    char rules[512];
+    const char *key = FIXTURE("gossip.key");
+#define GOSSIP_ERROR(opts, words)                                                                  \
+    do {                                                                                           \
+        snprintf(rules, sizeof rules, "gossip key_file=%s %s", key, opts);                         \
+        assert_error(NULL, rules, "inline rule 1: gossip: " words);                                \
+    } while (0)
+    GOSSIP_ERROR("peers=10.0.0.2:1", "option 'listen' is missing");
+    GOSSIP_ERROR("listen=10.0.0.1:1", "option 'peers' is missing");
+    assert_error(NULL, "gossip listen=10.0.0.1:1 peers=10.0.0.2:1",
+                 "inline rule 1: gossip: option 'key_file' is missing");
+    GOSSIP_ERROR("listen=gossip.example:7946",
+                 "option 'listen': 'gossip.example:7946' is not address:port (like "
+                 "10.0.0.2:7946 or [2001:db8::2]:7946; no host names)");
+    GOSSIP_ERROR("listen=10.0.0.1", "option 'listen': '10.0.0.1' is not address:port (like "
+                                    "10.0.0.2:7946 or [2001:db8::2]:7946; no host names)");
+    GOSSIP_ERROR("listen=2001:db8::1:7946",
+                 "option 'listen': '2001:db8::1:7946' is not address:port (like 10.0.0.2:7946 or "
+                 "[2001:db8::2]:7946; no host names)");
+    GOSSIP_ERROR("listen=10.0.0.1:0",
+                 "option 'listen': '10.0.0.1:0' has a port that is not 1..65535");
+    GOSSIP_ERROR("listen=[::1]:65536",
+                 "option 'listen': '[::1]:65536' has a port that is not 1..65535");
+    GOSSIP_ERROR("peers=10.0.0.2:1,10.0.0.3:1,10.0.0.2:1",
+                 "option 'peers': '10.0.0.2:1' is listed twice");
+    GOSSIP_ERROR("peers=1.0.0.1:1,1.0.0.2:1,1.0.0.3:1,1.0.0.4:1,1.0.0.5:1,1.0.0.6:1,1.0.0.7:1,"
+                 "1.0.0.8:1,1.0.0.9:1,1.0.0.10:1,1.0.0.11:1,1.0.0.12:1,1.0.0.13:1,1.0.0.14:1,"
+                 "1.0.0.15:1,1.0.0.16:1,1.0.0.17:1",
+                 "option 'peers': '1.0.0.17:1' is one entry too many (at most 16)");
+    GOSSIP_ERROR("interval=0", "option 'interval': '0' is out of range (1ms..10s)");
+    GOSSIP_ERROR("interval=11s", "option 'interval': '11s' is out of range (1ms..10s)");
+    GOSSIP_ERROR("interval=fast", "option 'interval': 'fast' is not a duration (like 250us, "
+                                  "500ms, 10s, 2m, 1h, 1d)");
+    GOSSIP_ERROR("listen=10.0.0.1:1 peers=10.0.0.2:1 interval=1s peer_timeout=1s",
+                 "option 'peer_timeout': '1s' must be longer than interval (1s)");
+    GOSSIP_ERROR("listen=10.0.0.1:1 peers=10.0.0.2:1 peer_timeout=50ms",
+                 "option 'peer_timeout': '50ms' must be longer than interval (100ms)");
+    GOSSIP_ERROR("listen=10.0.0.1:1 peers=10.0.0.2:1 peer_timeout=0",
+                 "option 'peer_timeout': '0' must be longer than interval (100ms)");
+    GOSSIP_ERROR("alone_share=0", "option 'alone_share': '0' is out of range (1..100)");
+    GOSSIP_ERROR("alone_share=101", "option 'alone_share': '101' is out of range (1..100)");
+    GOSSIP_ERROR("listn=10.0.0.1:1", "option 'listn' is unknown");
+#undef GOSSIP_ERROR
+}
+
+static void a_second_gossip_section_is_refused(void **state)
+{
+    assert_file_error("gossip-twice.conf",
+                      "8: gossip: there is already a gossip section on line 2");
+    char rules[512];
+    snprintf(rules, sizeof rules, "gossip listen=10.0.0.1:1 peers=10.0.0.2:1 key_file=%s",
+             FIXTURE("gossip.key"));
+    assert_error(FIXTURE("gossip-three-nodes.conf"), rules,
+                 "inline rule 1: gossip: there is already a gossip section on line 3");
+    char twice[2 * sizeof rules + 2];
+    snprintf(twice, sizeof twice, "%s; %s", rules, rules);
+    assert_error(NULL, twice,
+                 "inline rule 2: gossip: there is already a gossip section in inline rule 1");
+}
+
+static void a_key_file_must_hold_64_hex_characters(void **state)
+{
+    assert_file_error("gossip-key-bad.conf",
+                      "5: gossip: option 'key_file': 'gossip-key-bad.key' does not hold a key: "
+                      "64 hex characters (32 bytes)");
+    static const char *const bad[] = {
+        "",
+        KEY_HEX "00\n",                                                     /* 66 characters */
+        "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n", /* 62 */
+        "  " KEY_HEX "\n",                                                  /* white space first */
+        KEY_HEX "\n# a comment\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *key = write_key(bad[i], 0600);
+        char rules[256], expected[512];
+        snprintf(rules, sizeof rules, "gossip listen=10.0.0.1:1 peers=10.0.0.2:1 key_file=%s", key);
+        snprintf(expected, sizeof expected,
+                 "inline rule 1: gossip: option 'key_file': '%s' does not hold a key: 64 hex "
+                 "characters (32 bytes)",
+                 key);
+        assert_error(NULL, rules, expected);
+        remove_key(key);
+    }
+}
+
+static void a_key_file_others_can_read_or_write_is_refused(void **state)
+{
+    static const struct {
+        mode_t mode;
+        const char *words;
+    } cases[] = {
+        {0644, "can be read by every user: chmod 600 it"},
+        {0602, "can be written by every user: chmod 600 it"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        const char *key = write_key(KEY_HEX "\n", cases[i].mode);
+        char rules[256], expected[512];
+        snprintf(rules, sizeof rules, "gossip listen=10.0.0.1:1 peers=10.0.0.2:1 key_file=%s", key);
+        snprintf(expected, sizeof expected, "inline rule 1: gossip: option 'key_file': '%s' %s",
+                 key, cases[i].words);
+        assert_error(NULL, rules, expected);
+        remove_key(key);
+    }
+    assert_error(NULL, "gossip listen=10.0.0.1:1 peers=10.0.0.2:1 key_file=/nonexistent/k",
+                 "inline rule 1: gossip: option 'key_file': '/nonexistent/k' cannot be read: No "
+                 "such file or directory");
+    assert_error(NULL, "gossip listen=10.0.0.1:1 peers=10.0.0.2:1 key_file=/tmp",
+                 "inline rule 1: gossip: option 'key_file': '/tmp' is not a regular file");
+}
+
 /* ---- host names --------------------------------------------------------- */
 
 static void a_host_name_is_resolved_at_load_with_the_injected_resolver(void **state)
@@ -472,7 +928,7 @@ static void inline_errors_name_the_rule_by_its_number(void **state)
                  "inline rule 3: inbound \"in-2\": option 'rate': '1/x' is not a rate "
                  "(N/s, N/m, N/h, N/d or N/<duration>)");
     assert_error(NULL, "in rate=1/s; sideways rate=1/s",
-                 "inline rule 2: 'sideways' is not in, out or global");
+                 "inline rule 2: 'sideways' is not in, out, global or gossip");
     assert_error(NULL, "in rate", "inline rule 1: 'rate' is not key=value");
     assert_error(NULL, "in rate='1/s", "inline rule 1: has an unterminated quote");
     assert_error(NULL, "in rate=1/s ratee=2/s",
@@ -505,9 +961,13 @@ static void an_inline_rule_may_not_reuse_a_file_rule_name(void **state)
 
 /* ---- error messages ----------------------------------------------------- */
 
-static void a_missing_rate_is_reported_on_the_rule_line(void **state)
+static void a_rule_that_limits_nothing_is_reported_on_the_rule_line(void **state)
 {
-    assert_file_error("rate-missing.conf", "2: inbound \"web\": option 'rate' is missing");
+    assert_file_error("limit-missing.conf", "2: inbound \"web\": needs at least one of rate, "
+                                            "recv_rate, send_rate or conns");
+    assert_error(NULL, "in port=80 conns=0",
+                 "inline rule 1: inbound \"in-1\": needs at least one of rate, recv_rate, "
+                 "send_rate or conns");
 }
 
 static void an_unknown_option_is_reported_on_its_line_after_comments(void **state)
@@ -683,7 +1143,7 @@ static void on_error_defaults_to_open_when_a_load_fails(void **state)
 {
     enum sl_on_error oe = SL_ON_ERROR_CLOSED;
     char err[256];
-    assert_null(sl_conf_load(FIXTURE("rate-missing.conf"), NULL, &oe, err, sizeof err));
+    assert_null(sl_conf_load(FIXTURE("limit-missing.conf"), NULL, &oe, err, sizeof err));
     assert_int_equal(oe, SL_ON_ERROR_OPEN);
 }
 
@@ -692,7 +1152,7 @@ static void sluice_on_error_in_the_environment_overrides_the_file(void **state)
     enum sl_on_error oe;
     char err[256];
     setenv("SLUICE_ON_ERROR", "closed", 1);
-    assert_null(sl_conf_load(FIXTURE("rate-missing.conf"), NULL, &oe, err, sizeof err));
+    assert_null(sl_conf_load(FIXTURE("limit-missing.conf"), NULL, &oe, err, sizeof err));
     assert_int_equal(oe, SL_ON_ERROR_CLOSED);
     struct sl_config *c = sl_conf_load(NULL, NULL, &oe, err, sizeof err);
     assert_non_null(c);
@@ -751,14 +1211,54 @@ static void printing_writes_defaults_out_explicitly(void **state)
     sl_conf_free(c);
 }
 
+static void printing_byte_limits_conns_and_gossip_loads_back_and_prints_the_same(void **state)
+{
+    static const char *const files[] = {"bandwidth-limits.conf", "conns-only.conf",
+                                        "gossip-three-nodes.conf"};
+    for (size_t i = 0; i < 3; i++) {
+        struct sl_config *c = load_ok(FIXTURE(files[i]), NULL);
+        assert_prints_same_after_reload(c);
+        sl_conf_free(c);
+    }
+}
+
+static void printing_writes_new_options_and_never_the_key(void **state)
+{
+    struct sl_config *c = load_ok(FIXTURE("gossip-three-nodes.conf"),
+                                  "in send_rate=1536KiB/s recv_rate=2MB/s conns=7");
+    char *text = print_to_string(c);
+    assert_non_null(strstr(text, "\ngossip {\n"
+                                 "    listen       = \"127.0.0.2:7946\"\n"
+                                 "    peers        = {\"127.0.0.3:7946\", \"127.0.0.4:7946\"}\n"
+                                 "    interval     = 100ms\n"
+                                 "    peer_timeout = 1s\n"
+                                 "    alone_share  = 34\n"
+                                 "    key_file     = \"/"));
+    assert_non_null(strstr(text, "/gossip.key\"\n}\n"));
+    assert_null(strstr(text, KEY_HEX));
+    assert_null(strstr(text, "0001020304"));
+    assert_non_null(strstr(text, "    scope       = cluster\n"));
+    assert_non_null(strstr(text, "    recv_rate   = \"2MB/s\"\n"
+                                 "    recv_burst  = \"200KB\"\n"
+                                 "    send_rate   = \"1536KiB/s\"\n"
+                                 "    send_burst  = \"157286B\"\n"
+                                 "    conns       = 7\n"
+                                 "    scope       = local\n"));
+    free(text);
+    sl_conf_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(all_options_file_sets_every_global, setup),
+        cmocka_unit_test_setup(all_options_file_sets_every_gossip_option, setup),
         cmocka_unit_test_setup(all_options_file_sets_every_field_of_the_inbound_rule, setup),
         cmocka_unit_test_setup(all_options_file_sets_every_field_of_the_outbound_rule, setup),
         cmocka_unit_test_setup(nothing_to_load_gives_defaults_and_no_rules, setup),
         cmocka_unit_test_setup(inbound_rule_defaults_to_peer_reject_gcra_and_burst_n, setup),
+        cmocka_unit_test_setup(a_rule_has_no_byte_or_concurrency_limit_and_local_scope_by_default,
+                               setup),
         cmocka_unit_test_setup(outbound_rule_defaults_to_rule_delay_10s_and_etimedout, setup),
         cmocka_unit_test_setup(outbound_reject_defaults_to_econnrefused, setup),
         cmocka_unit_test_setup(per_prefix_defaults_to_24_and_48_bit_prefixes, setup),
@@ -767,6 +1267,22 @@ int main(void)
         cmocka_unit_test_setup(max_delay_takes_every_unit_and_zero, setup),
         cmocka_unit_test_setup(errno_takes_a_name_or_a_positive_number, setup),
         cmocka_unit_test_setup(an_address_with_a_port_in_to_gives_the_rule_its_ports, setup),
+        cmocka_unit_test_setup(byte_rates_take_decimal_and_binary_units, setup),
+        cmocka_unit_test_setup(byte_bursts_default_to_a_tenth_of_a_second_and_take_units, setup),
+        cmocka_unit_test_setup(bandwidth_limits_file_sets_both_directions_with_and_without_a_rate,
+                               setup),
+        cmocka_unit_test_setup(conns_alone_is_a_whole_rule_and_delay_waits_for_a_place, setup),
+        cmocka_unit_test_setup(burst_and_algorithm_without_a_rate_are_ignored, setup),
+        cmocka_unit_test_setup(inline_rules_take_byte_rates_conns_and_scope, setup),
+        cmocka_unit_test_setup(gossip_three_nodes_file_fills_interval_timeout_and_share, setup),
+        cmocka_unit_test_setup(alone_share_defaults_to_an_equal_share_rounded_up, setup),
+        cmocka_unit_test_setup(an_inline_gossip_section_takes_every_option_in_any_order, setup),
+        cmocka_unit_test_setup(byte_and_conns_errors_each_get_their_own_words, setup),
+        cmocka_unit_test_setup(a_cluster_rule_needs_a_gossip_section_and_a_rate, setup),
+        cmocka_unit_test_setup(gossip_errors_each_get_their_own_words, setup),
+        cmocka_unit_test_setup(a_second_gossip_section_is_refused, setup),
+        cmocka_unit_test_setup(a_key_file_must_hold_64_hex_characters, setup),
+        cmocka_unit_test_setup(a_key_file_others_can_read_or_write_is_refused, setup),
         cmocka_unit_test_setup(a_host_name_is_resolved_at_load_with_the_injected_resolver, setup),
         cmocka_unit_test_setup(a_host_name_that_does_not_resolve_is_kept_with_no_addresses, setup),
         cmocka_unit_test_setup(inline_rules_take_the_same_options_and_lists, setup),
@@ -775,7 +1291,7 @@ int main(void)
         cmocka_unit_test_setup(inline_errors_name_the_rule_by_its_number, setup),
         cmocka_unit_test_setup(inline_rules_follow_file_rules_and_their_globals_win, setup),
         cmocka_unit_test_setup(an_inline_rule_may_not_reuse_a_file_rule_name, setup),
-        cmocka_unit_test_setup(a_missing_rate_is_reported_on_the_rule_line, setup),
+        cmocka_unit_test_setup(a_rule_that_limits_nothing_is_reported_on_the_rule_line, setup),
         cmocka_unit_test_setup(an_unknown_option_is_reported_on_its_line_after_comments, setup),
         cmocka_unit_test_setup(a_bad_rate_names_file_line_option_and_value, setup),
         cmocka_unit_test_setup(an_inbound_option_in_an_outbound_rule_is_refused, setup),
@@ -800,6 +1316,9 @@ int main(void)
         cmocka_unit_test_setup(printing_defaults_and_inline_rules_loads_back_and_prints_the_same,
                                setup),
         cmocka_unit_test_setup(printing_writes_defaults_out_explicitly, setup),
+        cmocka_unit_test_setup(printing_byte_limits_conns_and_gossip_loads_back_and_prints_the_same,
+                               setup),
+        cmocka_unit_test_setup(printing_writes_new_options_and_never_the_key, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
