@@ -49,5 +49,18 @@ for i in range(6):
 print("  (one every 0.25 s: queued, none failed)")
 PY
 echo
-echo "== what sluice logged (rate-limited):"
-head -5 /tmp/sluice-demo.log
+bw=$((port + 1))
+www=$(mktemp -d /tmp/sluice-demo-www-XXXXXX)
+head -c 3000000 /dev/zero > "$www/3MB.bin"
+echo "== bandwidth: --in 'port=$bw send_rate=1MB/s' on http.server, curl downloads 3 MB"
+build/sluice run --in "port=$bw send_rate=1MB/s" -- python3 -m http.server "$bw" --bind 127.0.0.1 \
+    --directory "$www" >/dev/null 2>&1 &
+bwserver=$!
+trap 'kill $server $bwserver 2>/dev/null; wait 2>/dev/null; rm -rf "$www"' EXIT
+for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$bw/" && break; sleep 0.05; done
+curl -s -o /dev/null -w '  %{size_download} bytes in %{time_total} s = %{speed_download} bytes/s\n' \
+    "http://127.0.0.1:$bw/3MB.bin"
+echo "  (expected: 100 kB burst, then 1 MB/s: about 2.9 s)"
+echo
+echo "== what sluice logged (at most 10 lines at once, then 5 a second):"
+grep 'sluice\[' /tmp/sluice-demo.log | head -5
