@@ -3,7 +3,8 @@
 # only those missing (apt-get update runs only if something is missing).
 set -eu
 pkgs=(gcc make pkg-config libc6-dev libconfuse-dev libjemalloc-dev libcmocka-dev libsodium-dev
-      clang libclang-rt-14-dev python3 curl nginx-light wrk procps iproute2)
+      clang libclang-rt-14-dev python3 curl nginx-light wrk procps iproute2
+      redis-server redis-tools nodejs util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

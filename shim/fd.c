@@ -190,13 +190,3 @@ void sl_fd_postfork_child(int parent)
             sl_table_conn_postfork_child(rt->table, (int32_t)i, parent);
 }
 
-/* Until the readiness layer is linked in (ready.c), nothing to tell it. */
-__attribute__((weak)) void sl_ready_throttle(int fd, enum sl_io io, uint64_t until_ns)
-{
-}
-__attribute__((weak)) void sl_ready_forget(int fd)
-{
-}
-__attribute__((weak)) void sl_ready_after_fork_child(void)
-{
-}
