@@ -150,11 +150,33 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
         }
     }
 
+    r->scope = (enum sl_scope)enum_value(sec, "scope", conf_scope_names);
+    if (r->scope == SL_SCOPE_CLUSTER && !c->gossip.enabled) {
+        conf_fail(sec, seen->line, "scope", "cluster", "needs a gossip section");
+        return -1;
+    }
     if (cfg_getstr(sec, "rate")) { /* none: limit stays zeroed, burst and algorithm unused */
         uint64_t count, period;
         conf_parse_rate(cfg_getstr(sec, "rate"), &count, &period);
         format_rate(count, period, r->rate_text, sizeof r->rate_text);
         enum sl_alg alg = (enum sl_alg)enum_value(sec, "algorithm", conf_alg_names);
+        /* A cluster shares per-origin window counts (core/cluster.c): its
+         * algorithm is the sliding window, and another one written is an
+         * error rather than silently replaced. */
+        if (r->scope == SL_SCOPE_CLUSTER) {
+            bool written = cfg_getopt(sec, "algorithm")->flags & CFGF_MODIFIED;
+            if (written && alg != SL_ALG_SLIDING) {
+                conf_fail(sec, seen->line, "algorithm", cfg_getstr(sec, "algorithm"),
+                          "is not available with scope = cluster (it counts a sliding window)");
+                return -1;
+            }
+            alg = SL_ALG_SLIDING;
+            if (count > SL_SLIDING_MAX_COUNT) {
+                conf_fail(sec, seen->line, "rate", cfg_getstr(sec, "rate"),
+                          "is too many for one sliding window (at most %u)", SL_SLIDING_MAX_COUNT);
+                return -1;
+            }
+        }
         uint64_t burst = cfg_size(sec, "burst") ? (uint64_t)cfg_getint(sec, "burst") : count;
         sl_limit_init(&r->limit, alg, count, period, burst); /* checked by the validator */
     }
@@ -163,11 +185,6 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
     byte_limit(sec, "send_rate", "send_burst", &r->send_limit, r->send_rate_text,
                sizeof r->send_rate_text);
     r->conns = cfg_size(sec, "conns") ? (uint32_t)cfg_getint(sec, "conns") : 0;
-    r->scope = (enum sl_scope)enum_value(sec, "scope", conf_scope_names);
-    if (r->scope == SL_SCOPE_CLUSTER && !c->gossip.enabled) {
-        conf_fail(sec, seen->line, "scope", "cluster", "needs a gossip section");
-        return -1;
-    }
 
     r->per = cfg_getstr(sec, "per") ? (enum sl_per)enum_value(sec, "per", conf_per_names)
              : dir == SL_IN         ? SL_PER_PEER

@@ -47,6 +47,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sodium.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -59,14 +60,13 @@
 
 typedef unsigned __int128 u128;
 
-#define M20 ((1ull << 20) - 1)
-#define M24 ((1ull << 24) - 1)
+#define M20   ((1ull << 20) - 1)
+#define M24   ((1ull << 24) - 1)
 #define NEVER (UINT64_MAX / 4)
 
 const char *const sl_cluster_counter_names[SL_CC_NCOUNTERS] = {
-    "tx_packets",    "tx_bytes",        "tx_errors",       "tx_test_dropped",
-    "rx_packets",    "rx_bytes",        "rx_records",      "rec_unknown_rule",
-    "rec_old",       "remote_overflow", "local_overflow",  "reused",
+    "tx_packets", "tx_bytes",         "tx_errors", "tx_test_dropped", "rx_packets",     "rx_bytes",
+    "rx_records", "rec_unknown_rule", "rec_old",   "remote_overflow", "local_overflow", "reused",
 };
 
 /* ---- window words ---------------------------------------------------- */
@@ -161,7 +161,8 @@ static size_t layout_bytes(uint32_t nslots)
 static uint32_t cluster_slots(uint32_t table_slots)
 {
     uint32_t want = table_slots / 4, n = 1024;
-    while (n < want && n < (1u << 26)) n <<= 1;
+    while (n < want && n < (1u << 26))
+        n <<= 1;
     return n;
 }
 
@@ -185,9 +186,12 @@ static uint64_t fingerprint(const struct sl_config *cfg, uint32_t nslots)
 {
     char buf[64];
     uint64_t h = sl_name_hash(cfg->gossip.listen);
-    snprintf(buf, sizeof buf, "%u/%d/%zu", nslots, cfg->gossip.npeers, sizeof(struct sl_chdr));
+    snprintf(buf, sizeof buf, "%u/%d/%zu/%zu/%zu/%zu", nslots, cfg->gossip.npeers,
+             sizeof(struct sl_chdr), offsetof(struct sl_chdr, self),
+             offsetof(struct sl_chdr, counters), sizeof(struct sl_centry));
     h = h * 31 + sl_name_hash(buf);
-    for (int i = 0; i < cfg->gossip.npeers; i++) h = h * 31 + sl_name_hash(cfg->gossip.peers[i]);
+    for (int i = 0; i < cfg->gossip.npeers; i++)
+        h = h * 31 + sl_name_hash(cfg->gossip.peers[i]);
     return h | 1;
 }
 
@@ -216,8 +220,8 @@ static void hdr_init(struct sl_chdr *h, const struct sl_config *cfg, uint32_t ns
 
 /* Maps the named state, creating it when missing or when the existing one
  * was made for another layout or peer list. */
-static void *map_named(const struct sl_config *cfg, const char *name, uint32_t nslots,
-                       size_t bytes, char *err, size_t errlen)
+static void *map_named(const struct sl_config *cfg, const char *name, uint32_t nslots, size_t bytes,
+                       char *err, size_t errlen)
 {
     uint64_t fp = fingerprint(cfg, nslots);
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -314,7 +318,8 @@ struct sl_cluster *sl_cluster_create(const struct sl_config *cfg, const char *sh
     c->norig = 1 + g->npeers;
     c->peer_timeout_ns = g->peer_timeout_ns ? g->peer_timeout_ns : 10 * g->interval_ns;
     atomic_store_explicit(&c->hdr->peer_timeout_ns, c->peer_timeout_ns, memory_order_relaxed);
-    for (int i = 0; i < g->npeers; i++) c->peer_id[1 + i] = sl_cluster_node_id(g->peers[i]);
+    for (int i = 0; i < g->npeers; i++)
+        c->peer_id[1 + i] = sl_cluster_node_id(g->peers[i]);
     uint32_t share = g->alone_share_pct;
     if (share == 0 || share > 100) share = (100 + (uint32_t)g->npeers) / (uint32_t)(g->npeers + 1);
     for (int i = 0; i < cfg->nrules; i++) {
@@ -504,8 +509,8 @@ void sl_cluster_decide(struct sl_cluster *c, int rule, const struct sl_rule *r,
         count(c, SL_CC_LOCAL_OVERFLOW, 1);
         if (c->cfg->on_full != SL_FULL_SHARED) {
             bool ok = c->cfg->on_full == SL_FULL_ALLOW;
-            *v = (struct sl_verdict){.allowed = ok, .limit = r->limit.count,
-                                     .retry_ns = ok ? 0 : W};
+            *v =
+                (struct sl_verdict){.allowed = ok, .limit = r->limit.count, .retry_ns = ok ? 0 : W};
             return;
         }
     }
@@ -654,8 +659,8 @@ enum sl_wire_status sl_cluster_receive(struct sl_cluster *c, const uint8_t *buf,
             count(c, SL_CC_REC_OLD, 1);
             continue;
         }
-        struct sl_centry *e = r.hash == c->ovf_tag[rule] ? &c->ovf[rule]
-                                                          : find(c, rule, r.hash, wn, true);
+        struct sl_centry *e =
+            r.hash == c->ovf_tag[rule] ? &c->ovf[rule] : find(c, rule, r.hash, wn, true);
         if (!e) {
             count(c, SL_CC_REMOTE_OVERFLOW, 1);
             continue;
@@ -726,8 +731,10 @@ size_t sl_cluster_build(struct sl_cluster *c, uint64_t now, bool full, sl_cluste
                                .node = c->self_id,
                                .boot = c->boot,
                                .ts_ms = wn / 1000000};
-    for (int i = 0; i < c->cfg->nrules; i++) add_entry(&b, &c->ovf[i], wn, full);
-    for (uint32_t i = 0; i <= c->mask; i++) add_entry(&b, &c->ents[i], wn, full);
+    for (int i = 0; i < c->cfg->nrules; i++)
+        add_entry(&b, &c->ovf[i], wn, full);
+    for (uint32_t i = 0; i <= c->mask; i++)
+        add_entry(&b, &c->ents[i], wn, full);
     if (b.n || b.packets == 0) flush(&b);
     return b.packets;
 }

@@ -16,23 +16,23 @@
 #include "cluster.h"
 #include "wire.h"
 
-#define SL_CLUSTER_ORIGINS (1 + SL_MAX_PEERS) /* origin 0 is this node, i is peers[i-1] */
-#define SL_CLUSTER_PROBE   16
+#define SL_CLUSTER_ORIGINS      (1 + SL_MAX_PEERS) /* origin 0 is this node, i is peers[i-1] */
+#define SL_CLUSTER_PROBE        16
 #define SL_CLUSTER_TS_WINDOW_MS 10000 /* a datagram's timestamp may be this far from ours */
 
 enum sl_cluster_counter {
-    SL_CC_TX_PACKETS,      /* datagrams sent (one per peer) */
-    SL_CC_TX_BYTES,        /* their bytes */
-    SL_CC_TX_ERRORS,       /* sendto failures */
-    SL_CC_TX_TEST_DROPPED, /* dropped by SLUICE_TEST_GOSSIP_DROP */
-    SL_CC_RX_PACKETS,      /* datagrams accepted */
-    SL_CC_RX_BYTES,        /* their bytes */
-    SL_CC_RX_RECORDS,      /* records merged */
+    SL_CC_TX_PACKETS,       /* datagrams sent (one per peer) */
+    SL_CC_TX_BYTES,         /* their bytes */
+    SL_CC_TX_ERRORS,        /* sendto failures */
+    SL_CC_TX_TEST_DROPPED,  /* dropped by SLUICE_TEST_GOSSIP_DROP */
+    SL_CC_RX_PACKETS,       /* datagrams accepted */
+    SL_CC_RX_BYTES,         /* their bytes */
+    SL_CC_RX_RECORDS,       /* records merged */
     SL_CC_REC_UNKNOWN_RULE, /* records of a rule we do not have (configs differ) */
-    SL_CC_REC_OLD,         /* records for a window too far from ours */
-    SL_CC_REMOTE_OVERFLOW, /* remote records that found no entry (full table) */
-    SL_CC_LOCAL_OVERFLOW,  /* local decisions that found no entry */
-    SL_CC_REUSED,          /* idle entries given to a new key */
+    SL_CC_REC_OLD,          /* records for a window too far from ours */
+    SL_CC_REMOTE_OVERFLOW,  /* remote records that found no entry (full table) */
+    SL_CC_LOCAL_OVERFLOW,   /* local decisions that found no entry */
+    SL_CC_REUSED,           /* idle entries given to a new key */
     SL_CC_NCOUNTERS
 };
 

@@ -97,13 +97,12 @@ static void send_all(void *arg, const uint8_t *pkt, size_t len)
                                       memory_order_relaxed);
             continue;
         }
-        long n = syscall(SYS_sendto, c->fd, pkt, len, MSG_DONTWAIT | MSG_NOSIGNAL,
-                         &c->peer_sa[i], c->peer_salen[i]);
+        long n = syscall(SYS_sendto, c->fd, pkt, len, MSG_DONTWAIT | MSG_NOSIGNAL, &c->peer_sa[i],
+                         c->peer_salen[i]);
         enum sl_cluster_counter k = n == (long)len ? SL_CC_TX_PACKETS : SL_CC_TX_ERRORS;
         atomic_fetch_add_explicit(&c->hdr->counters[k], 1, memory_order_relaxed);
         if (n == (long)len)
-            atomic_fetch_add_explicit(&c->hdr->counters[SL_CC_TX_BYTES], len,
-                                      memory_order_relaxed);
+            atomic_fetch_add_explicit(&c->hdr->counters[SL_CC_TX_BYTES], len, memory_order_relaxed);
     }
 }
 
@@ -119,8 +118,8 @@ static int64_t clock_offset(void)
 static void *sender(void *arg)
 {
     struct sl_cluster *c = arg;
-    const uint64_t interval = c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns
-                                                         : 100000000ull;
+    const uint64_t interval =
+        c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns : 100000000ull;
     const uint64_t full_every = interval >= SL_NS_PER_SEC ? 1 : SL_NS_PER_SEC / interval;
     static uint8_t buf[SL_WIRE_MAX + 1];
     uint64_t next = sl_clock_now(), tick = 0;
@@ -139,8 +138,8 @@ static void *sender(void *arg)
         struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
         syscall(SYS_ppoll, &pfd, 1, &ts, NULL, 0);
         for (int i = 0; i < 256; i++) {
-            long n = syscall(SYS_recvfrom, c->fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC, NULL,
-                             NULL);
+            long n =
+                syscall(SYS_recvfrom, c->fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC, NULL, NULL);
             if (n < 0) break;
             /* MSG_TRUNC: n is the datagram's real length, so an oversized
              * one is seen as such (the decoder reads nothing past 1200). */

@@ -37,8 +37,8 @@ _Static_assert(SL_WIRE_HDR + SL_WIRE_MAX_RECS * SL_WIRE_REC + SL_WIRE_MAC <= SL_
 static const uint8_t magic[4] = {'S', 'L', 'U', 'G'};
 
 const char *const sl_wire_status_names[SL_WIRE_NSTATUS] = {
-    "ok",        "truncated",    "oversized", "bad_magic", "bad_version",
-    "forged",    "malformed",    "unknown_peer", "replayed", "stale",
+    "ok",     "truncated", "oversized",    "bad_magic", "bad_version",
+    "forged", "malformed", "unknown_peer", "replayed",  "stale",
 };
 
 static void sodium_once(void)
@@ -57,12 +57,14 @@ static void put16(uint8_t *p, uint16_t v)
 
 static void put32(uint8_t *p, uint32_t v)
 {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 
 static void put64(uint8_t *p, uint64_t v)
 {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 
 static uint16_t get16(const uint8_t *p)
@@ -73,14 +75,16 @@ static uint16_t get16(const uint8_t *p)
 static uint32_t get32(const uint8_t *p)
 {
     uint32_t v = 0;
-    for (int i = 3; i >= 0; i--) v = v << 8 | p[i];
+    for (int i = 3; i >= 0; i--)
+        v = v << 8 | p[i];
     return v;
 }
 
 static uint64_t get64(const uint8_t *p)
 {
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
     return v;
 }
 
@@ -141,8 +145,7 @@ enum sl_wire_status sl_wire_decode(const uint8_t *buf, size_t len,
     if (crypto_auth_verify(buf + body, buf, body, key) != 0) return SL_WIRE_FORGED;
 
     /* Authentic from here on; still check every value before use. */
-    if (buf[5] != SL_WIRE_TYPE_COUNTS || (buf[6] & ~SL_WIRE_FLAG_FULL) || buf[7] ||
-        get16(buf + 42))
+    if (buf[5] != SL_WIRE_TYPE_COUNTS || (buf[6] & ~SL_WIRE_FLAG_FULL) || buf[7] || get16(buf + 42))
         return SL_WIRE_MALFORMED;
     h->type = buf[5];
     h->flags = buf[6];

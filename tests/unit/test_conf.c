@@ -262,11 +262,10 @@ static void all_options_file_sets_every_field_of_the_inbound_rule(void **state)
     assert_int_equal(r->nto, 0);
     assert_int_equal(r->nhosts, 0);
     assert_string_equal(r->rate_text, "20/s");
-    assert_int_equal(r->limit.alg, SL_ALG_GCRA);
+    assert_int_equal(r->limit.alg, SL_ALG_SLIDING); /* scope = cluster */
     assert_int_equal(r->limit.count, 20);
     assert_int_equal(r->limit.period_ns, SEC);
     assert_int_equal(r->limit.burst, 10);
-    assert_int_equal(r->limit.interval_ps, 50 * MS * 1000);
     assert_string_equal(r->recv_rate_text, "512KB/s");
     assert_int_equal(r->recv_limit.alg, SL_ALG_GCRA);
     assert_int_equal(r->recv_limit.count, 512000);
@@ -650,6 +649,26 @@ static void alone_share_defaults_to_an_equal_share_rounded_up(void **state)
         sl_conf_free(c);
     }
     remove_key(key);
+}
+
+static void a_cluster_rule_counts_a_sliding_window_and_refuses_another_algorithm(void **state)
+{
+    const char *key = write_key(KEY_HEX "\n", 0600);
+    char rules[512];
+    snprintf(rules, sizeof rules,
+             "in rate=10/s scope=cluster; gossip listen=127.0.0.2:7946 peers=127.0.0.3:7946 "
+             "key_file=%s",
+             key);
+    struct sl_config *c = load_ok(NULL, rules);
+    assert_int_equal(c->rules[0].limit.alg, SL_ALG_SLIDING);
+    sl_conf_free(c);
+    snprintf(rules, sizeof rules,
+             "in rate=10/s scope=cluster algorithm=gcra; gossip listen=127.0.0.2:7946 "
+             "peers=127.0.0.3:7946 key_file=%s",
+             key);
+    assert_error(NULL, rules,
+                 "inline rule 1: inbound \"in-1\": option 'algorithm': 'gcra' is not available "
+                 "with scope = cluster (it counts a sliding window)");
 }
 
 static void an_inline_gossip_section_takes_every_option_in_any_order(void **state)
@@ -1276,6 +1295,7 @@ int main(void)
         cmocka_unit_test_setup(inline_rules_take_byte_rates_conns_and_scope, setup),
         cmocka_unit_test_setup(gossip_three_nodes_file_fills_interval_timeout_and_share, setup),
         cmocka_unit_test_setup(alone_share_defaults_to_an_equal_share_rounded_up, setup),
+        cmocka_unit_test_setup(a_cluster_rule_counts_a_sliding_window_and_refuses_another_algorithm, setup),
         cmocka_unit_test_setup(an_inline_gossip_section_takes_every_option_in_any_order, setup),
         cmocka_unit_test_setup(byte_and_conns_errors_each_get_their_own_words, setup),
         cmocka_unit_test_setup(a_cluster_rule_needs_a_gossip_section_and_a_rate, setup),

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Cluster benchmark: builds bench/bench_cluster.c and prints markdown tables
+# (fleet accuracy vs gossip interval and nodes; gossip bytes/s per node vs
+# active keys) to stdout, for BENCH.md. About a minute on 2 cores.
+set -eu
+cd "$(dirname "$0")/.."
+make --no-print-directory build/bench/bench_cluster >&2
+exec build/bench/bench_cluster
