@@ -50,8 +50,9 @@ int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t 
         if (bns == 0) bns = 1; /* see gcra_cost_ns */
         if (bns > UINT64_MAX / 4) return -1;
         l->burst_ns = (uint64_t)bns;
-        u128 q = ((u128)1000 << 64) / ips;
-        l->per_ns_q64 = q > UINT64_MAX ? UINT64_MAX : (uint64_t)q;
+        u128 q = ((u128)1000 << 64) / ips; /* < 2^74: ips >= 1 */
+        l->per_ns_int = (uint64_t)(q >> 64);
+        l->per_ns_frac = (uint64_t)q;
         return 0;
     }
     case SL_ALG_SLIDING:
@@ -83,9 +84,8 @@ static inline uint64_t gcra_cost_ns(const struct sl_limit *l, uint64_t cost)
  * decision. */
 static inline uint64_t requests_in(const struct sl_limit *l, uint64_t room)
 {
-    if (room >= (1ull << 53) || l->per_ns_q64 == UINT64_MAX)
-        return (uint64_t)((u128)room * 1000 / l->interval_ps);
-    uint64_t r = (uint64_t)(((u128)room * l->per_ns_q64) >> 64);
+    if (room >= (1ull << 53)) return (uint64_t)((u128)room * 1000 / l->interval_ps);
+    uint64_t r = room * l->per_ns_int + (uint64_t)(((u128)room * l->per_ns_frac) >> 64);
     while ((u128)(r + 1) * l->interval_ps <= (u128)room * 1000) r++;
     return r;
 }

@@ -32,7 +32,8 @@ struct sl_limit {
     /* derived by sl_limit_init */
     uint64_t interval_ps; /* GCRA emission interval, picoseconds */
     uint64_t burst_ns;    /* GCRA: burst * interval */
-    uint64_t per_ns_q64;  /* GCRA: requests per ns in 0.64 fixed point, for remaining */
+    uint64_t per_ns_int;  /* GCRA: requests per ns, whole part and 64-bit fraction: */
+    uint64_t per_ns_frac; /*   remaining is computed without a division */
 };
 
 struct sl_verdict {
