@@ -251,9 +251,9 @@ uint64_t sl_bytes_take(struct sl_runtime *rt, int rule, const struct sl_key *k, 
                        uint64_t now, uint64_t want, uint64_t *wait_ns)
 {
     const struct sl_limit *l = bytes_limit(&rt->cfg->rules[rule], io);
-    /* Wake for at least a hundredth of a second's worth, so a throttled
-     * transfer costs at most ~100 wake-ups a second. */
-    uint64_t quantum = l->count / 100 ? l->count / 100 : 1;
+    /* Move at least a fiftieth of a second's worth (at most the burst), so a
+     * throttled transfer costs at most ~50 wake-ups a second. */
+    uint64_t quantum = l->count / 50 ? l->count / 50 : 1;
     return sl_table_take(rt->table, rt->table_rule[rule], k, l, now, want, quantum, wait_ns);
 }
 

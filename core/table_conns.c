@@ -19,6 +19,9 @@
  * pid entry empty.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -30,10 +33,22 @@
 static _Atomic uint64_t last_sweep;
 static _Atomic uint32_t next_rec;
 
+/* A process that exists and is not a zombie: a killed child its parent
+ * has not reaped yet holds nothing any more. */
 static bool pid_alive(int32_t p)
 {
     if (p < 0) p = -p;
-    return p > 0 && (kill(p, 0) == 0 || errno == EPERM);
+    if (p <= 0 || (kill(p, 0) != 0 && errno != EPERM)) return false;
+    char path[32], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return true;
+    buf[n] = 0;
+    const char *paren = strrchr(buf, ')'); /* the name may hold spaces and parens */
+    return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
 }
 
 static void rec_free_if_empty(struct sl_table *t, struct sl_conn_rec *r)

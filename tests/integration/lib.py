@@ -303,3 +303,72 @@ def shm_cleanup(name):
         os.unlink(f"/dev/shm/sluice.{name}")
     except FileNotFoundError:
         pass
+
+
+# ---------------------------------------------------------------------------
+# Added for the byte-rate, concurrency and event-loop tests (test_bw_*,
+# test_conns_*, test_evloop_*). Bounded, and clean up after themselves.
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def make_file(path, size, block=1 << 20):
+    """Writes `size` incompressible bytes (a random 1 MiB block repeated)."""
+    blk = os.urandom(block)
+    with open(path, "wb") as f:
+        left = size
+        while left > 0:
+            f.write(blk[:min(left, block)])
+            left -= block
+    return path
+
+
+def curl(url, args=(), wrap=(), timeout=60, env=None):
+    """Runs curl (optionally under `wrap`, e.g. sluice_argv prefix) with
+    `-w %{json}` and returns curl's own measurements as a dict (time_total,
+    size_download, size_upload, size_header, size_request, http_code,
+    exitcode, ...). The body goes to /dev/null unless args has -o."""
+    argv = list(wrap) + ["curl", "-sS", "-o", "/dev/null", "-w", "%{json}", *args, url]
+    r = run(argv, timeout=timeout, env=env)
+    res = last_json(r.stdout)
+    res["stderr"] = r.stderr
+    res["returncode"] = r.returncode
+    return res
+
+
+def cpu_seconds(pid):
+    """user + system CPU seconds of one process (all its threads), from
+    /proc/PID/stat (resolution 1/CLK_TCK, 10 ms here)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def children(pid):
+    """pids of the direct children of pid."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+def wait_children(pid, n, timeout=10.0):
+    """Waits (bounded) until pid has at least n children; returns them."""
+    deadline = time.monotonic() + timeout
+    kids = children(pid)
+    while len(kids) < n and time.monotonic() < deadline:
+        time.sleep(0.05)
+        kids = children(pid)
+    check(len(kids) >= n, f"pid {pid} has children {kids}, expected {n}")
+    return kids
+
+
+def within(measured, expected, tol):
+    """|measured / expected - 1| <= tol."""
+    return expected > 0 and abs(measured / expected - 1) <= tol

@@ -156,6 +156,24 @@ static void conns_held_by_a_dead_process_are_swept(void **unused)
     sl_table_close(t);
 }
 
+static void conns_held_by_a_zombie_are_swept(void **unused)
+{
+    struct sl_table *t = table();
+    int r = sl_table_rule(t, 9, "conns");
+    struct sl_key k = {.rule = 9, .lo = 9};
+    pid_t child = fork();
+    if (child == 0) _exit(sl_table_conn_acquire(t, r, &k, &nominal, 1, T0) >= 0 ? 0 : 1);
+    siginfo_t info;
+    /* wait for the exit without reaping it: the child stays a zombie */
+    assert_int_equal(waitid(P_PID, (id_t)child, &info, WEXITED | WNOWAIT), 0);
+    assert_int_equal(info.si_status, 0);
+    assert_int_equal(sl_table_conns(t, r, &k, &nominal, T0), 1);
+    assert_true(sl_table_conn_acquire(t, r, &k, &nominal, 1, T0 + SEC) >= 0);
+    int status;
+    waitpid(child, &status, 0);
+    sl_table_close(t);
+}
+
 static void conns_keep_a_slot_from_being_reused_while_open(void **unused)
 {
     char err[256];
@@ -186,6 +204,7 @@ int main(void)
         cmocka_unit_test(conns_admit_up_to_the_limit_and_free_a_place_on_release),
         cmocka_unit_test(conns_inherited_by_fork_are_held_until_the_last_holder_releases),
         cmocka_unit_test(conns_held_by_a_dead_process_are_swept),
+        cmocka_unit_test(conns_held_by_a_zombie_are_swept),
         cmocka_unit_test(conns_keep_a_slot_from_being_reused_while_open),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
