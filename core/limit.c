@@ -23,6 +23,7 @@
  * ask for the semantics they know.
  */
 #include "limit.h"
+#include "limit_gcra.h"
 
 typedef unsigned __int128 u128;
 
@@ -47,7 +48,7 @@ int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t 
         if (ips == 0 || ips > UINT64_MAX) return -1;
         l->interval_ps = (uint64_t)ips;
         u128 bns = (u128)burst * ips / 1000;
-        if (bns == 0) bns = 1; /* see gcra_cost_ns */
+        if (bns == 0) bns = 1; /* see sl_gcra_cost_ns */
         if (bns > UINT64_MAX / 4) return -1;
         l->burst_ns = (uint64_t)bns;
         u128 q = ((u128)1000 << 64) / ips; /* < 2^74: ips >= 1 */
@@ -61,61 +62,6 @@ int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t 
         return count <= SL_FIXED_MAX_COUNT ? 0 : -1;
     }
     return -1;
-}
-
-/* A request's cost in nanoseconds, never 0: a rate above one per
- * nanosecond is held to one per nanosecond rather than not limited. */
-static inline uint64_t gcra_cost_ns(const struct sl_limit *l, uint64_t cost)
-{
-    /* the common cases in 64 bits: a 128-bit division is a library call */
-    if (cost == 1 && l->interval_ps >= 1000) return l->interval_ps / 1000;
-    if (cost < (1ull << 20) && l->interval_ps < (1ull << 43)) {
-        uint64_t ns = cost * l->interval_ps / 1000;
-        return ns ? ns : 1;
-    }
-    u128 ns = (u128)cost * l->interval_ps / 1000;
-    if (ns == 0 && cost) ns = 1;
-    return ns > UINT64_MAX / 4 ? UINT64_MAX / 4 : (uint64_t)ns;
-}
-
-/* How many whole requests fit in `room` ns: floor(room * 1000 / interval_ps)
- * by a multiply with the precomputed reciprocal, which is low by at most
- * one, then corrected. A division here would cost more than the rest of a
- * decision. */
-static inline uint64_t requests_in(const struct sl_limit *l, uint64_t room)
-{
-    if (room >= (1ull << 53)) return (uint64_t)((u128)room * 1000 / l->interval_ps);
-    uint64_t r = room * l->per_ns_int + (uint64_t)(((u128)room * l->per_ns_frac) >> 64);
-    while ((u128)(r + 1) * l->interval_ps <= (u128)room * 1000) r++;
-    return r;
-}
-
-static void gcra_step(const struct sl_limit *l, uint64_t tat, uint64_t now, uint64_t cost,
-                      uint64_t slack, uint64_t *next, struct sl_verdict *v)
-{
-    uint64_t horizon = now + l->burst_ns + slack;
-    if (tat > horizon) tat = horizon; /* backwards clock: no worse than empty */
-    uint64_t base = tat > now ? tat : now;
-    uint64_t new_tat = base + gcra_cost_ns(l, cost);
-    uint64_t allow_at = new_tat > l->burst_ns ? new_tat - l->burst_ns : 0;
-
-    v->limit = l->burst;
-    if (allow_at <= now + slack) {
-        v->allowed = true;
-        v->wait_ns = allow_at > now ? allow_at - now : 0;
-        v->retry_ns = 0;
-        v->reset_ns = new_tat - now;
-        uint64_t room = now + l->burst_ns > new_tat ? now + l->burst_ns - new_tat : 0;
-        v->remaining = requests_in(l, room);
-        *next = new_tat;
-    } else {
-        v->allowed = false;
-        v->wait_ns = 0;
-        v->retry_ns = gcra_cost_ns(l, cost) > l->burst_ns + slack ? UINT64_MAX / 4 : allow_at - now;
-        v->reset_ns = tat > now ? tat - now : 0;
-        v->remaining = 0;
-        *next = tat;
-    }
 }
 
 static void sliding_unpack(const struct sl_limit *l, uint64_t s, uint64_t now, uint64_t *prev,
@@ -201,7 +147,7 @@ void sl_limit_step(const struct sl_limit *l, uint64_t old, uint64_t now, uint64_
 {
     switch (l->alg) {
     case SL_ALG_GCRA:
-        gcra_step(l, old, now, cost, slack_ns, next, v);
+        sl_gcra_step(l, old, now, cost, slack_ns, next, v);
         return;
     case SL_ALG_SLIDING:
         sliding_step(l, old, now, cost, next, v);
@@ -226,7 +172,7 @@ uint64_t sl_limit_take(const struct sl_limit *l, uint64_t tat, uint64_t now, uin
     if (need == 0) need = 1;
     *wait_ns = 0;
     if (granted < need) {
-        uint64_t ready = base + gcra_cost_ns(l, need);
+        uint64_t ready = base + sl_gcra_cost_ns(l, need);
         *wait_ns = ready > horizon ? ready - horizon : 1;
         *next = tat;
         return 0;
@@ -241,7 +187,7 @@ uint64_t sl_limit_refund(const struct sl_limit *l, uint64_t s, uint64_t now, uin
 {
     switch (l->alg) {
     case SL_ALG_GCRA: {
-        uint64_t c = gcra_cost_ns(l, cost);
+        uint64_t c = sl_gcra_cost_ns(l, cost);
         return s > c ? s - c : 0;
     }
     case SL_ALG_SLIDING: {

@@ -17,9 +17,10 @@
  *   - tag == hash: the key's slot;
  *   - tag == 0: the key is not further on (slots never return to 0), so it
  *     claims this one with CAS(tag, 0, hash); a loser re-reads the tag;
- *   - otherwise, the first slot whose bucket is idle (meta tells the
- *     occupant's algorithm and period) is remembered.
- * If neither the key nor an empty slot is found, the idle slot is reused:
+ *   - otherwise, another key's slot: go on.
+ * If neither the key nor an empty slot is found, a second pass looks for
+ * the first slot whose bucket is idle (meta, in the side array, tells the
+ * occupant's algorithm and period; a lookup never reads it), and reuses it:
  * CAS(tag, old, REUSING) makes the reuser exclusive, CAS(state, s, 0)
  * confirms the bucket is still the idle one it judged (else the tag goes
  * back), then meta is written and the tag is published as the new
@@ -51,6 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "limit_gcra.h"
 #include "mem.h"
 #include "table_int.h"
 
@@ -79,8 +81,8 @@ static struct sl_table *wrap(void *map, size_t bytes, enum sl_on_full on_full)
     t->hdr = map;
     t->rules = (void *)(p + SL_HDR);
     t->stripes = (void *)(p + SL_HDR + SL_MAX_RULES * sizeof(struct sl_rule_entry));
-    t->slots = (void *)((char *)t->stripes +
-                        (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe));
+    t->slots =
+        (void *)((char *)t->stripes + (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe));
     t->nbuckets = t->hdr->nslots / SL_BUCKET;
     t->side = (void *)(t->slots + t->hdr->nslots);
     t->recs = (void *)(t->side + t->hdr->nslots);
@@ -100,7 +102,8 @@ static void header_init(struct sl_header *h, uint32_t nslots)
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         uint64_t seed = (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32 ^ (uintptr_t)h;
-        for (int i = 0; i < 4; i++) h->secret[i] = seed = seed * 6364136223846793005ull + 1;
+        for (int i = 0; i < 4; i++)
+            h->secret[i] = seed = seed * 6364136223846793005ull + 1;
     }
     atomic_store_explicit(&h->ready, 1, memory_order_release);
 }
@@ -121,7 +124,8 @@ static uint32_t round_slots(uint32_t slots)
     if (slots > (1u << 30)) slots = 1u << 30;
     uint32_t buckets = (slots + SL_BUCKET - 1) / SL_BUCKET;
     if (buckets < 16) buckets = 16;
-    while (!prime(buckets)) buckets++;
+    while (!prime(buckets))
+        buckets++;
     return buckets * SL_BUCKET;
 }
 
@@ -277,8 +281,8 @@ static _Atomic unsigned next_stripe;
 static inline unsigned my_stripe(void)
 {
     if (__builtin_expect(stripe_of_thread == ~0u, 0))
-        stripe_of_thread = atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed) %
-                           SL_STRIPES;
+        stripe_of_thread =
+            atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed) % SL_STRIPES;
     return stripe_of_thread;
 }
 
@@ -327,35 +331,41 @@ static inline uint64_t probe(const struct sl_table *t, uint64_t h, uint64_t i)
     return bucket * SL_BUCKET + i % SL_BUCKET;
 }
 
+/* The first slot of the key's probe sequence whose bucket is idle, or -1.
+ * Only looked for when the whole sequence is taken: reading meta costs a
+ * cache miss in the side array, which a lookup must not pay. */
+static int64_t find_idle(struct sl_table *t, uint64_t h, uint64_t now, uint64_t *tag,
+                         uint64_t *state)
+{
+    for (uint64_t i = 0; i < SL_PROBE; i++) {
+        uint64_t at = probe(t, h, i);
+        *tag = atomic_load_explicit(&t->slots[at].tag, memory_order_acquire);
+        if (*tag != REUSING && *tag != h && slot_idle(t, at, now, state)) return (int64_t)at;
+    }
+    return -1;
+}
+
 int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
                            const struct sl_limit *l, uint64_t now)
 {
     uint64_t h = sl_key_hash(k, t->secret);
     for (int attempt = 0; attempt < 2; attempt++) {
-        int64_t idle = -1;
-        uint64_t idle_tag = 0, idle_state = 0;
         for (uint64_t i = 0; i < SL_PROBE; i++) {
             uint64_t at = probe(t, h, i);
             struct sl_slot *s = &t->slots[at];
             uint64_t tag = atomic_load_explicit(&s->tag, memory_order_acquire);
             if (tag == h) return (int64_t)at;
-            if (tag == 0) {
-                if (atomic_compare_exchange_strong_explicit(&s->tag, &tag, h,
-                                                            memory_order_acq_rel,
-                                                            memory_order_acquire)) {
-                    atomic_store_explicit(&t->side[at].meta, meta_of(l), memory_order_release);
-                    sl_table_count(t, rule, SL_C_CLAIMED, 1);
-                    return (int64_t)at;
-                }
-                if (tag == h) return (int64_t)at;
+            if (tag != 0) continue;
+            if (atomic_compare_exchange_strong_explicit(&s->tag, &tag, h, memory_order_acq_rel,
+                                                        memory_order_acquire)) {
+                atomic_store_explicit(&t->side[at].meta, meta_of(l), memory_order_release);
+                sl_table_count(t, rule, SL_C_CLAIMED, 1);
+                return (int64_t)at;
             }
-            uint64_t st;
-            if (idle < 0 && tag != REUSING && slot_idle(t, at, now, &st)) {
-                idle = (int64_t)at;
-                idle_tag = tag;
-                idle_state = st;
-            }
+            if (tag == h) return (int64_t)at;
         }
+        uint64_t idle_tag, idle_state;
+        int64_t idle = find_idle(t, h, now, &idle_tag, &idle_state);
         if (idle < 0) return -1;
         struct sl_slot *s = &t->slots[idle];
         /* The tag is the exclusive step: REUSING keeps a second reuser out
@@ -375,13 +385,16 @@ int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
     return -1;
 }
 
-static void decide_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now,
-                        uint64_t cost, uint64_t slack, struct sl_verdict *v)
+static void decide_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now, uint64_t cost,
+                        uint64_t slack, struct sl_verdict *v)
 {
     uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
     for (;;) {
         uint64_t next;
-        sl_limit_step(l, s, now, cost, slack, &next, v);
+        if (l->alg == SL_ALG_GCRA) /* the common case, inline */
+            sl_gcra_step(l, s, now, cost, slack, &next, v);
+        else
+            sl_limit_step(l, s, now, cost, slack, &next, v);
         if (next == s) return;
         if (atomic_compare_exchange_weak_explicit(w, &s, next, memory_order_relaxed,
                                                   memory_order_relaxed))
@@ -389,8 +402,7 @@ static void decide_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t 
     }
 }
 
-static void refund_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now,
-                        uint64_t cost)
+static void refund_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now, uint64_t cost)
 {
     uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
     while (!atomic_compare_exchange_weak_explicit(w, &s, sl_limit_refund(l, s, now, cost),
@@ -398,9 +410,8 @@ static void refund_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t 
         ;
 }
 
-void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k,
-                     const struct sl_limit *l, uint64_t now, uint64_t cost, uint64_t slack,
-                     struct sl_verdict *v)
+void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
+                     uint64_t now, uint64_t cost, uint64_t slack, struct sl_verdict *v)
 {
     int64_t i = sl_table_find_slot(t, rule, k, l, now);
     if (__builtin_expect(i >= 0, 1)) {
@@ -413,7 +424,8 @@ void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k,
         decide_word(&t->rules[rule].overflow_state, l, now, cost, slack, v);
         return;
     case SL_FULL_DENY:
-        *v = (struct sl_verdict){.allowed = false, .retry_ns = SL_NS_PER_SEC,
+        *v = (struct sl_verdict){.allowed = false,
+                                 .retry_ns = SL_NS_PER_SEC,
                                  .limit = l->alg == SL_ALG_GCRA ? l->burst : l->count};
         return;
     case SL_FULL_ALLOW:
@@ -444,8 +456,8 @@ uint64_t sl_table_take(struct sl_table *t, int rule, const struct sl_key *k,
     }
 }
 
-void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k,
-                     const struct sl_limit *l, uint64_t now, uint64_t cost)
+void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
+                     uint64_t now, uint64_t cost)
 {
     uint64_t h = sl_key_hash(k, t->secret);
     for (uint64_t i = 0; i < SL_PROBE; i++) {
