@@ -40,6 +40,8 @@ struct sl_decision {
     int rule;            /* DENY: the rule that denied; -1 when nothing matched */
     bool conns_full;     /* DENY: because of a conns limit (retry_ns is a polling hint) */
     uint64_t wait_ns;    /* PASS: wait this long before acting (outbound delay) */
+    uint64_t redecide_until; /* PASS of a non-blocking connect (shim): ask again after
+                                wait_ns, until this time */
     struct sl_verdict v; /* DENY: the denying rule's verdict */
     /* PASS: what the connection carries on: the first matching rule limiting
      * received / sent bytes (-1: none) with its key, and the concurrency

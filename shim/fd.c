@@ -36,6 +36,8 @@ static void reset(struct sl_fd *e)
     atomic_store(&e->ready_at[0], 0);
     atomic_store(&e->ready_at[1], 0);
     atomic_store(&e->pending_connect, 0);
+    atomic_store(&e->connect_error, 0);
+    e->redecide = false;
     e->peerlen = 0;
 }
 
@@ -159,13 +161,19 @@ bool sl_fd_finish_connect(int fd, uint64_t now)
     struct sl_fd *e = sl_fd_get(fd);
     if (!e || now < e->connect_at) return false;
     int one = 1;
-    if (!atomic_compare_exchange_strong(&e->pending_connect, &one, 0)) return false;
-    atomic_store(&e->ready_at[SL_IO_SEND], 0);
+    if (!atomic_compare_exchange_strong(&e->pending_connect, &one, 2)) return false;
     int saved = errno;
-    int rc = REAL(connect)(fd, (struct sockaddr *)&e->peer, e->peerlen);
-    (void)rc; /* EINPROGRESS as usual; an immediate failure shows in SO_ERROR */
+    bool done = true;
+    if (e->redecide) {
+        done = sl_connect_redecide(fd, e, now);
+    } else {
+        atomic_store(&e->ready_at[SL_IO_SEND], 0);
+        int rc = REAL(connect)(fd, (struct sockaddr *)&e->peer, e->peerlen);
+        (void)rc; /* EINPROGRESS as usual; an immediate failure shows in SO_ERROR */
+    }
+    atomic_store(&e->pending_connect, done ? 0 : 1);
     errno = saved;
-    return true;
+    return done;
 }
 
 /* fork: the child inherits the parent's descriptors, so it becomes a holder
@@ -177,7 +185,8 @@ void sl_fd_prefork(void)
     _Atomic uint16_t *r = atomic_load(&local_refs);
     if (!rt || !r) return;
     for (uint32_t i = 0; i < nrefs; i++)
-        if (atomic_load_explicit(&r[i], memory_order_relaxed)) sl_table_conn_prefork(rt->table, (int32_t)i);
+        if (atomic_load_explicit(&r[i], memory_order_relaxed))
+            sl_table_conn_prefork(rt->table, (int32_t)i);
 }
 
 void sl_fd_postfork_child(int parent)
@@ -189,4 +198,3 @@ void sl_fd_postfork_child(int parent)
         if (atomic_load_explicit(&r[i], memory_order_relaxed))
             sl_table_conn_postfork_child(rt->table, (int32_t)i, parent);
 }
-

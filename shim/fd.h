@@ -31,9 +31,17 @@ struct sl_fd {
     struct sl_key bytes_key[2];   /* that rule's key for this connection */
     int32_t conn_rec[2];          /* concurrency records to release at the last close, -1 */
     _Atomic uint64_t ready_at[2]; /* recv / send throttled until (CLOCK_MONOTONIC ns), 0: not */
-    /* A non-blocking connect held back by a delay rule: performed at connect_at. */
+    /* A non-blocking connect held back by a delay rule: performed at
+     * connect_at (pending_connect 1; 2 while a thread decides it). With
+     * redecide set, the rules are asked again then (a window or a conns
+     * place), until connect_deadline; a connect that cannot be made by
+     * then fails asynchronously: connect_error is what SO_ERROR, recv and
+     * send report. */
     _Atomic int pending_connect;
     uint64_t connect_at;
+    uint64_t connect_deadline;
+    bool redecide;
+    _Atomic int connect_error;
     struct sockaddr_storage peer;
     socklen_t peerlen;
 };
@@ -70,8 +78,13 @@ void sl_fd_postfork_child(int parent);
 uint64_t sl_fd_ready_at(int fd, enum sl_io io);
 
 /* Performs a held-back non-blocking connect whose turn has come. Returns
- * true if it did (the program will see the socket become writable when the
- * connect completes, as usual). */
+ * true if it did, or failed it (the program will see the socket become
+ * writable when the connect completes, as usual); false when it is not
+ * time yet, another thread is at it, or the rules put it off again. */
 bool sl_fd_finish_connect(int fd, uint64_t now);
+
+/* connect.c: asks the rules again for a held-back connect (see above);
+ * true when the connect was made or failed, false when put off. */
+bool sl_connect_redecide(int fd, struct sl_fd *e, uint64_t now);
 
 #endif

@@ -72,6 +72,7 @@ void sl_shim_resolve(void)
     R(dup2);
     R(dup3);
     R(fcntl);
+    R(getsockopt);
 #undef R
 }
 

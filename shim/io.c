@@ -38,8 +38,20 @@
 
 #define IOV_LOCAL 64
 
-enum kind { K_RECV, K_RECVFROM, K_RECVMSG, K_READ, K_READV, K_SEND, K_SENDTO, K_SENDMSG,
-            K_WRITE, K_WRITEV, K_SENDFILE, K_SPLICE };
+enum kind {
+    K_RECV,
+    K_RECVFROM,
+    K_RECVMSG,
+    K_READ,
+    K_READV,
+    K_SEND,
+    K_SENDTO,
+    K_SENDMSG,
+    K_WRITE,
+    K_WRITEV,
+    K_SENDFILE,
+    K_SPLICE
+};
 
 struct call {
     enum kind k;
@@ -64,11 +76,11 @@ struct call {
     unsigned int sflags;
 };
 
-
 static size_t iov_total(const struct iovec *iov, int n)
 {
     size_t t = 0;
-    for (int i = 0; i < n; i++) t += iov[i].iov_len;
+    for (int i = 0; i < n; i++)
+        t += iov[i].iov_len;
     return t;
 }
 
@@ -90,13 +102,20 @@ static ssize_t real_call(struct call *c, size_t limit)
     struct iovec cut[IOV_LOCAL];
     bool whole = limit >= c->len;
     switch (c->k) {
-    case K_RECV: return REAL(recv)(c->fd, c->buf, limit, c->flags);
-    case K_RECVFROM: return REAL(recvfrom)(c->fd, c->buf, limit, c->flags, c->from, c->fromlen);
-    case K_READ: return REAL(read)(c->fd, c->buf, limit);
-    case K_SEND: return REAL(send)(c->fd, c->cbuf, limit, c->flags);
-    case K_SENDTO: return REAL(sendto)(c->fd, c->cbuf, limit, c->flags, c->to, c->tolen);
-    case K_WRITE: return REAL(write)(c->fd, c->cbuf, limit);
-    case K_SENDFILE: return REAL(sendfile)(c->out_fd, c->in_fd, c->off, limit);
+    case K_RECV:
+        return REAL(recv)(c->fd, c->buf, limit, c->flags);
+    case K_RECVFROM:
+        return REAL(recvfrom)(c->fd, c->buf, limit, c->flags, c->from, c->fromlen);
+    case K_READ:
+        return REAL(read)(c->fd, c->buf, limit);
+    case K_SEND:
+        return REAL(send)(c->fd, c->cbuf, limit, c->flags);
+    case K_SENDTO:
+        return REAL(sendto)(c->fd, c->cbuf, limit, c->flags, c->to, c->tolen);
+    case K_WRITE:
+        return REAL(write)(c->fd, c->cbuf, limit);
+    case K_SENDFILE:
+        return REAL(sendfile)(c->out_fd, c->in_fd, c->off, limit);
     case K_SPLICE:
         return REAL(splice)(c->in_fd, c->off_in, c->out_fd, c->off_out, limit, c->sflags);
     case K_READV:
@@ -143,21 +162,24 @@ static bool nonblocking(const struct call *c)
 
 static void sleep_until(uint64_t t)
 {
-    struct timespec ts = {.tv_sec = (time_t)(t / SL_NS_PER_SEC), .tv_nsec = (long)(t % SL_NS_PER_SEC)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+    struct timespec ts = {.tv_sec = (time_t)(t / SL_NS_PER_SEC),
+                          .tv_nsec = (long)(t % SL_NS_PER_SEC)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
 }
 
 /* Waits until the descriptor has data (blocking reads; see the file comment). */
 static void wait_readable(int fd)
 {
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    while (syscall(SYS_ppoll, &p, 1, NULL, NULL, 0) < 0 && errno == EINTR) {}
+    while (syscall(SYS_ppoll, &p, 1, NULL, NULL, 0) < 0 && errno == EINTR) {
+    }
 }
 
 /* Takes budget for up to `want` bytes: > 0 granted; 0 means EAGAIN was
  * decided (non-blocking, errno set). */
-static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, const struct call *c,
-                       enum sl_io io, size_t want, int *nb)
+static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, const struct call *c, enum sl_io io,
+                       size_t want, int *nb)
 {
     for (;;) {
         uint64_t now = sl_clock_now(), wait;
@@ -219,6 +241,11 @@ static ssize_t pending(struct sl_fd *e, struct call *c)
         errno = EAGAIN;
         return -1;
     }
+    int failed = atomic_exchange(&e->connect_error, 0);
+    if (failed) { /* the held-back connect failed: report it as the kernel would */
+        errno = failed;
+        return -1;
+    }
     return real_call(c, c->len);
 }
 
@@ -227,7 +254,9 @@ static ssize_t run(struct call *c, enum sl_io io, int fd)
     struct sl_runtime *rt = sl_runtime();
     struct sl_fd *e;
     if (!rt || !(rt->any_bytes || rt->any_out) || !(e = sl_fd_get(fd))) return real_call(c, c->len);
-    if (atomic_load_explicit(&e->pending_connect, memory_order_relaxed)) return pending(e, c);
+    if (atomic_load_explicit(&e->pending_connect, memory_order_relaxed) ||
+        atomic_load_explicit(&e->connect_error, memory_order_relaxed))
+        return pending(e, c);
     if (e->bytes_rule[io] < 0 || c->len == 0) return real_call(c, c->len);
     return limited(rt, e, c, io);
 }
@@ -241,14 +270,22 @@ SL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 SL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
                            socklen_t *fromlen)
 {
-    struct call c = {.k = K_RECVFROM, .fd = fd, .buf = buf, .len = len, .flags = flags,
-                     .from = from, .fromlen = fromlen};
+    struct call c = {.k = K_RECVFROM,
+                     .fd = fd,
+                     .buf = buf,
+                     .len = len,
+                     .flags = flags,
+                     .from = from,
+                     .fromlen = fromlen};
     return run(&c, SL_IO_RECV, fd);
 }
 
 SL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-    struct call c = {.k = K_RECVMSG, .fd = fd, .msg = msg, .flags = flags,
+    struct call c = {.k = K_RECVMSG,
+                     .fd = fd,
+                     .msg = msg,
+                     .flags = flags,
                      .len = msg ? iov_total(msg->msg_iov, (int)msg->msg_iovlen) : 0};
     return run(&c, SL_IO_RECV, fd);
 }
@@ -261,7 +298,10 @@ SL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 
 SL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
-    struct call c = {.k = K_READV, .fd = fd, .iov = iov, .iovcnt = iovcnt,
+    struct call c = {.k = K_READV,
+                     .fd = fd,
+                     .iov = iov,
+                     .iovcnt = iovcnt,
                      .len = iovcnt > 0 ? iov_total(iov, iovcnt) : 0};
     return run(&c, SL_IO_RECV, fd);
 }
@@ -275,14 +315,17 @@ SL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 SL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
                          socklen_t tolen)
 {
-    struct call c = {.k = K_SENDTO, .fd = fd, .cbuf = buf, .len = len, .flags = flags, .to = to,
-                     .tolen = tolen};
+    struct call c = {
+        .k = K_SENDTO, .fd = fd, .cbuf = buf, .len = len, .flags = flags, .to = to, .tolen = tolen};
     return run(&c, SL_IO_SEND, fd);
 }
 
 SL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-    struct call c = {.k = K_SENDMSG, .fd = fd, .cmsg = msg, .flags = flags,
+    struct call c = {.k = K_SENDMSG,
+                     .fd = fd,
+                     .cmsg = msg,
+                     .flags = flags,
                      .len = msg ? iov_total(msg->msg_iov, (int)msg->msg_iovlen) : 0};
     return run(&c, SL_IO_SEND, fd);
 }
@@ -295,15 +338,22 @@ SL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 
 SL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
-    struct call c = {.k = K_WRITEV, .fd = fd, .iov = iov, .iovcnt = iovcnt,
+    struct call c = {.k = K_WRITEV,
+                     .fd = fd,
+                     .iov = iov,
+                     .iovcnt = iovcnt,
                      .len = iovcnt > 0 ? iov_total(iov, iovcnt) : 0};
     return run(&c, SL_IO_SEND, fd);
 }
 
 SL_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
-    struct call c = {.k = K_SENDFILE, .fd = out_fd, .out_fd = out_fd, .in_fd = in_fd,
-                     .off = offset, .len = count};
+    struct call c = {.k = K_SENDFILE,
+                     .fd = out_fd,
+                     .out_fd = out_fd,
+                     .in_fd = in_fd,
+                     .off = offset,
+                     .len = count};
     return run(&c, SL_IO_SEND, out_fd);
 }
 
@@ -317,8 +367,13 @@ SL_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off_t *offset, size_t count)
 SL_EXPORT ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out, size_t len,
                          unsigned int flags)
 {
-    struct call c = {.k = K_SPLICE, .in_fd = fd_in, .off_in = off_in, .out_fd = fd_out,
-                     .off_out = off_out, .len = len, .sflags = flags};
+    struct call c = {.k = K_SPLICE,
+                     .in_fd = fd_in,
+                     .off_in = off_in,
+                     .out_fd = fd_out,
+                     .off_out = off_out,
+                     .len = len,
+                     .sflags = flags};
     struct sl_runtime *rt = sl_runtime();
     if (rt && rt->any_bytes) {
         struct sl_fd *e = sl_fd_get(fd_out);

@@ -40,6 +40,12 @@ unsigned sl_ready_state(int fd, uint64_t now, uint64_t *wake)
             return SL_RD_PARK;
         }
         sl_fd_finish_connect(fd, now); /* keeps errno */
+        if (atomic_load_explicit(&e->pending_connect, memory_order_acquire)) {
+            /* put off again (or another thread is deciding it: look soon) */
+            uint64_t at = e->connect_at > now ? e->connect_at : now + 1000000;
+            if (at < *wake) *wake = at;
+            return SL_RD_PARK;
+        }
     }
     /* pairs with the stores in io.c's budget() and fd.c's finish_connect */
     uint64_t r = atomic_load_explicit(&e->ready_at[SL_IO_RECV], memory_order_relaxed);

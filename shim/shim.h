@@ -47,6 +47,7 @@ struct sl_real {
     int (*dup2)(int, int);
     int (*dup3)(int, int, int);
     int (*fcntl)(int, int, ...);
+    int (*getsockopt)(int, int, int, void *, socklen_t *);
 };
 
 extern struct sl_real sl_real;
