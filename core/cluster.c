@@ -42,6 +42,7 @@
  * with release by the sender and loaded with acquire by deciders. Counters
  * are relaxed.
  */
+#include "shm.h"
 #include "cluster.h"
 
 #include <errno.h>
@@ -245,18 +246,9 @@ static void *map_named(const struct sl_config *cfg, const char *name, uint32_t n
                 shm_unlink(name); /* stale: users of the old one keep their mapping */
                 continue;
             }
-        } else if (ftruncate(fd, (off_t)bytes) != 0) {
-            snprintf(err, errlen, "ftruncate %s: %s", name, strerror(errno));
-            close(fd);
-            shm_unlink(name);
-            return NULL;
         }
-        void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        close(fd);
-        if (map == MAP_FAILED) {
-            snprintf(err, errlen, "mmap %zu bytes: %s", bytes, strerror(errno));
-            return NULL;
-        }
+        void *map = sl_shm_map(fd, name, bytes, creator, err, errlen);
+        if (!map) return NULL;
         if (creator) hdr_init(map, cfg, nslots);
         return map;
     }

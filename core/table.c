@@ -54,6 +54,7 @@
 
 #include "limit_gcra.h"
 #include "mem.h"
+#include "shm.h"
 #include "table_int.h"
 
 const char *const sl_counter_names[SL_NCOUNTERS] = {
@@ -180,18 +181,9 @@ static struct sl_table *open_named(uint32_t nslots, const char *shared, enum sl_
             close(fd);
             return NULL;
         }
-    } else if (ftruncate(fd, (off_t)bytes) != 0) {
-        snprintf(err, errlen, "ftruncate %s: %s", name, strerror(errno));
-        close(fd);
-        shm_unlink(name);
-        return NULL;
     }
-    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) {
-        snprintf(err, errlen, "mmap %zu bytes: %s", bytes, strerror(errno));
-        return NULL;
-    }
+    void *map = sl_shm_map(fd, name, bytes, creator, err, errlen);
+    if (!map) return NULL;
     if (creator) header_init(map, nslots);
     struct sl_table *t = wrap(map, bytes, on_full);
     if (!t) {
