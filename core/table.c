@@ -313,14 +313,31 @@ static bool slot_idle(struct sl_table *t, uint64_t i, uint64_t now, uint64_t *st
 /* The i-th slot of a key's probe sequence: buckets by double hashing (an
  * odd stride visits every bucket, and keys that share a first bucket part
  * ways at once, so no clusters form), slots in order within a bucket. */
-static inline uint64_t probe(const struct sl_table *t, uint64_t h, uint64_t i)
+struct probe {
+    uint64_t bucket, stride, n;
+    unsigned left; /* slots still to look at */
+};
+
+static inline struct probe probe_start(const struct sl_table *t, uint64_t h)
 {
     uint64_t n = t->nbuckets;
-    uint64_t first = (uint64_t)(((unsigned __int128)h * n) >> 64);
-    if (i < SL_BUCKET) return first * SL_BUCKET + i;
-    uint64_t stride = 1 + (uint64_t)(((unsigned __int128)(h ^ (h >> 29)) * (n - 1)) >> 64);
-    uint64_t bucket = (first + (i / SL_BUCKET) * stride) % n;
-    return bucket * SL_BUCKET + i % SL_BUCKET;
+    struct probe p = {.n = n, .left = SL_PROBE};
+    p.bucket = (uint64_t)(((unsigned __int128)h * n) >> 64);
+    p.stride = 1 + (uint64_t)(((unsigned __int128)(h ^ (h >> 29)) * (n - 1)) >> 64);
+    return p;
+}
+
+/* The next slot of the sequence, or -1 when it is exhausted. No division:
+ * the next bucket is one stride on, wrapped once. */
+static inline int64_t probe_next(struct probe *p)
+{
+    if (p->left == 0) return -1;
+    unsigned i = SL_PROBE - p->left--;
+    if (i && i % SL_BUCKET == 0) {
+        p->bucket += p->stride;
+        if (p->bucket >= p->n) p->bucket -= p->n;
+    }
+    return (int64_t)(p->bucket * SL_BUCKET + i % SL_BUCKET);
 }
 
 /* The first slot of the key's probe sequence whose bucket is idle, or -1.
@@ -329,10 +346,10 @@ static inline uint64_t probe(const struct sl_table *t, uint64_t h, uint64_t i)
 static int64_t find_idle(struct sl_table *t, uint64_t h, uint64_t now, uint64_t *tag,
                          uint64_t *state)
 {
-    for (uint64_t i = 0; i < SL_PROBE; i++) {
-        uint64_t at = probe(t, h, i);
+    struct probe p = probe_start(t, h);
+    for (int64_t at; (at = probe_next(&p)) >= 0;) {
         *tag = atomic_load_explicit(&t->slots[at].tag, memory_order_acquire);
-        if (*tag != REUSING && *tag != h && slot_idle(t, at, now, state)) return (int64_t)at;
+        if (*tag != REUSING && *tag != h && slot_idle(t, (uint64_t)at, now, state)) return at;
     }
     return -1;
 }
@@ -342,19 +359,19 @@ int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
 {
     uint64_t h = sl_key_hash(k, t->secret);
     for (int attempt = 0; attempt < 2; attempt++) {
-        for (uint64_t i = 0; i < SL_PROBE; i++) {
-            uint64_t at = probe(t, h, i);
+        struct probe p = probe_start(t, h);
+        for (int64_t at; (at = probe_next(&p)) >= 0;) {
             struct sl_slot *s = &t->slots[at];
             uint64_t tag = atomic_load_explicit(&s->tag, memory_order_acquire);
-            if (tag == h) return (int64_t)at;
+            if (tag == h) return at;
             if (tag != 0) continue;
             if (atomic_compare_exchange_strong_explicit(&s->tag, &tag, h, memory_order_acq_rel,
                                                         memory_order_acquire)) {
                 atomic_store_explicit(&t->side[at].meta, meta_of(l), memory_order_release);
                 sl_table_count(t, rule, SL_C_CLAIMED, 1);
-                return (int64_t)at;
+                return at;
             }
-            if (tag == h) return (int64_t)at;
+            if (tag == h) return at;
         }
         uint64_t idle_tag, idle_state;
         int64_t idle = find_idle(t, h, now, &idle_tag, &idle_state);
@@ -452,8 +469,9 @@ void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k, const
                      uint64_t now, uint64_t cost)
 {
     uint64_t h = sl_key_hash(k, t->secret);
-    for (uint64_t i = 0; i < SL_PROBE; i++) {
-        struct sl_slot *s = &t->slots[probe(t, h, i)];
+    struct probe p = probe_start(t, h);
+    for (int64_t at; (at = probe_next(&p)) >= 0;) {
+        struct sl_slot *s = &t->slots[at];
         uint64_t tag = atomic_load_explicit(&s->tag, memory_order_acquire);
         if (tag == h) {
             refund_word(&s->state, l, now, cost);
