@@ -51,6 +51,8 @@ static bool admit(struct sl_runtime *rt, int fd, const struct sockaddr_storage *
                   struct sl_decision *d)
 {
     struct sl_addr peer, local, *lp = NULL;
+    *d = (struct sl_decision){.outcome = SL_PASS, .rule = -1, .bytes_rule = {-1, -1},
+                              .conn_rec = {-1, -1}}; /* Unix sockets and the like carry nothing */
     if (!sl_addr_from_sockaddr(&peer, (const struct sockaddr *)ss, len)) return true;
     if (rt->in_needs_local) {
         struct sockaddr_storage ls;
