@@ -35,6 +35,7 @@ int sl_runtime_init(struct sl_runtime *rt, struct sl_config *cfg, struct sl_tabl
         if (r->dir == SL_IN) {
             rt->any_in = true;
             rt->in_needs_local |= r->nports > 0 || r->nlocal > 0;
+            rt->in_needs_local_addr |= r->nlocal > 0;
         } else {
             rt->any_out = true;
             rt->any_hosts |= r->nhosts > 0;

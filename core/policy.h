@@ -26,6 +26,7 @@ struct sl_runtime {
     int table_rule[SL_MAX_RULES]; /* the rule's entry in the table, -1 if none */
     bool any_in, any_out, any_hosts;
     bool in_needs_local; /* some inbound rule looks at the local port or address */
+    bool in_needs_local_addr; /* ... at the local address (not only the port) */
     bool any_bytes;      /* some rule limits bytes: the I/O hooks have work */
     bool any_conns;      /* some rule limits connections at once */
     _Atomic int learn_busy;

@@ -46,20 +46,47 @@ static void deny(const struct sl_runtime *rt, int fd, const struct sl_decision *
     close(fd);
 }
 
-/* The verdict for one accepted connection. */
-static bool admit(struct sl_runtime *rt, int fd, const struct sockaddr_storage *ss, socklen_t len,
-                  struct sl_decision *d)
+/* The local port of each listening socket, + 1 (0: not known yet): an
+ * accepted connection's local port is its listener's, so rules that look
+ * at the port alone cost no getsockname per accept. close and dup2 onto a
+ * descriptor forget it (sl_listen_forget). */
+static _Atomic uint32_t listen_port[SL_FD_MAX];
+
+void sl_listen_forget(int fd)
 {
-    struct sl_addr peer, local, *lp = NULL;
+    if ((unsigned)fd < SL_FD_MAX)
+        atomic_store_explicit(&listen_port[fd], 0, memory_order_relaxed);
+}
+
+static bool local_of(int fd, struct sl_addr *out)
+{
+    struct sockaddr_storage ls;
+    socklen_t ll = sizeof ls;
+    return getsockname(fd, (struct sockaddr *)&ls, &ll) == 0 &&
+           sl_addr_from_sockaddr(out, (struct sockaddr *)&ls, ll);
+}
+
+/* The verdict for one connection accepted from lfd. */
+static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_storage *ss,
+                  socklen_t len, struct sl_decision *d)
+{
+    struct sl_addr peer, local = {0}, *lp = NULL;
     *d = (struct sl_decision){.outcome = SL_PASS, .rule = -1, .bytes_rule = {-1, -1},
                               .conn_rec = {-1, -1}}; /* Unix sockets and the like carry nothing */
     if (!sl_addr_from_sockaddr(&peer, (const struct sockaddr *)ss, len)) return true;
-    if (rt->in_needs_local) {
-        struct sockaddr_storage ls;
-        socklen_t ll = sizeof ls;
-        if (getsockname(fd, (struct sockaddr *)&ls, &ll) == 0 &&
-            sl_addr_from_sockaddr(&local, (struct sockaddr *)&ls, ll))
-            lp = &local;
+    if (rt->in_needs_local_addr) {
+        if (local_of(fd, &local)) lp = &local;
+    } else if (rt->in_needs_local) {
+        uint32_t p1 = (unsigned)lfd < SL_FD_MAX ? atomic_load_explicit(&listen_port[lfd],
+                                                                        memory_order_relaxed)
+                                                 : 0;
+        if (p1 == 0 && local_of(fd, &local)) {
+            p1 = local.port + 1u;
+            if ((unsigned)lfd < SL_FD_MAX)
+                atomic_store_explicit(&listen_port[lfd], p1, memory_order_relaxed);
+        }
+        local.port = (uint16_t)(p1 - 1);
+        if (p1) lp = &local;
     }
     sl_decide_in(rt, lp, &peer, sl_clock_now(), d);
     return d->outcome == SL_PASS;
@@ -81,7 +108,7 @@ static int sl_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, int fla
         if (fd < 0) return fd;
 
         struct sl_decision d;
-        if (admit(rt, fd, &ss, len, &d)) {
+        if (admit(rt, lfd, fd, &ss, len, &d)) {
             sl_fd_carry(fd, &d);
             if (addr) {
                 memcpy(addr, &ss, len < *addrlen ? len : *addrlen);

@@ -2,7 +2,9 @@
  * back its concurrency places at the process's last copy), the dup family
  * copies an entry. Untracked descriptors cost one load. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <stdarg.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 static void forget(int fd)
 {
     if (!atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed)) return;
+    sl_listen_forget(fd);
     sl_ready_forget(fd); /* epoll fds and registrations too: one load when there are none */
     if (sl_fd_get(fd)) sl_fd_forget(fd);
 }
@@ -22,6 +25,19 @@ SL_EXPORT int close(int fd)
 {
     forget(fd);
     return REAL(close)(fd);
+}
+
+/* Programs about to exec close everything with one call: forget what it
+ * closes too (a plain loop: close_range is rare). */
+SL_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+    int rc = REAL(close_range)(first, last, flags);
+    if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
+        int saved = errno;
+        for (unsigned int fd = first; fd <= last && fd < SL_FD_MAX; fd++) forget((int)fd);
+        errno = saved;
+    }
+    return rc;
 }
 
 SL_EXPORT int dup(int fd)

@@ -73,6 +73,7 @@ void sl_shim_resolve(void)
     R(dup3);
     R(fcntl);
     R(getsockopt);
+    R(close_range);
 #undef R
 }
 

@@ -48,6 +48,7 @@ struct sl_real {
     int (*dup3)(int, int, int);
     int (*fcntl)(int, int, ...);
     int (*getsockopt)(int, int, int, void *, socklen_t *);
+    int (*close_range)(unsigned int, unsigned int, int);
 };
 
 extern struct sl_real sl_real;
@@ -69,6 +70,9 @@ static inline struct sl_runtime *sl_runtime(void)
     if (sl_guard) return NULL;
     return atomic_load_explicit(&sl_runtime_ptr, memory_order_acquire);
 }
+
+/* A descriptor closed or replaced: forget it was a listener (accept.c). */
+void sl_listen_forget(int fd);
 
 /* Inbound denials that wrote a reply: closed later, see linger.c. */
 void sl_linger_add(int fd);
