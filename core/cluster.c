@@ -444,10 +444,16 @@ static struct sl_centry *find(struct sl_cluster *c, int rule, uint64_t hash, uin
 
 /* ---- deciding ---------------------------------------------------------- */
 
+/* A peer is judged as of the last time the sender read every datagram
+ * (rx_at), not as of now: a receiver starved of CPU (its host flooded) has
+ * not heard its peers because it has not read, not because they fell
+ * silent, and must not drop to alone_share for that. */
 static bool peer_alive(const struct sl_cluster *c, int o, uint64_t now)
 {
     uint64_t h = atomic_load_explicit(&c->hdr->peer[o].last_heard, memory_order_acquire);
-    return h && (now < h || now - h <= c->peer_timeout_ns);
+    uint64_t seen = atomic_load_explicit(&c->hdr->rx_at, memory_order_acquire);
+    uint64_t ref = seen && seen < now ? seen : now;
+    return h && (ref < h || ref - h <= c->peer_timeout_ns);
 }
 
 /* Sums the live peers' counts for windows cur-1 and cur; returns how many

@@ -38,6 +38,7 @@ struct sl_chdr {
     /* Written by the sender each loop, read by deciders. */
     _Atomic int64_t offset_ns __attribute__((aligned(64)));
     _Atomic uint64_t heartbeat; /* monotonic ns of the sender's last loop */
+    _Atomic uint64_t rx_at;     /* monotonic ns up to which every datagram was read */
     _Atomic int32_t sender_pid;
     _Atomic uint64_t elect_ns; /* last election attempt, CAS by deciders */
 

@@ -137,10 +137,14 @@ static void *sender(void *arg)
         struct timespec ts = {(time_t)(wait / SL_NS_PER_SEC), (long)(wait % SL_NS_PER_SEC)};
         struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
         syscall(SYS_ppoll, &pfd, 1, &ts, NULL, 0);
+        uint64_t drain_start = sl_clock_now();
         for (int i = 0; i < 256; i++) {
             long n =
                 syscall(SYS_recvfrom, c->fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC, NULL, NULL);
-            if (n < 0) break;
+            if (n < 0) { /* drained: our view of the peers is complete up to drain_start */
+                atomic_store_explicit(&c->hdr->rx_at, drain_start, memory_order_release);
+                break;
+            }
             /* MSG_TRUNC: n is the datagram's real length, so an oversized
              * one is seen as such (the decoder reads nothing past 1200). */
             sl_cluster_receive(c, buf, (size_t)n, sl_clock_now());

@@ -81,7 +81,7 @@ class Fleet:
     def start(self, i):
         argv = [SLUICE, "run", "-c", self.confs[i], "--", sys.executable, "-m", "http.server",
                 str(HTTP_PORT), "--bind", HOSTS[i]]
-        self.procs[i] = Proc(argv, env=self.extra_env, cwd="/tmp")
+        self.procs[i] = Proc(argv, env=self.extra_env, cwd=SERVE_DIR)
         wait_listen(HTTP_PORT, HOSTS[i])
 
     def stop(self, i):

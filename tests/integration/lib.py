@@ -13,6 +13,20 @@ SLUICE = os.path.join(BUILD, "sluice")
 LIB = os.path.join(BUILD, "libsluice.so")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 
+# What this test process leaves behind goes in one temporary directory,
+# removed at exit: servers' stderr logs, and the directory http.server
+# serves (one small index.html, so a response never depends on what else
+# happens to be in /tmp).
+import atexit
+import shutil
+import tempfile
+SCRATCH = tempfile.mkdtemp(prefix="sluice-test-")
+atexit.register(shutil.rmtree, SCRATCH, True)
+SERVE_DIR = os.path.join(SCRATCH, "www")
+os.mkdir(SERVE_DIR)
+with open(os.path.join(SERVE_DIR, "index.html"), "w") as _f:
+    _f.write("<html><body>sluice test server</body></html>\n")
+
 
 def free_port(host="127.0.0.1"):
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
@@ -38,7 +52,7 @@ class Proc:
     def __init__(self, argv, env=None, cwd=None, stderr_path=None):
         e = dict(os.environ)
         e.update(env or {})
-        self.stderr_path = stderr_path or f"/tmp/sluice-test-{os.getpid()}-{id(self)}.err"
+        self.stderr_path = stderr_path or os.path.join(SCRATCH, f"proc-{id(self)}.err")
         self.err = open(self.stderr_path, "w+")
         self.p = subprocess.Popen(argv, env=e, cwd=cwd, stdout=subprocess.DEVNULL,
                                   stderr=self.err, start_new_session=True)
@@ -74,7 +88,7 @@ def http_server(port, rules=None, config=None, host="127.0.0.1", extra_env=None)
     for r in rules or []:
         argv += ["--in", r]
     argv += ["--", sys.executable, "-m", "http.server", str(port), "--bind", host]
-    return Proc(argv, env=extra_env, cwd="/tmp")
+    return Proc(argv, env=extra_env, cwd=SERVE_DIR)
 
 
 def http_get(port, host="127.0.0.1", timeout=5.0, path="/"):

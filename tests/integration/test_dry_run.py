@@ -33,7 +33,7 @@ inbound "web" {{
     try:
         t_start = time.monotonic()
         with Proc(sluice_argv([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-                              config=conf, dry_run=True), cwd="/tmp") as srv:
+                              config=conf, dry_run=True), cwd=SERVE_DIR) as srv:
             wait_listen(port)
             ok, bad, span, results = flood(port, T)
             t_total = time.monotonic() - t_start

@@ -58,7 +58,7 @@ with TempDir() as tmp:
         conf = tmp.write(f"inbound-{int(exempt)}.conf", text)
         try:
             with Proc(sluice_argv([sys.executable, "-m", "http.server", str(port), "--bind",
-                                   "127.0.0.1"], config=conf), cwd="/tmp") as srv:
+                                   "127.0.0.1"], config=conf), cwd=SERVE_DIR) as srv:
                 wait_listen(port)
                 t0 = time.monotonic()
                 sts = [http_get(port)[0] for _ in range(25)]

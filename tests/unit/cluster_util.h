@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../../core/cluster_int.h"
+#include "../../core/cluster_t.h"
 #include "../../core/key.h"
 #include "../../core/limit.h"
 

@@ -231,6 +231,22 @@ static void window_rollover_weighs_the_previous_window(void **st)
     fleet_free(&f);
 }
 
+static void a_starved_receiver_does_not_take_its_peers_for_silent(void **st)
+{
+    struct fleet f;
+    fleet_make(&f, 3, 100, 65536);
+    uint64_t now = T0 + 10 * MS;
+    gossip_round(&f, now, true);
+    /* node 0's sender last read its socket at `now`, then got no CPU */
+    atomic_store(&f.c[0]->hdr->rx_at, now);
+    uint64_t later = now + 3 * f.cfg[0]->gossip.peer_timeout_ns;
+    assert_int_equal(sl_cluster_limit_now(f.c[0], &f.cfg[0]->rules[0], later), 100);
+    /* once it has read everything again and heard nobody, they are silent */
+    atomic_store(&f.c[0]->hdr->rx_at, later);
+    assert_int_equal(sl_cluster_limit_now(f.c[0], &f.cfg[0]->rules[0], later), 34);
+    fleet_free(&f);
+}
+
 static void a_silent_peer_stops_counting_after_peer_timeout(void **st)
 {
     struct fleet f;
@@ -463,6 +479,7 @@ int main(void)
         cmocka_unit_test(merging_is_order_and_duplicate_insensitive),
         cmocka_unit_test(window_rollover_weighs_the_previous_window),
         cmocka_unit_test(a_silent_peer_stops_counting_after_peer_timeout),
+        cmocka_unit_test(a_starved_receiver_does_not_take_its_peers_for_silent),
         cmocka_unit_test(a_flood_of_distinct_keys_cannot_grow_the_state),
         cmocka_unit_test(a_refund_gives_the_request_back),
         cmocka_unit_test(a_denial_says_when_to_retry),
