@@ -669,6 +669,7 @@ static void a_cluster_rule_counts_a_sliding_window_and_refuses_another_algorithm
     assert_error(NULL, rules,
                  "inline rule 1: inbound \"in-1\": option 'algorithm': 'gcra' is not available "
                  "with scope = cluster (it counts a sliding window)");
+    remove_key(key);
 }
 
 static void an_inline_gossip_section_takes_every_option_in_any_order(void **state)
