@@ -543,23 +543,71 @@ static int hex_digit(char c)
     return -1;
 }
 
+/* Opens a small file the config names (relative to the config's
+ * directory): it must open without blocking (a FIFO must not hang the
+ * load), be a regular file, and have a canonical path that fits in
+ * resolvedlen. Returns NULL with fd, st and real filled, or the message
+ * (nothing left open). */
+static const char *open_regular(const char *path, size_t resolvedlen, int *fd, struct stat *st,
+                                char real[PATH_MAX])
+{
+    static __thread char msg[128];
+    char joined[PATH_MAX];
+    const char *open_path, *bad;
+    if ((bad = join_path(path, joined, sizeof joined, &open_path))) return bad;
+    *fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (*fd < 0) goto fail;
+    if (fstat(*fd, st) != 0 || !realpath(open_path, real)) {
+        int e = errno;
+        close(*fd);
+        errno = e;
+        goto fail;
+    }
+    bad = !S_ISREG(st->st_mode)         ? "is not a regular file"
+          : strlen(real) >= resolvedlen ? "is too long a path"
+                                        : NULL;
+    if (bad) close(*fd);
+    return bad;
+fail:
+    snprintf(msg, sizeof msg, "cannot be read: %s", strerror(errno));
+    return msg;
+}
+
+/* Reads until `n` bytes or the end of the file; returns the count, or -1
+ * with errno (EINTR is retried). */
+static ssize_t read_upto(int fd, char *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -1;
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    return (ssize_t)got;
+}
+
+static const char *read_failed(void)
+{
+    static __thread char msg[128];
+    snprintf(msg, sizeof msg, "cannot be read: %s", strerror(errno));
+    return msg;
+}
+
 /* The key file's checks, in this order: it opens, it is a regular file,
  * other users can neither read nor write it (a key they can read is no
  * secret; one they can write is not ours), it holds 64 hex characters and
  * nothing else but white space. The text read is wiped before returning. */
 const char *conf_read_key(const char *path, uint8_t key[32], char *resolved, size_t resolvedlen)
 {
-    static __thread char msg[128];
     static const char *const bad_text = "does not hold a key: 64 hex characters (32 bytes)";
-    char joined[PATH_MAX], text[256];
-    const char *open_path, *bad;
-    if ((bad = join_path(path, joined, sizeof joined, &open_path))) return bad;
-    int fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not hang the load */
-    if (fd < 0) goto fail;
+    char real[PATH_MAX], text[256];
     struct stat st;
-    if (fstat(fd, &st) != 0) goto fail_fd;
-    bad = !S_ISREG(st.st_mode)               ? "is not a regular file"
-          : st.st_mode & S_IROTH             ? "can be read by every user: chmod 600 it"
+    int fd;
+    const char *bad = open_regular(path, resolvedlen, &fd, &st, real);
+    if (bad) return bad;
+    bad = st.st_mode & S_IROTH               ? "can be read by every user: chmod 600 it"
           : st.st_mode & S_IWOTH             ? "can be written by every user: chmod 600 it"
           : st.st_size >= (off_t)sizeof text ? bad_text
                                              : NULL;
@@ -567,32 +615,22 @@ const char *conf_read_key(const char *path, uint8_t key[32], char *resolved, siz
         close(fd);
         return bad;
     }
-    size_t got = 0;
-    for (;;) { /* up to one byte more than a key with white space may use */
-        ssize_t r = read(fd, text + got, sizeof text - 1 - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            int e = errno;
-            explicit_bzero(text, sizeof text);
-            close(fd);
-            errno = e;
-            goto fail;
-        }
-        if (r == 0 || (got += (size_t)r) == sizeof text - 1) break;
-    }
+    /* up to one byte more than a key with white space may use */
+    ssize_t n = read_upto(fd, text, sizeof text - 1);
+    int e = errno;
     close(fd);
+    if (n < 0) {
+        explicit_bzero(text, sizeof text);
+        errno = e;
+        return read_failed();
+    }
+    size_t got = (size_t)n;
     text[got] = 0;
     bad = got >= 64 ? NULL : bad_text;
     for (size_t i = 0; !bad && i < 64; i++)
         if (hex_digit(text[i]) < 0) bad = bad_text;
     for (size_t i = 64; !bad && i < got; i++)
         if (!isspace((unsigned char)text[i])) bad = bad_text;
-    char real[PATH_MAX];
-    if (!bad && !realpath(open_path, real)) {
-        snprintf(msg, sizeof msg, "cannot be read: %s", strerror(errno));
-        bad = msg;
-    }
-    if (!bad && strlen(real) >= resolvedlen) bad = "is too long a path";
     if (!bad) {
         for (size_t i = 0; i < 32; i++)
             key[i] = (uint8_t)(hex_digit(text[2 * i]) << 4 | hex_digit(text[2 * i + 1]));
@@ -600,76 +638,37 @@ const char *conf_read_key(const char *path, uint8_t key[32], char *resolved, siz
     }
     explicit_bzero(text, sizeof text);
     return bad;
-fail_fd : {
-    int e = errno;
-    close(fd);
-    errno = e;
-}
-fail:
-    snprintf(msg, sizeof msg, "cannot be read: %s", strerror(errno));
-    return msg;
 }
 
 const char *conf_read_reply(const char *path, char **buf, size_t *len, char *resolved,
                             size_t resolvedlen)
 {
-    static __thread char msg[128];
-    char joined[PATH_MAX];
-    const char *open_path, *bad;
-    if ((bad = join_path(path, joined, sizeof joined, &open_path))) return bad;
-    int fd = open(open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not hang the load */
-    if (fd < 0) goto fail;
-    struct stat st;
-    if (fstat(fd, &st) != 0) goto fail_fd;
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return "is not a regular file";
-    }
-    if (st.st_size == 0) {
-        close(fd);
-        return "is empty";
-    }
-    if (st.st_size > (off_t)CONF_REPLY_MAX) {
-        close(fd);
-        return "is larger than 64 KiB";
-    }
     char real[PATH_MAX];
-    if (!realpath(open_path, real)) goto fail_fd;
-    if (strlen(real) >= resolvedlen) {
+    struct stat st;
+    int fd;
+    const char *bad = open_regular(path, resolvedlen, &fd, &st, real);
+    if (bad) return bad;
+    bad = st.st_size == 0                      ? "is empty"
+          : st.st_size > (off_t)CONF_REPLY_MAX ? "is larger than 64 KiB"
+                                               : NULL;
+    char *b = bad ? NULL : sl_alloc((size_t)st.st_size + 1);
+    if (!bad && !b) bad = "cannot be read: out of memory";
+    if (bad) {
         close(fd);
-        return "is too long a path";
+        return bad;
     }
-    char *b = sl_alloc((size_t)st.st_size + 1);
-    if (!b) {
-        close(fd);
-        return "cannot be read: out of memory";
-    }
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t r = read(fd, b + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            int e = r < 0 ? errno : EIO;
-            sl_free(b);
-            close(fd);
-            errno = e;
-            goto fail;
-        }
-        got += (size_t)r;
-    }
+    ssize_t n = read_upto(fd, b, (size_t)st.st_size);
+    int e = n < 0 ? errno : EIO; /* shorter than fstat said: it changed under us */
     close(fd);
+    if (n != (ssize_t)st.st_size) {
+        sl_free(b);
+        errno = e;
+        return read_failed();
+    }
     strcpy(resolved, real);
     *buf = b;
-    *len = got;
+    *len = (size_t)n;
     return NULL;
-fail_fd : {
-    int e = errno;
-    close(fd);
-    errno = e;
-}
-fail:
-    snprintf(msg, sizeof msg, "cannot be read: %s", strerror(errno));
-    return msg;
 }
 
 /* ---- libconfuse callbacks ----------------------------------------------- */
