@@ -386,3 +386,32 @@ def wait_children(pid, n, timeout=10.0):
 def within(measured, expected, tol):
     """|measured / expected - 1| <= tol."""
     return expected > 0 and abs(measured / expected - 1) <= tol
+
+
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+
+
+def nginx_config(tmp, http, workers=1, events=""):
+    """Writes tmp/nginx.conf for a private nginx: pid, logs and temp paths in
+    tmp (readable by workers running as nobody), `http` inside http {}.
+    Returns (config path, argv to start it in the foreground)."""
+    check(os.path.exists(NGINX), "nginx is not installed (apt-get install nginx-light)")
+    os.chmod(tmp.path, 0o755)
+    for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        os.makedirs(tmp.join(d), exist_ok=True)
+    conf = tmp.write("nginx.conf", f"""
+worker_processes {workers};
+pid {tmp.join('nginx.pid')};
+error_log {tmp.join('error.log')} notice;
+events {{ worker_connections 512; {events} }}
+http {{
+    client_body_temp_path {tmp.join('body')};
+    proxy_temp_path {tmp.join('proxy')};
+    fastcgi_temp_path {tmp.join('fastcgi')};
+    uwsgi_temp_path {tmp.join('uwsgi')};
+    scgi_temp_path {tmp.join('scgi')};
+{http}
+}}
+""")
+    return conf, [NGINX, "-p", tmp.path, "-e", tmp.join("error.log"), "-c", conf,
+                  "-g", "daemon off;"]

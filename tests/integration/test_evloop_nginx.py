@@ -27,8 +27,6 @@ Asserted:
 """
 from lib import *
 
-NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
-check(os.path.exists(NGINX), "nginx is not installed (apt-get install nginx-light)")
 
 RATE, TEXT = 2_000_000, "2MB/s"
 BURST = RATE // 10
@@ -37,37 +35,20 @@ FAST = 64 * 1024 * 1024     # unthrottled: tens of ms
 
 port = free_port()
 with TempDir() as tmp:
-    os.chmod(tmp.path, 0o755)             # the worker runs as nobody
     www = tmp.join("www")
     os.mkdir(www)
     os.chmod(www, 0o755)
-    for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        os.mkdir(tmp.join(d))
     make_file(os.path.join(www, "big"), BIG)
     make_file(os.path.join(www, "fast"), FAST)
-    conf = tmp.write("nginx.conf", f"""
-worker_processes 1;
-pid {tmp.join('nginx.pid')};
-error_log {tmp.join('error.log')} notice;
-events {{ worker_connections 512; use epoll; }}
-http {{
+    conf, nginx = nginx_config(tmp, events="use epoll;", http=f"""
     access_log off;
     sendfile on;
     tcp_nopush on;
-    client_body_temp_path {tmp.join('body')};
-    proxy_temp_path {tmp.join('proxy')};
-    fastcgi_temp_path {tmp.join('fastcgi')};
-    uwsgi_temp_path {tmp.join('uwsgi')};
-    scgi_temp_path {tmp.join('scgi')};
     server {{
         listen 127.0.0.1:{port};
         root {www};
-    }}
-}}
-""")
-    argv = sluice_argv([NGINX, "-p", tmp.path, "-e", tmp.join("error.log"), "-c", conf,
-                        "-g", "daemon off;"],
-                       ins=[f"port={port} send_rate={TEXT} from=127.0.0.1/32"])
+    }}""")
+    argv = sluice_argv(nginx, ins=[f"port={port} send_rate={TEXT} from=127.0.0.1/32"])
     with Proc(argv, cwd=tmp.path) as srv:
         wait_listen(port)
         worker = wait_children(srv.p.pid, 1)[0]

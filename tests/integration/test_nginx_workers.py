@@ -21,36 +21,16 @@ from lib import *
 
 RATE, BURST, T = 20, 10, 3.0
 
-NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
-check(os.path.exists(NGINX), "nginx is not installed (apt-get install nginx-light)")
-
 port = free_port()
 with TempDir() as tmp:
-    os.chmod(tmp.path, 0o755)             # workers run as nobody
-    for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-        os.mkdir(tmp.join(d))
-    conf = tmp.write("nginx.conf", f"""
-worker_processes 2;
-pid {tmp.join('nginx.pid')};
-error_log {tmp.join('error.log')} notice;
-events {{ worker_connections 512; }}
-http {{
+    conf, nginx = nginx_config(tmp, workers=2, http=f"""
     log_format bypid '$pid $status';
     access_log {tmp.join('access.log')} bypid;
-    client_body_temp_path {tmp.join('body')};
-    proxy_temp_path {tmp.join('proxy')};
-    fastcgi_temp_path {tmp.join('fastcgi')};
-    uwsgi_temp_path {tmp.join('uwsgi')};
-    scgi_temp_path {tmp.join('scgi')};
     server {{
         listen 127.0.0.1:{port} reuseport;
         location / {{ return 200 "ok\\n"; }}
-    }}
-}}
-""")
-    argv = sluice_argv([NGINX, "-p", tmp.path, "-e", tmp.join("error.log"), "-c", conf,
-                        "-g", "daemon off;"],
-                       ins=[f"port={port} rate={RATE}/s burst={BURST}"])
+    }}""")
+    argv = sluice_argv(nginx, ins=[f"port={port} rate={RATE}/s burst={BURST}"])
     with Proc(argv, cwd=tmp.path) as srv:
         wait_listen(port)
         # the workers are up when the master has two children
