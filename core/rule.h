@@ -20,6 +20,12 @@
 #define SL_MAX_HOST_ADDR 32 /* addresses kept per host name, load-time and learned */
 #define SL_NAME_MAX      48
 #define SL_HOST_MAX      256
+#define SL_MAX_ROUTES    16
+#define SL_ROUTE_MAX     128
+#define SL_MAX_METHODS   8
+#define SL_METHOD_MAX    16
+#define SL_MAX_REQ_HOSTS 4
+#define SL_REQ_NAME_MAX  64
 
 enum sl_dir { SL_IN, SL_OUT };
 
@@ -29,6 +35,26 @@ enum sl_per {
     SL_PER_DESTINATION, /* outbound: destination address and port */
     SL_PER_RULE,        /* one bucket for the whole rule */
 };
+
+/* Where a request rule finds a request's key (`per = header:NAME` ...). */
+enum sl_req_per {
+    SL_REQ_PER_ADDRESS, /* no request key: the connection's key, as `per` says */
+    SL_REQ_PER_HEADER,  /* the value of a request header */
+    SL_REQ_PER_QUERY,   /* the value of a query parameter */
+    SL_REQ_PER_COOKIE,  /* the value of a cookie */
+};
+
+/* What a request without that key is counted under (`per_missing`). */
+enum sl_per_missing {
+    SL_MISSING_PEER, /* the connection's key, as `per` says (the peer, inbound) */
+    SL_MISSING_RULE, /* one bucket shared by every request without a key */
+    SL_MISSING_DENY, /* denied, as if its limit were 0 */
+};
+
+/* Calendar windows of a quota. */
+enum sl_quota_window { SL_QUOTA_NONE, SL_QUOTA_DAY, SL_QUOTA_MONTH };
+
+struct sl_plans; /* core/plan.h */
 
 enum sl_action {
     SL_ACT_REJECT, /* inbound: reset the connection; outbound: fail connect with errno */
@@ -96,39 +122,66 @@ struct sl_rule {
 
     struct sl_limit limit; /* connection rate; count == 0: none (rate may be omitted
                               when a byte rate or conns is given) */
-    char rate_text[32]; /* as written, normalised: "20/s" */
+    char rate_text[32];    /* as written, normalised: "20/s" */
 
     /* Byte limits: GCRA over bytes (count = bytes per period_ns = 1 s,
      * burst in bytes). recv is what the program receives on the connection,
      * send what it sends. count == 0: no limit. */
     struct sl_limit recv_limit, send_limit;
     char recv_rate_text[32], send_rate_text[32]; /* "2MB/s" */
-    uint32_t conns; /* connections open at once per key; 0: no limit */
+    uint32_t conns;                              /* connections open at once per key; 0: no limit */
     enum sl_scope scope;
     enum sl_per per;
     uint8_t prefix4; /* 0..32 */
     uint8_t prefix6; /* 0..128 */
 
     enum sl_action action;
-    char *reply;         /* inbound reply file contents, NULL: built-in 429 */
+    char *reply; /* inbound reply file contents, NULL: built-in 429 */
     size_t reply_len;
-    char reply_path[256]; /* for printing */
+    char reply_path[256];  /* for printing */
     uint64_t max_delay_ns; /* outbound delay */
     int err;               /* outbound errno on denial */
     bool dry_run;
+
+    /* ---- Requests (core/request.h): HTTP requests on the connections the
+     * fields above match. A rule is a request rule when `request` is set
+     * (conf sets it when any option of this block is given). The
+     * connection options above (rate, conns, bytes) still apply to the
+     * connections themselves. */
+    bool request;
+    struct sl_limit req_limit; /* requests (counted by cost) per period; count 0: none */
+    char req_rate_text[32];    /* as written, normalised: "20/s" */
+    uint32_t cost;             /* tokens a matching request takes: conf default 1;
+                                  0: counted, never limited */
+    char routes[SL_MAX_ROUTES][SL_ROUTE_MAX];    /* path prefixes; with * ? or [ a glob
+                                                    matched against the whole path */
+    int nroutes;                                 /* 0: every path */
+    char methods[SL_MAX_METHODS][SL_METHOD_MAX]; /* upper case; 0 entries: every method */
+    int nmethods;
+    char req_hosts[SL_MAX_REQ_HOSTS][SL_HOST_MAX]; /* Host values, lower case, no port */
+    int nreq_hosts;                                /* 0: any Host */
+    enum sl_req_per req_per;                       /* SL_REQ_PER_ADDRESS: as `per` says */
+    char req_per_name[SL_REQ_NAME_MAX];            /* the header, parameter or cookie name */
+    enum sl_per_missing per_missing;
+    uint64_t quota; /* requests (by cost) per calendar window; 0: none */
+    enum sl_quota_window quota_window;
+    int32_t quota_offset_s;       /* windows begin at midnight of UTC + this */
+    char quota_text[32];          /* "10000/d" */
+    const struct sl_plans *plans; /* key value -> plan; NULL: none */
+    char plans_path[256];         /* for printing */
 };
 
 #define SL_MAX_PEERS 16
 
 /* The gossip section (cluster limits). */
 struct sl_gossip {
-    bool enabled;                /* a gossip section was given */
-    char listen[128];            /* "addr:port" */
+    bool enabled;     /* a gossip section was given */
+    char listen[128]; /* "addr:port" */
     char peers[SL_MAX_PEERS][128];
     int npeers;
-    uint64_t interval_ns;        /* default 100 ms */
-    uint64_t peer_timeout_ns;    /* a silent peer stops counting after this */
-    uint32_t alone_share_pct;    /* % of a cluster limit a node hearing nobody may use */
+    uint64_t interval_ns;     /* default 100 ms */
+    uint64_t peer_timeout_ns; /* a silent peer stops counting after this */
+    uint32_t alone_share_pct; /* % of a cluster limit a node hearing nobody may use */
     char key_file[256];
     uint8_t key[32];
 };

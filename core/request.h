@@ -1,0 +1,81 @@
+/* request.h - HTTP requests on one connection, and what the rules decide
+ * about each.
+ *
+ * The shim hands a connection's bytes here before they pass (inbound: what
+ * a peek shows before the program reads; outbound: what the program is
+ * writing). Request heads are found with the scanner (core/http1.h), each
+ * complete head is decided once against every request rule that matches
+ * it, and the caller learns how many bytes may pass now. The bytes are
+ * never changed. Decisions are remembered by stream offset, so showing the
+ * same bytes again (a short read, a retried peek) never charges twice.
+ *
+ * A connection is one direction of one socket: inbound requests are what
+ * the program receives, outbound requests what it sends. Not thread-safe:
+ * one connection's calls are serialised by the caller.
+ */
+#ifndef SL_REQUEST_H
+#define SL_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "key.h"
+#include "policy.h"
+#include "rule.h"
+
+struct sl_req_conn; /* per connection; sl_req_conn_size() bytes, any alignment of max_align_t */
+
+enum sl_req_status {
+    SL_REQ_PASS,      /* every byte returned may pass; nothing stopped at the boundary */
+    SL_REQ_NEED_MORE, /* stopped at an incomplete head: ask again with more bytes */
+    SL_REQ_HOLD,      /* stopped at a head that waits its turn: ask again after wait_ns */
+    SL_REQ_DENY,      /* stopped at a denied head: it and everything after never pass */
+};
+
+struct sl_req_verdict {
+    enum sl_req_status status;
+    int rule;              /* HOLD, DENY: the rule's index in the config; -1 otherwise */
+    enum sl_action action; /* DENY: SL_ACT_REPLY (write reply, then close) or
+                              SL_ACT_REJECT (reset the connection) */
+    uint64_t wait_ns;      /* HOLD: how long until the head may pass */
+    const char *reply;     /* DENY, SL_ACT_REPLY: the bytes to write, owned by the
+                              connection (valid until sl_req_conn_fini) */
+    size_t reply_len;
+};
+
+size_t sl_req_conn_size(void);
+
+/* True when some rule of that direction counts requests: without one the
+ * shim needs no request state at all. */
+bool sl_req_any(const struct sl_runtime *rt, enum sl_dir dir);
+
+/* Starts tracking a connection: `peer` is the remote address (inbound: the
+ * client; outbound: the destination), `local` the local one (may be NULL
+ * outbound). Returns false when no request rule matches the connection:
+ * the caller then tracks nothing (and need not call fini). */
+bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir dir,
+                      const struct sl_addr *local, const struct sl_addr *peer, uint64_t now);
+
+/* Looks at `len` bytes not yet passed, starting at the connection's stream
+ * position (buf[0] is the first byte the next sl_req_passed will count).
+ * Decides every complete request head among them not decided before and
+ * returns how many of the len bytes may pass now (possibly 0). *v says why
+ * it stopped: see enum sl_req_status. Bytes after a request upgrade
+ * (WebSocket, CONNECT, h2c), of a connection that is not HTTP, or after a
+ * malformed head always pass (v->status PASS). */
+size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now,
+                    struct sl_req_verdict *v);
+
+/* The n bytes at the stream position were passed (read by the program, or
+ * sent): advances the position. n never exceeds what sl_req_admit last
+ * returned for them. buf may be NULL. */
+void sl_req_passed(struct sl_req_conn *c, const void *buf, size_t n);
+
+/* True once nothing more will be limited on the connection (passed
+ * through, see sl_req_admit): the caller may stop calling. */
+bool sl_req_done(const struct sl_req_conn *c);
+
+void sl_req_conn_fini(struct sl_req_conn *c);
+
+#endif
