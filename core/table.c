@@ -482,6 +482,24 @@ void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k, const
     if (t->on_full == SL_FULL_SHARED) refund_word(&t->rules[rule].overflow_state, l, now, cost);
 }
 
+bool sl_table_apply(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
+                    uint64_t now, uint64_t (*step)(uint64_t old, void *arg), void *arg)
+{
+    int64_t i = sl_table_find_slot(t, rule, k, l, now);
+    if (i < 0) return false;
+    _Atomic uint64_t *w = &t->slots[i].state;
+    uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(w, &s, step(s, arg), memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+    return true;
+}
+
+const uint64_t *sl_table_secret(const struct sl_table *t)
+{
+    return t->secret;
+}
+
 uint32_t sl_table_used(const struct sl_table *t)
 {
     uint32_t n = 0;

@@ -96,6 +96,17 @@ uint32_t sl_table_conns(struct sl_table *t, int rule, const struct sl_key *k,
 void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k,
                      const struct sl_limit *l, uint64_t now, uint64_t cost);
 
+/* Applies `step` to the key's state word, compare-and-swap until it holds
+ * (step may run more than once): for counts kept outside core/limit.c
+ * (core/quota.c). The slot is claimed with limit l, by which its idleness
+ * is judged. Returns false, touching nothing, when the key finds no slot. */
+bool sl_table_apply(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
+                    uint64_t now, uint64_t (*step)(uint64_t old, void *arg), void *arg);
+
+/* The table's secret (4 words), for keyed hashes of values that become
+ * keys: every process sharing the table makes the same keys. */
+const uint64_t *sl_table_secret(const struct sl_table *t);
+
 void sl_table_count(struct sl_table *t, int rule, enum sl_counter c, uint64_t n);
 uint64_t sl_table_counter(const struct sl_table *t, int rule, enum sl_counter c);
 
