@@ -37,7 +37,10 @@ bool sl_path_normalise(const char *path, size_t len, char *out, size_t outlen)
         }
         if (c == 0) c = '_'; /* a decoded NUL must not end the string early */
         if (c == '/' && n > 0 && out[n - 1] == '/') continue;
-        if (n + 1 >= outlen) return false;
+        if (n + 1 >= outlen) {
+            out[n] = 0; /* what fitted, for a caller that compares prefixes */
+            return false;
+        }
         out[n++] = c;
         /* a segment just ended: resolve "." and ".." */
         bool end = c == '/';

@@ -1,0 +1,285 @@
+/* reqdecide.c - one request against the request rules (see reqdecide.h).
+ *
+ * Each rule's requests are counted under a table entry of their own (the
+ * rule's id with a mark, named "<rule>:req"), so `sluice stats` shows them
+ * beside the rule's connection counters and request buckets never share
+ * the rule's overflow bucket with its connections. When the table has no
+ * room for the extra entry, the rule's own entry serves both.
+ */
+#include "reqdecide.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "plan.h"
+#include "quota.h"
+#include "reqkey.h"
+#include "reqmatch.h"
+#include "table.h"
+
+#define ENTRY_MARK      0x7265712e72756c65ull /* "req.rule" */
+#define PATH_MAX_NORMAL 2048
+
+void sl_req_rules_entries(struct sl_req_rules *x)
+{
+    const struct sl_config *c = x->rt->cfg;
+    sl_limit_init(&x->idem, SL_ALG_GCRA, SL_IDEM_FREE + 1, (SL_IDEM_FREE + 1) * SL_IDEM_WINDOW_NS,
+                  SL_IDEM_FREE + 1);
+    for (int i = 0; i < c->nrules && i < SL_MAX_RULES; i++) {
+        x->entry[i] = (int8_t)x->rt->table_rule[i];
+        if (!(x->match >> i & 1)) continue;
+        char name[SL_NAME_MAX];
+        snprintf(name, sizeof name, "%.*s:req", SL_NAME_MAX - 5, c->rules[i].name);
+        int e = sl_table_rule(x->rt->table, c->rules[i].id ^ ENTRY_MARK, name);
+        if (e >= 0) x->entry[i] = (int8_t)e;
+    }
+}
+
+/* What one rule took from one request, to give back if a later one denies. */
+struct grant {
+    int rule;
+    struct sl_key key;
+    const struct sl_limit *rate; /* NULL: took nothing from a bucket */
+    uint64_t quota_end;          /* 0: took nothing from a quota */
+    bool mark;                   /* set an Idempotency-Key mark */
+    uint64_t wait_ns;
+};
+
+static void idem_key(struct sl_key *k, const struct sl_key *bucket, const char *v, size_t len,
+                     const struct sl_rule *r, const uint64_t secret[4])
+{
+    sl_req_key_value(k, r, v, len, secret);
+    k->hi ^= bucket->hi;
+    k->lo ^= bucket->lo;
+    k->extra = bucket->extra | SL_REQ_KEY_IDEM;
+}
+
+struct quota_op {
+    uint64_t limit, cost, end, now;
+    bool refund;
+    struct sl_verdict v;
+};
+
+static uint64_t quota_step(uint64_t old, void *arg)
+{
+    struct quota_op *op = arg;
+    if (op->refund) return sl_quota_refund(old, op->cost, op->end);
+    uint64_t next;
+    sl_quota_step(old, op->limit, op->cost, op->end, op->now, &next, &op->v);
+    return next;
+}
+
+static void quota_key(struct sl_key *k, const struct sl_key *bucket)
+{
+    *k = *bucket;
+    k->extra |= SL_REQ_KEY_QUOTA;
+}
+
+/* The rule's key value in the request, if it has one. qbuf holds a
+ * decoded query value. */
+static bool key_value(const struct sl_req_rules *x, const struct sl_rule *r,
+                      const struct sl_req_head *h, char *qbuf, size_t qlen, const char **v,
+                      size_t *vlen)
+{
+    switch (r->req_per) {
+    case SL_REQ_PER_ADDRESS:
+        return false;
+    case SL_REQ_PER_HEADER:
+        if (!h->header || strcasecmp(r->req_per_name, x->header) != 0) return false;
+        *v = h->header;
+        *vlen = h->header_len;
+        return true;
+    case SL_REQ_PER_QUERY:
+        if (!h->query || !sl_query_value(h->query, h->query_len, r->req_per_name, qbuf, qlen, vlen))
+            return false;
+        *v = qbuf;
+        return true;
+    case SL_REQ_PER_COOKIE:
+        return h->cookie && sl_cookie_value(h->cookie, h->cookie_len, r->req_per_name, v, vlen);
+    }
+    return false;
+}
+
+static bool request_matches(const struct sl_rule *r, const struct sl_req_head *h, char *path,
+                            bool *normalised)
+{
+    if (!sl_method_matches(r, h->method ? h->method : "", h->method_len)) return false;
+    if (r->nreq_hosts && (!h->host || !sl_host_matches(r, h->host, h->host_len))) return false;
+    if (r->nroutes == 0) return true;
+    if (!*normalised) {
+        sl_path_normalise(h->path ? h->path : "", h->path_len, path, PATH_MAX_NORMAL);
+        *normalised = true;
+    }
+    return sl_route_matches(r, path);
+}
+
+static void log_request(const struct sl_rule *r, const struct sl_req_head *h,
+                        const struct sl_addr *peer, const struct sl_key *k,
+                        const struct sl_verdict *v, bool dry)
+{
+    char addr[64], key[7];
+    sl_addr_format(peer->a, addr, sizeof addr);
+    sl_req_key_short(k, key);
+    int plen = h->path_len > 64 ? 64 : (int)h->path_len;
+    sl_log(SL_LOG_INFO, "rule \"%s\": %s request %.*s %.*s%s %s %s key #%s (retry in %llu ms)",
+           r->name, dry ? "would limit" : "limited", (int)(h->method_len > 16 ? 16 : h->method_len),
+           h->method ? h->method : "", plen, h->path ? h->path : "", h->path_len > 64 ? "..." : "",
+           r->dir == SL_IN ? "from" : "to", addr, key, (unsigned long long)(v->retry_ns / 1000000));
+}
+
+static void give_back(struct sl_runtime *rt, const struct sl_req_rules *x, const struct grant *g,
+                      uint64_t now, const struct sl_req_head *h)
+{
+    const struct sl_rule *r = &rt->cfg->rules[g->rule];
+    int e = x->entry[g->rule];
+    if (g->rate) sl_table_refund(rt->table, e, &g->key, g->rate, now, r->cost);
+    if (g->quota_end) {
+        struct sl_key qk;
+        quota_key(&qk, &g->key);
+        struct quota_op op = {.cost = r->cost, .end = g->quota_end, .refund = true};
+        sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), now, quota_step, &op);
+    }
+    if (g->mark) {
+        struct sl_key mk;
+        idem_key(&mk, &g->key, h->idem, h->idem_len, r, sl_table_secret(rt->table));
+        sl_table_refund(rt->table, e, &mk, &x->idem, now, 1);
+    }
+}
+
+static uint64_t window_seconds(uint64_t period_ns)
+{
+    return sl_reply_seconds(period_ns);
+}
+
+/* One rule against the request: fills g (what it took) and v. */
+static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_head *h,
+                       uint64_t now, struct grant *g, struct sl_verdict *v,
+                       struct sl_reply_policy *pol)
+{
+    struct sl_runtime *rt = x->rt;
+    const struct sl_rule *r = &rt->cfg->rules[i];
+    const uint64_t *secret = sl_table_secret(rt->table);
+    int e = x->entry[i];
+    char qbuf[SL_REQ_VALUE_MAX + 1];
+    const char *val = NULL;
+    size_t vlen = 0;
+    const struct sl_plan *plan = NULL;
+
+    *g = (struct grant){.rule = i};
+    *v = (struct sl_verdict){.allowed = true};
+    if (key_value(x, r, h, qbuf, sizeof qbuf, &val, &vlen)) {
+        sl_req_key_value(&g->key, r, val, vlen, secret);
+        plan = sl_plans_find(r->plans, val, vlen);
+    } else if (r->req_per == SL_REQ_PER_ADDRESS || r->per_missing == SL_MISSING_PEER) {
+        sl_req_key_addr(&g->key, r, &x->peer);
+    } else if (r->per_missing == SL_MISSING_RULE) {
+        sl_req_key_rule(&g->key, r);
+    } else {
+        sl_req_key_rule(&g->key, r);
+        *v = (struct sl_verdict){.retry_ns = SL_NS_PER_SEC};
+        *pol = (struct sl_reply_policy){.name = r->name, .window_s = 1};
+        return;
+    }
+
+    const struct sl_limit *rate = plan && plan->req_limit.count ? &plan->req_limit : &r->req_limit;
+    uint64_t quota = plan && plan->quota ? plan->quota : r->quota;
+    enum sl_quota_window qwin = plan && plan->quota ? plan->quota_window : r->quota_window;
+    const char *pname = plan ? plan->name : r->name;
+    if (r->cost == 0 || (!rate->count && !quota)) return; /* counted, never limited */
+
+    if (h->idem && h->idem_len) {
+        struct sl_key mk;
+        struct sl_verdict mv;
+        idem_key(&mk, &g->key, h->idem, h->idem_len, r, secret);
+        sl_table_decide(rt->table, e, &mk, &x->idem, now, 1, 0, &mv);
+        if (mv.allowed && mv.remaining < SL_IDEM_FREE) return; /* a retry: free */
+        g->mark = mv.allowed;
+    }
+    if (rate->count) {
+        uint64_t slack = r->action == SL_ACT_DELAY ? r->max_delay_ns : 0;
+        sl_table_decide(rt->table, e, &g->key, rate, now, r->cost, slack, v);
+        *pol = (struct sl_reply_policy){
+            .name = pname, .quota = rate->count, .window_s = window_seconds(rate->period_ns)};
+        if (v->allowed) {
+            g->rate = rate;
+            g->wait_ns = v->wait_ns;
+        }
+    }
+    if (v->allowed && quota && qwin != SL_QUOTA_NONE) {
+        uint64_t wall = now + (uint64_t)x->wall_offset;
+        struct sl_key qk;
+        quota_key(&qk, &g->key);
+        struct quota_op op = {.limit = quota,
+                              .cost = r->cost,
+                              .end =
+                                  now + (sl_quota_window_end(wall, qwin, r->quota_offset_s) - wall),
+                              .now = now};
+        if (sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), now, quota_step, &op)) {
+            if (op.v.allowed) {
+                g->quota_end = op.end;
+            } else {
+                *v = op.v;
+                *pol = (struct sl_reply_policy){
+                    .name = pname,
+                    .quota = quota,
+                    .window_s = sl_quota_window_seconds(wall, qwin, r->quota_offset_s)};
+            }
+        } /* no slot for the quota word: it is not counted (fail open) */
+    }
+    if (!v->allowed) {
+        struct grant partial = *g;
+        partial.quota_end = 0;
+        give_back(rt, x, &partial, now, h);
+        g->rate = NULL;
+        g->mark = false;
+    }
+}
+
+void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t now,
+                   struct sl_req_decision *d)
+{
+    struct sl_runtime *rt = x->rt;
+    const struct sl_config *c = rt->cfg;
+    struct grant granted[SL_MAX_RULES];
+    int ngranted = 0;
+    char path[PATH_MAX_NORMAL];
+    bool normalised = false;
+
+    memset(d, 0, sizeof *d);
+    d->allowed = true;
+    d->rule = -1;
+    for (int i = 0; i < c->nrules && i < SL_MAX_RULES; i++) {
+        if (!(x->match >> i & 1)) continue;
+        const struct sl_rule *r = &c->rules[i];
+        if (!request_matches(r, h, path, &normalised)) continue;
+        struct grant g;
+        struct sl_verdict v;
+        struct sl_reply_policy pol = {.name = r->name, .window_s = 1};
+        apply_rule(x, i, h, now, &g, &v, &pol);
+        if (v.allowed) {
+            granted[ngranted++] = g;
+            continue;
+        }
+        if (r->dry_run) {
+            sl_table_count(rt->table, x->entry[i], SL_C_WOULD_LIMIT, 1);
+            log_request(r, h, &x->peer, &g.key, &v, true);
+            continue;
+        }
+        for (int j = 0; j < ngranted; j++)
+            give_back(rt, x, &granted[j], now, h);
+        sl_table_count(rt->table, x->entry[i], SL_C_LIMITED, 1);
+        log_request(r, h, &x->peer, &g.key, &v, false);
+        d->allowed = false;
+        d->rule = i;
+        d->v = v;
+        d->policy = pol;
+        return;
+    }
+    for (int j = 0; j < ngranted; j++) {
+        int e = x->entry[granted[j].rule];
+        sl_table_count(rt->table, e, SL_C_ALLOWED, 1);
+        if (granted[j].wait_ns) sl_table_count(rt->table, e, SL_C_DELAYED, 1);
+        if (granted[j].wait_ns > d->wait_ns) d->wait_ns = granted[j].wait_ns;
+    }
+}

@@ -1,0 +1,71 @@
+/* reqdecide.h - what the request rules decide about one request.
+ *
+ * Every request rule that matched the connection and matches the request
+ * (method, Host, route) applies, in order: each takes `cost` tokens from
+ * its key's bucket (req_rate/req_burst, or the key's plan) and counts
+ * against its quota. The request passes only if all of them let it; when
+ * a later rule denies, what earlier rules took is given back, so a denied
+ * request costs nothing. A rule in dry run counts and logs what it would
+ * have denied and enforces nothing. A rule whose action is delay may hold
+ * the request up to max_delay (its turn is booked now, first come first
+ * served); beyond that it denies.
+ *
+ * Idempotency-Key: a retry carrying the same key (per rule and bucket key)
+ * within SL_IDEM_WINDOW_NS of the previous attempt is not charged again,
+ * at most SL_IDEM_FREE times: memory stays bounded (a mark is a table
+ * slot, reusable once idle) and a client cannot turn one key into
+ * unlimited free requests.
+ */
+#ifndef SL_REQDECIDE_H
+#define SL_REQDECIDE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "key.h"
+#include "limit.h"
+#include "policy.h"
+#include "reply.h"
+#include "rule.h"
+
+#define SL_IDEM_WINDOW_NS (300 * SL_NS_PER_SEC)
+#define SL_IDEM_FREE      2
+
+/* One request head, as the scanner found it. Pointers may be NULL when the
+ * head had no such part. */
+struct sl_req_head {
+    const char *method, *path, *query, *host, *cookie, *idem;
+    size_t method_len, path_len, query_len, host_len, cookie_len, idem_len;
+    /* the value of the header named by sl_req_rules.header (NULL: absent) */
+    const char *header;
+    size_t header_len;
+};
+
+/* What a connection's requests are judged by; filled once per connection. */
+struct sl_req_rules {
+    struct sl_runtime *rt;
+    struct sl_addr peer; /* inbound: the client; outbound: the destination */
+    uint64_t match;      /* bit i: config rule i is a request rule matching the connection */
+    int64_t wall_offset; /* wall clock minus monotonic clock, ns (quota windows) */
+    char header[SL_REQ_NAME_MAX]; /* the header whose value sl_req_head.header holds */
+    int8_t entry[SL_MAX_RULES];   /* the table entry counting rule i's requests */
+    struct sl_limit idem;         /* an Idempotency-Key mark's bucket */
+};
+
+struct sl_req_decision {
+    bool allowed;
+    uint64_t wait_ns;              /* allowed: how long it must be held first (delay) */
+    int rule;                      /* denied: the denying rule; -1 otherwise */
+    struct sl_verdict v;           /* denied: its verdict */
+    struct sl_reply_policy policy; /* denied: what the RateLimit fields describe */
+};
+
+/* Fills the rest of x for a connection whose rt, peer and match are set:
+ * registers the rules' request entries in the table (see reqdecide.c). */
+void sl_req_rules_entries(struct sl_req_rules *x);
+
+void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t now,
+                   struct sl_req_decision *d);
+
+#endif

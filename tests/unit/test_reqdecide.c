@@ -1,0 +1,533 @@
+/* test_reqdecide.c - request rules deciding request heads: budgets per key,
+ * routes and cost, refunds, dry run, missing keys, plans, quotas and
+ * Idempotency-Key, on a private table with the time injected. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/log.h"
+#include "../../core/plan.h"
+#include "../../core/quota.h"
+#include "../../core/reqdecide.h"
+#include "../../core/table.h"
+#include "testutil.h"
+
+struct world {
+    struct sl_config *cfg;
+    struct sl_table *table;
+    struct sl_runtime rt;
+};
+
+static struct world *world_new(void)
+{
+    struct world *w = calloc(1, sizeof *w);
+    w->cfg = calloc(1, sizeof *w->cfg);
+    sl_log_setup(SL_LOG_NONE, SL_LOG_ERROR);
+    return w;
+}
+
+/* A request rule limiting `count` requests per `period` with `burst`. */
+static struct sl_rule *rule(struct world *w, const char *name, uint64_t count, uint64_t period,
+                            uint64_t burst)
+{
+    struct sl_rule *r = &w->cfg->rules[w->cfg->nrules++];
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->id = sl_name_hash(name);
+    r->dir = SL_IN;
+    r->per = SL_PER_PEER;
+    r->prefix4 = 32;
+    r->prefix6 = 64;
+    r->action = SL_ACT_REPLY;
+    r->request = true;
+    r->cost = 1;
+    if (count) assert_int_equal(sl_limit_init(&r->req_limit, SL_ALG_GCRA, count, period, burst), 0);
+    return r;
+}
+
+static void start(struct world *w)
+{
+    char err[256] = "";
+    w->table = sl_table_open(4096, NULL, SL_FULL_SHARED, err, sizeof err);
+    if (!w->table) fail_msg("sl_table_open: %s", err);
+    assert_int_equal(sl_runtime_init(&w->rt, w->cfg, w->table, err, sizeof err), 0);
+}
+
+static void world_free(struct world *w)
+{
+    sl_table_close(w->table);
+    for (int i = 0; i < w->cfg->nrules; i++)
+        sl_plans_free((struct sl_plans *)w->cfg->rules[i].plans);
+    free(w->cfg);
+    free(w);
+}
+
+static struct sl_addr peer(uint8_t last)
+{
+    struct sl_addr a = {.v4 = true, .port = 40000};
+    a.a[10] = a.a[11] = 0xff;
+    a.a[12] = 10;
+    a.a[15] = last;
+    return a;
+}
+
+/* The connection's view: every request rule, from peer 10.0.0.last. */
+static struct sl_req_rules conn(struct world *w, uint8_t last, const char *header)
+{
+    struct sl_req_rules x = {.rt = &w->rt, .peer = peer(last)};
+    for (int i = 0; i < w->cfg->nrules; i++)
+        if (w->cfg->rules[i].request) x.match |= 1ull << i;
+    if (header) snprintf(x.header, sizeof x.header, "%s", header);
+    x.wall_offset = 0;
+    sl_req_rules_entries(&x);
+    return x;
+}
+
+static struct sl_req_head head(const char *method, const char *target)
+{
+    struct sl_req_head h = {.method = method, .method_len = strlen(method), .path = target};
+    const char *q = strchr(target, '?');
+    h.path_len = q ? (size_t)(q - target) : strlen(target);
+    if (q) {
+        h.query = q + 1;
+        h.query_len = strlen(q + 1);
+    }
+    return h;
+}
+
+static struct sl_req_head with_header(struct sl_req_head h, const char *v)
+{
+    h.header = v;
+    h.header_len = strlen(v);
+    return h;
+}
+
+static bool ask(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t now,
+                struct sl_req_decision *d)
+{
+    sl_req_decide(x, h, now, d);
+    return d->allowed;
+}
+
+/* Requests admitted out of n asked evenly over [start, start + span). */
+static int admitted(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t start,
+                    uint64_t span, int n)
+{
+    int ok = 0;
+    struct sl_req_decision d;
+    for (int i = 0; i < n; i++)
+        ok += ask(x, h, start + span * (uint64_t)i / (uint64_t)n, &d);
+    return ok;
+}
+
+static uint64_t counter(struct world *w, const struct sl_req_rules *x, int rule, enum sl_counter c)
+{
+    return sl_table_counter(w->table, x->entry[rule], c);
+}
+
+static void admitted_requests_are_burst_plus_rate_times_time(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    rule(w, "api", 20, SEC, 5);
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head h = head("GET", "/");
+    /* a flood of 1000 requests a second for 3 s: 5 + 20 * 3 pass (the last
+     * arrival is 1 ms before the end, so the 60th token of the rate may
+     * or may not be there yet) */
+    int ok = admitted(&x, &h, T0, 3 * SEC, 3000);
+    assert_in_range(ok, 5 + 60 - 1, 5 + 60);
+    assert_int_equal(counter(w, &x, 0, SL_C_ALLOWED), (uint64_t)ok);
+    assert_int_equal(counter(w, &x, 0, SL_C_LIMITED), 3000 - (uint64_t)ok);
+    world_free(w);
+}
+
+static void a_denial_carries_the_bucket_and_the_rule_as_policy(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    rule(w, "api", 100, MIN, 2);
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head h = head("GET", "/");
+    struct sl_req_decision d;
+    assert_true(ask(&x, &h, T0, &d));
+    assert_true(ask(&x, &h, T0, &d));
+    assert_false(ask(&x, &h, T0, &d));
+    assert_int_equal(d.rule, 0);
+    assert_int_equal(d.v.retry_ns, 600 * MS); /* one request at 100/min */
+    assert_string_equal(d.policy.name, "api");
+    assert_int_equal(d.policy.quota, 100);
+    assert_int_equal(d.policy.window_s, 60);
+    world_free(w);
+}
+
+static void two_keys_from_one_address_get_a_budget_each(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "keys", 1, SEC, 3);
+    r->req_per = SL_REQ_PER_HEADER;
+    strcpy(r->req_per_name, "X-API-Key");
+    start(w);
+    struct sl_req_rules x = conn(w, 1, "x-api-key");
+    struct sl_req_head a = with_header(head("GET", "/"), "alpha");
+    struct sl_req_head b = with_header(head("GET", "/"), "beta");
+    assert_int_equal(admitted(&x, &a, T0, MS, 10), 3);
+    assert_int_equal(admitted(&x, &b, T0, MS, 10), 3);
+    /* and the same key from another address shares its budget */
+    struct sl_req_rules y = conn(w, 2, "X-API-Key");
+    assert_int_equal(admitted(&y, &a, T0, MS, 10), 0);
+    world_free(w);
+}
+
+static void a_query_key_is_one_key_however_it_is_spelled(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "q", 1, SEC, 2);
+    r->req_per = SL_REQ_PER_QUERY;
+    strcpy(r->req_per_name, "api_key");
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head a = head("GET", "/x?page=2&api_key=abc");
+    struct sl_req_head b = head("GET", "/y?api_key=%61bc");
+    struct sl_req_decision d;
+    assert_true(ask(&x, &a, T0, &d));
+    assert_true(ask(&x, &b, T0, &d));
+    assert_false(ask(&x, &a, T0, &d));
+    struct sl_req_head other = head("GET", "/y?api_key=abd");
+    assert_true(ask(&x, &other, T0, &d));
+    world_free(w);
+}
+
+static void a_cookie_key_is_found_among_cookies(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "c", 1, SEC, 1);
+    r->req_per = SL_REQ_PER_COOKIE;
+    strcpy(r->req_per_name, "session");
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head a = head("GET", "/"), b = head("GET", "/");
+    a.cookie = "theme=dark; session=s1";
+    a.cookie_len = strlen(a.cookie);
+    b.cookie = "session=\"s2\" ;theme=dark";
+    b.cookie_len = strlen(b.cookie);
+    struct sl_req_decision d;
+    assert_true(ask(&x, &a, T0, &d));
+    assert_true(ask(&x, &b, T0, &d));
+    assert_false(ask(&x, &a, T0, &d));
+    assert_false(ask(&x, &b, T0, &d));
+    world_free(w);
+}
+
+static void a_request_without_the_key_falls_back_to_its_peer(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "keys", 1, SEC, 2);
+    r->req_per = SL_REQ_PER_HEADER;
+    strcpy(r->req_per_name, "X-API-Key");
+    start(w);
+    struct sl_req_rules one = conn(w, 1, "X-API-Key"), two = conn(w, 2, "X-API-Key");
+    struct sl_req_head none = head("GET", "/");
+    assert_int_equal(admitted(&one, &none, T0, MS, 10), 2);
+    assert_int_equal(admitted(&two, &none, T0, MS, 10), 2);
+    world_free(w);
+}
+
+static void per_missing_rule_shares_one_budget_and_deny_denies(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "keys", 1, SEC, 2);
+    r->req_per = SL_REQ_PER_HEADER;
+    strcpy(r->req_per_name, "X-API-Key");
+    r->per_missing = SL_MISSING_RULE;
+    start(w);
+    struct sl_req_rules one = conn(w, 1, "X-API-Key"), two = conn(w, 2, "X-API-Key");
+    struct sl_req_head none = head("GET", "/");
+    assert_int_equal(admitted(&one, &none, T0, MS, 10), 2);
+    assert_int_equal(admitted(&two, &none, T0, MS, 10), 0);
+    r->per_missing = SL_MISSING_DENY;
+    assert_int_equal(admitted(&one, &none, T0 + MIN, MS, 10), 0);
+    struct sl_req_head key = with_header(head("GET", "/"), "k");
+    assert_int_equal(admitted(&one, &key, T0 + MIN, MS, 10), 2);
+    world_free(w);
+}
+
+static void a_route_of_cost_ten_drains_the_key_ten_times_faster(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *all = rule(w, "all", 10, SEC, 100);
+    all->req_per = SL_REQ_PER_HEADER;
+    strcpy(all->req_per_name, "X-API-Key");
+    /* the same bucket charged 10 for an export: a second rule on the route
+     * with its own budget would not show the drain, so cost lives on the
+     * route rule and the key's budget is that rule's */
+    struct sl_rule *exp = rule(w, "export", 10, SEC, 100);
+    exp->req_per = SL_REQ_PER_HEADER;
+    strcpy(exp->req_per_name, "X-API-Key");
+    exp->cost = 10;
+    strcpy(exp->routes[exp->nroutes++], "/export");
+    start(w);
+    struct sl_req_rules x = conn(w, 1, "X-API-Key");
+    struct sl_req_head e = with_header(head("GET", "/export/all"), "k1");
+    struct sl_req_head s = with_header(head("GET", "/search"), "k2");
+    int exports = 0, searches = 0;
+    struct sl_req_decision d;
+    for (int i = 0; i < 200; i++) {
+        exports += ask(&x, &e, T0, &d);
+        searches += ask(&x, &s, T0, &d);
+    }
+    assert_int_equal(exports, 10);   /* 100 tokens / 10 */
+    assert_int_equal(searches, 100); /* 100 tokens / 1 (the route rule does not match) */
+    /* and over 10 s of refill: 100 tokens more each */
+    exports = admitted(&x, &e, T0 + MS, 10 * SEC, 10000);
+    assert_in_range(exports, 9, 10);
+    world_free(w);
+}
+
+static void a_rule_of_cost_zero_counts_and_never_limits(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "count", 1, SEC, 1);
+    r->cost = 0;
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head h = head("GET", "/");
+    assert_int_equal(admitted(&x, &h, T0, MS, 50), 50);
+    assert_int_equal(counter(w, &x, 0, SL_C_ALLOWED), 50);
+    world_free(w);
+}
+
+static void methods_and_hosts_select_requests(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "writes", 1, SEC, 1);
+    strcpy(r->methods[r->nmethods++], "POST");
+    strcpy(r->req_hosts[r->nreq_hosts++], "api.example.com");
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head get = head("GET", "/"), post = head("POST", "/");
+    get.host = post.host = "API.example.com:443";
+    get.host_len = post.host_len = strlen(post.host);
+    struct sl_req_head other = post;
+    other.host = "www.example.com";
+    other.host_len = strlen(other.host);
+    assert_int_equal(admitted(&x, &get, T0, MS, 5), 5);
+    assert_int_equal(admitted(&x, &other, T0, MS, 5), 5);
+    assert_int_equal(admitted(&x, &post, T0, MS, 5), 1);
+    world_free(w);
+}
+
+static void a_later_denial_gives_back_what_earlier_rules_took(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    rule(w, "wide", 100, SEC, 10);
+    struct sl_rule *narrow = rule(w, "narrow", 1, SEC, 1);
+    strcpy(narrow->routes[narrow->nroutes++], "/search");
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head s = head("GET", "/search"), o = head("GET", "/other");
+    struct sl_req_decision d;
+    assert_true(ask(&x, &s, T0, &d));
+    for (int i = 0; i < 20; i++) {
+        assert_false(ask(&x, &s, T0, &d));
+        assert_int_equal(d.rule, 1);
+    }
+    /* the 20 denied searches cost "wide" nothing: 9 of its 10 are left */
+    assert_int_equal(admitted(&x, &o, T0, 0, 20), 9);
+    assert_int_equal(counter(w, &x, 0, SL_C_ALLOWED), 10);
+    assert_int_equal(counter(w, &x, 1, SL_C_LIMITED), 20);
+    world_free(w);
+}
+
+static void dry_run_counts_what_it_would_deny_and_passes_it(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "dry", 1, SEC, 2);
+    r->dry_run = true;
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head h = head("GET", "/");
+    assert_int_equal(admitted(&x, &h, T0, MS, 10), 10);
+    assert_int_equal(counter(w, &x, 0, SL_C_ALLOWED), 2);
+    assert_int_equal(counter(w, &x, 0, SL_C_WOULD_LIMIT), 8);
+    assert_int_equal(counter(w, &x, 0, SL_C_LIMITED), 0);
+    world_free(w);
+}
+
+static void a_delay_rule_holds_requests_until_their_turn(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "paced", 10, SEC, 1);
+    r->action = SL_ACT_DELAY;
+    r->max_delay_ns = 250 * MS;
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head h = head("GET", "/");
+    struct sl_req_decision d;
+    assert_true(ask(&x, &h, T0, &d));
+    assert_int_equal(d.wait_ns, 0);
+    assert_true(ask(&x, &h, T0, &d));
+    assert_int_equal(d.wait_ns, 100 * MS);
+    assert_true(ask(&x, &h, T0, &d));
+    assert_int_equal(d.wait_ns, 200 * MS);
+    assert_false(ask(&x, &h, T0, &d)); /* 300 ms is past max_delay */
+    assert_int_equal(counter(w, &x, 0, SL_C_DELAYED), 2);
+    world_free(w);
+}
+
+static struct sl_plans *plans_gold(void)
+{
+    struct sl_plans *ps = sl_plans_new();
+    struct sl_plan gold = {.name = "gold"};
+    assert_int_equal(sl_limit_init(&gold.req_limit, SL_ALG_GCRA, 100, SEC, 20), 0);
+    assert_int_equal(sl_plans_add(ps, &gold), 0);
+    assert_int_equal(sl_plans_add_key(ps, 0, "sk_gold", 7), 0);
+    sl_plans_seal(ps);
+    return ps;
+}
+
+static void a_key_with_a_plan_gets_its_plan_and_others_the_rule(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "api", 3, SEC, 3);
+    r->req_per = SL_REQ_PER_HEADER;
+    strcpy(r->req_per_name, "X-API-Key");
+    r->plans = plans_gold();
+    start(w);
+    struct sl_req_rules x = conn(w, 1, "X-API-Key");
+    struct sl_req_head gold = with_header(head("GET", "/"), "sk_gold");
+    struct sl_req_head tin = with_header(head("GET", "/"), "sk_tin");
+    assert_int_equal(admitted(&x, &gold, T0, MS, 50), 20);
+    assert_int_equal(admitted(&x, &tin, T0, MS, 50), 3);
+    struct sl_req_decision d;
+    assert_false(ask(&x, &gold, T0 + MS, &d));
+    assert_string_equal(d.policy.name, "gold");
+    assert_int_equal(d.policy.quota, 100);
+    world_free(w);
+}
+
+static void a_daily_quota_in_the_table_resets_at_midnight(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "daily", 0, 0, 0);
+    r->quota = 3;
+    r->quota_window = SL_QUOTA_DAY;
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    /* the wall clock says 2026-11-22 23:00 UTC when the monotonic says T0 */
+    x.wall_offset = (int64_t)(1795388400ull * SEC - T0);
+    struct sl_req_head h = head("GET", "/");
+    assert_int_equal(admitted(&x, &h, T0, 59 * MIN, 10), 3);
+    struct sl_req_decision d;
+    assert_false(ask(&x, &h, T0 + 59 * MIN, &d));
+    assert_int_equal(d.v.retry_ns, MIN);
+    assert_int_equal(d.policy.quota, 3);
+    assert_int_equal(d.policy.window_s, 86400);
+    assert_true(ask(&x, &h, T0 + HOUR, &d)); /* midnight */
+    world_free(w);
+}
+
+static void a_quota_denial_gives_back_the_rate_token(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "both", 1, SEC, 5);
+    r->quota = 2;
+    r->quota_window = SL_QUOTA_MONTH;
+    struct sl_rule *other = rule(w, "other", 1, SEC, 5);
+    (void)other;
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head h = head("GET", "/");
+    x.wall_offset = (int64_t)(1795388400ull * SEC - T0);
+    assert_int_equal(admitted(&x, &h, T0, 0, 10), 2);
+    /* the quota denied 8: the rate bucket of "both" kept 3 of its 5 */
+    r->quota = 0;
+    assert_int_equal(admitted(&x, &h, T0, 0, 10), 3);
+    world_free(w);
+}
+
+static void a_retry_with_the_same_idempotency_key_is_not_charged_again(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    rule(w, "api", 1, MIN, 2);
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head h = head("POST", "/orders");
+    h.idem = "order-17";
+    h.idem_len = strlen(h.idem);
+    struct sl_req_decision d;
+    assert_true(ask(&x, &h, T0, &d));           /* charged: 1 left */
+    assert_true(ask(&x, &h, T0 + SEC, &d));     /* retry: free */
+    assert_true(ask(&x, &h, T0 + 2 * SEC, &d)); /* retry: free */
+    struct sl_req_head other = head("POST", "/orders");
+    assert_true(ask(&x, &other, T0 + 3 * SEC, &d)); /* charged: 0 left */
+    assert_false(ask(&x, &other, T0 + 3 * SEC, &d));
+    /* SL_IDEM_FREE retries were free; the next one is charged like any */
+    assert_false(ask(&x, &h, T0 + 4 * SEC, &d));
+    world_free(w);
+}
+
+static void an_idempotency_key_of_a_denied_request_stays_unspent(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    rule(w, "api", 1, MIN, 1);
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head plain = head("POST", "/"), h = head("POST", "/");
+    h.idem = "k";
+    h.idem_len = 1;
+    struct sl_req_decision d;
+    assert_true(ask(&x, &plain, T0, &d));
+    assert_false(ask(&x, &h, T0, &d));            /* denied: its key was not marked */
+    assert_true(ask(&x, &h, T0 + MIN, &d));       /* charged now */
+    assert_true(ask(&x, &h, T0 + MIN + SEC, &d)); /* and only now free */
+    world_free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(admitted_requests_are_burst_plus_rate_times_time),
+        cmocka_unit_test(a_denial_carries_the_bucket_and_the_rule_as_policy),
+        cmocka_unit_test(two_keys_from_one_address_get_a_budget_each),
+        cmocka_unit_test(a_query_key_is_one_key_however_it_is_spelled),
+        cmocka_unit_test(a_cookie_key_is_found_among_cookies),
+        cmocka_unit_test(a_request_without_the_key_falls_back_to_its_peer),
+        cmocka_unit_test(per_missing_rule_shares_one_budget_and_deny_denies),
+        cmocka_unit_test(a_route_of_cost_ten_drains_the_key_ten_times_faster),
+        cmocka_unit_test(a_rule_of_cost_zero_counts_and_never_limits),
+        cmocka_unit_test(methods_and_hosts_select_requests),
+        cmocka_unit_test(a_later_denial_gives_back_what_earlier_rules_took),
+        cmocka_unit_test(dry_run_counts_what_it_would_deny_and_passes_it),
+        cmocka_unit_test(a_delay_rule_holds_requests_until_their_turn),
+        cmocka_unit_test(a_key_with_a_plan_gets_its_plan_and_others_the_rule),
+        cmocka_unit_test(a_daily_quota_in_the_table_resets_at_midnight),
+        cmocka_unit_test(a_quota_denial_gives_back_the_rate_token),
+        cmocka_unit_test(a_retry_with_the_same_idempotency_key_is_not_charged_again),
+        cmocka_unit_test(an_idempotency_key_of_a_denied_request_stays_unspent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL) != 0;
+}
