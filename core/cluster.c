@@ -59,63 +59,27 @@
 #include "cluster_t.h"
 #include "mem.h"
 #include "sys.h"
+#include "window.h"
 
-typedef unsigned __int128 u128;
-
-#define M20   ((1ull << 20) - 1)
-#define M24   ((1ull << 24) - 1)
-#define NEVER (UINT64_MAX / 4)
+typedef sl_u128 u128;
 
 const char *const sl_cluster_counter_names[SL_CC_NCOUNTERS] = {
     "tx_packets", "tx_bytes",         "tx_errors", "tx_test_dropped", "rx_packets",     "rx_bytes",
     "rx_records", "rec_unknown_rule", "rec_old",   "remote_overflow", "local_overflow", "reused",
 };
 
-/* ---- window words ---------------------------------------------------- */
+/* ---- window words (window.h), as an origin sees them ------------------- */
 
-static uint64_t pack(uint64_t w, uint64_t prev, uint64_t curr)
-{
-    if (prev > M20) prev = M20;
-    if (curr > M20) curr = M20;
-    return (w & M24) << 40 | prev << 20 | curr;
-}
-
-static uint64_t wwin(uint64_t s)
-{
-    return s >> 40;
-}
-
-static uint64_t wprev(uint64_t s)
-{
-    return (s >> 20) & M20;
-}
-
-static uint64_t wcurr(uint64_t s)
-{
-    return s & M20;
-}
-
-/* a - b for 24-bit window numbers, as a signed distance */
-static int64_t wdiff(uint64_t a, uint64_t b)
-{
-    int64_t d = (int64_t)((a - b) & M24);
-    return d >= (1 << 23) ? d - (1 << 24) : d;
-}
-
-/* An origin's counts for windows cur-1 and cur. */
+/* An origin's counts for windows cur-1 and cur. Unlike one host's word, a
+ * peer's may be a window ahead (its clock is): its prev is our curr. */
 static void counts_at(uint64_t s, uint64_t cur, uint64_t *prev, uint64_t *curr)
 {
-    *prev = *curr = 0;
-    if (s == 0) return;
-    int64_t d = wdiff(cur, wwin(s));
-    if (d == 0) {
-        *prev = wprev(s);
-        *curr = wcurr(s);
-    } else if (d == 1) {
-        *prev = wcurr(s);
-    } else if (d == -1) {
-        *curr = wprev(s); /* the origin's clock is ahead: its prev is our curr */
+    if (s && sl_win_diff(cur, sl_win_index(s)) == -1) {
+        *prev = 0;
+        *curr = sl_win_prev(s);
+        return;
     }
+    sl_win_counts(s, cur, prev, curr);
 }
 
 static uint64_t max64(uint64_t a, uint64_t b)
@@ -129,10 +93,14 @@ static uint64_t join(uint64_t a, uint64_t b)
 {
     if (!a) return b;
     if (!b) return a;
-    int64_t d = wdiff(wwin(b), wwin(a));
-    if (d == 0) return pack(wwin(a), max64(wprev(a), wprev(b)), max64(wcurr(a), wcurr(b)));
-    if (d == 1) return pack(wwin(b), max64(wprev(b), wcurr(a)), wcurr(b));
-    if (d == -1) return pack(wwin(a), max64(wprev(a), wcurr(b)), wcurr(a));
+    int64_t d = sl_win_diff(sl_win_index(b), sl_win_index(a));
+    if (d == 0)
+        return sl_win_pack(sl_win_index(a), max64(sl_win_prev(a), sl_win_prev(b)),
+                           max64(sl_win_curr(a), sl_win_curr(b)));
+    if (d == 1)
+        return sl_win_pack(sl_win_index(b), max64(sl_win_prev(b), sl_win_curr(a)), sl_win_curr(b));
+    if (d == -1)
+        return sl_win_pack(sl_win_index(a), max64(sl_win_prev(a), sl_win_curr(b)), sl_win_curr(a));
     return d > 0 ? b : a;
 }
 
@@ -398,7 +366,7 @@ static bool entry_idle(const struct sl_cluster *c, struct sl_centry *e, uint64_t
     uint64_t cur = wallnow / c->cfg->rules[m - 1].limit.period_ns;
     for (int o = 0; o < c->norig; o++) {
         uint64_t s = atomic_load_explicit(&e->w[o], memory_order_relaxed);
-        if (s && wdiff(cur, wwin(s)) <= 1) return false;
+        if (s && sl_win_diff(cur, sl_win_index(s)) <= 1) return false;
     }
     return true;
 }
@@ -516,40 +484,32 @@ void sl_cluster_decide(struct sl_cluster *c, int rule, const struct sl_rule *r,
     uint64_t P, C;
     int alive = remote_sums(c, e, now, cur, &P, &C);
     const uint64_t n = alive ? r->limit.count : c->alone[rule];
-    const u128 cap = (u128)n * W;
 
     uint64_t own = atomic_load_explicit(&e->w[0], memory_order_relaxed);
-    uint64_t op, oc, ocur;
+    uint64_t op, oc, ocur, remaining;
     for (;;) {
         /* A clock that stepped back: keep counting into our newest window. */
-        ocur = own && wdiff(wwin(own), cur) > 0 ? cur + (uint64_t)wdiff(wwin(own), cur) : cur;
+        ocur = own && sl_win_diff(sl_win_index(own), cur) > 0
+                   ? cur + (uint64_t)sl_win_diff(sl_win_index(own), cur)
+                   : cur;
         counts_at(own, ocur, &op, &oc);
-        u128 used = (u128)(P + op) * (W - el) + (u128)(C + oc) * W;
-        if (used + (u128)cost * W > cap || oc + cost > M20) break;
-        uint64_t next = pack(ocur, op, oc + cost);
+        if (oc + cost > SL_WIN_COUNT_MASK ||
+            !sl_win_fits(P + op, C + oc, el, W, n, cost, &remaining))
+            break;
+        uint64_t next = sl_win_pack(ocur, op, oc + cost);
         if (atomic_compare_exchange_weak_explicit(&e->w[0], &own, next, memory_order_relaxed,
                                                   memory_order_relaxed)) {
-            used += (u128)cost * W;
-            *v = (struct sl_verdict){.allowed = true,
-                                     .remaining = (uint64_t)((cap - used) / W),
-                                     .limit = n,
-                                     .reset_ns = (W - el) + W};
+            *v = (struct sl_verdict){
+                .allowed = true, .remaining = remaining, .limit = n, .reset_ns = (W - el) + W};
             return;
         }
     }
     /* Denied: when would it pass, if nothing else happened? */
     uint64_t prev = P + op, curr = C + oc;
-    *v = (struct sl_verdict){.allowed = false, .limit = n};
-    if (cost > n) {
-        v->retry_ns = NEVER;
-    } else if (curr + cost <= n && prev) {
-        uint64_t at = W - (uint64_t)((u128)(n - curr - cost) * W / prev);
-        v->retry_ns = at > el ? at - el : 1;
-    } else {
-        uint64_t at = curr ? W - (uint64_t)((u128)(n > cost ? n - cost : 0) * W / curr) : 0;
-        v->retry_ns = (W - el) + at;
-    }
-    v->reset_ns = curr ? (W - el) + W : prev ? W - el : 0;
+    *v = (struct sl_verdict){.allowed = false,
+                             .limit = n,
+                             .retry_ns = sl_win_retry_ns(prev, curr, el, W, n, cost),
+                             .reset_ns = sl_win_reset_ns(prev, curr, el, W)};
 }
 
 void sl_cluster_refund(struct sl_cluster *c, int rule, const struct sl_rule *r,
@@ -561,9 +521,9 @@ void sl_cluster_refund(struct sl_cluster *c, int rule, const struct sl_rule *r,
     if (overflow && c->cfg->on_full != SL_FULL_SHARED) return;
     uint64_t own = atomic_load_explicit(&e->w[0], memory_order_relaxed);
     for (;;) {
-        if (!own || wdiff(wwin(own), cur) < 0) return; /* its window is gone */
-        uint64_t q = wcurr(own);
-        uint64_t next = pack(wwin(own), wprev(own), q > cost ? q - cost : 0);
+        if (!own || sl_win_diff(sl_win_index(own), cur) < 0) return; /* its window is gone */
+        uint64_t q = sl_win_curr(own);
+        uint64_t next = sl_win_pack(sl_win_index(own), sl_win_prev(own), q > cost ? q - cost : 0);
         if (atomic_compare_exchange_weak_explicit(&e->w[0], &own, next, memory_order_relaxed,
                                                   memory_order_relaxed))
             return;
@@ -664,7 +624,7 @@ enum sl_wire_status sl_cluster_receive(struct sl_cluster *c, const uint8_t *buf,
             count(c, SL_CC_REMOTE_OVERFLOW, 1);
             continue;
         }
-        join_into(&e->w[o], pack(cur + (uint64_t)d, r.prev, r.curr));
+        join_into(&e->w[o], sl_win_pack(cur + (uint64_t)d, r.prev, r.curr));
         count(c, SL_CC_RX_RECORDS, 1);
     }
     return SL_WIRE_OK;
@@ -700,15 +660,15 @@ static void add_entry(struct builder *b, struct sl_centry *e, uint64_t wn, bool 
     uint64_t own = atomic_load_explicit(&e->w[0], memory_order_relaxed);
     if (tag < 2 || own == 0) return;
     uint64_t cur = wn / r->limit.period_ns;
-    int64_t d = wdiff(cur, wwin(own));
+    int64_t d = sl_win_diff(cur, sl_win_index(own));
     if (d > 1) return; /* nothing current to say */
     if (!full && own == atomic_load_explicit(&e->sent, memory_order_relaxed)) return;
     b->recs[b->n++] = (struct sl_wire_rec){
         .hash = tag,
         .rule = (uint32_t)r->id,
         .window = (uint32_t)(cur - (uint64_t)d),
-        .prev = (uint32_t)wprev(own),
-        .curr = (uint32_t)wcurr(own),
+        .prev = (uint32_t)sl_win_prev(own),
+        .curr = (uint32_t)sl_win_curr(own),
     };
     atomic_store_explicit(&e->sent, own, memory_order_relaxed);
     if (b->n == SL_WIRE_MAX_RECS) flush(b);
