@@ -118,6 +118,8 @@ static void join_into(_Atomic uint64_t *w, uint64_t v)
 
 /* ---- the mapping ------------------------------------------------------ */
 
+_Static_assert(sizeof(struct sl_chdr) <= 4096, "shm.c reads at most a page of header");
+
 static size_t hdr_bytes(void)
 {
     return (sizeof(struct sl_chdr) + 4095) & ~(size_t)4095;
@@ -188,41 +190,48 @@ static void hdr_init(struct sl_chdr *h, const struct sl_config *cfg, uint32_t ns
     atomic_store_explicit(&h->ready, 1, memory_order_release);
 }
 
-/* Maps the named state, creating it when missing or when the existing one
- * was made for another layout or peer list. */
+struct named {
+    const struct sl_config *cfg;
+    uint32_t nslots; /* 0: any (attach) */
+};
+
+/* A state made for another layout or peer list is stale: recreated by an
+ * opener, refused by an attach. */
+static enum sl_shm_judgement judge(const void *hdr, size_t len, size_t size, void *arg,
+                                   size_t *bytes, char *why, size_t whylen)
+{
+    const struct named *n = arg;
+    const struct sl_chdr *h = hdr;
+    snprintf(why, whylen, "is not a sluice cluster state of this version");
+    if (len < sizeof *h || !h->ready || h->magic != SL_CLUSTER_MAGIC ||
+        h->version != SL_CLUSTER_VERSION || size < layout_bytes(h->nslots))
+        return SL_SHM_STALE;
+    if (n->cfg && h->fingerprint != fingerprint(n->cfg, n->nslots)) return SL_SHM_STALE;
+    *bytes = layout_bytes(h->nslots);
+    return SL_SHM_USE;
+}
+
+static void init_named(void *map, void *arg)
+{
+    const struct named *n = arg;
+    hdr_init(map, n->cfg, n->nslots);
+}
+
+/* Maps the named state, creating it when missing or stale. */
 static void *map_named(const struct sl_config *cfg, const char *name, uint32_t nslots, size_t bytes,
                        char *err, size_t errlen)
 {
-    uint64_t fp = fingerprint(cfg, nslots);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        int fd = sl_sys_shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
-        bool creator = fd >= 0;
-        if (!creator) {
-            if (errno != EEXIST) break;
-            fd = sl_sys_shm_open(name, O_RDWR, 0);
-            if (fd < 0) break;
-            struct sl_chdr h;
-            struct timespec pause = {0, 1000000};
-            int i;
-            for (i = 0; i < 2000; i++) {
-                if (sl_sys_pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.ready) break;
-                nanosleep(&pause, NULL);
-            }
-            struct stat st;
-            if (i == 2000 || h.magic != SL_CLUSTER_MAGIC || h.version != SL_CLUSTER_VERSION ||
-                h.fingerprint != fp || sl_sys_fstat(fd, &st) != 0 || (size_t)st.st_size < bytes) {
-                sl_sys_close(fd);
-                sl_sys_shm_unlink(name); /* stale: users of the old one keep their mapping */
-                continue;
-            }
-        }
-        void *map = sl_shm_map(fd, name, bytes, creator, err, errlen);
-        if (!map) return NULL;
-        if (creator) hdr_init(map, cfg, nslots);
-        return map;
-    }
-    snprintf(err, errlen, "shm_open %s: %s", name, strerror(errno));
-    return NULL;
+    struct named n = {cfg, nslots};
+    struct sl_shm_spec spec = {.name = name,
+                               .hdr_len = sizeof(struct sl_chdr),
+                               .bytes = bytes,
+                               .create = true,
+                               .judge = judge,
+                               .init = init_named,
+                               .arg = &n};
+    size_t got;
+    bool created;
+    return sl_shm_open(&spec, &got, &created, err, errlen);
 }
 
 struct sl_cluster *sl_cluster_create(const struct sl_config *cfg, const char *shm_name, char *err,
@@ -303,32 +312,25 @@ struct sl_cluster *sl_cluster_create(const struct sl_config *cfg, const char *sh
 
 struct sl_cluster *sl_cluster_attach(const char *shm_name, char *err, size_t errlen)
 {
-    int fd = sl_sys_shm_open(shm_name, O_RDONLY, 0);
-    if (fd < 0) {
-        snprintf(err, errlen, "shm_open %s: %s", shm_name, strerror(errno));
-        return NULL;
-    }
-    struct sl_chdr h;
-    struct stat st;
-    if (sl_sys_pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || !h.ready ||
-        h.magic != SL_CLUSTER_MAGIC || h.version != SL_CLUSTER_VERSION ||
-        sl_sys_fstat(fd, &st) != 0 || (size_t)st.st_size < layout_bytes(h.nslots)) {
-        sl_sys_close(fd);
-        snprintf(err, errlen, "%s: not a sluice cluster state of this version", shm_name);
-        return NULL;
-    }
-    size_t bytes = layout_bytes(h.nslots);
-    void *map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
-    sl_sys_close(fd);
-    struct sl_cluster *c = map != MAP_FAILED ? sl_alloc(sizeof *c) : NULL;
+    struct named n = {NULL, 0};
+    struct sl_shm_spec spec = {.name = shm_name,
+                               .hdr_len = sizeof(struct sl_chdr),
+                               .readonly = true,
+                               .judge = judge,
+                               .arg = &n};
+    size_t bytes;
+    bool created;
+    void *map = sl_shm_open(&spec, &bytes, &created, err, errlen);
+    if (!map) return NULL;
+    struct sl_cluster *c = sl_alloc(sizeof *c);
     if (!c) {
-        if (map != MAP_FAILED) munmap(map, bytes);
+        munmap(map, bytes);
         snprintf(err, errlen, "cannot map %s", shm_name);
         return NULL;
     }
     wrap(c, map, bytes);
     c->readonly = true;
-    c->norig = 1 + (int)h.npeers;
+    c->norig = 1 + (int)c->hdr->npeers;
     c->peer_timeout_ns = atomic_load_explicit(&c->hdr->peer_timeout_ns, memory_order_relaxed);
     return c;
 }

@@ -22,13 +22,13 @@
 struct sl_runtime {
     struct sl_config *cfg;
     struct sl_table *table;
-    struct sl_cluster *cluster; /* NULL: no gossip; cluster rules then count locally */
+    struct sl_cluster *cluster;   /* NULL: no gossip; cluster rules then count locally */
     int table_rule[SL_MAX_RULES]; /* the rule's entry in the table, -1 if none */
     bool any_in, any_out, any_hosts;
-    bool in_needs_local; /* some inbound rule looks at the local port or address */
+    bool in_needs_local;      /* some inbound rule looks at the local port or address */
     bool in_needs_local_addr; /* ... at the local address (not only the port) */
-    bool any_bytes;      /* some rule limits bytes: the I/O hooks have work */
-    bool any_conns;      /* some rule limits connections at once */
+    bool any_bytes;           /* some rule limits bytes: the I/O hooks have work */
+    bool any_conns;           /* some rule limits connections at once */
     _Atomic int learn_busy;
 };
 
@@ -38,12 +38,12 @@ enum sl_outcome { SL_PASS, SL_DENY };
 
 struct sl_decision {
     enum sl_outcome outcome;
-    int rule;            /* DENY: the rule that denied; -1 when nothing matched */
-    bool conns_full;     /* DENY: because of a conns limit (retry_ns is a polling hint) */
-    uint64_t wait_ns;    /* PASS: wait this long before acting (outbound delay) */
+    int rule;                /* DENY: the rule that denied; -1 when nothing matched */
+    bool conns_full;         /* DENY: because of a conns limit (retry_ns is a polling hint) */
+    uint64_t wait_ns;        /* PASS: wait this long before acting (outbound delay) */
     uint64_t redecide_until; /* PASS of a non-blocking connect (shim): ask again after
                                 wait_ns, until this time */
-    struct sl_verdict v; /* DENY: the denying rule's verdict */
+    struct sl_verdict v;     /* DENY: the denying rule's verdict */
     /* PASS: what the connection carries on: the first matching rule limiting
      * received / sent bytes (-1: none) with its key, and the concurrency
      * places taken (-1: none), to release with sl_conn_release. */
@@ -54,8 +54,8 @@ struct sl_decision {
 
 /* Registers the config's rules in the table. Returns 0, or -1 (message in
  * err) when the table cannot take them. */
-int sl_runtime_init(struct sl_runtime *rt, struct sl_config *cfg, struct sl_table *table,
-                    char *err, size_t errlen);
+int sl_runtime_init(struct sl_runtime *rt, struct sl_config *cfg, struct sl_table *table, char *err,
+                    size_t errlen);
 
 void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const struct sl_addr *peer,
                   uint64_t now, struct sl_decision *d);
