@@ -1,6 +1,12 @@
 /* cluster.c - limits shared by several hosts: per-origin window counts,
  * merged by maximum, summed across origins, decided from local memory.
  *
+ * Where the parts live: the window word and its exact test are window.h's
+ * (shared with limit.c); the named mapping is made and judged by shm.c;
+ * datagrams, the replay window and the sender thread are gossip.c's, the
+ * one fleet backend so far (cluster_t.h says what a backend may call).
+ * Here: the entry table, the decision and its refund, and the readers.
+ *
  * Algorithm. A cluster rule is a sliding window counter (as in limit.c)
  * over the rule's period W, whose counts are the sum over origins (this
  * node and each live peer) of what each origin admitted:
@@ -57,8 +63,8 @@
 #include <unistd.h>
 
 #include "cluster_t.h"
+#include "clock.h"
 #include "mem.h"
-#include "sys.h"
 #include "window.h"
 
 typedef sl_u128 u128;
@@ -301,11 +307,7 @@ struct sl_cluster *sl_cluster_create(const struct sl_config *cfg, const char *sh
         atomic_store_explicit(&c->ovf[i].meta, (uint32_t)i + 1, memory_order_relaxed);
         atomic_store_explicit(&c->ovf[i].tag, c->ovf_tag[i], memory_order_release);
     }
-    struct timespec rt, mono;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    clock_gettime(CLOCK_MONOTONIC, &mono);
-    int64_t off = ((int64_t)rt.tv_sec - (int64_t)mono.tv_sec) * 1000000000ll +
-                  ((int64_t)rt.tv_nsec - (int64_t)mono.tv_nsec);
+    int64_t off = sl_clock_wall_offset();
     atomic_store_explicit(&c->hdr->offset_ns, off, memory_order_relaxed);
     return c;
 }
@@ -546,7 +548,31 @@ void sl_cluster_estimate(struct sl_cluster *c, int rule, const struct sl_rule *r
     *fleet = (uint64_t)(((u128)(P + op) * (W - el) + (u128)(C + oc) * W) / W);
 }
 
-/* ---- gossip: building and merging datagrams ------------------------------ */
+/* ---- for fleet backends (cluster_t.h) ------------------------------------ */
+
+uint64_t sl_cluster_wall(const struct sl_cluster *c, uint64_t now)
+{
+    return wall(c, now);
+}
+
+void sl_cluster_count(struct sl_cluster *c, enum sl_cluster_counter k, uint64_t n)
+{
+    count(c, k, n);
+}
+
+void sl_cluster_heard(struct sl_cluster *c, int origin, uint64_t now)
+{
+    struct sl_cpeer *p = &c->hdr->peer[origin];
+    atomic_store_explicit(&p->last_heard, now ? now : 1, memory_order_release);
+    atomic_fetch_add_explicit(&p->packets, 1, memory_order_relaxed);
+}
+
+int sl_cluster_origin(const struct sl_cluster *c, uint64_t node)
+{
+    for (int i = 1; i < c->norig; i++)
+        if (c->peer_id[i] == node) return i;
+    return 0;
+}
 
 static int rule_by_wire_id(const struct sl_cluster *c, uint32_t id)
 {
@@ -556,104 +582,33 @@ static int rule_by_wire_id(const struct sl_cluster *c, uint32_t id)
     return -1;
 }
 
-enum sl_wire_status sl_cluster_receive(struct sl_cluster *c, const uint8_t *buf, size_t len,
-                                       uint64_t now)
+void sl_cluster_merge(struct sl_cluster *c, int origin, const struct sl_cluster_rec *r, uint64_t wn)
 {
-    struct sl_wire_hdr h;
-    enum sl_wire_status st = sl_wire_decode(buf, len, c->key, &h);
-    int o = 0;
-    if (st == SL_WIRE_OK) {
-        for (int i = 1; i < c->norig; i++)
-            if (c->peer_id[i] == h.node) o = i;
-        if (!o) st = SL_WIRE_UNKNOWN_PEER;
+    int rule = rule_by_wire_id(c, r->rule);
+    if (rule < 0) {
+        count(c, SL_CC_REC_UNKNOWN_RULE, 1);
+        return;
     }
-    uint64_t wn = wall(c, now), wms = wn / 1000000;
-    struct sl_cpeer *p = &c->hdr->peer[o];
-    if (st == SL_WIRE_OK) {
-        uint64_t d = h.ts_ms > wms ? h.ts_ms - wms : wms - h.ts_ms;
-        if (d > SL_CLUSTER_TS_WINDOW_MS) st = SL_WIRE_STALE;
+    uint64_t cur = wn / c->cfg->rules[rule].limit.period_ns;
+    int64_t d = (int32_t)(r->window - (uint32_t)cur);
+    if (d > 1 || d < -2) {
+        count(c, SL_CC_REC_OLD, 1);
+        return;
     }
-    if (st == SL_WIRE_OK) {
-        /* Replay: per boot, a 64-datagram sliding window of sequence
-         * numbers (as IPsec); a new boot must be newer than all we heard. */
-        if (h.boot != p->boot) {
-            if (p->boot && h.ts_ms <= p->last_ts_ms) {
-                st = SL_WIRE_REPLAYED;
-            } else {
-                p->boot = h.boot;
-                p->maxseq = h.seq;
-                p->bitmap = 1;
-            }
-        } else if (h.seq > p->maxseq) {
-            uint64_t shift = h.seq - p->maxseq;
-            p->bitmap = shift >= 64 ? 1 : p->bitmap << shift | 1;
-            p->maxseq = h.seq;
-        } else {
-            uint64_t d = p->maxseq - h.seq;
-            if (d >= 64 || (p->bitmap >> d & 1))
-                st = SL_WIRE_REPLAYED;
-            else
-                p->bitmap |= 1ull << d;
-        }
+    struct sl_centry *e =
+        r->hash == c->ovf_tag[rule] ? &c->ovf[rule] : find(c, rule, r->hash, wn, true);
+    if (!e) {
+        count(c, SL_CC_REMOTE_OVERFLOW, 1);
+        return;
     }
-    if (st != SL_WIRE_OK) {
-        atomic_fetch_add_explicit(&c->hdr->drops[st], 1, memory_order_relaxed);
-        return st;
-    }
-    if (h.ts_ms > p->last_ts_ms) p->last_ts_ms = h.ts_ms;
-    atomic_store_explicit(&p->last_heard, now ? now : 1, memory_order_release);
-    atomic_fetch_add_explicit(&p->packets, 1, memory_order_relaxed);
-    count(c, SL_CC_RX_PACKETS, 1);
-    count(c, SL_CC_RX_BYTES, len);
-
-    for (size_t i = 0; i < h.nrec; i++) {
-        struct sl_wire_rec r;
-        sl_wire_rec_at(buf, i, &r);
-        int rule = rule_by_wire_id(c, r.rule);
-        if (rule < 0) {
-            count(c, SL_CC_REC_UNKNOWN_RULE, 1);
-            continue;
-        }
-        uint64_t cur = wn / c->cfg->rules[rule].limit.period_ns;
-        int64_t d = (int32_t)(r.window - (uint32_t)cur);
-        if (d > 1 || d < -2) {
-            count(c, SL_CC_REC_OLD, 1);
-            continue;
-        }
-        struct sl_centry *e =
-            r.hash == c->ovf_tag[rule] ? &c->ovf[rule] : find(c, rule, r.hash, wn, true);
-        if (!e) {
-            count(c, SL_CC_REMOTE_OVERFLOW, 1);
-            continue;
-        }
-        join_into(&e->w[o], sl_win_pack(cur + (uint64_t)d, r.prev, r.curr));
-        count(c, SL_CC_RX_RECORDS, 1);
-    }
-    return SL_WIRE_OK;
+    join_into(&e->w[origin], sl_win_pack(cur + (uint64_t)d, r->prev, r->curr));
+    count(c, SL_CC_RX_RECORDS, 1);
 }
 
-struct builder {
-    struct sl_cluster *c;
-    struct sl_wire_hdr h;
-    struct sl_wire_rec recs[SL_WIRE_MAX_RECS];
-    size_t n, packets;
-    sl_cluster_emit_fn emit;
-    void *arg;
-};
-
-static void flush(struct builder *b)
+static void own_record(struct sl_cluster *c, struct sl_centry *e, uint64_t wn, bool full,
+                       sl_cluster_own_fn fn, void *arg)
 {
-    uint8_t pkt[SL_WIRE_MAX];
-    b->h.seq = ++b->c->seq;
-    size_t len = sl_wire_encode(pkt, &b->h, b->recs, b->n, b->c->key);
-    b->emit(b->arg, pkt, len);
-    b->n = 0;
-    b->packets++;
-}
-
-static void add_entry(struct builder *b, struct sl_centry *e, uint64_t wn, bool full)
-{
-    const struct sl_config *cfg = b->c->cfg;
+    const struct sl_config *cfg = c->cfg;
     uint32_t m = atomic_load_explicit(&e->meta, memory_order_acquire);
     if (m == 0 || m > (uint32_t)cfg->nrules) return;
     const struct sl_rule *r = &cfg->rules[m - 1];
@@ -665,7 +620,7 @@ static void add_entry(struct builder *b, struct sl_centry *e, uint64_t wn, bool 
     int64_t d = sl_win_diff(cur, sl_win_index(own));
     if (d > 1) return; /* nothing current to say */
     if (!full && own == atomic_load_explicit(&e->sent, memory_order_relaxed)) return;
-    b->recs[b->n++] = (struct sl_wire_rec){
+    struct sl_cluster_rec rec = {
         .hash = tag,
         .rule = (uint32_t)r->id,
         .window = (uint32_t)(cur - (uint64_t)d),
@@ -673,31 +628,16 @@ static void add_entry(struct builder *b, struct sl_centry *e, uint64_t wn, bool 
         .curr = (uint32_t)sl_win_curr(own),
     };
     atomic_store_explicit(&e->sent, own, memory_order_relaxed);
-    if (b->n == SL_WIRE_MAX_RECS) flush(b);
+    fn(arg, &rec);
 }
 
-size_t sl_cluster_build(struct sl_cluster *c, uint64_t now, bool full, sl_cluster_emit_fn emit,
-                        void *arg)
+void sl_cluster_each_own(struct sl_cluster *c, uint64_t wn, bool full, sl_cluster_own_fn fn,
+                         void *arg)
 {
-    static __thread struct builder b; /* 1.1 KiB: off the sender's stack */
-    uint64_t wn = wall(c, now);
-    if (!c->boot) {
-        randombytes_buf(&c->boot, sizeof c->boot);
-        c->boot |= 1;
-        c->seq = 0;
-    }
-    b = (struct builder){.c = c, .emit = emit, .arg = arg};
-    b.h = (struct sl_wire_hdr){.type = SL_WIRE_TYPE_COUNTS,
-                               .flags = full ? SL_WIRE_FLAG_FULL : 0,
-                               .node = c->self_id,
-                               .boot = c->boot,
-                               .ts_ms = wn / 1000000};
     for (int i = 0; i < c->cfg->nrules; i++)
-        add_entry(&b, &c->ovf[i], wn, full);
+        own_record(c, &c->ovf[i], wn, full, fn, arg);
     for (uint32_t i = 0; i <= c->mask; i++)
-        add_entry(&b, &c->ents[i], wn, full);
-    if (b.n || b.packets == 0) flush(&b);
-    return b.packets;
+        own_record(c, &c->ents[i], wn, full, fn, arg);
 }
 
 /* ---- readers ------------------------------------------------------------ */
