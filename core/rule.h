@@ -64,15 +64,14 @@ struct sl_port_range {
     uint16_t lo, hi;
 };
 
-/* An outbound host name. addr[] holds what the name resolved to when the
- * config loaded, then what the program itself resolved (appended by the
- * getaddrinfo hook; naddr only grows, entries are written before naddr is
- * published with release order). */
+/* An outbound host name and what it resolved to when the config loaded.
+ * What the program resolves later is runtime state (policy.h:
+ * struct sl_learned_host), never written here. */
 struct sl_host {
     char name[SL_HOST_MAX]; /* lower case, no trailing dot */
     uint16_t port;          /* 0: the rule's port list applies */
     uint8_t addr[SL_MAX_HOST_ADDR][16];
-    uint32_t naddr; /* accessed atomically */
+    uint32_t naddr;
 };
 
 struct sl_rule {
