@@ -1,11 +1,12 @@
-/* shm.c - see shm.h. Creation: O_EXCL on "NAME.new.PID", ftruncate, mmap,
- * init, then link() to NAME, which fails with EEXIST if another process
- * published first (we then drop ours and use theirs). A process that dies
- * between the two leaves the temporary file behind, never a half-made
- * object under the real name. */
+/* shm.c - see shm.h. Trust: an existing object is used only if it is a
+ * regular file of this program's user (or root) with mode 0600. Creation: O_EXCL on "NAME.new.PID",
+ * ftruncate, mmap, init, then link() to NAME, which fails with EEXIST if another process published
+ * first (we then drop ours and use theirs). A process that dies between the two leaves the
+ * temporary file behind, never a half-made object under the real name. */
 #include "shm.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,6 +62,40 @@ static int create(const struct sl_shm_spec *s, void **map, char *err, size_t err
     return -1;
 }
 
+/* An object another local user could write is one they could switch off
+ * or steer (zero its buckets, shrink it to nothing): it must be a regular
+ * file owned by us or root, which no one else may read or write. Not
+ * checked for a read-only attach (stats), which decides nothing. */
+static bool trusted(const struct sl_shm_spec *s, const struct stat *st, char *err, size_t errlen)
+{
+    if (!S_ISREG(st->st_mode)) {
+        snprintf(err, errlen, "/dev/shm%s is not a regular file: refusing it", s->name);
+        return false;
+    }
+    if (s->readonly) return true;
+    uid_t me = geteuid();
+    if (st->st_uid != me && st->st_uid != 0) {
+        char owner[64] = "";
+        struct passwd pw, *found = NULL;
+        char buf[1024];
+        if (getpwuid_r(st->st_uid, &pw, buf, sizeof buf, &found) == 0 && found)
+            snprintf(owner, sizeof owner, "%s ", found->pw_name);
+        snprintf(err, errlen,
+                 "/dev/shm%s is owned by %s(uid %u), not by this program's user (uid %u) or root: "
+                 "refusing it",
+                 s->name, owner, (unsigned)st->st_uid, (unsigned)me);
+        return false;
+    }
+    if (st->st_mode & 077) {
+        snprintf(err, errlen,
+                 "/dev/shm%s has mode %04o, not 0600: other users could change it; "
+                 "refusing it",
+                 s->name, (unsigned)(st->st_mode & 07777));
+        return false;
+    }
+    return true;
+}
+
 /* -1: missing (errno ENOENT); 0: refused or failed (err says why);
  * 1: mapped; 2: stale, unlinked. */
 static int open_existing(const struct sl_shm_spec *s, void **map, size_t *bytes, char *err,
@@ -78,6 +113,8 @@ static int open_existing(const struct sl_shm_spec *s, void **map, size_t *bytes,
     int rc = 0;
     if (sl_sys_fstat(fd, &st) != 0) {
         snprintf(err, errlen, "fstat %s: %s", s->name, strerror(errno));
+    } else if (!trusted(s, &st, err, errlen)) {
+        /* err says why */
     } else if ((got = sl_sys_pread(fd, hdr, s->hdr_len, 0)) < 0) {
         snprintf(err, errlen, "read %s: %s", s->name, strerror(errno));
     } else {

@@ -5,7 +5,8 @@
  * temporary name, sizes and initialises it, then links it to its name. So
  * an object found under its name is complete, and one that is not (empty,
  * too small, another layout) is judged at once: no process ever waits for
- * another to finish creating one.
+ * another to finish creating one. An object another user owns or could
+ * write is refused, with a message naming its owner (or mode).
  */
 #ifndef SL_SHM_H
 #define SL_SHM_H
