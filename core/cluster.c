@@ -569,6 +569,9 @@ void sl_cluster_heard(struct sl_cluster *c, int origin, uint64_t now)
 
 int sl_cluster_origin(const struct sl_cluster *c, uint64_t node)
 {
+    /* A node listed in its own peers hears itself: never a peer
+     * (docs/gossip-wire.txt, check 8). */
+    if (node == c->self_id) return 0;
     for (int i = 1; i < c->norig; i++)
         if (c->peer_id[i] == node) return i;
     return 0;
