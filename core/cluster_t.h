@@ -136,4 +136,8 @@ void sl_cluster_each_own(struct sl_cluster *c, uint64_t wn, bool full, sl_cluste
 
 void sl_cluster_count(struct sl_cluster *c, enum sl_cluster_counter k, uint64_t n);
 
+/* Whether origin o (1..npeers) counts at `now`: heard within peer_timeout
+ * of the last time the sender had read every datagram. */
+bool sl_cluster_peer_alive(const struct sl_cluster *c, int o, uint64_t now);
+
 #endif
