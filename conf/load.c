@@ -327,16 +327,9 @@ struct sl_config *sl_conf_load(const char *file, const char *inline_rules,
         if (slash && (size_t)(slash - file) < sizeof dir)
             snprintf(dir, sizeof dir, "%.*s", slash == file ? 1 : (int)(slash - file), file);
         size_t len;
-        if (conf_read_file(file, CONF_FILE_MAX, &text, &len) != 0) {
-            const char *why = errno == EFBIG    ? "is larger than 1 MiB"
-                              : errno == EILSEQ ? "holds a NUL byte"
-                                                : NULL;
-            if (err && errlen) {
-                if (why)
-                    snprintf(err, errlen, "%s: %s", file, why);
-                else
-                    snprintf(err, errlen, "%s: cannot read: %s", file, strerror(errno));
-            }
+        const char *why = conf_read_file(file, CONF_FILE_MAX, &text, &len);
+        if (why) {
+            if (err && errlen) snprintf(err, errlen, "%s: %s", file, why);
             ctx.failed = true;
         } else if (conf_strip_comments(text) == 0) {
             conf_scan_on_error(text, &oe);

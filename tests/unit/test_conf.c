@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "../../conf/conf.h"
+#include "../../conf/conf_int.h"
 #include "../../core/key.h"
 #include "testutil.h"
 
@@ -1268,6 +1269,26 @@ static void printing_writes_new_options_and_never_the_key(void **state)
     sl_conf_free(c);
 }
 
+/* How `per = header:NAME` and its kind are written in the option table:
+ * an enumeration name ending in ':' takes a parameter. */
+static void an_enumeration_name_ending_in_a_colon_takes_a_parameter(void **state)
+{
+    static const char *const names[] = {"peer", "header:", "query:", NULL};
+    int i = -1;
+    assert_null(conf_parse_enum("header:X-API-Key", names, &i));
+    assert_int_equal(i, 1);
+    assert_string_equal(conf_enum_param("header:X-API-Key"), "X-API-Key");
+    assert_null(conf_parse_enum("query:key", names, &i));
+    assert_int_equal(i, 2);
+    assert_null(conf_parse_enum("peer", names, &i));
+    assert_int_equal(i, 0);
+    const char *bad = "is not one of peer, header:NAME, query:NAME";
+    assert_string_equal(conf_parse_enum("header:", names, &i), bad);
+    assert_string_equal(conf_parse_enum("header", names, &i), bad);
+    assert_string_equal(conf_parse_enum("header:a b", names, &i), bad);
+    assert_string_equal(conf_parse_enum("peer:x", names, &i), bad);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1296,7 +1317,8 @@ int main(void)
         cmocka_unit_test_setup(inline_rules_take_byte_rates_conns_and_scope, setup),
         cmocka_unit_test_setup(gossip_three_nodes_file_fills_interval_timeout_and_share, setup),
         cmocka_unit_test_setup(alone_share_defaults_to_an_equal_share_rounded_up, setup),
-        cmocka_unit_test_setup(a_cluster_rule_counts_a_sliding_window_and_refuses_another_algorithm, setup),
+        cmocka_unit_test_setup(a_cluster_rule_counts_a_sliding_window_and_refuses_another_algorithm,
+                               setup),
         cmocka_unit_test_setup(an_inline_gossip_section_takes_every_option_in_any_order, setup),
         cmocka_unit_test_setup(byte_and_conns_errors_each_get_their_own_words, setup),
         cmocka_unit_test_setup(a_cluster_rule_needs_a_gossip_section_and_a_rate, setup),
@@ -1340,6 +1362,7 @@ int main(void)
         cmocka_unit_test_setup(printing_byte_limits_conns_and_gossip_loads_back_and_prints_the_same,
                                setup),
         cmocka_unit_test_setup(printing_writes_new_options_and_never_the_key, setup),
+        cmocka_unit_test_setup(an_enumeration_name_ending_in_a_colon_takes_a_parameter, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
