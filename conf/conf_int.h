@@ -95,7 +95,9 @@ const char *conf_parse_dest(const char *text, struct conf_dest *d);
 /* Reads a whole config file (a regular file, opened without blocking) into
  * a NUL-terminated sl_alloc'd buffer. Returns NULL, or the words of the
  * error: "cannot read: <why>", "is not a regular file", "is larger than
- * 1 MiB" (max), "holds a NUL byte". */
+ * 1 MiB" (max), "holds a NUL byte". After the last two the text read (at
+ * most max + 1 bytes, NUL bytes kept) is handed back all the same, for
+ * the on_error scan; the caller frees *buf whenever it is set. */
 const char *conf_read_file(const char *path, size_t max, char **buf, size_t *len);
 
 /* Reads a reply file: resolves `path` against ctx->dir, returns NULL and a
@@ -138,7 +140,9 @@ int conf_strip_comments(char *text);
 void conf_scan_on_error(const char *text, enum sl_on_error *out);
 
 /* inline.c: turns inline rules into libconfuse text, rule N on line N.
- * Returns a new sl_alloc'd string, or NULL after conf_fail(). */
+ * Returns a new sl_alloc'd string, or NULL when out of memory. After an
+ * error (conf_fail(), the load has failed) the text still holds every
+ * rule and word that could be read, for the on_error scan. */
 char *conf_inline_to_text(const char *rules, bool *any);
 
 /* A growing string in sl_alloc'd memory. */

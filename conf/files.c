@@ -128,14 +128,14 @@ const char *conf_read_file(const char *path, size_t max, char **buf, size_t *len
           : memchr(b, 0, (size_t)n) ? "holds a NUL byte"
                                     : NULL;
     close(fd);
-    if (bad) {
+    if (n < 0) {
         sl_free(b);
         return bad;
     }
     b[n] = 0;
     *buf = b;
     *len = (size_t)n;
-    return NULL;
+    return bad;
 }
 
 /* The key file's checks, in this order: it opens, it is a regular file,

@@ -9,6 +9,18 @@
  *
  * libconfuse's lexer keeps global state, so loads take one lock.
  *
+ * on_error must hold for every error, also those that stop the load before
+ * libconfuse has read on_error: a file that cannot be read as a whole (too
+ * large, a NUL byte), an unterminated string or comment, a syntax error,
+ * an inline rule that cannot be split into words. So before parsing, the
+ * text is scanned for a top-level `on_error = open|closed` (text.c): in a
+ * file too large, its first MiB; with NUL bytes, the rest of the text; in
+ * text that stops with an unterminated string, what comes before it; in
+ * inline rules, every rule and word that can be read (inline.c). Inline
+ * rules come after the file and their on_error wins, as when they parse;
+ * SLUICE_ON_ERROR wins over both. Only a file that cannot be opened at all
+ * says nothing, and the default (open) or SLUICE_ON_ERROR applies.
+ *
  * Outbound `to` entries: an address or block with a port ("10.0.0.5:443",
  * "[2001:db8::1]:443") adds that port to the rule's ports when the rule has
  * no port list of its own (with one, such a port is an error: say it in one
@@ -326,12 +338,16 @@ struct sl_config *sl_conf_load(const char *file, const char *inline_rules,
         const char *slash = strrchr(file, '/');
         if (slash && (size_t)(slash - file) < sizeof dir)
             snprintf(dir, sizeof dir, "%.*s", slash == file ? 1 : (int)(slash - file), file);
-        size_t len;
+        size_t len = 0;
         const char *why = conf_read_file(file, CONF_FILE_MAX, &text, &len);
         if (why) {
             if (err && errlen) snprintf(err, errlen, "%s: %s", file, why);
             ctx.failed = true;
-        } else if (conf_strip_comments(text) == 0) {
+        }
+        if (text) { /* even a file refused as a whole says what on_error is */
+            for (size_t i = 0; i < len; i++)
+                if (text[i] == 0) text[i] = ' ';
+            conf_strip_comments(text);
             conf_scan_on_error(text, &oe);
         }
     }

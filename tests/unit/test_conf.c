@@ -1194,6 +1194,114 @@ static void sluice_on_error_in_the_environment_overrides_the_file(void **state)
     unsetenv("SLUICE_ON_ERROR");
 }
 
+/* ---- on_error = closed holds for every error (issue 12, defect 6) ------ */
+
+/* Writes len bytes to a new temporary file; the caller unlinks path. */
+static void write_temp(char path[32], const char *data, size_t len)
+{
+    strcpy(path, "/tmp/sluice-conf-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, len), (ssize_t)len);
+    close(fd);
+}
+
+/* Loads path; the load must fail with `why` after "<path>: " (NULL: any
+ * message) and report on_error = closed. */
+static void assert_closed_after(const char *path, const char *rules, const char *why)
+{
+    enum sl_on_error oe = SL_ON_ERROR_OPEN;
+    char err[512], expected[600];
+    assert_null(sl_conf_load(path, rules, &oe, err, sizeof err));
+    if (why) {
+        snprintf(expected, sizeof expected, "%s: %s", path, why);
+        assert_string_equal(err, expected);
+    }
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+}
+
+static void on_error_closed_holds_for_a_file_with_a_nul_byte(void **state)
+{
+    static const char text[] = "on_error = closed\ninbound \"a\" { rate = \"1/s\" \0 }\n";
+    char path[32];
+    write_temp(path, text, sizeof text - 1);
+    assert_closed_after(path, NULL, "holds a NUL byte");
+    unlink(path);
+}
+
+static void on_error_closed_holds_for_a_file_over_1_mib(void **state)
+{
+    size_t len = (1u << 20) + 100;
+    char *text = malloc(len), path[32];
+    memset(text, '\n', len);
+    memcpy(text, "on_error = closed\n", 18);
+    write_temp(path, text, len);
+    free(text);
+    assert_closed_after(path, NULL, "is larger than 1 MiB");
+    unlink(path);
+}
+
+static void on_error_closed_holds_after_an_unterminated_string_or_comment(void **state)
+{
+    static const char string[] = "on_error = closed\ninbound \"a\" {\n rate = \"1/s\n}\n";
+    static const char comment[] = "on_error = closed /* on_error = open\n";
+    char path[32];
+    write_temp(path, string, sizeof string - 1);
+    assert_closed_after(path, NULL, NULL);
+    unlink(path);
+    write_temp(path, comment, sizeof comment - 1);
+    assert_closed_after(path, NULL, NULL);
+    unlink(path);
+}
+
+static void on_error_closed_holds_after_a_syntax_error(void **state)
+{
+    static const char text[] = "inbound \"a\" { rate = \"1/s\" port = {1 2} }\non_error = closed\n";
+    char path[32];
+    write_temp(path, text, sizeof text - 1);
+    assert_closed_after(path, NULL, NULL);
+    unlink(path);
+}
+
+static void on_error_closed_holds_for_inline_rules_that_cannot_be_split(void **state)
+{
+    enum sl_on_error oe = SL_ON_ERROR_OPEN;
+    char err[256];
+    assert_null(
+        sl_conf_load(NULL, "global on_error=closed; in port=80 rate='20/s", &oe, err, sizeof err));
+    assert_string_equal(err, "inline rule 2: has an unterminated quote");
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+    oe = SL_ON_ERROR_OPEN;
+    assert_null(sl_conf_load(NULL, "in port=80 rate=\"1/s\x01\"; global on_error=closed", &oe, err,
+                             sizeof err));
+    assert_string_equal(err, "inline rule 1: has a control character in a value");
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+    oe = SL_ON_ERROR_OPEN;
+    assert_null(
+        sl_conf_load(NULL, "global shared=\"a\x02\" on_error=closed", &oe, err, sizeof err));
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+    oe = SL_ON_ERROR_OPEN;
+    assert_null(
+        sl_conf_load(NULL, "sideways port=1; global on_error=closed", &oe, err, sizeof err));
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+    /* and a file's closed holds when the inline rules cannot be split */
+    assert_closed_after(FIXTURE("broken-on-error-closed.conf"), "in rate='1/s", NULL);
+}
+
+/* ---- files that are not regular (issue 12, defect 12) ------------------ */
+
+static void a_fifo_as_config_file_is_refused_without_blocking(void **state)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/sluice-conf-fifo-%d", (int)getpid());
+    unlink(path);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    char expected[128];
+    snprintf(expected, sizeof expected, "%s: is not a regular file", path);
+    assert_error(path, NULL, expected); /* blocked for ever before: open() waited for a writer */
+    unlink(path);
+}
+
 /* ---- printing ----------------------------------------------------------- */
 
 static void printing_every_option_loads_back_and_prints_the_same(void **state)
@@ -1363,6 +1471,13 @@ int main(void)
                                setup),
         cmocka_unit_test_setup(printing_writes_new_options_and_never_the_key, setup),
         cmocka_unit_test_setup(an_enumeration_name_ending_in_a_colon_takes_a_parameter, setup),
+        cmocka_unit_test_setup(on_error_closed_holds_for_a_file_with_a_nul_byte, setup),
+        cmocka_unit_test_setup(on_error_closed_holds_for_a_file_over_1_mib, setup),
+        cmocka_unit_test_setup(on_error_closed_holds_after_an_unterminated_string_or_comment,
+                               setup),
+        cmocka_unit_test_setup(on_error_closed_holds_after_a_syntax_error, setup),
+        cmocka_unit_test_setup(on_error_closed_holds_for_inline_rules_that_cannot_be_split, setup),
+        cmocka_unit_test_setup(a_fifo_as_config_file_is_refused_without_blocking, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
