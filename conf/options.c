@@ -523,6 +523,28 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
     return 0;
 }
 
+/* The peer that is this node itself, if one is: its listen address, or
+ * with a wildcard listen address (0.0.0.0, ::) a loopback address on the
+ * same port. It would count its own datagrams as a peer's (issue 12). A
+ * peer that is another local address of a wildcard listener cannot be
+ * told here: the receiver drops datagrams from its own node id. */
+static const char *is_self(const char *listen, cfg_t *sec)
+{
+    char me[128], peer[128];
+    conf_parse_hostport(listen, me, sizeof me);
+    const char *port = strrchr(me, ':');
+    bool wildcard = strncmp(me, "0.0.0.0:", 8) == 0 || strncmp(me, "[::]:", 5) == 0;
+    for (unsigned i = 0; i < cfg_size(sec, "peers"); i++) {
+        const char *text = cfg_getnstr(sec, "peers", i);
+        conf_parse_hostport(text, peer, sizeof peer);
+        const char *peer_port = strrchr(peer, ':');
+        bool loopback = strncmp(peer, "127.", 4) == 0 || strncmp(peer, "[::1]:", 6) == 0;
+        if (strcmp(me, peer) == 0 || (wildcard && loopback && strcmp(port, peer_port) == 0))
+            return text;
+    }
+    return NULL;
+}
+
 /* Checks the gossip section once its closing brace is read: at most one,
  * the required options, and peer_timeout against interval. */
 static int validate_gossip(cfg_t *parent, cfg_opt_t *opt)
@@ -545,6 +567,11 @@ static int validate_gossip(cfg_t *parent, cfg_opt_t *opt)
             conf_fail(sec, line, NULL, NULL, "option '%s' is missing", required[i]);
             return -1;
         }
+    }
+    const char *self = is_self(cfg_getstr(sec, "listen"), sec);
+    if (self) {
+        conf_fail(sec, line, "peers", self, "is this node's own listen address");
+        return -1;
     }
     const char *timeout = cfg_getstr(sec, "peer_timeout");
     uint64_t interval, peer_timeout;

@@ -1302,6 +1302,36 @@ static void a_fifo_as_config_file_is_refused_without_blocking(void **state)
     unlink(path);
 }
 
+/* Issue 12, defect 8: a node would count its own datagrams as a peer's. */
+static void a_node_listed_in_its_own_peers_is_refused(void **state)
+{
+    char rules[512];
+    const char *key = FIXTURE("gossip.key");
+    snprintf(rules, sizeof rules,
+             "gossip listen=10.0.0.1:7946 peers=10.0.0.2:7946,10.0.0.1:7946 key_file=%s", key);
+    assert_error(NULL, rules,
+                 "inline rule 1: gossip: option 'peers': '10.0.0.1:7946' is this node's own "
+                 "listen address");
+    snprintf(rules, sizeof rules,
+             "gossip listen=[2001:db8::0:1]:7946 peers=[2001:db8::1]:7946 key_file=%s", key);
+    assert_error(NULL, rules,
+                 "inline rule 1: gossip: option 'peers': '[2001:db8::1]:7946' is this node's own "
+                 "listen address");
+    snprintf(rules, sizeof rules,
+             "gossip listen=0.0.0.0:7946 peers=10.0.0.2:7946,127.0.0.5:7946 key_file=%s", key);
+    assert_error(NULL, rules,
+                 "inline rule 1: gossip: option 'peers': '127.0.0.5:7946' is this node's own "
+                 "listen address");
+    /* the same address on another port is another node */
+    snprintf(rules, sizeof rules, "gossip listen=127.0.0.1:7946 peers=127.0.0.1:7947 key_file=%s",
+             key);
+    enum sl_on_error oe;
+    char err[256];
+    struct sl_config *c = sl_conf_load(NULL, rules, &oe, err, sizeof err);
+    assert_non_null(c);
+    sl_conf_free(c);
+}
+
 /* ---- printing ----------------------------------------------------------- */
 
 static void printing_every_option_loads_back_and_prints_the_same(void **state)
@@ -1478,6 +1508,7 @@ int main(void)
         cmocka_unit_test_setup(on_error_closed_holds_after_a_syntax_error, setup),
         cmocka_unit_test_setup(on_error_closed_holds_for_inline_rules_that_cannot_be_split, setup),
         cmocka_unit_test_setup(a_fifo_as_config_file_is_refused_without_blocking, setup),
+        cmocka_unit_test_setup(a_node_listed_in_its_own_peers_is_refused, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
