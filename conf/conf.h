@@ -37,6 +37,19 @@ struct sl_config *sl_conf_load(const char *file, const char *inline_rules,
 
 void sl_conf_free(struct sl_config *cfg);
 
+/* Reports a failed load as one error line saying what on_error makes of
+ * it, unless an ancestor of this process already reported the same (see
+ * SL_CONF_REPORTED_ENV), and marks the environment so that the processes
+ * this one execs stay silent. The caller then refuses to start (closed)
+ * or runs unlimited (open). */
+void sl_conf_report_failure(const char *err, enum sl_on_error on_error);
+#define SL_CONF_REPORTED_ENV "SLUICE_REPORTED"
+
+/* Warnings (an option written where it has no effect, e.g. burst on a
+ * sliding window rule) go to `warn`, one line each, in the shape of the
+ * error messages; NULL (the default): nowhere. `sluice check` shows them. */
+void sl_conf_set_warn(void (*warn)(const char *line));
+
 /* Prints the config in its normalised form, itself a valid config file. */
 void sl_conf_print(const struct sl_config *cfg, FILE *out);
 

@@ -130,6 +130,10 @@ void conf_format_duration(uint64_t ns, char *buf, size_t len);
 void conf_fail(cfg_t *sec, int line, const char *opt, const char *value, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 void conf_libconfuse_error(cfg_t *cfg, const char *fmt, va_list ap);
+/* A line of the same shape for what is allowed but probably not meant;
+ * goes to the hook sl_conf_set_warn() set, if any. */
+void conf_warn(cfg_t *sec, int line, const char *opt, const char *value, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* text.c */
 /* Blanks out comments in place, keeping newlines so line numbers hold.

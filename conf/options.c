@@ -443,6 +443,22 @@ static int byte_limit_fits(cfg_t *sec, int line, const char *rate_opt, const cha
     return 0;
 }
 
+/* Only GCRA has a burst: a window algorithm counts up to N in its window,
+ * and a cluster rule counts a sliding window (issue 13, item 5). */
+static void warn_ignored_burst(cfg_t *sec, int line, const char *scope)
+{
+    char b[32];
+    int alg;
+    conf_parse_enum(cfg_getstr(sec, "algorithm"), conf_alg_names, &alg);
+    snprintf(b, sizeof b, "%ld", cfg_getint(sec, "burst"));
+    if (strcmp(scope, "cluster") == 0)
+        conf_warn(sec, line, "burst", b, "is ignored: scope = cluster counts a sliding window");
+    else if (alg != SL_ALG_GCRA)
+        conf_warn(sec, line, "burst", b,
+                  "is ignored: algorithm %s counts a window, only gcra has a burst",
+                  conf_alg_names[alg]);
+}
+
 /* Checks what needs more than one option, once the rule's closing brace
  * is read. Messages carry the line the rule opens on. */
 static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
@@ -514,6 +530,7 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
         byte_limit_fits(sec, line, "send_rate", "send_burst") != 0)
         return -1;
     if (rate && rate_fits_algorithm(sec, line, rate) != 0) return -1;
+    if (rate && cfg_size(sec, "burst")) warn_ignored_burst(sec, line, scope);
 
     struct conf_seen *s = &conf_ctx->seen[conf_ctx->nseen++];
     snprintf(s->name, sizeof s->name, "%s", name);

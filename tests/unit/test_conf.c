@@ -1332,6 +1332,41 @@ static void a_node_listed_in_its_own_peers_is_refused(void **state)
     sl_conf_free(c);
 }
 
+/* ---- warnings (issue 13, item 5) ---------------------------------------- */
+
+static char warned[4][256];
+static int nwarned;
+
+static void keep_warning(const char *line)
+{
+    if (nwarned < 4) snprintf(warned[nwarned], sizeof warned[0], "%s", line);
+    nwarned++;
+}
+
+static void a_burst_that_the_algorithm_ignores_is_a_warning(void **state)
+{
+    char rules[512];
+    nwarned = 0;
+    sl_conf_set_warn(keep_warning);
+    snprintf(rules, sizeof rules,
+             "in rate=20/s burst=5; in rate=20/s burst=5 algorithm=sliding name=s; "
+             "out to=192.0.2.1 rate=1/s burst=2 algorithm=fixed name=f; in rate=20/s name=n; "
+             "in rate=20/s burst=5 scope=cluster name=c; "
+             "gossip listen=10.0.0.1:1 peers=10.0.0.2:1 key_file=%s",
+             FIXTURE("gossip.key"));
+    struct sl_config *c = load_ok(NULL, rules);
+    sl_conf_set_warn(NULL);
+    assert_int_equal(c->nrules, 5);
+    assert_int_equal(nwarned, 3);
+    assert_string_equal(warned[0], "inline rule 2: inbound \"s\": option 'burst': '5' is ignored: "
+                                   "algorithm sliding counts a window, only gcra has a burst");
+    assert_string_equal(warned[1], "inline rule 3: outbound \"f\": option 'burst': '2' is ignored: "
+                                   "algorithm fixed counts a window, only gcra has a burst");
+    assert_string_equal(warned[2], "inline rule 5: inbound \"c\": option 'burst': '5' is ignored: "
+                                   "scope = cluster counts a sliding window");
+    sl_conf_free(c);
+}
+
 /* ---- printing ----------------------------------------------------------- */
 
 static void printing_every_option_loads_back_and_prints_the_same(void **state)
@@ -1509,6 +1544,7 @@ int main(void)
         cmocka_unit_test_setup(on_error_closed_holds_for_inline_rules_that_cannot_be_split, setup),
         cmocka_unit_test_setup(a_fifo_as_config_file_is_refused_without_blocking, setup),
         cmocka_unit_test_setup(a_node_listed_in_its_own_peers_is_refused, setup),
+        cmocka_unit_test_setup(a_burst_that_the_algorithm_ignores_is_a_warning, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
