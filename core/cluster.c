@@ -58,6 +58,7 @@
 
 #include "cluster_t.h"
 #include "mem.h"
+#include "sys.h"
 
 typedef unsigned __int128 u128;
 
@@ -226,24 +227,24 @@ static void *map_named(const struct sl_config *cfg, const char *name, uint32_t n
 {
     uint64_t fp = fingerprint(cfg, nslots);
     for (int attempt = 0; attempt < 2; attempt++) {
-        int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        int fd = sl_sys_shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
         bool creator = fd >= 0;
         if (!creator) {
             if (errno != EEXIST) break;
-            fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+            fd = sl_sys_shm_open(name, O_RDWR, 0);
             if (fd < 0) break;
             struct sl_chdr h;
             struct timespec pause = {0, 1000000};
             int i;
             for (i = 0; i < 2000; i++) {
-                if (pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.ready) break;
+                if (sl_sys_pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.ready) break;
                 nanosleep(&pause, NULL);
             }
             struct stat st;
             if (i == 2000 || h.magic != SL_CLUSTER_MAGIC || h.version != SL_CLUSTER_VERSION ||
-                h.fingerprint != fp || fstat(fd, &st) != 0 || (size_t)st.st_size < bytes) {
-                close(fd);
-                shm_unlink(name); /* stale: users of the old one keep their mapping */
+                h.fingerprint != fp || sl_sys_fstat(fd, &st) != 0 || (size_t)st.st_size < bytes) {
+                sl_sys_close(fd);
+                sl_sys_shm_unlink(name); /* stale: users of the old one keep their mapping */
                 continue;
             }
         }
@@ -334,23 +335,23 @@ struct sl_cluster *sl_cluster_create(const struct sl_config *cfg, const char *sh
 
 struct sl_cluster *sl_cluster_attach(const char *shm_name, char *err, size_t errlen)
 {
-    int fd = shm_open(shm_name, O_RDONLY | O_CLOEXEC, 0);
+    int fd = sl_sys_shm_open(shm_name, O_RDONLY, 0);
     if (fd < 0) {
         snprintf(err, errlen, "shm_open %s: %s", shm_name, strerror(errno));
         return NULL;
     }
     struct sl_chdr h;
     struct stat st;
-    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || !h.ready ||
-        h.magic != SL_CLUSTER_MAGIC || h.version != SL_CLUSTER_VERSION || fstat(fd, &st) != 0 ||
-        (size_t)st.st_size < layout_bytes(h.nslots)) {
-        close(fd);
+    if (sl_sys_pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || !h.ready ||
+        h.magic != SL_CLUSTER_MAGIC || h.version != SL_CLUSTER_VERSION ||
+        sl_sys_fstat(fd, &st) != 0 || (size_t)st.st_size < layout_bytes(h.nslots)) {
+        sl_sys_close(fd);
         snprintf(err, errlen, "%s: not a sluice cluster state of this version", shm_name);
         return NULL;
     }
     size_t bytes = layout_bytes(h.nslots);
     void *map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
+    sl_sys_close(fd);
     struct sl_cluster *c = map != MAP_FAILED ? sl_alloc(sizeof *c) : NULL;
     if (!c) {
         if (map != MAP_FAILED) munmap(map, bytes);

@@ -32,13 +32,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "cluster_t.h"
 #include "log.h"
+#include "sys.h"
 
 /* "1.2.3.4:7946" or "[2001:db8::1]:7946" (numeric only: no DNS here). */
 static int parse_addr(const char *text, struct sockaddr_storage *ss, socklen_t *len)
@@ -97,8 +97,8 @@ static void send_all(void *arg, const uint8_t *pkt, size_t len)
                                       memory_order_relaxed);
             continue;
         }
-        long n = syscall(SYS_sendto, c->fd, pkt, len, MSG_DONTWAIT | MSG_NOSIGNAL, &c->peer_sa[i],
-                         c->peer_salen[i]);
+        long n = sl_sys_sendto(c->fd, pkt, len, MSG_DONTWAIT | MSG_NOSIGNAL,
+                               (const struct sockaddr *)&c->peer_sa[i], c->peer_salen[i]);
         enum sl_cluster_counter k = n == (long)len ? SL_CC_TX_PACKETS : SL_CC_TX_ERRORS;
         atomic_fetch_add_explicit(&c->hdr->counters[k], 1, memory_order_relaxed);
         if (n == (long)len)
@@ -136,11 +136,10 @@ static void *sender(void *arg)
         uint64_t wait = next > now ? next - now : 0;
         struct timespec ts = {(time_t)(wait / SL_NS_PER_SEC), (long)(wait % SL_NS_PER_SEC)};
         struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
-        syscall(SYS_ppoll, &pfd, 1, &ts, NULL, 0);
+        sl_sys_ppoll(&pfd, 1, &ts);
         uint64_t drain_start = sl_clock_now();
         for (int i = 0; i < 256; i++) {
-            long n =
-                syscall(SYS_recvfrom, c->fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC, NULL, NULL);
+            long n = sl_sys_recvfrom(c->fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC);
             if (n < 0) { /* drained: our view of the peers is complete up to drain_start */
                 atomic_store_explicit(&c->hdr->rx_at, drain_start, memory_order_release);
                 break;
@@ -161,7 +160,7 @@ static void after_fork_child(void)
     if (!c || !atomic_load(&c->running)) return;
     /* The thread did not come along; the socket must not either, or the
      * address would stay bound after the sender's death. */
-    close(c->fd);
+    sl_sys_close(c->fd);
     c->fd = -1;
     atomic_store(&c->running, 0);
 }
@@ -181,14 +180,14 @@ int sl_gossip_start(struct sl_cluster *c, char *err, size_t errlen)
             return -1;
         }
     }
-    int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = sl_sys_socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         snprintf(err, errlen, "gossip: socket: %s", strerror(errno));
         return -1;
     }
-    if (bind(fd, (struct sockaddr *)&ss, len) != 0) {
+    if (sl_sys_bind(fd, (struct sockaddr *)&ss, len) != 0) {
         int e = errno;
-        close(fd);
+        sl_sys_close(fd);
         if (e == EADDRINUSE) return 1;
         snprintf(err, errlen, "gossip: bind %s: %s", g->listen, strerror(e));
         return -1;
@@ -209,7 +208,7 @@ int sl_gossip_start(struct sl_cluster *c, char *err, size_t errlen)
     int rc = pthread_create(&c->thread, NULL, sender, c);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        close(fd);
+        sl_sys_close(fd);
         c->fd = -1;
         atomic_store(&c->running, 0);
         snprintf(err, errlen, "gossip: pthread_create: %s", strerror(rc));
@@ -225,7 +224,7 @@ void sl_gossip_stop(struct sl_cluster *c)
     if (!atomic_load(&c->running)) return;
     atomic_store(&c->stop, 1);
     pthread_join(c->thread, NULL);
-    close(c->fd);
+    sl_sys_close(c->fd);
     c->fd = -1;
     atomic_store(&c->running, 0);
 }

@@ -17,8 +17,8 @@
 #include "log.h"
 #include "reply.h"
 
-int sl_runtime_init(struct sl_runtime *rt, struct sl_config *cfg, struct sl_table *table,
-                    char *err, size_t errlen)
+int sl_runtime_init(struct sl_runtime *rt, struct sl_config *cfg, struct sl_table *table, char *err,
+                    size_t errlen)
 {
     memset(rt, 0, sizeof *rt);
     rt->cfg = cfg;
@@ -153,8 +153,7 @@ static void rate_refund(struct sl_runtime *rt, int i, const struct sl_rule *r,
 
 /* Runs every matching rule of one direction; see the file comment. */
 static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr *local,
-                   const struct sl_addr *addr, uint64_t now, uint64_t budget,
-                   struct sl_decision *d)
+                   const struct sl_addr *addr, uint64_t now, uint64_t budget, struct sl_decision *d)
 {
     const struct sl_config *c = rt->cfg;
     struct pass passed[SL_MAX_RULES];
@@ -176,7 +175,8 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
         sl_key_make(&key, r, addr);
         if (r->limit.count) {
             uint64_t slack = 0;
-            if (r->action == SL_ACT_DELAY) slack = r->max_delay_ns < budget ? r->max_delay_ns : budget;
+            if (r->action == SL_ACT_DELAY)
+                slack = r->max_delay_ns < budget ? r->max_delay_ns : budget;
             rate_decide(rt, i, r, &key, now, slack, &v);
         }
         if (v.allowed && r->conns && nheld < SL_CONN_HOLDS) {
@@ -269,7 +269,8 @@ void sl_bytes_refund(struct sl_runtime *rt, int rule, const struct sl_key *k, in
 static void normalise_name(char *out, size_t len, const char *name)
 {
     size_t n = 0;
-    for (; name[n] && n + 1 < len; n++) out[n] = (char)tolower((unsigned char)name[n]);
+    for (; name[n] && n + 1 < len; n++)
+        out[n] = (char)tolower((unsigned char)name[n]);
     if (n && out[n - 1] == '.') n--;
     out[n] = 0;
 }

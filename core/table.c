@@ -55,6 +55,7 @@
 #include "limit_gcra.h"
 #include "mem.h"
 #include "shm.h"
+#include "sys.h"
 #include "table_int.h"
 
 const char *const sl_counter_names[SL_NCOUNTERS] = {
@@ -141,9 +142,9 @@ static int wait_ready(int fd, size_t *bytes, char *err, size_t errlen)
     struct timespec pause = {0, 1000000};
     for (int i = 0; i < 2000; i++) {
         struct stat st;
-        if (fstat(fd, &st) == 0 && (size_t)st.st_size >= SL_HDR) {
+        if (sl_sys_fstat(fd, &st) == 0 && (size_t)st.st_size >= SL_HDR) {
             struct sl_header h;
-            if (pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.ready) {
+            if (sl_sys_pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.ready) {
                 if (h.magic != SL_MAGIC || h.version != SL_VERSION) {
                     snprintf(err, errlen, "not a sluice table of this version");
                     return -1;
@@ -165,20 +166,20 @@ static struct sl_table *open_named(uint32_t nslots, const char *shared, enum sl_
     char name[128];
     shm_name(name, sizeof name, shared);
     size_t bytes = sl_table_layout_bytes(nslots);
-    int fd = create ? shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+    int fd = create ? sl_sys_shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600) : -1;
     bool creator = fd >= 0;
     if (!creator) {
         if (create && errno != EEXIST) {
             snprintf(err, errlen, "shm_open %s: %s", name, strerror(errno));
             return NULL;
         }
-        fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+        fd = sl_sys_shm_open(name, O_RDWR, 0);
         if (fd < 0) {
             snprintf(err, errlen, "shm_open %s: %s", name, strerror(errno));
             return NULL;
         }
         if (wait_ready(fd, &bytes, err, errlen) != 0) {
-            close(fd);
+            sl_sys_close(fd);
             return NULL;
         }
     }
