@@ -143,13 +143,6 @@ static int find_library(char *out, size_t len)
     return file_exists(out) ? 0 : -1;
 }
 
-/* Host names are resolved by the program's own load, not twice. */
-static int resolve_nothing(const char *node, const char *service, const struct addrinfo *hints,
-                           struct addrinfo **res)
-{
-    return EAI_NONAME;
-}
-
 /* Loads the configuration the program will load, so that an error is
  * reported once, here, before the program starts (the library in the
  * program then finds it reported: conf/errors.c). Returns 78 when
@@ -159,9 +152,8 @@ static int validate_for_run(const char *file, const char *rules)
     if (!file && !rules) return 0;
     char err[1024];
     enum sl_on_error on_error;
-    sl_conf_set_resolver(resolve_nothing, NULL);
+    sl_conf_set_resolver(NULL, NULL); /* host names: the program's own load resolves them */
     struct sl_config *cfg = sl_conf_load(file, rules, &on_error, err, sizeof err);
-    sl_conf_set_resolver(NULL, NULL);
     if (cfg) {
         sl_conf_free(cfg);
         return 0;
@@ -270,6 +262,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
+    sl_conf_set_resolver(getaddrinfo, freeaddrinfo);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "stats")) return cmd_stats(argc - 1, argv + 1);

@@ -21,8 +21,10 @@
 
 #include "../core/rule.h"
 
-/* Resolves host names for outbound rules at load time; the shim points it at
- * the real getaddrinfo so its own hook does not see the lookup. */
+/* Resolves host names for outbound rules at load time. None by default
+ * (names are kept, with no addresses, and resolved later): the shim points
+ * it at the real getaddrinfo, so its own hook does not see the lookup, and
+ * the sluice command at getaddrinfo. */
 typedef int (*sl_resolve_fn)(const char *node, const char *service, const struct addrinfo *hints,
                              struct addrinfo **res);
 typedef void (*sl_freeaddrinfo_fn)(struct addrinfo *res);

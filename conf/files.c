@@ -5,7 +5,9 @@
  * hang a load, or `sluice check`), refused unless they are regular files,
  * and read by one loop that retries EINTR. Paths a config names are
  * relative to the config file's directory (inline rules: the working
- * directory).
+ * directory). The library loads configurations inside the host program:
+ * files are opened, read and closed through core/sys.h, never through the
+ * names the shim interposes.
  */
 #include "conf_int.h"
 
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "../core/mem.h"
+#include "../core/sys.h"
 
 /* Where a path given in the config is opened: relative to the config
  * file's directory (inline rules: the working directory). */
@@ -57,15 +60,15 @@ static const char *cannot(const char *verb)
  * a failed system call). */
 static const char *open_regular(const char *path, const char *verb, int *fd, struct stat *st)
 {
-    *fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    *fd = sl_sys_open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0);
     if (*fd < 0) return cannot(verb);
-    if (fstat(*fd, st) != 0) {
+    if (sl_sys_fstat(*fd, st) != 0) {
         const char *bad = cannot(verb);
-        close(*fd);
+        sl_sys_close(*fd);
         return bad;
     }
     if (S_ISREG(st->st_mode)) return NULL;
-    close(*fd);
+    sl_sys_close(*fd);
     return "is not a regular file";
 }
 
@@ -83,7 +86,7 @@ static const char *open_named(const char *path, size_t resolvedlen, int *fd, str
     bad = !realpath(open_path, real)    ? cannot("cannot be read")
           : strlen(real) >= resolvedlen ? "is too long a path"
                                         : NULL;
-    if (bad) close(*fd);
+    if (bad) sl_sys_close(*fd);
     return bad;
 }
 
@@ -93,7 +96,7 @@ static ssize_t read_upto(int fd, char *buf, size_t n)
 {
     size_t got = 0;
     while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
+        ssize_t r = sl_sys_read(fd, buf + got, n - got);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) return -1;
         if (r == 0) break;
@@ -127,7 +130,7 @@ const char *conf_read_file(const char *path, size_t max, char **buf, size_t *len
           : (size_t)n > max         ? "is larger than 1 MiB"
           : memchr(b, 0, (size_t)n) ? "holds a NUL byte"
                                     : NULL;
-    close(fd);
+    sl_sys_close(fd);
     if (n < 0) {
         sl_free(b);
         return bad;
@@ -155,13 +158,13 @@ const char *conf_read_key(const char *path, uint8_t key[32], char *resolved, siz
           : st.st_size >= (off_t)sizeof text ? bad_text
                                              : NULL;
     if (bad) {
-        close(fd);
+        sl_sys_close(fd);
         return bad;
     }
     /* up to one byte more than a key with white space may use */
     ssize_t n = read_upto(fd, text, sizeof text - 1);
     int e = errno;
-    close(fd);
+    sl_sys_close(fd);
     if (n < 0) {
         explicit_bzero(text, sizeof text);
         errno = e;
@@ -197,12 +200,12 @@ const char *conf_read_reply(const char *path, char **buf, size_t *len, char *res
     char *b = bad ? NULL : sl_alloc((size_t)st.st_size + 1);
     if (!bad && !b) bad = "cannot be read: out of memory";
     if (bad) {
-        close(fd);
+        sl_sys_close(fd);
         return bad;
     }
     ssize_t n = read_upto(fd, b, (size_t)st.st_size);
     int e = n < 0 ? errno : EIO; /* shorter than fstat said: it changed under us */
-    close(fd);
+    sl_sys_close(fd);
     if (n != (ssize_t)st.st_size) {
         sl_free(b);
         errno = e;

@@ -39,14 +39,16 @@
 #include "conf_int.h"
 
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-static sl_resolve_fn resolve_fn = getaddrinfo;
-static sl_freeaddrinfo_fn release_fn = freeaddrinfo;
+/* None by default: inside the library getaddrinfo is the shim's own hook,
+ * so the caller names the resolver (tests/check-boundary.sh). */
+static sl_resolve_fn resolve_fn;
+static sl_freeaddrinfo_fn release_fn;
 
 void sl_conf_set_resolver(sl_resolve_fn resolve, sl_freeaddrinfo_fn release)
 {
     pthread_mutex_lock(&load_lock);
-    resolve_fn = resolve ? resolve : getaddrinfo;
-    release_fn = release ? release : freeaddrinfo;
+    resolve_fn = resolve;
+    release_fn = release;
     pthread_mutex_unlock(&load_lock);
 }
 
@@ -56,7 +58,8 @@ static void resolve_host(struct sl_host *h)
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM; /* one answer per address, not per socket type */
-    if (resolve_fn(h->name, NULL, &hints, &res) != 0) return; /* kept: resolved later */
+    if (!resolve_fn || resolve_fn(h->name, NULL, &hints, &res) != 0)
+        return; /* kept: resolved later */
     for (struct addrinfo *ai = res; ai && h->naddr < SL_MAX_HOST_ADDR; ai = ai->ai_next) {
         struct sl_addr a;
         if (!ai->ai_addr || !sl_addr_from_sockaddr(&a, ai->ai_addr, ai->ai_addrlen)) continue;
@@ -65,7 +68,7 @@ static void resolve_host(struct sl_host *h)
             dup = dup || memcmp(h->addr[i], a.a, 16) == 0;
         if (!dup) memcpy(h->addr[h->naddr++], a.a, 16);
     }
-    if (res) release_fn(res);
+    if (res && release_fn) release_fn(res);
 }
 
 static int enum_value(cfg_t *cfg, const char *name, const char *const *names)
