@@ -130,11 +130,8 @@ __attribute__((constructor)) static void sl_init(void)
     struct sl_config *cfg = sl_conf_load(file && *file ? file : NULL, rules, &on_error, err,
                                          sizeof err);
     if (!cfg) {
-        if (on_error == SL_ON_ERROR_CLOSED) {
-            sl_log(SL_LOG_ERROR, "%s; on_error = closed: refusing to start", err);
-            _exit(78);
-        }
-        sl_log(SL_LOG_ERROR, "%s; running unlimited (on_error = open)", err);
+        sl_conf_report_failure(err, on_error);
+        if (on_error == SL_ON_ERROR_CLOSED) _exit(78);
         goto out;
     }
     sl_log_setup(cfg->log, cfg->log_level);
