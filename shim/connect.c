@@ -32,12 +32,11 @@
 #include "fd.h"
 #include "ready.h"
 #include "shim.h"
+#include "wait.h"
 
 static void sleep_until(uint64_t deadline_ns)
 {
-    struct timespec ts = {.tv_sec = (time_t)(deadline_ns / SL_NS_PER_SEC),
-                          .tv_nsec = (long)(deadline_ns % SL_NS_PER_SEC)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    while (sl_wait_until(deadline_ns, 0) != 0) {
     }
 }
 
@@ -85,14 +84,6 @@ static int decide(struct sl_runtime *rt, const struct sl_addr *dst, bool nonbloc
         sleep_until(now + d->v.retry_ns);
         now = sl_clock_now();
     }
-}
-
-static bool is_nonblocking(int fd)
-{
-    int saved = errno;
-    int fl = REAL(fcntl)(fd, F_GETFL);
-    errno = saved;
-    return fl >= 0 && (fl & O_NONBLOCK);
 }
 
 /* A non-blocking connect that must wait its turn: recorded, reported as
@@ -170,7 +161,7 @@ SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
         return REAL(connect)(fd, sa, len);
 
     int saved = errno;
-    bool nonblock = is_nonblocking(fd);
+    bool nonblock = sl_fd_nonblocking(fd);
     struct sl_decision d;
     int err = decide(rt, &dst, nonblock, &d);
     if (err) {

@@ -35,6 +35,7 @@
 #include "fd.h"
 #include "ready.h"
 #include "shim.h"
+#include "wait.h"
 
 #define IOV_LOCAL 64
 
@@ -156,15 +157,12 @@ static bool nonblocking(const struct call *c)
         (c->flags & MSG_DONTWAIT))
         return true;
     if (c->k == K_SPLICE && (c->sflags & SPLICE_F_NONBLOCK)) return true;
-    long fl = syscall(SYS_fcntl, c->fd, F_GETFL);
-    return fl >= 0 && (fl & O_NONBLOCK);
+    return sl_fd_nonblocking(c->fd);
 }
 
 static void sleep_until(uint64_t t)
 {
-    struct timespec ts = {.tv_sec = (time_t)(t / SL_NS_PER_SEC),
-                          .tv_nsec = (long)(t % SL_NS_PER_SEC)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    while (sl_wait_until(t, 0) != 0) {
     }
 }
 
