@@ -44,7 +44,7 @@ static bool is_stream(int fd)
 {
     int type = 0, saved = errno;
     socklen_t len = sizeof type;
-    bool stream = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type == SOCK_STREAM;
+    bool stream = REAL(getsockopt)(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type == SOCK_STREAM;
     errno = saved;
     return stream;
 }

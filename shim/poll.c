@@ -29,8 +29,9 @@
 
 #define LOCAL 128
 
-static int (*real_poll)(struct pollfd *, nfds_t, int);
-static int (*real_ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+/* glibc declares poll's array write-only (access attribute); the program's
+ * events are of course read, and GCC then warns they may be uninitialised. */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 /* Copies fds into cp with throttled bits taken away; returns the earliest
  * refill that matters (SL_RD_FOREVER: nothing was taken). */
@@ -57,10 +58,10 @@ static uint64_t masked(const struct pollfd *fds, struct pollfd *cp, nfds_t n, ui
 
 static int call(bool pp, struct pollfd *p, nfds_t n, uint64_t wait_ns, const sigset_t *sigmask)
 {
-    if (!pp) return real_poll(p, n, sl_rd_ms(wait_ns));
+    if (!pp) return REAL(poll)(p, n, sl_rd_ms(wait_ns));
     struct timespec ts = {.tv_sec = (time_t)(wait_ns / SL_NS_PER_SEC),
                           .tv_nsec = (long)(wait_ns % SL_NS_PER_SEC)};
-    return real_ppoll(p, n, wait_ns == SL_RD_FOREVER ? NULL : &ts, sigmask);
+    return REAL(ppoll)(p, n, wait_ns == SL_RD_FOREVER ? NULL : &ts, sigmask);
 }
 
 static int wait_fds(bool pp, struct pollfd *fds, nfds_t n, int64_t timeout_ns,
@@ -72,7 +73,7 @@ static int wait_fds(bool pp, struct pollfd *fds, nfds_t n, int64_t timeout_ns,
     struct pollfd *cp = n <= LOCAL ? local : sl_alloc(n * sizeof *cp);
     if (!cp) {
         errno = saved;
-        return pp ? real_ppoll(fds, n, ts, sigmask) : real_poll(fds, n, timeout_ms);
+        return pp ? REAL(ppoll)(fds, n, ts, sigmask) : REAL(poll)(fds, n, timeout_ms);
     }
     uint64_t deadline = sl_rd_deadline(start, timeout_ns), now = start;
     int rc;
@@ -116,8 +117,7 @@ static bool any_throttled(const struct pollfd *fds, nfds_t n)
 
 SL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-    if (!SL_READY_REAL(real_poll, poll)) return errno = ENOSYS, -1;
-    if (!sl_runtime() || !fds || !any_throttled(fds, n)) return real_poll(fds, n, timeout);
+    if (!sl_runtime() || !fds || !any_throttled(fds, n)) return REAL(poll)(fds, n, timeout);
     return wait_fds(false, fds, n, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL, timeout,
                     NULL);
 }
@@ -125,10 +125,9 @@ SL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 SL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
                     const sigset_t *sigmask)
 {
-    if (!SL_READY_REAL(real_ppoll, ppoll)) return errno = ENOSYS, -1;
     if (!sl_runtime() || !fds || !any_throttled(fds, n) ||
         (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= (long)SL_NS_PER_SEC)))
-        return real_ppoll(fds, n, ts, sigmask);
+        return REAL(ppoll)(fds, n, ts, sigmask);
     int64_t t = -1;
     if (ts)
         t = ts->tv_sec >= INT64_MAX / (int64_t)SL_NS_PER_SEC - 1

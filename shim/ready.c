@@ -16,19 +16,6 @@
 #include "ready.h"
 #include "ready_int.h"
 
-void *sl_ready_resolve(const char *name, void *ours)
-{
-    void *p = dlsym(RTLD_NEXT, name);
-    if (p == ours) {
-        static const char msg[] = "sluice: dlsym(RTLD_NEXT) returned sluice's own wait hook; "
-                                  "that call fails with ENOSYS\n";
-        if (write(2, msg, sizeof msg - 1)) {
-        }
-        return NULL;
-    }
-    return p;
-}
-
 unsigned sl_ready_state(int fd, uint64_t now, uint64_t *wake)
 {
     struct sl_fd *e = sl_fd_get(fd);

@@ -12,18 +12,6 @@
  * call it without holding a lock. An untracked fd costs one load. */
 unsigned sl_ready_state(int fd, uint64_t now, uint64_t *wake);
 
-/* dlsym(RTLD_NEXT, name), or NULL (said once on stderr) when that is our
- * own hook `ours`. */
-void *sl_ready_resolve(const char *name, void *ours);
-
-/* Resolves the real function into the static pointer `var` once. */
-#define SL_READY_REAL(var, name)                                                                   \
-    (__atomic_load_n(&(var), __ATOMIC_ACQUIRE)                                                     \
-         ? (var)                                                                                   \
-         : (__atomic_store_n(&(var), (__typeof__(var))sl_ready_resolve(#name, (void *)name),       \
-                             __ATOMIC_RELEASE),                                                    \
-            (var)))
-
 /* epoll.c's part of ready.h. */
 void sl_epoll_throttle(int fd, uint64_t now);
 void sl_epoll_forget(int fd);

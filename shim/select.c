@@ -23,10 +23,6 @@
 #include "ready_int.h"
 #include "shim.h"
 
-static int (*real_select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
-static int (*real_pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
-                           const sigset_t *);
-
 struct sets {
     fd_set *r, *w, *x; /* the program's, each may be NULL */
     fd_set cr, cw, cx; /* what the real call gets */
@@ -72,11 +68,11 @@ static int call(bool ps, int nfds, struct sets *s, uint64_t wait_ns, const sigse
     if (ps) {
         struct timespec ts = {.tv_sec = (time_t)(wait_ns / SL_NS_PER_SEC),
                               .tv_nsec = (long)(wait_ns % SL_NS_PER_SEC)};
-        return real_pselect(nfds, r, w, x, forever ? NULL : &ts, sigmask);
+        return REAL(pselect)(nfds, r, w, x, forever ? NULL : &ts, sigmask);
     }
     uint64_t us = wait_ns / 1000 + (wait_ns % 1000 != 0);
     struct timeval tv = {.tv_sec = (time_t)(us / 1000000), .tv_usec = (long)(us % 1000000)};
-    return real_select(nfds, r, w, x, forever ? NULL : &tv);
+    return REAL(select)(nfds, r, w, x, forever ? NULL : &tv);
 }
 
 static int wait_sets(bool ps, int nfds, struct sets *s, int64_t timeout_ns, struct timeval *tv,
@@ -126,10 +122,9 @@ static bool virtualise(struct sets *s, int nfds)
 
 SL_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 {
-    if (!SL_READY_REAL(real_select, select)) return errno = ENOSYS, -1;
     struct sets s = {.r = r, .w = w, .x = x};
     if ((tv && (tv->tv_sec < 0 || tv->tv_usec < 0)) || !virtualise(&s, nfds))
-        return real_select(nfds, r, w, x, tv);
+        return REAL(select)(nfds, r, w, x, tv);
     int64_t t = -1;
     if (tv)
         t = tv->tv_sec >= INT64_MAX / (int64_t)SL_NS_PER_SEC - 1
@@ -141,11 +136,10 @@ SL_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *
 SL_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts,
                       const sigset_t *sigmask)
 {
-    if (!SL_READY_REAL(real_pselect, pselect)) return errno = ENOSYS, -1;
     struct sets s = {.r = r, .w = w, .x = x};
     if ((ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= (long)SL_NS_PER_SEC)) ||
         !virtualise(&s, nfds))
-        return real_pselect(nfds, r, w, x, ts, sigmask);
+        return REAL(pselect)(nfds, r, w, x, ts, sigmask);
     int64_t t = -1;
     if (ts)
         t = ts->tv_sec >= INT64_MAX / (int64_t)SL_NS_PER_SEC - 1
