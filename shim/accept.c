@@ -37,7 +37,8 @@ static void deny(const struct sl_runtime *rt, int fd, const struct sl_decision *
         char sink[4096];
         while (REAL(recv)(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
         }
-        if (REAL(send)(fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0 && shutdown(fd, SHUT_WR) == 0) {
+        if (REAL(send)(fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0 &&
+            shutdown(fd, SHUT_WR) == 0) {
             sl_linger_add(fd);
             return;
         }

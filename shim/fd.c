@@ -6,6 +6,7 @@
  * pointer can never see it vanish. Chunk pointers are published with
  * release and read with acquire.
  */
+#include "../core/clock.h"
 #include "fd.h"
 
 #include <errno.h>
@@ -105,9 +106,14 @@ void sl_fd_forget(int fd)
     struct sl_fd *e = sl_fd_get(fd);
     if (!e) return;
     int32_t recs[SL_CONN_HOLDS] = {e->conn_rec[0], e->conn_rec[1]};
+    int one = 1; /* a held-back connect closed before its turn gives the turn back */
+    bool unmade = atomic_compare_exchange_strong(&e->pending_connect, &one, 0);
     atomic_store_explicit(&e->tracked, 0, memory_order_release);
     struct sl_runtime *rt = atomic_load(&sl_runtime_ptr);
     if (!rt) return;
+    struct sl_addr dst;
+    if (unmade && e->took && sl_addr_from_sockaddr(&dst, (struct sockaddr *)&e->peer, e->peerlen))
+        sl_decide_out_refund(rt, &dst, e->took, sl_clock_now());
     for (int i = 0; i < SL_CONN_HOLDS; i++)
         if (recs[i] >= 0 && !unhold(recs[i])) recs[i] = -1;
     sl_conn_release(rt, recs);

@@ -41,6 +41,7 @@ struct sl_fd {
     uint64_t connect_at;
     uint64_t connect_deadline;
     bool redecide;
+    uint64_t took; /* the rate tokens the pending connect holds (core/policy.h) */
     _Atomic int connect_error;
     struct sockaddr_storage peer;
     socklen_t peerlen;
