@@ -14,12 +14,10 @@
  * Both errno values are ones connect(2) itself can return.
  *
  * On a non-blocking socket a delayed connect never sleeps: it returns
- * EINPROGRESS at once and is performed when its turn comes (fd.c, ready.c),
- * and the program sees it complete as usual. A wait for a window or for a
- * connection to close (conns) is asked again at each retry time until
- * max_delay (sl_connect_redecide); out of time, the socket is left
- * unconnected, so it reports writable with POLLHUP, and getsockopt's
- * SO_ERROR (interposed for that descriptor only) gives the rule's errno.
+ * EINPROGRESS at once, is held back and performed when its turn comes
+ * (pending.c), and the program sees it complete as usual. getsockopt's
+ * SO_ERROR (interposed here, for held-back descriptors only) gives the
+ * rule's errno when its turn never came.
  *
  * The contract of connect(2) holds while a blocking connect waits:
  *   - a signal whose handler lacks SA_RESTART ends the wait with EINTR
@@ -49,6 +47,7 @@
 #include "../core/clock.h"
 #include "../core/log.h"
 #include "fd.h"
+#include "pending.h"
 #include "ready.h"
 #include "shim.h"
 #include "wait.h"
@@ -65,7 +64,7 @@ static int tcp_state(int fd)
     return rc == 0 && len >= 1 ? info[0] : -1;
 }
 
-static int deny(struct sl_runtime *rt, const struct sl_addr *dst, const struct sl_decision *d)
+int sl_connect_deny(struct sl_runtime *rt, const struct sl_addr *dst, const struct sl_decision *d)
 {
     const struct sl_rule *r = &rt->cfg->rules[d->rule];
     sl_table_count(rt->table, rt->table_rule[d->rule], SL_C_LIMITED, 1);
@@ -93,9 +92,10 @@ static int decide(struct sl_runtime *rt, const struct sl_addr *dst, bool nonbloc
         if (d->outcome == SL_PASS) return 0;
         const struct sl_rule *r = &rt->cfg->rules[d->rule];
         bool can_wait = r->action == SL_ACT_DELAY && (r->limit.alg != SL_ALG_GCRA || d->conns_full);
-        if (!can_wait || spent + d->v.retry_ns > r->max_delay_ns) return deny(rt, dst, d);
+        if (!can_wait || spent + d->v.retry_ns > r->max_delay_ns)
+            return sl_connect_deny(rt, dst, d);
         if (!nonblock && sl_wait_until(now + d->v.retry_ns, deadline) != 0) *cut = errno;
-        if (nonblock || *cut) { /* asked again later, asynchronously: see hold_back */
+        if (nonblock || *cut) { /* asked again later, asynchronously: see pending.c */
             d->outcome = SL_PASS;
             d->wait_ns = *cut ? 0 : d->v.retry_ns;
             d->redecide_until = start + r->max_delay_ns;
@@ -105,60 +105,6 @@ static int decide(struct sl_runtime *rt, const struct sl_addr *dst, bool nonbloc
     }
 }
 
-/* A non-blocking connect that must wait its turn: recorded, reported as
- * in progress, and performed by the readiness layer when the turn comes. */
-static int hold_back(int fd, const struct sockaddr *sa, socklen_t len, const struct sl_decision *d)
-{
-    struct sl_fd *e = sl_fd_track(fd);
-    if (!e || len > sizeof e->peer) return -1;
-    e->redecide = d->redecide_until != 0;
-    e->connect_deadline = d->redecide_until;
-    if (!e->redecide) sl_fd_carry(fd, d);      /* a re-decided connect carries its final decision */
-    e->took = d->redecide_until ? 0 : d->took; /* given back if closed before its turn */
-    memcpy(&e->peer, sa, len);
-    e->peerlen = len;
-    e->connect_at = sl_clock_now() + d->wait_ns;
-    atomic_store(&e->ready_at[SL_IO_SEND], e->connect_at);
-    atomic_store(&e->pending_connect, 1);
-    sl_ready_throttle(fd, SL_IO_SEND, e->connect_at);
-    errno = EINPROGRESS;
-    return 0;
-}
-
-bool sl_connect_redecide(int fd, struct sl_fd *e, uint64_t now)
-{
-    struct sl_runtime *rt = atomic_load(&sl_runtime_ptr);
-    struct sl_addr dst;
-    if (!rt || !sl_addr_from_sockaddr(&dst, (struct sockaddr *)&e->peer, e->peerlen)) return true;
-    uint64_t budget = e->connect_deadline > now ? e->connect_deadline - now : 0;
-    struct sl_decision d;
-    sl_decide_out(rt, &dst, now, budget, &d);
-    if (d.outcome == SL_PASS) {
-        sl_fd_carry(fd, &d);
-        e->redecide = false;
-        e->took = d.took;
-        if (d.wait_ns) { /* a GCRA turn reserved now: connect then */
-            e->connect_at = now + d.wait_ns;
-            atomic_store(&e->ready_at[SL_IO_SEND], e->connect_at);
-            return false;
-        }
-        atomic_store(&e->ready_at[SL_IO_SEND], 0);
-        int rc = REAL(connect)(fd, (struct sockaddr *)&e->peer, e->peerlen);
-        (void)rc; /* EINPROGRESS as usual */
-        return true;
-    }
-    if (now + d.v.retry_ns <= e->connect_deadline) {
-        e->connect_at = now + d.v.retry_ns;
-        atomic_store(&e->ready_at[SL_IO_SEND], e->connect_at);
-        return false;
-    }
-    /* Out of time: the socket stays unconnected, so the program sees it
-     * writable with POLLHUP and reads this errno from SO_ERROR. */
-    atomic_store(&e->connect_error, deny(rt, &dst, &d));
-    atomic_store(&e->ready_at[SL_IO_SEND], 0);
-    return true;
-}
-
 /* SO_ERROR of a held-back connect that failed asynchronously (reported
  * once, as the kernel does); everything else is the kernel's. */
 SL_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
@@ -166,20 +112,11 @@ SL_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
     struct sl_fd *e;
     if (level == SOL_SOCKET && name == SO_ERROR && val && len && *len >= sizeof(int) &&
         (e = sl_fd_get(fd)) && atomic_load(&e->connect_error)) {
-        *(int *)val = atomic_exchange(&e->connect_error, 0);
+        *(int *)val = sl_pending_error(e);
         *len = sizeof(int);
         return 0;
     }
     return REAL(getsockopt)(fd, level, name, val, len);
-}
-
-/* connect() on a socket whose connect is held back: what the kernel says
- * of a connect in progress, or the held-back connect's failure, once. */
-static int again(struct sl_fd *e)
-{
-    int failed = atomic_exchange(&e->connect_error, 0);
-    errno = failed ? failed : EALREADY;
-    return -1;
 }
 
 SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
@@ -189,8 +126,7 @@ SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
     struct sl_fd *e;
     if (!rt || !rt->any_out || !sl_addr_from_sockaddr(&dst, sa, len) || !sl_out_matches(rt, &dst))
         return REAL(connect)(fd, sa, len);
-    if ((e = sl_fd_get(fd)) && (atomic_load(&e->pending_connect) || atomic_load(&e->connect_error)))
-        return again(e);
+    if ((e = sl_fd_get(fd)) && sl_pending_held(e)) return sl_pending_again(e);
     /* Not TCP, or a connect the kernel already has in hand: the kernel
      * answers (EALREADY, EISCONN, ...), and nothing is counted again. */
     if (tcp_state(fd) != TCP_CLOSE) return REAL(connect)(fd, sa, len);
@@ -215,7 +151,7 @@ SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
         }
     }
     if ((nonblock && d.wait_ns) || cut) {
-        if (hold_back(fd, sa, len, &d) == 0) {
+        if (sl_pending_hold(fd, sa, len, &d) == 0) {
             errno = cut == EINTR ? EINTR : EINPROGRESS;
             return -1;
         }

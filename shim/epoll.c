@@ -164,6 +164,7 @@ static uint64_t restore(int epfd, uint64_t now, bool locked)
         give();
         for (size_t i = 0; i < n; i++) {
             wk[i] = SL_RD_FOREVER;
+            sl_ready_step(fds[i], now);
             st[i] = sl_ready_state(fds[i], now, &wk[i]);
         }
         take();

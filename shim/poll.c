@@ -42,6 +42,7 @@ static uint64_t masked(const struct pollfd *fds, struct pollfd *cp, nfds_t n, ui
         cp[i] = fds[i];
         cp[i].revents = 0;
         uint64_t w = SL_RD_FOREVER;
+        sl_ready_step(fds[i].fd, now);
         unsigned st = sl_ready_state(fds[i].fd, now, &w);
         if (!st) continue;
         short m = sl_rd_poll_mask(st);

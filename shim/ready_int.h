@@ -8,9 +8,13 @@
 #include "fd.h"
 
 /* What is throttled on fd at `now` (SL_RD_* bits); *wake is lowered to
- * when that ends. A held-back connect whose turn has come is made here, so
- * call it without holding a lock. An untracked fd costs one load. */
+ * when that ends. A pure query: an untracked fd costs one load. */
 unsigned sl_ready_state(int fd, uint64_t now, uint64_t *wake);
+
+/* The step a wait wrapper takes for fd before it asks sl_ready_state:
+ * makes a held-back connect whose turn has come (pending.c). Call it
+ * without holding a lock; it keeps errno. */
+void sl_ready_step(int fd, uint64_t now);
 
 /* epoll.c's part of ready.h. */
 void sl_epoll_throttle(int fd, uint64_t now);

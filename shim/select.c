@@ -47,6 +47,7 @@ static uint64_t masked(struct sets *s, int nfds, uint64_t now, bool probe)
     for (int fd = 0; fd < nfds; fd++) {
         if (!in_any(s, fd) || !sl_fd_get(fd)) continue;
         uint64_t w = SL_RD_FOREVER;
+        if (!probe) sl_ready_step(fd, now);
         unsigned st = sl_ready_state(fd, now, &w);
         bool rd = (st & (SL_RD_RECV | SL_RD_PARK)) && s->r && FD_ISSET(fd, s->r);
         bool wr = (st & (SL_RD_SEND | SL_RD_PARK)) && s->w && FD_ISSET(fd, s->w);
