@@ -55,6 +55,7 @@
 #include "ready.h"
 #include "ready_int.h"
 #include "shim.h"
+#include "wait.h"
 
 #define DUE_MAX 64 /* registrations restored per pass (more: another pass at once) */
 
@@ -192,8 +193,7 @@ static void *helper(void *arg)
         if (next == SL_RD_FOREVER) {
             pthread_cond_wait(&helper_cond, &lock);
         } else if (next > now) {
-            struct timespec ts = {.tv_sec = (time_t)(next / SL_NS_PER_SEC),
-                                  .tv_nsec = (long)(next % SL_NS_PER_SEC)};
+            struct timespec ts = sl_ns_to_timespec(next);
             pthread_cond_timedwait(&helper_cond, &lock, &ts);
         }
         atomic_store_explicit(&nregs_hint, tab.n, memory_order_relaxed);
@@ -333,8 +333,7 @@ static int call(enum kind k, int epfd, struct epoll_event *evs, int max, uint64_
 {
     if (k == K_WAIT) return REAL(epoll_wait)(epfd, evs, max, sl_rd_ms(wait_ns));
     if (k == K_PWAIT) return REAL(epoll_pwait)(epfd, evs, max, sl_rd_ms(wait_ns), sigmask);
-    struct timespec ts = {.tv_sec = (time_t)(wait_ns / SL_NS_PER_SEC),
-                          .tv_nsec = (long)(wait_ns % SL_NS_PER_SEC)};
+    struct timespec ts = sl_ns_to_timespec(wait_ns);
     return REAL(epoll_pwait2)(epfd, evs, max, wait_ns == SL_RD_FOREVER ? NULL : &ts, sigmask);
 }
 
@@ -354,33 +353,47 @@ static void waiter(int epfd, int delta, uint64_t until)
     give();
 }
 
+struct waiting {
+    enum kind k;
+    int epfd, max;
+    struct epoll_event *evs;
+    const sigset_t *sigmask;
+    bool blocks, entered;
+};
+
+static uint64_t mask(void *ctx, uint64_t now)
+{
+    struct waiting *w = ctx;
+    if (!atomic_load_explicit(&nlist_hint, memory_order_relaxed)) return SL_RD_FOREVER;
+    return restore(w->epfd, now, false);
+}
+
+static int wait_call(void *ctx, uint64_t now, uint64_t wait)
+{
+    struct waiting *w = ctx;
+    if (w->blocks && wait) {
+        int saved = errno;
+        waiter(w->epfd, !w->entered, wait == SL_RD_FOREVER ? wait : now + wait);
+        w->entered = true;
+        errno = saved;
+    }
+    return call(w->k, w->epfd, w->evs, w->max, wait, w->sigmask);
+}
+
 static int wait_events(enum kind k, int epfd, struct epoll_event *evs, int max, int64_t timeout_ns,
                        const sigset_t *sigmask)
 {
-    int saved = errno;
-    uint64_t now = sl_clock_now();
-    uint64_t deadline = sl_rd_deadline(now, timeout_ns);
-    bool blocks = timeout_ns != 0, entered = false;
-    int rc;
-    for (bool first = true;; first = false) {
-        if (!first && (now = sl_clock_now()) >= deadline) {
-            rc = 0;
-            break;
-        }
-        uint64_t next = SL_RD_FOREVER;
-        if (atomic_load_explicit(&nlist_hint, memory_order_relaxed))
-            next = restore(epfd, now, false);
-        uint64_t wait = sl_rd_wait_ns(now, deadline, next);
-        if (blocks && wait) {
-            waiter(epfd, !entered, wait == SL_RD_FOREVER ? wait : now + wait);
-            entered = true;
-        }
-        errno = saved;
-        rc = call(k, epfd, evs, max, wait, sigmask);
-        if (rc != 0) break;
-    }
+    struct waiting w = {.k = k,
+                        .epfd = epfd,
+                        .max = max,
+                        .evs = evs,
+                        .sigmask = sigmask,
+                        .blocks = timeout_ns != 0};
+    struct sl_ready_wait rw = {.mask = mask, .call = wait_call, .ctx = &w};
+    uint64_t deadline;
+    int rc = sl_ready_wait(&rw, timeout_ns, &deadline);
     int err = errno;
-    if (entered) waiter(epfd, -1, 0);
+    if (w.entered) waiter(epfd, -1, 0);
     errno = err;
     return rc;
 }
@@ -407,13 +420,7 @@ SL_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeou
 SL_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts,
                            const sigset_t *sigmask)
 {
-    if (plain() ||
-        (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= (long)SL_NS_PER_SEC)))
-        return REAL(epoll_pwait2)(epfd, evs, max, ts, sigmask);
-    int64_t t = -1;
-    if (ts)
-        t = ts->tv_sec >= INT64_MAX / (int64_t)SL_NS_PER_SEC - 1
-                ? INT64_MAX
-                : (int64_t)ts->tv_sec * (int64_t)SL_NS_PER_SEC + ts->tv_nsec;
+    int64_t t = SL_TIMESPEC_NS(ts);
+    if (plain() || t == -2) return REAL(epoll_pwait2)(epfd, evs, max, ts, sigmask);
     return wait_events(K_PWAIT2, epfd, evs, max, t, sigmask);
 }

@@ -26,6 +26,7 @@
 #include "../core/mem.h"
 #include "ready_int.h"
 #include "shim.h"
+#include "wait.h"
 
 #define LOCAL 128
 
@@ -57,37 +58,38 @@ static uint64_t masked(const struct pollfd *fds, struct pollfd *cp, nfds_t n, ui
     return wake;
 }
 
-static int call(bool pp, struct pollfd *p, nfds_t n, uint64_t wait_ns, const sigset_t *sigmask)
+struct polling {
+    bool pp;
+    struct pollfd *fds, *cp;
+    nfds_t n;
+    const sigset_t *sigmask;
+};
+
+static uint64_t mask(void *ctx, uint64_t now)
 {
-    if (!pp) return REAL(poll)(p, n, sl_rd_ms(wait_ns));
-    struct timespec ts = {.tv_sec = (time_t)(wait_ns / SL_NS_PER_SEC),
-                          .tv_nsec = (long)(wait_ns % SL_NS_PER_SEC)};
-    return REAL(ppoll)(p, n, wait_ns == SL_RD_FOREVER ? NULL : &ts, sigmask);
+    struct polling *p = ctx;
+    return masked(p->fds, p->cp, p->n, now);
+}
+
+static int call(void *ctx, uint64_t now, uint64_t wait_ns)
+{
+    struct polling *p = ctx;
+    (void)now;
+    if (!p->pp) return REAL(poll)(p->cp, p->n, sl_rd_ms(wait_ns));
+    struct timespec ts = sl_ns_to_timespec(wait_ns);
+    return REAL(ppoll)(p->cp, p->n, wait_ns == SL_RD_FOREVER ? NULL : &ts, p->sigmask);
 }
 
 static int wait_fds(bool pp, struct pollfd *fds, nfds_t n, int64_t timeout_ns,
                     const struct timespec *ts, int timeout_ms, const sigset_t *sigmask)
 {
-    int saved = errno;
-    uint64_t start = sl_clock_now();
     struct pollfd local[LOCAL];
     struct pollfd *cp = n <= LOCAL ? local : sl_alloc(n * sizeof *cp);
-    if (!cp) {
-        errno = saved;
-        return pp ? REAL(ppoll)(fds, n, ts, sigmask) : REAL(poll)(fds, n, timeout_ms);
-    }
-    uint64_t deadline = sl_rd_deadline(start, timeout_ns), now = start;
-    int rc;
-    for (bool first = true;; first = false) {
-        if (!first && (now = sl_clock_now()) >= deadline) {
-            rc = 0;
-            break;
-        }
-        uint64_t wake = masked(fds, cp, n, now);
-        errno = saved;
-        rc = call(pp, cp, n, sl_rd_wait_ns(now, deadline, wake), sigmask);
-        if (rc != 0) break;
-    }
+    if (!cp) return pp ? REAL(ppoll)(fds, n, ts, sigmask) : REAL(poll)(fds, n, timeout_ms);
+    struct polling p = {.pp = pp, .fds = fds, .cp = cp, .n = n, .sigmask = sigmask};
+    struct sl_ready_wait w = {.mask = mask, .call = call, .ctx = &p};
+    uint64_t deadline;
+    int rc = sl_ready_wait(&w, timeout_ns, &deadline);
     int err = errno;
     if (rc >= 0)
         for (nfds_t i = 0; i < n; i++)
@@ -126,13 +128,8 @@ SL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 SL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
                     const sigset_t *sigmask)
 {
-    if (!sl_runtime() || !fds || !any_throttled(fds, n) ||
-        (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= (long)SL_NS_PER_SEC)))
+    int64_t t = SL_TIMESPEC_NS(ts);
+    if (!sl_runtime() || !fds || !any_throttled(fds, n) || t == -2)
         return REAL(ppoll)(fds, n, ts, sigmask);
-    int64_t t = -1;
-    if (ts)
-        t = ts->tv_sec >= INT64_MAX / (int64_t)SL_NS_PER_SEC - 1
-                ? INT64_MAX
-                : (int64_t)ts->tv_sec * (int64_t)SL_NS_PER_SEC + ts->tv_nsec;
     return wait_fds(true, fds, n, t, ts, 0, sigmask);
 }

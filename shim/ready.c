@@ -34,6 +34,23 @@ void sl_ready_step(int fd, uint64_t now)
     if (e && sl_pending_held(e)) sl_pending_finish(fd, e, now);
 }
 
+int sl_ready_wait(const struct sl_ready_wait *w, int64_t timeout_ns, uint64_t *deadline)
+{
+    int saved = errno;
+    uint64_t now = sl_clock_now();
+    *deadline = sl_rd_deadline(now, timeout_ns);
+    for (bool first = true;; first = false) {
+        if (!first && (now = sl_clock_now()) >= *deadline) {
+            errno = saved;
+            return 0;
+        }
+        uint64_t wake = w->mask(w->ctx, now);
+        errno = saved;
+        int rc = w->call(w->ctx, now, sl_rd_wait_ns(now, *deadline, wake));
+        if (rc != 0) return rc;
+    }
+}
+
 void sl_ready_throttle(int fd, enum sl_io io, uint64_t until_ns)
 {
     (void)io;

@@ -16,6 +16,19 @@ unsigned sl_ready_state(int fd, uint64_t now, uint64_t *wake);
  * without holding a lock; it keeps errno. */
 void sl_ready_step(int fd, uint64_t now);
 
+/* The loop every wait wrapper runs: hide what is throttled (`mask`, which
+ * returns the earliest refill that matters), make the real wait for at
+ * most until then or the deadline (`call`), and again while nothing was
+ * reported and time is left. Returns the last real call's result, or 0 at
+ * the deadline, with the real call's errno; *deadline is when the
+ * program's timeout (timeout_ns, -1: none) ends. */
+struct sl_ready_wait {
+    uint64_t (*mask)(void *ctx, uint64_t now);
+    int (*call)(void *ctx, uint64_t now, uint64_t wait_ns);
+    void *ctx;
+};
+int sl_ready_wait(const struct sl_ready_wait *w, int64_t timeout_ns, uint64_t *deadline);
+
 /* epoll.c's part of ready.h. */
 void sl_epoll_throttle(int fd, uint64_t now);
 void sl_epoll_forget(int fd);
