@@ -247,6 +247,7 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
     }
     for (int j = 0; j < npassed; j++) {
         int tr = rt->table_rule[passed[j].rule];
+        if (c->rules[passed[j].rule].limit.count) d->took |= 1ull << passed[j].rule;
         sl_table_count(rt->table, tr, SL_C_ALLOWED, 1);
         if (passed[j].wait_ns) sl_table_count(rt->table, tr, SL_C_DELAYED, 1);
         if (passed[j].wait_ns > d->wait_ns) d->wait_ns = passed[j].wait_ns;
@@ -267,6 +268,20 @@ void sl_decide_out(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t no
                    uint64_t budget_ns, struct sl_decision *d)
 {
     decide(rt, SL_OUT, NULL, dst, now, budget_ns, d);
+}
+
+_Static_assert(SL_MAX_RULES <= 64, "struct sl_decision.took has a bit per rule");
+
+void sl_decide_out_refund(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t took,
+                          uint64_t now)
+{
+    for (int i = 0; took && i < rt->cfg->nrules; i++, took >>= 1) {
+        if (!(took & 1)) continue;
+        const struct sl_rule *r = &rt->cfg->rules[i];
+        struct sl_key key;
+        sl_key_make(&key, r, dst);
+        rate_refund(rt, i, r, &key, now);
+    }
 }
 
 void sl_conn_release(struct sl_runtime *rt, const int32_t rec[SL_CONN_HOLDS])

@@ -62,6 +62,7 @@ struct sl_decision {
     int bytes_rule[2];
     struct sl_key bytes_key[2];
     int32_t conn_rec[SL_CONN_HOLDS];
+    uint64_t took; /* PASS: bit i set when rule i's rate bucket gave this event a token */
 };
 
 /* Registers the config's rules in the table and makes room for the
@@ -76,6 +77,12 @@ void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const stru
 /* `budget_ns` caps how long delay rules may ask the caller to wait. */
 void sl_decide_out(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t now,
                    uint64_t budget_ns, struct sl_decision *d);
+
+/* Gives back the rate tokens (`took`, see struct sl_decision) of an
+ * outbound PASS whose connect will not be made (its socket was closed
+ * before its turn came). */
+void sl_decide_out_refund(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t took,
+                          uint64_t now);
 
 /* Releases the concurrency places a connection held (its last close). */
 void sl_conn_release(struct sl_runtime *rt, const int32_t rec[SL_CONN_HOLDS]);
