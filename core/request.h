@@ -69,7 +69,7 @@ size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t
 
 /* The n bytes at the stream position were passed (read by the program, or
  * sent): advances the position. n never exceeds what sl_req_admit last
- * returned for them. buf may be NULL. */
+ * returned for them. buf is needed: the scanner reads what passed. */
 void sl_req_passed(struct sl_req_conn *c, const void *buf, size_t n);
 
 /* True once nothing more will be limited on the connection (passed
