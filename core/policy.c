@@ -35,7 +35,8 @@ int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct s
             snprintf(err, errlen, "the shared table already holds %d other rules", SL_MAX_RULES);
             return -1;
         }
-        rt->any_bytes |= r->recv_limit.count || r->send_limit.count;
+        rt->any_req_in |= r->request && r->dir == SL_IN;
+        rt->any_bytes |= r->recv_limit.count || r->send_limit.count || rt->any_req_in;
         rt->any_conns |= r->conns > 0;
         if (r->dir == SL_IN) {
             rt->any_in = true;
@@ -110,8 +111,8 @@ static bool out_matches(const struct sl_runtime *rt, int rule, const struct sl_a
     return false;
 }
 
-uint64_t sl_rules_matching(const struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr *local,
-                           const struct sl_addr *addr)
+uint64_t sl_rules_matching(const struct sl_runtime *rt, enum sl_dir dir,
+                           const struct sl_addr *local, const struct sl_addr *addr)
 {
     const struct sl_config *c = rt->cfg;
     uint64_t m = 0;

@@ -36,7 +36,9 @@ struct sl_runtime {
     bool any_in, any_out, any_hosts;
     bool in_needs_local;      /* some inbound rule looks at the local port or address */
     bool in_needs_local_addr; /* ... at the local address (not only the port) */
-    bool any_bytes;           /* some rule limits bytes: the I/O hooks have work */
+    bool any_bytes;           /* some rule limits bytes or reads requests: the I/O hooks
+                                 have work */
+    bool any_req_in;          /* some inbound rule counts requests */
     bool any_conns;           /* some rule limits connections at once */
     /* learned[host_base[rule] + i]: host i of the rule; NULL without host names */
     struct sl_learned_host *learned;
@@ -96,8 +98,8 @@ void sl_bytes_refund(struct sl_runtime *rt, int rule, const struct sl_key *k, in
 
 /* The rules of direction dir (bit i: rule i) whose ports and addresses
  * match a connection and do not exempt it; `local` may be NULL outbound. */
-uint64_t sl_rules_matching(const struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr *local,
-                           const struct sl_addr *addr);
+uint64_t sl_rules_matching(const struct sl_runtime *rt, enum sl_dir dir,
+                           const struct sl_addr *local, const struct sl_addr *addr);
 
 /* True when some outbound rule matches dst: the caller then checks the
  * socket type, which costs a system call. */

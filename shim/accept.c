@@ -21,6 +21,7 @@
 #include "../core/clock.h"
 #include "../core/reply.h"
 #include "fd.h"
+#include "req.h"
 #include "shim.h"
 
 static void deny(const struct sl_runtime *rt, int fd, const struct sl_decision *d)
@@ -72,6 +73,7 @@ static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_
                   socklen_t len, struct sl_decision *d)
 {
     struct sl_addr peer, local = {0}, *lp = NULL;
+    bool pass;
     *d = (struct sl_decision){.outcome = SL_PASS,
                               .rule = -1,
                               .bytes_rule = {-1, -1},
@@ -92,7 +94,9 @@ static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_
         if (p1) lp = &local;
     }
     sl_decide_in(rt, lp, &peer, sl_clock_now(), d);
-    return d->outcome == SL_PASS;
+    pass = d->outcome == SL_PASS;
+    if (pass) sl_req_accept(rt, fd, lp, &peer);
+    return pass;
 }
 
 static int sl_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, int flags, bool four)

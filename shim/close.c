@@ -10,6 +10,7 @@
 
 #include "fd.h"
 #include "ready.h"
+#include "req.h"
 #include "shim.h"
 
 static void forget(int fd)
@@ -22,8 +23,10 @@ static void forget(int fd)
 
 SL_EXPORT int close(int fd)
 {
+    struct sl_fd *e = sl_fd_get(fd);
+    bool taken = e && e->req && sl_req_close(fd, e); /* a 429 to write first */
     forget(fd);
-    return REAL(close)(fd);
+    return taken ? 0 : REAL(close)(fd);
 }
 
 /* Programs about to exec close everything with one call: forget what it

@@ -34,6 +34,7 @@
 #include "../core/clock.h"
 #include "fd.h"
 #include "pending.h"
+#include "req.h"
 #include "ready.h"
 #include "shim.h"
 #include "wait.h"
@@ -76,6 +77,7 @@ struct call {
     int out_fd;
     loff_t *off_out;
     unsigned int sflags;
+    bool cut; /* len was cut below what the program's buffers hold (request reads) */
 };
 
 static size_t iov_total(const struct iovec *iov, int n)
@@ -102,7 +104,7 @@ static int iov_cut(struct iovec *out, const struct iovec *iov, int n, size_t lim
 static ssize_t real_call(struct call *c, size_t limit)
 {
     struct iovec cut[IOV_LOCAL];
-    bool whole = limit >= c->len;
+    bool whole = limit >= c->len && !c->cut;
     switch (c->k) {
     case K_RECV:
         return REAL(recv)(c->fd, c->buf, limit, c->flags);
@@ -232,12 +234,54 @@ static ssize_t limited(struct sl_runtime *rt, struct sl_fd *e, struct call *c, e
     return (ssize_t)done;
 }
 
+static bool peeking(const struct call *c)
+{
+    return c->k != K_READ && c->k != K_READV && c->k != K_SPLICE && (c->flags & MSG_PEEK);
+}
+
+/* The bytes a read took, as one or more iovecs (for req.c's scanner). */
+static int call_iov(const struct call *c, struct iovec *one, const struct iovec **iov)
+{
+    if (c->k == K_READV) return *iov = c->iov, c->iovcnt;
+    if (c->k == K_RECVMSG) return *iov = c->msg->msg_iov, (int)c->msg->msg_iovlen;
+    one->iov_base = c->buf;
+    one->iov_len = c->len;
+    *iov = one;
+    return 1;
+}
+
+/* A read of a connection whose requests are counted (req.c): it takes only
+ * the bytes req.c lets through, then req.c reads what it took. */
+static ssize_t request_read(struct sl_runtime *rt, struct sl_fd *e, struct call *c)
+{
+    if (c->k == K_SPLICE) return real_call(c, c->len); /* not seen: bytes the program never reads */
+    ssize_t cap = sl_req_before_read(c->fd, e, c->len, nonblocking(c));
+    if (cap <= 0) return cap;
+    size_t want = c->len;
+    c->cut = (size_t)cap < want;
+    c->len = (size_t)cap;
+    ssize_t n =
+        e->bytes_rule[SL_IO_RECV] >= 0 ? limited(rt, e, c, SL_IO_RECV) : real_call(c, (size_t)cap);
+    c->len = want;
+    c->cut = false;
+    if (n > 0 && !peeking(c)) {
+        int saved = errno;
+        struct iovec one;
+        const struct iovec *iov;
+        int cnt = call_iov(c, &one, &iov);
+        sl_req_after_read(e, iov, cnt, (size_t)n);
+        errno = saved;
+    }
+    return n;
+}
+
 static ssize_t run(struct call *c, enum sl_io io, int fd)
 {
     struct sl_runtime *rt = sl_runtime();
     struct sl_fd *e;
     if (!rt || !(rt->any_bytes || rt->any_out) || !(e = sl_fd_get(fd))) return real_call(c, c->len);
     if (sl_pending_held(e) && sl_pending_io(c->fd, e) < 0) return -1;
+    if (io == SL_IO_RECV && e->req && c->len) return request_read(rt, e, c);
     if (e->bytes_rule[io] < 0 || c->len == 0) return real_call(c, c->len);
     return limited(rt, e, c, io);
 }
