@@ -5,6 +5,7 @@
 #   make test       install missing packages, build, run every test (unit, ASan+UBSan,
 #                   TSan, fuzz smoke, integration); ends with "N passed, N failed"
 #   make unit       unit tests only (SAN=asan or SAN=tsan for a sanitizer build)
+#   make boundary   fails if core/ or conf/ calls a name the shim interposes
 #   make bench      benchmarks; writes BENCH.md
 #   make install    PREFIX=/usr/local DESTDIR= : bin/sluice, lib/sluice/libsluice.so
 #   make deps       install the Debian packages the build and tests need
@@ -54,12 +55,12 @@ LIB_OBJ  := $(call obj,$(CORE_SRC) $(CONF_SRC))
 SHIM_OBJ := $(call obj,$(SHIM_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all demo test unit integration bench install deps format help clean fuzz
+.PHONY: all demo test unit integration bench install deps format help clean fuzz boundary
 .SECONDARY:
 all: $(BUILD)/libsluice.so $(BUILD)/sluice
 
 help:
-	@sed -n '3,16p' Makefile
+	@sed -n '3,17p' Makefile
 
 # Rebuild everything when the flags change.
 $(BUILD)/.flags: FORCE
@@ -92,6 +93,9 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJ)
 
 unit: $(UNIT_BIN)
 	$(Q)tests/run-unit.sh $(UNIT_BIN)
+
+boundary: $(LIB_OBJ)
+	$(Q)tests/check-boundary.sh $(BUILD) core conf
 
 deps:
 	$(Q)scripts/deps.sh

@@ -1,6 +1,7 @@
 /* policy.c - matching events to rules and combining their verdicts.
  *
- * Learned host addresses are appended under a try-lock flag (never waited
+ * The config is only read. Host addresses the program resolves at run
+ * time go to rt->learned (policy.h), appended under a try-lock flag (never waited
  * for: a lookup that finds it busy simply does not teach this time, so no
  * thread can block and a fork can never inherit a held lock). Entries are
  * written before naddr is published with release; matchers read naddr with
@@ -15,16 +16,20 @@
 
 #include "cluster.h"
 #include "log.h"
+#include "mem.h"
 #include "reply.h"
 
-int sl_runtime_init(struct sl_runtime *rt, struct sl_config *cfg, struct sl_table *table, char *err,
-                    size_t errlen)
+int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct sl_table *table,
+                    char *err, size_t errlen)
 {
     memset(rt, 0, sizeof *rt);
     rt->cfg = cfg;
     rt->table = table;
+    int nhosts = 0;
     for (int i = 0; i < cfg->nrules; i++) {
         const struct sl_rule *r = &cfg->rules[i];
+        rt->host_base[i] = nhosts;
+        nhosts += r->nhosts;
         rt->table_rule[i] = sl_table_rule(table, r->id, r->name);
         if (rt->table_rule[i] < 0) {
             snprintf(err, errlen, "the shared table already holds %d other rules", SL_MAX_RULES);
@@ -40,6 +45,14 @@ int sl_runtime_init(struct sl_runtime *rt, struct sl_config *cfg, struct sl_tabl
             rt->any_out = true;
             rt->any_hosts |= r->nhosts > 0;
         }
+    }
+    if (nhosts) {
+        rt->learned = sl_alloc((size_t)nhosts * sizeof *rt->learned);
+        if (!rt->learned) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        memset(rt->learned, 0, (size_t)nhosts * sizeof *rt->learned);
     }
     return 0;
 }
@@ -64,20 +77,34 @@ static bool in_matches(const struct sl_rule *r, const struct sl_addr *local,
     return true;
 }
 
-static bool host_has(const struct sl_host *h, const uint8_t a[16])
+static bool addr_in(const uint8_t (*list)[16], uint32_t n, const uint8_t a[16])
 {
-    uint32_t n = __atomic_load_n(&h->naddr, __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < n; i++)
-        if (memcmp(h->addr[i], a, 16) == 0) return true;
+        if (memcmp(list[i], a, 16) == 0) return true;
     return false;
 }
 
-static bool out_matches(const struct sl_rule *r, const struct sl_addr *dst)
+static struct sl_learned_host *learned_of(const struct sl_runtime *rt, int rule, int host)
 {
+    return &rt->learned[rt->host_base[rule] + host];
+}
+
+/* Load-time addresses (the config) or learned ones (the runtime). */
+static bool host_has(const struct sl_runtime *rt, int rule, int host, const uint8_t a[16])
+{
+    const struct sl_host *h = &rt->cfg->rules[rule].hosts[host];
+    if (addr_in(h->addr, h->naddr, a)) return true;
+    const struct sl_learned_host *l = learned_of(rt, rule, host);
+    return addr_in(l->addr, atomic_load_explicit(&l->naddr, memory_order_acquire), a);
+}
+
+static bool out_matches(const struct sl_runtime *rt, int rule, const struct sl_addr *dst)
+{
+    const struct sl_rule *r = &rt->cfg->rules[rule];
     if (sl_cidr_list_contains(r->to, r->nto, dst->a)) return port_matches(r, dst->port);
     for (int i = 0; i < r->nhosts; i++) {
         const struct sl_host *h = &r->hosts[i];
-        if (!host_has(h, dst->a)) continue;
+        if (!host_has(rt, rule, i, dst->a)) continue;
         if (h->port ? h->port == dst->port : port_matches(r, dst->port)) return true;
     }
     return false;
@@ -87,7 +114,7 @@ bool sl_out_matches(const struct sl_runtime *rt, const struct sl_addr *dst)
 {
     const struct sl_config *c = rt->cfg;
     for (int i = 0; i < c->nrules; i++)
-        if (c->rules[i].dir == SL_OUT && out_matches(&c->rules[i], dst)) return true;
+        if (c->rules[i].dir == SL_OUT && out_matches(rt, i, dst)) return true;
     return false;
 }
 
@@ -166,7 +193,7 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
     for (int i = 0; i < c->nrules; i++) {
         const struct sl_rule *r = &c->rules[i];
         if (r->dir != dir) continue;
-        if (dir == SL_IN ? !in_matches(r, local, addr) : !out_matches(r, addr)) continue;
+        if (dir == SL_IN ? !in_matches(r, local, addr) : !out_matches(rt, i, addr)) continue;
         if (r->nexempt && sl_cidr_list_contains(r->exempt, r->nexempt, addr->a)) continue;
 
         struct sl_key key;
@@ -280,16 +307,17 @@ void sl_learn_addr(struct sl_runtime *rt, const char *name, const uint8_t addr[1
     char norm[SL_HOST_MAX];
     normalise_name(norm, sizeof norm, name);
     int expected = 0;
-    if (!atomic_compare_exchange_strong(&rt->learn_busy, &expected, 1)) return;
-    struct sl_config *c = rt->cfg;
+    if (!rt->learned || !atomic_compare_exchange_strong(&rt->learn_busy, &expected, 1)) return;
+    const struct sl_config *c = rt->cfg;
     for (int i = 0; i < c->nrules; i++) {
         for (int j = 0; j < c->rules[i].nhosts; j++) {
-            struct sl_host *h = &c->rules[i].hosts[j];
-            if (strcmp(h->name, norm) != 0 || host_has(h, addr)) continue;
-            uint32_t n = __atomic_load_n(&h->naddr, __ATOMIC_RELAXED);
-            if (n >= SL_MAX_HOST_ADDR) continue;
-            memcpy(h->addr[n], addr, 16);
-            __atomic_store_n(&h->naddr, n + 1, __ATOMIC_RELEASE);
+            const struct sl_host *h = &c->rules[i].hosts[j];
+            if (strcmp(h->name, norm) != 0 || host_has(rt, i, j, addr)) continue;
+            struct sl_learned_host *l = learned_of(rt, i, j);
+            uint32_t n = atomic_load_explicit(&l->naddr, memory_order_relaxed);
+            if (h->naddr + n >= SL_MAX_HOST_ADDR) continue; /* the cap counts both */
+            memcpy(l->addr[n], addr, 16);
+            atomic_store_explicit(&l->naddr, n + 1, memory_order_release);
             char text[64];
             sl_addr_format(addr, text, sizeof text);
             sl_log(SL_LOG_DEBUG, "rule \"%s\": %s resolved to %s", c->rules[i].name, norm, text);

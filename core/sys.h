@@ -91,6 +91,11 @@ static inline int sl_sys_shm_unlink(const char *name)
     return (int)syscall(SYS_unlinkat, AT_FDCWD, path, 0);
 }
 
+static inline int sl_sys_link(const char *from, const char *to)
+{
+    return (int)syscall(SYS_linkat, AT_FDCWD, from, AT_FDCWD, to, 0);
+}
+
 static inline int sl_sys_socket(int domain, int type, int proto)
 {
     return (int)syscall(SYS_socket, domain, type, proto);
