@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <stdarg.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fd.h"
@@ -24,9 +25,23 @@ static void forget(int fd)
 SL_EXPORT int close(int fd)
 {
     struct sl_fd *e = sl_fd_get(fd);
-    bool taken = e && e->req && sl_req_close(fd, e); /* a 429 to write first */
-    forget(fd);
-    return taken ? 0 : REAL(close)(fd);
+    bool linger = e && e->req && sl_req_close(fd, e); /* a 429 to write first */
+    forget(fd); /* before the descriptor can be closed by linger.c and reused */
+    if (!linger) return REAL(close)(fd);
+    sl_linger_add(fd);
+    return 0;
+}
+
+/* A connection whose requests ended in a denial gets its 429 before the
+ * program's own end of the conversation (servers often shut down for
+ * writing before they close). */
+SL_EXPORT int shutdown(int fd, int how)
+{
+    struct sl_fd *e;
+    if (how != SHUT_RD && atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed) &&
+        (e = sl_fd_get(fd)) && e->req)
+        sl_req_shutdown(fd, e);
+    return REAL(shutdown)(fd, how);
 }
 
 /* Programs about to exec close everything with one call: forget what it

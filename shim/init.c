@@ -99,6 +99,7 @@ void sl_shim_resolve(void)
     R(fcntl);
     R(getsockopt);
     R(close_range);
+    R(shutdown);
     R(poll);
     R(ppoll);
     R(select);

@@ -24,7 +24,8 @@
 #define MORE_NS (2 * 1000000ull)
 
 struct sl_req_fd {
-    enum { OPEN, ENDED, RESET } phase; /* ENDED: a denied head, its 429 due at close */
+    enum { OPEN, ENDED, RESET } phase; /* ENDED: a denied head, its 429 due at the end */
+    bool replied;                      /* the 429 was written */
     size_t reply_len;
     char reply[1024];
     _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn: sl_req_conn_size() */
@@ -114,6 +115,22 @@ void sl_req_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, siz
     }
 }
 
+static void reply(int fd, struct sl_req_fd *r)
+{
+    if (r->replied) return;
+    r->replied = true;
+    int saved = errno;
+    /* after every response the program wrote: it read end-of-file first */
+    ssize_t n = REAL(send)(fd, r->reply, r->reply_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)n;
+    errno = saved;
+}
+
+void sl_req_shutdown(int fd, struct sl_fd *e)
+{
+    if (e->req->phase == ENDED) reply(fd, e->req);
+}
+
 bool sl_req_close(int fd, struct sl_fd *e)
 {
     struct sl_req_fd *r = e->req;
@@ -124,11 +141,8 @@ bool sl_req_close(int fd, struct sl_fd *e)
     }
     if (r->phase != ENDED) return false;
     int saved = errno;
-    /* written before the close, after every response the program wrote */
-    ssize_t n = REAL(send)(fd, r->reply, r->reply_len, MSG_DONTWAIT | MSG_NOSIGNAL);
-    (void)n;
-    shutdown(fd, SHUT_WR);
-    sl_linger_add(fd); /* the withheld request is unread: drain it, or the 429 is lost to a reset */
+    reply(fd, r);
+    REAL(shutdown)(fd, SHUT_WR);
     errno = saved;
     return true;
 }

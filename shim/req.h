@@ -13,8 +13,8 @@
  *     descriptor until it is worth trying again;
  *   - a denied head (reply): the program reads end-of-file there, so it
  *     finishes the responses of the requests it already read, in order,
- *     and closes; at that close the 429 is written, then the connection
- *     lingers until the client has read it (shim/linger.c);
+ *     and shuts down or closes; the 429 is written then, first, and the
+ *     connection lingers until the client has read it (shim/linger.c);
  *   - reject: the read fails with ECONNRESET and the close resets.
  */
 #ifndef SL_REQ_H
@@ -41,9 +41,15 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock);
 /* io.c, after the read took `got` bytes into iov (MSG_PEEK reads: not). */
 void sl_req_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, size_t got);
 
-/* close.c: fd is being closed. True when its close was taken over (a 429
- * written, the descriptor lingering): the caller must not close it. */
+/* close.c: fd is being closed; a 429 due is written. True when the
+ * descriptor must linger rather than close (shim/linger.c): the withheld
+ * request is unread, and closing now would reset the connection and lose
+ * the 429. */
 bool sl_req_close(int fd, struct sl_fd *e);
+
+/* close.c: the program shuts fd down for writing: a 429 due is written
+ * first. */
+void sl_req_shutdown(int fd, struct sl_fd *e);
 
 /* fd.c: the entry is forgotten; frees the request state. */
 void sl_req_free(struct sl_fd *e);

@@ -54,6 +54,7 @@ struct sl_real {
     int (*fcntl)(int, int, ...);
     int (*getsockopt)(int, int, int, void *, socklen_t *);
     int (*close_range)(unsigned int, unsigned int, int);
+    int (*shutdown)(int, int);
     int (*poll)(struct pollfd *, unsigned long /* nfds_t */, int);
     int (*ppoll)(struct pollfd *, unsigned long /* nfds_t */, const struct timespec *,
                  const sigset_t *);
