@@ -232,15 +232,29 @@ static uint64_t deadline(struct call *c, enum sl_io io)
     return c->deadline;
 }
 
-/* The most one call takes at once: one quantum (the fiftieth of a second's
- * worth that sl_bytes_take waits for), so connections of one key that
- * wait together are served in turn, not all to the first that wakes
- * (nginx asks sendfile for megabytes at a time). */
-static uint64_t grant_cap(const struct sl_runtime *rt, int rule, enum sl_io io)
+/* Turns. Connections of one key that wait together all wake when the
+ * bucket refills, and the first to call would take everything (nginx asks
+ * sendfile for megabytes at a time: the other connection got 2 % of the
+ * budget). So a call takes at most two quanta (the fiftieth of a second's
+ * worth that sl_bytes_take waits for), and a connection that had the last
+ * grant (ready_at 0) and must wait waits one quantum longer than one that
+ * was already waiting: the waiting one takes the next quantum, and the
+ * two alternate. Alone, a connection wakes to two quanta and takes both,
+ * so its rate is unchanged. */
+static const struct sl_limit *byte_limit(const struct sl_runtime *rt, int rule, enum sl_io io)
 {
     const struct sl_rule *r = &rt->cfg->rules[rule];
-    uint64_t count = io == SL_IO_RECV ? r->recv_limit.count : r->send_limit.count;
-    return count / 50 ? count / 50 : 1;
+    return io == SL_IO_RECV ? &r->recv_limit : &r->send_limit;
+}
+
+static uint64_t turn_bytes(const struct sl_limit *l)
+{
+    return l->count / 50 ? l->count / 50 : 1;
+}
+
+static uint64_t turn_ns(const struct sl_limit *l)
+{
+    return l->period_ns / 50;
 }
 
 /* Takes budget for up to `want` bytes: > 0 granted; 0 with errno EAGAIN
@@ -248,8 +262,8 @@ static uint64_t grant_cap(const struct sl_runtime *rt, int rule, enum sl_io io)
 static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum sl_io io,
                        size_t want, int *nb)
 {
-    uint64_t cap = grant_cap(rt, e->bytes_rule[io], io);
-    if (want > cap) want = cap;
+    const struct sl_limit *l = byte_limit(rt, e->bytes_rule[io], io);
+    if (want > 2 * turn_bytes(l)) want = 2 * turn_bytes(l);
     for (;;) {
         uint64_t now = sl_clock_now(), wait;
         uint64_t g = sl_bytes_take(rt, e->bytes_rule[io], &e->bytes_key[io], io, now, want, &wait);
@@ -257,14 +271,16 @@ static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, struct call *c, e
             atomic_store_explicit(&e->ready_at[io], 0, memory_order_relaxed);
             return g;
         }
+        uint64_t at = now + wait;
+        if (atomic_load_explicit(&e->ready_at[io], memory_order_relaxed) == 0) at += turn_ns(l);
         if (*nb < 0) *nb = nonblocking(c);
         if (*nb) {
-            atomic_store(&e->ready_at[io], now + wait);
-            sl_ready_throttle(c->fd, io, now + wait);
+            atomic_store(&e->ready_at[io], at);
+            sl_ready_throttle(c->fd, io, at);
             errno = EAGAIN;
             return 0;
         }
-        if (sl_wait_until_masked(now + wait, deadline(c, io), hold_signals(c)) != 0) return 0;
+        if (sl_wait_until_masked(at, deadline(c, io), hold_signals(c)) != 0) return 0;
     }
 }
 
