@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every test sluice has, in the order that fails fastest: unit tests, the
-# same under ASan+UBSan, the table under TSan, fuzz smoke runs, then the
-# integration tests with real programs. Ends with "N passed, N failed",
-# counting individual tests across all stages.
+# same under ASan+UBSan, the table under TSan, fuzz smoke runs, the
+# held-call contract, then the integration tests with real programs. Ends
+# with "N passed, N failed", counting individual tests across all stages.
 set -u
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -44,6 +44,15 @@ count_integration() {
     ip=${ip:-0 1}
     passed=$((passed + ${ip% *})); failed=$((failed + ${ip#* }))
 }
+# The held-call contract: each case bare and under the shim (tests/contract).
+stage contract sh -c "make -j$jobs all build/tests/contract && tests/contract/run.sh"
+count_contract() {
+    local cp
+    cp=$(sed -n 's/^contract: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log")
+    cp=${cp:-0 1}
+    passed=$((passed + ${cp% *})); failed=$((failed + ${cp#* }))
+}
+count_contract
 stage integration tests/integration/run.sh
 count_integration
 
