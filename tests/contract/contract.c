@@ -1,6 +1,6 @@
 /* contract.c - one case of the contract a call held by sluice keeps.
  *
- *   contract PORT DELAY_PORT CASE
+ *   contract PORT DELAY_PORT DENY_PORT CASE
  *
  * Runs CASE on loopback and prints one line: "CASE rv errno bytes ms".
  * run.sh runs every "k_" case twice, bare and under the shim with a rule
@@ -35,7 +35,7 @@
 
 #define BIG (4 * 1024 * 1024)
 
-static int port, delay_port;
+static int port, delay_port, deny_port;
 static char *buf;
 
 static double now_ms(void)
@@ -171,7 +171,7 @@ static const struct kind kinds[] = {
     {"recv", RECV, true},    {"recvfrom", RECV, true},  {"recvmsg", RECV, true},
     {"read", RECV, false},   {"readv", RECV, false},    {"send", SEND, true},
     {"sendto", SEND, true},  {"sendmsg", SEND, true},   {"write", SEND, false},
-    {"writev", SEND, false}, {"sendfile", SEND, false},
+    {"writev", SEND, false}, {"sendfile", SEND, false}, {"splice", RECV, false},
 };
 
 static int file_fd(void)
@@ -204,6 +204,11 @@ static ssize_t call(const struct kind *k, int fd, size_t len, int flags)
     if (!strcmp(n, "write")) return write(fd, buf, len);
     if (!strcmp(n, "writev")) return writev(fd, iov, 2);
     if (!strcmp(n, "sendfile")) return sendfile(fd, file_fd(), &off, len);
+    if (!strcmp(n, "splice")) { /* socket -> pipe: the receive side of splice */
+        static int p[2] = {-1, -1};
+        if (p[0] < 0 && pipe(p)) die("pipe");
+        return splice(fd, NULL, p[1], NULL, len, 0);
+    }
     errno = ENOSYS;
     return -1;
 }
@@ -337,12 +342,28 @@ static int socket_case(const char *what, int lst)
     return 0;
 }
 
-/* b_WHAT: under a slow rule (100KB/s each way, burst 10KB, and a connect
- * delay of one per 10 s on DELAY_PORT); the shim holds these on budget. */
+/* b_WHAT: under a slow rule (100KB/s each way, burst 10KB, a connect
+ * delay of one per 10 s on DELAY_PORT, one accepted connection per 10 s on
+ * DENY_PORT); the shim holds these on budget or turns. */
 static int budget_case(const char *what, int lst)
 {
     int cli, srv, err;
     ssize_t rv;
+    if (!strcmp(what, "accept_timeout_after_deny")) {
+        /* SO_RCVTIMEO counts from the start of accept, also when the shim
+         * rejected a connection in between and went on waiting */
+        int dl = listener(deny_port);
+        peer(&(struct peer){.connect_port = deny_port});
+        close(accept(dl, NULL, NULL)); /* uses the one turn */
+        timeout(dl, SO_RCVTIMEO, 300);
+        peer(&(struct peer){.delay_ms = 200, .connect_port = deny_port});
+        t0 = now_ms();
+        rv = accept(dl, NULL, NULL);
+        err = errno;
+        report(rv, err, 0);
+        double ms = now_ms() - t0;
+        return expect(rv == -1 && err == EAGAIN && ms < 400, "want -1/EAGAIN at ~300 ms");
+    }
     const struct kind *recv_k = &kinds[0], *send_k = &kinds[5];
     if (!strncmp(what, "connect", 7)) {
         int dl = listener(delay_port);
@@ -420,13 +441,14 @@ static int budget_case(const char *what, int lst)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: contract PORT DELAY_PORT CASE\n");
+    if (argc != 5) {
+        fprintf(stderr, "usage: contract PORT DELAY_PORT DENY_PORT CASE\n");
         return 2;
     }
     port = atoi(argv[1]);
     delay_port = atoi(argv[2]);
-    case_name = argv[3];
+    deny_port = atoi(argv[3]);
+    case_name = argv[4];
     signal(SIGPIPE, SIG_IGN);
     buf = malloc(BIG);
     memset(buf, 'x', BIG);
