@@ -7,19 +7,44 @@
  * and what the real call did not use is given back. When the budget is
  * empty:
  *   - a blocking socket waits on this thread for the refill (the program
- *     chose to block), and a blocking send keeps going until everything is
- *     sent, as a blocking send would;
- *   - a non-blocking one gets EAGAIN, and the readiness layer (ready.c)
- *     keeps the descriptor out of poll/select/epoll results until the
- *     refill, then reports it again: the program always hears about it, and
- *     never spins.
+ *     chose to block);
+ *   - a non-blocking one (or MSG_DONTWAIT, SPLICE_F_NONBLOCK) gets EAGAIN,
+ *     and the readiness layer (ready.c) keeps the descriptor out of
+ *     poll/select/epoll results until the refill, then reports it again:
+ *     the program always hears about it, and never spins.
  * A blocking read first waits for data to be there (poll on this one
  * descriptor) before it takes budget, so an idle keep-alive connection does
  * not sit on bytes that other connections of the same key could use.
  *
+ * The contract: a call held here behaves as the kernel's call would if the
+ * bytes were simply slower to move (tests/contract checks each case, bare
+ * and under the shim):
+ *   - timeouts: SO_RCVTIMEO (reads) and SO_SNDTIMEO (writes) end the call,
+ *     counted from its start, with -1/EAGAIN when nothing moved;
+ *   - signals: one whose handler lacks SA_RESTART ends the call with
+ *     -1/EINTR when nothing moved; with SA_RESTART (or ignored, or default
+ *     action) the call goes on (wait.h says how it is told apart). Signals
+ *     are blocked between the waits of a held call and let in by each
+ *     wait, so one that comes just as a wait ends is not missed;
+ *   - partial transfers: a call stopped by its timeout or a signal after
+ *     moving bytes returns that count, errno untouched, as the kernel does;
+ *   - a blocking send, sendto, sendmsg, write, writev, sendfile or splice
+ *     goes on until everything is sent; a blocking MSG_WAITALL read until
+ *     everything is read (or end of stream, a timeout, a signal); any other
+ *     read returns what it got;
+ *   - MSG_PEEK moves no bytes: it is not held and takes no budget;
+ *   - MSG_DONTWAIT on a blocking socket is held like a non-blocking socket;
+ *   - a repeated call starts afresh (its own timeout, its own budget);
+ *   - fairness: connections of one key take turns on every call family
+ *     (see budget()), so one asking for megabytes at a time (nginx's
+ *     sendfile) does not starve another.
+ * One known gap: a signal whose handler runs while the real call runs
+ * without blocking (microseconds) is not seen; the kernel would have
+ * finished that call too, but a later wait of the same call goes on.
+ *
  * errno: a limited call returns what the real call returned, with its
- * errno, or -1/EAGAIN (only on a non-blocking descriptor), which every
- * function here can legitimately return.
+ * errno, or -1 with EAGAIN (non-blocking descriptor or timeout) or EINTR
+ * (signal), which every function here can legitimately return.
  */
 #include <dlfcn.h>
 #include <errno.h>
