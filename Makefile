@@ -6,6 +6,7 @@
 #                   TSan, fuzz smoke, integration); ends with "N passed, N failed"
 #   make unit       unit tests only (SAN=asan or SAN=tsan for a sanitizer build)
 #   make contract   the held-call contract: each case bare and under the shim
+#   make boundary   fails if core/ or conf/ calls a name the shim interposes
 #   make bench      benchmarks; writes BENCH.md
 #   make install    PREFIX=/usr/local DESTDIR= : bin/sluice, lib/sluice/libsluice.so
 #   make deps       install the Debian packages the build and tests need
@@ -55,7 +56,8 @@ LIB_OBJ  := $(call obj,$(CORE_SRC) $(CONF_SRC))
 SHIM_OBJ := $(call obj,$(SHIM_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all demo test unit contract integration bench install deps format help clean fuzz
+.PHONY: all demo test unit contract integration bench install deps format help clean fuzz \
+        boundary
 .SECONDARY:
 all: $(BUILD)/libsluice.so $(BUILD)/sluice
 
@@ -103,6 +105,9 @@ contract: all $(BUILD)/tests/contract
 
 unit: $(UNIT_BIN)
 	$(Q)tests/run-unit.sh $(UNIT_BIN)
+
+boundary: $(LIB_OBJ)
+	$(Q)tests/check-boundary.sh $(BUILD) core conf
 
 deps:
 	$(Q)scripts/deps.sh

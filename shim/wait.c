@@ -28,6 +28,12 @@ bool sl_wait_restarts(void)
         struct k_sigaction old;
         if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof old.mask) != 0) continue;
         if (old.handler == SIG_DFL || old.handler == SIG_IGN) continue;
+        /* A fault's signal goes to the thread that faults, never to one
+         * asleep here: ASan's, a JVM's or faulthandler's SIGSEGV handler
+         * says nothing about what interrupted the wait. */
+        if (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP ||
+            sig == SIGSYS)
+            continue;
         if (!(old.flags & SA_RESTART)) restart = false;
     }
     errno = saved;

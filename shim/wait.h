@@ -60,16 +60,17 @@ static inline struct timespec sl_ns_to_timespec(uint64_t ns)
     return ts;
 }
 
-static inline uint64_t sl_timespec_to_ns(const struct timespec *ts)
+/* A wait wrapper's timeout in ns: -1 for none (NULL), saturating at
+ * INT64_MAX; -2 for a value the kernel would refuse (EINVAL: the caller
+ * passes the call through and lets it say so). */
+static inline int64_t sl_timeout_ns(long sec, long nsec)
 {
-    return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+    if (sec < 0 || nsec < 0 || nsec >= 1000000000L) return -2;
+    if (sec >= INT64_MAX / 1000000000LL - 1) return INT64_MAX;
+    return (int64_t)sec * 1000000000LL + nsec;
 }
-
-/* Milliseconds for poll, rounded up so a wait never ends before its time. */
-static inline int sl_ns_to_ms_ceil(uint64_t ns)
-{
-    uint64_t ms = (ns + 999999) / 1000000;
-    return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
-}
+#define SL_TIMESPEC_NS(ts) ((ts) ? sl_timeout_ns((ts)->tv_sec, (ts)->tv_nsec) : -1)
+#define SL_TIMEVAL_NS(tv)                                                                          \
+    ((tv) ? (tv)->tv_usec >= 1000000 ? -2 : sl_timeout_ns((tv)->tv_sec, (tv)->tv_usec * 1000L) : -1)
 
 #endif
