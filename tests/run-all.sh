@@ -75,6 +75,16 @@ asan_run() {
 }
 stage integration-asan asan_run
 count_integration
+contract_asan() {
+    make -j"$jobs" SAN=asan all build/asan/tests/contract &&
+    SLUICE_BUILD="$PWD/build/asan" SLUICE_PRELOAD_FIRST="$(gcc -print-file-name=libasan.so)" \
+    ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:log_path=$asan_logs/asan" \
+    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$asan_logs/ubsan" \
+        tests/contract/run.sh &&
+    ! ls "$asan_logs"/* >/dev/null 2>&1
+}
+stage contract-asan contract_asan
+count_contract
 ls "$asan_logs"/* >/dev/null 2>&1 && { echo "sanitizer reports:"; cat "$asan_logs"/*; }
 rm -rf "$asan_logs"
 rm -f "$log"
