@@ -5,6 +5,7 @@
 #   make test       install missing packages, build, run every test (unit, ASan+UBSan,
 #                   TSan, fuzz smoke, integration); ends with "N passed, N failed"
 #   make unit       unit tests only (SAN=asan or SAN=tsan for a sanitizer build)
+#   make contract   the held-call contract: each case bare and under the shim
 #   make boundary   fails if core/ or conf/ calls a name the shim interposes
 #   make bench      benchmarks; writes BENCH.md
 #   make install    PREFIX=/usr/local DESTDIR= : bin/sluice, lib/sluice/libsluice.so
@@ -55,7 +56,8 @@ LIB_OBJ  := $(call obj,$(CORE_SRC) $(CONF_SRC))
 SHIM_OBJ := $(call obj,$(SHIM_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all demo test unit integration bench install deps format help clean fuzz boundary
+.PHONY: all demo test unit contract integration bench install deps format help clean fuzz \
+        boundary
 .SECONDARY:
 all: $(BUILD)/libsluice.so $(BUILD)/sluice
 
@@ -90,6 +92,16 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB_OBJ)
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJ)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SANFLAGS) -o $@ $^ $(LIBS)
+
+# The held-call contract test (tests/contract/run.sh): a plain program, no
+# link with sluice, so the shim is what it meets.
+$(BUILD)/tests/contract: tests/contract/contract.c $(BUILD)/.flags
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) -std=gnu11 $(CFLAGS) $(WARN) -D_GNU_SOURCE -o $@ $< -lpthread
+
+contract: all $(BUILD)/tests/contract
+	$(Q)tests/contract/run.sh
 
 unit: $(UNIT_BIN)
 	$(Q)tests/run-unit.sh $(UNIT_BIN)

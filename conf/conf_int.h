@@ -56,6 +56,9 @@ enum sl_dir conf_section_dir(const cfg_t *sec);
 /* values.c: value parsers. Each returns NULL, or the words that end the
  * message "'<value>' <words>". */
 const char *conf_parse_rate(const char *text, uint64_t *count, uint64_t *period_ns);
+const char *conf_parse_route(const char *text);
+const char *conf_parse_method(const char *text);
+const char *conf_parse_quota(const char *text, uint64_t *count, enum sl_quota_window *w);
 const char *conf_parse_duration(const char *text, uint64_t *ns);
 const char *conf_parse_errno(const char *text, int *err);
 const char *conf_parse_port_range(const char *text, struct sl_port_range *r);
@@ -119,6 +122,7 @@ extern const char *const conf_log_names[];
 extern const char *const conf_log_level_names[];
 extern const char *const conf_alg_names[];
 extern const char *const conf_per_names[];
+extern const char *const conf_per_missing_names[];
 extern const char *const conf_action_names[];
 extern const char *const conf_scope_names[];
 const char *conf_errno_name(int err);

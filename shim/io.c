@@ -7,24 +7,51 @@
  * and what the real call did not use is given back. When the budget is
  * empty:
  *   - a blocking socket waits on this thread for the refill (the program
- *     chose to block), and a blocking send keeps going until everything is
- *     sent, as a blocking send would;
- *   - a non-blocking one gets EAGAIN, and the readiness layer (ready.c)
- *     keeps the descriptor out of poll/select/epoll results until the
- *     refill, then reports it again: the program always hears about it, and
- *     never spins.
+ *     chose to block);
+ *   - a non-blocking one (or MSG_DONTWAIT, SPLICE_F_NONBLOCK) gets EAGAIN,
+ *     and the readiness layer (ready.c) keeps the descriptor out of
+ *     poll/select/epoll results until the refill, then reports it again:
+ *     the program always hears about it, and never spins.
  * A blocking read first waits for data to be there (poll on this one
  * descriptor) before it takes budget, so an idle keep-alive connection does
  * not sit on bytes that other connections of the same key could use.
  *
+ * The contract: a call held here behaves as the kernel's call would if the
+ * bytes were simply slower to move (tests/contract checks each case, bare
+ * and under the shim):
+ *   - timeouts: SO_RCVTIMEO (reads) and SO_SNDTIMEO (writes) end the call,
+ *     counted from its start, with -1/EAGAIN when nothing moved;
+ *   - signals: one whose handler lacks SA_RESTART ends the call with
+ *     -1/EINTR when nothing moved; with SA_RESTART (or ignored, or default
+ *     action) the call goes on (wait.h says how it is told apart). Signals
+ *     are blocked between the waits of a held call and let in by each
+ *     wait, so one that comes just as a wait ends is not missed;
+ *   - partial transfers: a call stopped by its timeout or a signal after
+ *     moving bytes returns that count, errno untouched, as the kernel does;
+ *   - a blocking send, sendto, sendmsg, write, writev, sendfile or splice
+ *     goes on until everything is sent; a blocking MSG_WAITALL read until
+ *     everything is read (or end of stream, a timeout, a signal); any other
+ *     read returns what it got;
+ *   - MSG_PEEK moves no bytes: it is not held and takes no budget;
+ *   - MSG_DONTWAIT on a blocking socket is held like a non-blocking socket;
+ *   - a repeated call starts afresh (its own timeout, its own budget);
+ *   - fairness: connections of one key take turns on every call family
+ *     (see budget()), so one asking for megabytes at a time (nginx's
+ *     sendfile) does not starve another.
+ * One known gap: a signal whose handler runs while the real call runs
+ * without blocking (microseconds) is not seen; the kernel would have
+ * finished that call too, but a later wait of the same call goes on.
+ *
  * errno: a limited call returns what the real call returned, with its
- * errno, or -1/EAGAIN (only on a non-blocking descriptor), which every
- * function here can legitimately return.
+ * errno, or -1 with EAGAIN (non-blocking descriptor or timeout) or EINTR
+ * (signal), which every function here can legitimately return.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/sendfile.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -77,7 +104,12 @@ struct call {
     int out_fd;
     loff_t *off_out;
     unsigned int sflags;
-    bool cut; /* len was cut below what the program's buffers hold (request reads) */
+    bool cut;          /* len was cut below what the program's buffers hold (request reads) */
+    uint64_t start;    /* when the held call began: timeouts count from it */
+    uint64_t deadline; /* SO_RCVTIMEO / SO_SNDTIMEO from start; 0: none */
+    bool deadline_known;
+    bool held;       /* signals are blocked between waits (hold_signals) */
+    sigset_t caller; /* the program's signal mask, while held */
 };
 
 static size_t iov_total(const struct iovec *iov, int n)
@@ -88,12 +120,19 @@ static size_t iov_total(const struct iovec *iov, int n)
     return t;
 }
 
-/* Copies at most `limit` bytes' worth of iov into out; returns the count. */
-static int iov_cut(struct iovec *out, const struct iovec *iov, int n, size_t limit)
+/* Copies at most `limit` bytes' worth of iov, after its first `skip`
+ * bytes, into out; returns the count. */
+static int iov_cut(struct iovec *out, const struct iovec *iov, int n, size_t skip, size_t limit)
 {
     int m = 0;
     for (int i = 0; i < n && m < IOV_LOCAL && limit > 0; i++) {
-        out[m] = iov[i];
+        if (iov[i].iov_len <= skip) {
+            skip -= iov[i].iov_len;
+            continue;
+        }
+        out[m].iov_base = (char *)iov[i].iov_base + skip;
+        out[m].iov_len = iov[i].iov_len - skip;
+        skip = 0;
         if (out[m].iov_len > limit) out[m].iov_len = limit;
         limit -= out[m].iov_len;
         m++;
@@ -101,39 +140,44 @@ static int iov_cut(struct iovec *out, const struct iovec *iov, int n, size_t lim
     return m;
 }
 
-static ssize_t real_call(struct call *c, size_t limit)
+/* The real call for up to `limit` bytes, `skip` bytes into the program's
+ * buffers (a held call that goes on after a partial transfer; sendfile and
+ * splice move their own offsets). */
+static ssize_t real_call_at(struct call *c, size_t skip, size_t limit)
 {
     struct iovec cut[IOV_LOCAL];
-    bool whole = limit >= c->len && !c->cut;
+    bool whole = skip == 0 && limit >= c->len && !c->cut;
+    char *buf = (char *)c->buf + skip;
+    const char *cbuf = (const char *)c->cbuf + skip;
     switch (c->k) {
     case K_RECV:
-        return REAL(recv)(c->fd, c->buf, limit, c->flags);
+        return REAL(recv)(c->fd, buf, limit, c->flags);
     case K_RECVFROM:
-        return REAL(recvfrom)(c->fd, c->buf, limit, c->flags, c->from, c->fromlen);
+        return REAL(recvfrom)(c->fd, buf, limit, c->flags, c->from, c->fromlen);
     case K_READ:
-        return REAL(read)(c->fd, c->buf, limit);
+        return REAL(read)(c->fd, buf, limit);
     case K_SEND:
-        return REAL(send)(c->fd, c->cbuf, limit, c->flags);
+        return REAL(send)(c->fd, cbuf, limit, c->flags);
     case K_SENDTO:
-        return REAL(sendto)(c->fd, c->cbuf, limit, c->flags, c->to, c->tolen);
+        return REAL(sendto)(c->fd, cbuf, limit, c->flags, c->to, c->tolen);
     case K_WRITE:
-        return REAL(write)(c->fd, c->cbuf, limit);
+        return REAL(write)(c->fd, cbuf, limit);
     case K_SENDFILE:
         return REAL(sendfile)(c->out_fd, c->in_fd, c->off, limit);
     case K_SPLICE:
         return REAL(splice)(c->in_fd, c->off_in, c->out_fd, c->off_out, limit, c->sflags);
     case K_READV:
         if (whole) return REAL(readv)(c->fd, c->iov, c->iovcnt);
-        return REAL(readv)(c->fd, cut, iov_cut(cut, c->iov, c->iovcnt, limit));
+        return REAL(readv)(c->fd, cut, iov_cut(cut, c->iov, c->iovcnt, skip, limit));
     case K_WRITEV:
         if (whole) return REAL(writev)(c->fd, c->iov, c->iovcnt);
-        return REAL(writev)(c->fd, cut, iov_cut(cut, c->iov, c->iovcnt, limit));
+        return REAL(writev)(c->fd, cut, iov_cut(cut, c->iov, c->iovcnt, skip, limit));
     case K_RECVMSG: {
         if (whole) return REAL(recvmsg)(c->fd, c->msg, c->flags);
         struct iovec *orig = c->msg->msg_iov;
         size_t origlen = c->msg->msg_iovlen;
         c->msg->msg_iov = cut;
-        c->msg->msg_iovlen = (size_t)iov_cut(cut, orig, (int)origlen, limit);
+        c->msg->msg_iovlen = (size_t)iov_cut(cut, orig, (int)origlen, skip, limit);
         ssize_t n = REAL(recvmsg)(c->fd, c->msg, c->flags);
         int saved = errno;
         c->msg->msg_iov = orig;
@@ -145,7 +189,8 @@ static ssize_t real_call(struct call *c, size_t limit)
         if (whole) return REAL(sendmsg)(c->fd, c->cmsg, c->flags);
         struct msghdr m = *c->cmsg;
         m.msg_iov = cut;
-        m.msg_iovlen = (size_t)iov_cut(cut, c->cmsg->msg_iov, (int)c->cmsg->msg_iovlen, limit);
+        m.msg_iovlen =
+            (size_t)iov_cut(cut, c->cmsg->msg_iov, (int)c->cmsg->msg_iovlen, skip, limit);
         return REAL(sendmsg)(c->fd, &m, c->flags);
     }
     }
@@ -153,35 +198,100 @@ static ssize_t real_call(struct call *c, size_t limit)
     return -1;
 }
 
+static ssize_t real_call(struct call *c, size_t limit)
+{
+    return real_call_at(c, 0, limit);
+}
+
+static bool has_msg_flags(const struct call *c)
+{
+    return c->k == K_RECV || c->k == K_RECVFROM || c->k == K_RECVMSG || c->k == K_SEND ||
+           c->k == K_SENDTO || c->k == K_SENDMSG;
+}
+
 static bool nonblocking(const struct call *c)
 {
-    if ((c->k == K_RECV || c->k == K_RECVFROM || c->k == K_RECVMSG || c->k == K_SEND ||
-         c->k == K_SENDTO || c->k == K_SENDMSG) &&
-        (c->flags & MSG_DONTWAIT))
-        return true;
+    if (has_msg_flags(c) && (c->flags & MSG_DONTWAIT)) return true;
     if (c->k == K_SPLICE && (c->sflags & SPLICE_F_NONBLOCK)) return true;
     return sl_fd_nonblocking(c->fd);
 }
 
-static void sleep_until(uint64_t t)
+/* A peek moves no bytes: it is not held and takes no budget. */
+static bool peeking(const struct call *c)
 {
-    while (sl_wait_until(t, 0) != 0) {
-    }
+    return has_msg_flags(c) && (c->flags & MSG_PEEK);
 }
 
-/* Waits until the descriptor has data (blocking reads; see the file comment). */
-static void wait_readable(int fd)
+/* From the first wait of a blocking call on, signals stay blocked except
+ * inside the waits (which restore the program's mask atomically) and the
+ * real calls: one that comes while the call is between two waits, or just
+ * as a wait ends, is then still pending at the next wait and ends the call
+ * as the kernel's would, instead of running its handler unnoticed.
+ * Synchronous signals are never blocked (a fault must not be held). */
+static const sigset_t *hold_signals(struct call *c)
 {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    while (syscall(SYS_ppoll, &p, 1, NULL, NULL, 0) < 0 && errno == EINTR) {
+    if (!c->held) {
+        sigset_t all;
+        sigfillset(&all);
+        static const int sync_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+        for (size_t i = 0; i < sizeof sync_signals / sizeof sync_signals[0]; i++)
+            sigdelset(&all, sync_signals[i]);
+        pthread_sigmask(SIG_BLOCK, &all, &c->caller);
+        c->held = true;
     }
+    return &c->caller;
 }
 
-/* Takes budget for up to `want` bytes: > 0 granted; 0 means EAGAIN was
- * decided (non-blocking, errno set). */
-static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, const struct call *c, enum sl_io io,
+/* Keeps errno: pthread_sigmask returns its error. */
+static void release_signals(struct call *c)
+{
+    if (c->held) pthread_sigmask(SIG_SETMASK, &c->caller, NULL);
+    c->held = false;
+}
+
+/* Read once, when the call first has to wait. */
+static uint64_t deadline(struct call *c, enum sl_io io)
+{
+    if (!c->deadline_known) {
+        int opt = io == SL_IO_RECV ? SO_RCVTIMEO : SO_SNDTIMEO;
+        c->deadline = sl_wait_deadline(c->fd, opt, c->start);
+        c->deadline_known = true;
+    }
+    return c->deadline;
+}
+
+/* Turns. Connections of one key that wait together all wake when the
+ * bucket refills, and the first to call would take everything (nginx asks
+ * sendfile for megabytes at a time: the other connection got 2 % of the
+ * budget). So a call takes at most two quanta (the fiftieth of a second's
+ * worth that sl_bytes_take waits for), and a connection that had the last
+ * grant (ready_at 0) and must wait waits one quantum longer than one that
+ * was already waiting: the waiting one takes the next quantum, and the
+ * two alternate. Alone, a connection wakes to two quanta and takes both,
+ * so its rate is unchanged. */
+static const struct sl_limit *byte_limit(const struct sl_runtime *rt, int rule, enum sl_io io)
+{
+    const struct sl_rule *r = &rt->cfg->rules[rule];
+    return io == SL_IO_RECV ? &r->recv_limit : &r->send_limit;
+}
+
+static uint64_t turn_bytes(const struct sl_limit *l)
+{
+    return l->count / 50 ? l->count / 50 : 1;
+}
+
+static uint64_t turn_ns(const struct sl_limit *l)
+{
+    return l->period_ns / 50;
+}
+
+/* Takes budget for up to `want` bytes: > 0 granted; 0 with errno EAGAIN
+ * (non-blocking, or the socket's timeout came) or EINTR (see wait.h). */
+static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum sl_io io,
                        size_t want, int *nb)
 {
+    const struct sl_limit *l = byte_limit(rt, e->bytes_rule[io], io);
+    if (want > 2 * turn_bytes(l)) want = 2 * turn_bytes(l);
     for (;;) {
         uint64_t now = sl_clock_now(), wait;
         uint64_t g = sl_bytes_take(rt, e->bytes_rule[io], &e->bytes_key[io], io, now, want, &wait);
@@ -189,15 +299,41 @@ static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, const struct call
             atomic_store_explicit(&e->ready_at[io], 0, memory_order_relaxed);
             return g;
         }
+        uint64_t at = now + wait;
+        if (atomic_load_explicit(&e->ready_at[io], memory_order_relaxed) == 0) at += turn_ns(l);
         if (*nb < 0) *nb = nonblocking(c);
         if (*nb) {
-            atomic_store(&e->ready_at[io], now + wait);
-            sl_ready_throttle(c->fd, io, now + wait);
+            atomic_store(&e->ready_at[io], at);
+            sl_ready_throttle(c->fd, io, at);
             errno = EAGAIN;
             return 0;
         }
-        sleep_until(now + wait);
+        if (sl_wait_until_masked(at, deadline(c, io), hold_signals(c)) != 0) return 0;
     }
+}
+
+/* A held call stopped by its timeout or a signal returns what it moved, as
+ * the kernel does, else -1 with the errno that stopped it. */
+static ssize_t stopped(struct call *c, size_t done, int saved)
+{
+    release_signals(c);
+    if (!done) return -1;
+    errno = saved;
+    return (ssize_t)done;
+}
+
+/* Whether a call that moved `n` of the `g` bytes granted goes on: a
+ * blocking send until everything is sent, a blocking MSG_WAITALL read
+ * until everything is read, as the kernel's would; everything else returns
+ * what it got. A real call that moved less than its grant stopped for a
+ * reason of its own (timeout, signal, end of stream): so do we. */
+static bool goes_on(const struct call *c, enum sl_io io, size_t done, ssize_t n, uint64_t g,
+                    int *nb)
+{
+    if (n <= 0 || (uint64_t)n < g || done >= c->len) return false;
+    if (io == SL_IO_RECV && !(has_msg_flags(c) && (c->flags & MSG_WAITALL))) return false;
+    if (*nb < 0) *nb = nonblocking(c);
+    return !*nb;
 }
 
 static ssize_t limited(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum sl_io io)
@@ -205,38 +341,30 @@ static ssize_t limited(struct sl_runtime *rt, struct sl_fd *e, struct call *c, e
     int saved = errno, nb = -1;
     size_t done = 0;
     int rule = e->bytes_rule[io];
-    if (io == SL_IO_RECV && (nb = nonblocking(c)) == 0) wait_readable(c->fd);
+    c->start = sl_clock_now();
     for (;;) {
+        /* A blocking read waits for data before it takes budget (see the
+         * file comment). */
+        if (io == SL_IO_RECV && nb < 0) nb = nonblocking(c);
+        if (io == SL_IO_RECV && !nb && sl_wait_fd(c->fd, POLLIN, deadline(c, io)) != 0)
+            return stopped(c, done, saved);
         uint64_t g = budget(rt, e, c, io, c->len - done, &nb);
-        if (g == 0) return done ? (errno = saved, (ssize_t)done) : -1;
-        ssize_t n = real_call(c, g);
+        if (g == 0) return stopped(c, done, saved);
+        release_signals(c);
+        ssize_t n = real_call_at(c, done, g);
         int err = errno;
-        uint64_t used = n > 0 ? (uint64_t)n : 0;
-        if (io == SL_IO_RECV && c->k != K_READ && c->k != K_READV && (c->flags & MSG_PEEK))
-            used = 0;
-        sl_bytes_refund(rt, rule, &e->bytes_key[io], io, sl_clock_now(), g - used);
+        sl_bytes_refund(rt, rule, &e->bytes_key[io], io, sl_clock_now(),
+                        g - (n > 0 ? (uint64_t)n : 0));
         if (n < 0) {
-            if (done) return errno = saved, (ssize_t)done;
+            if (done) return stopped(c, done, saved);
             errno = err;
             return n;
         }
         done += (size_t)n;
-        /* A blocking send goes on until all is sent; everything else returns
-         * what it got. */
-        if (io == SL_IO_RECV || n == 0 || (uint64_t)n < g || done >= c->len) break;
-        if (nb < 0) nb = nonblocking(c);
-        if (nb) break;
-        c->buf = (char *)c->buf + n;
-        c->cbuf = (const char *)c->cbuf + n;
-        if (c->k != K_SEND && c->k != K_SENDTO && c->k != K_WRITE) break;
+        if (!goes_on(c, io, done, n, g, &nb)) break;
     }
     errno = saved;
     return (ssize_t)done;
-}
-
-static bool peeking(const struct call *c)
-{
-    return c->k != K_READ && c->k != K_READV && c->k != K_SPLICE && (c->flags & MSG_PEEK);
 }
 
 /* The bytes a read took, as one or more iovecs (for req.c's scanner). */
@@ -282,7 +410,7 @@ static ssize_t run(struct call *c, enum sl_io io, int fd)
     if (!rt || !(rt->any_bytes || rt->any_out) || !(e = sl_fd_get(fd))) return real_call(c, c->len);
     if (sl_pending_held(e) && sl_pending_io(c->fd, e) < 0) return -1;
     if (io == SL_IO_RECV && e->req && c->len) return request_read(rt, e, c);
-    if (e->bytes_rule[io] < 0 || c->len == 0) return real_call(c, c->len);
+    if (e->bytes_rule[io] < 0 || c->len == 0 || peeking(c)) return real_call(c, c->len);
     return limited(rt, e, c, io);
 }
 

@@ -28,6 +28,12 @@ bool sl_wait_restarts(void)
         struct k_sigaction old;
         if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof old.mask) != 0) continue;
         if (old.handler == SIG_DFL || old.handler == SIG_IGN) continue;
+        /* A fault's signal goes to the thread that faults, never to one
+         * asleep here: ASan's, a JVM's or faulthandler's SIGSEGV handler
+         * says nothing about what interrupted the wait. */
+        if (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP ||
+            sig == SIGSYS)
+            continue;
         if (!(old.flags & SA_RESTART)) restart = false;
     }
     errno = saved;
@@ -45,17 +51,20 @@ uint64_t sl_wait_deadline(int fd, int optname, uint64_t start)
     return start + (uint64_t)tv.tv_sec * 1000000000ull + (uint64_t)tv.tv_usec * 1000;
 }
 
-int sl_wait_until(uint64_t until, uint64_t deadline)
+/* ppoll's sigmask argument is the kernel's, _NSIG / 8 bytes. */
+#define K_SIGSET_SIZE 8
+
+int sl_wait_until_masked(uint64_t until, uint64_t deadline, const sigset_t *mask)
 {
     bool timeout = deadline && deadline < until;
-    struct timespec ts = sl_ns_to_timespec(timeout ? deadline : until);
+    uint64_t end = timeout ? deadline : until;
     for (;;) {
-        int rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-        if (rc == 0) break;
-        if (rc != EINTR || !sl_wait_restarts()) {
-            errno = rc == EINTR ? EINTR : rc;
-            return -1;
-        }
+        uint64_t now = sl_clock_now();
+        if (now >= end) break;
+        struct timespec ts = sl_ns_to_timespec(end - now);
+        long rc = syscall(SYS_ppoll, NULL, 0, &ts, mask, K_SIGSET_SIZE);
+        if (rc >= 0) continue; /* the end is checked above */
+        if (errno != EINTR || !sl_wait_restarts()) return -1;
     }
     if (timeout) {
         errno = EAGAIN;
@@ -64,7 +73,12 @@ int sl_wait_until(uint64_t until, uint64_t deadline)
     return 0;
 }
 
-int sl_wait_fd(int fd, short events, uint64_t deadline)
+int sl_wait_until(uint64_t until, uint64_t deadline)
+{
+    return sl_wait_until_masked(until, deadline, NULL);
+}
+
+int sl_wait_fd_masked(int fd, short events, uint64_t deadline, const sigset_t *mask)
 {
     struct pollfd p = {.fd = fd, .events = events};
     for (;;) {
@@ -78,11 +92,16 @@ int sl_wait_fd(int fd, short events, uint64_t deadline)
             ts = sl_ns_to_timespec(deadline - now);
             tp = &ts;
         }
-        long rc = syscall(SYS_ppoll, &p, 1, tp, NULL, 0);
+        long rc = syscall(SYS_ppoll, &p, 1, tp, mask, K_SIGSET_SIZE);
         if (rc > 0) return 0;
         if (rc == 0) continue; /* the deadline is checked above */
         if (errno != EINTR || !sl_wait_restarts()) return -1;
     }
+}
+
+int sl_wait_fd(int fd, short events, uint64_t deadline)
+{
+    return sl_wait_fd_masked(fd, events, deadline, NULL);
 }
 
 bool sl_fd_nonblocking(int fd)

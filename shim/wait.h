@@ -20,6 +20,7 @@
 #ifndef SL_WAIT_H
 #define SL_WAIT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
@@ -36,6 +37,14 @@ int sl_wait_until(uint64_t until, uint64_t deadline);
 /* Waits until fd reports one of `events` (poll events) or an error/hangup.
  * Returns 0, or -1 with EAGAIN at `deadline` (0: none) or EINTR as above. */
 int sl_wait_fd(int fd, short events, uint64_t deadline);
+
+/* As sl_wait_until and sl_wait_fd, with the thread's signal mask set to
+ * `mask` for the wait only (ppoll swaps it atomically). A caller that
+ * blocks signals between its waits then finds a signal that came between
+ * two waits (or together with a wake-up) pending at the next wait, where
+ * it interrupts as above, instead of having its handler run unnoticed. */
+int sl_wait_until_masked(uint64_t until, uint64_t deadline, const sigset_t *mask);
+int sl_wait_fd_masked(int fd, short events, uint64_t deadline, const sigset_t *mask);
 
 /* After an EINTR: true when the call should go on (every caught signal
  * has SA_RESTART). */

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every test sluice has, in the order that fails fastest: unit tests, the
-# same under ASan+UBSan, the table under TSan, fuzz smoke runs, then the
-# integration tests with real programs. Ends with "N passed, N failed",
-# counting individual tests across all stages.
+# same under ASan+UBSan, the table under TSan, fuzz smoke runs, the
+# held-call contract, then the integration tests with real programs. Ends
+# with "N passed, N failed", counting individual tests across all stages.
 set -u
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -48,6 +48,15 @@ count_integration() {
     ip=${ip:-0 1}
     passed=$((passed + ${ip% *})); failed=$((failed + ${ip#* }))
 }
+# The held-call contract: each case bare and under the shim (tests/contract).
+stage contract sh -c "make -j$jobs all build/tests/contract && tests/contract/run.sh"
+count_contract() {
+    local cp
+    cp=$(sed -n 's/^contract: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log")
+    cp=${cp:-0 1}
+    passed=$((passed + ${cp% *})); failed=$((failed + ${cp#* }))
+}
+count_contract
 stage integration tests/integration/run.sh
 count_integration
 
@@ -66,6 +75,16 @@ asan_run() {
 }
 stage integration-asan asan_run
 count_integration
+contract_asan() {
+    make -j"$jobs" SAN=asan all build/asan/tests/contract &&
+    SLUICE_BUILD="$PWD/build/asan" SLUICE_PRELOAD_FIRST="$(gcc -print-file-name=libasan.so)" \
+    ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:log_path=$asan_logs/asan" \
+    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$asan_logs/ubsan" \
+        tests/contract/run.sh &&
+    ! ls "$asan_logs"/* >/dev/null 2>&1
+}
+stage contract-asan contract_asan
+count_contract
 ls "$asan_logs"/* >/dev/null 2>&1 && { echo "sanitizer reports:"; cat "$asan_logs"/*; }
 rm -rf "$asan_logs"
 rm -f "$log"
