@@ -40,7 +40,7 @@ CFLAGS  ?= -O2 -g
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE \
              $(SANFLAGS) $(PKG_CFLAGS) -MMD -MP
-LIBS     = $(PKG_LIBS) -ldl -lpthread
+LIBS     = $(PKG_LIBS) -lhttp_parser -ldl -lpthread
 VERSION  = 0.1.0
 
 CORE_SRC := $(wildcard core/*.c)

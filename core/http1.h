@@ -48,7 +48,8 @@ enum sl_h1_key_kind {
     SL_H1_KEY_COOKIE, /* a cookie in the Cookie header(s), name compared exactly */
 };
 
-/* A bounded copy: len bytes in text (NUL-terminated); `truncated` when the
+/* A bounded copy: len bytes in text, then a NUL (use len: a value may
+ * hold NUL bytes the program's parser tolerated); `truncated` when the
  * value was longer than the buffer. */
 struct sl_h1_text {
     size_t len;
@@ -81,7 +82,8 @@ enum sl_h1_event {
     SL_H1_MORE,        /* every byte consumed, no head completed: feed more */
     SL_H1_HEAD,        /* a head completed: sl_h1_head() holds it; feed the rest */
     SL_H1_PASSTHROUGH, /* nothing more will be reported on this stream (all bytes consumed) */
-    SL_H1_H2,          /* the stream opens with the HTTP/2 preface: nothing consumed */
+    SL_H1_H2,          /* the stream opened with the 24-byte HTTP/2 preface, now consumed:
+                          continue with core/h2.h from sl_h1_pos() */
 };
 
 enum sl_h1_state {
@@ -99,7 +101,9 @@ struct sl_h1 {
     size_t key_name_len;
     uint64_t pos;        /* stream offset of the next byte to feed */
     uint64_t head_start; /* IN_HEAD: where the head began */
-    bool paused;         /* a head completed inside the last execute */
+    uint8_t preface;     /* stream bytes held while they match the HTTP/2 preface */
+    bool head_done;      /* set by the parser's callback: a head just completed */
+    bool message_done;   /* set by the parser's callback: a message just ended */
     /* the header being read: its name (bounded), which field it feeds */
     char field[SL_H1_NAME_MAX];
     size_t field_len;
