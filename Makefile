@@ -40,7 +40,9 @@ CFLAGS  ?= -O2 -g
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE \
              $(SANFLAGS) $(PKG_CFLAGS) -MMD -MP
-LIBS     = $(PKG_LIBS) -lhttp_parser -ldl -lpthread
+# http_parser is linked statically (its Debian archive is PIC): no runtime package
+# needed, and its symbols stay local, so a host defining its own cannot interpose them.
+LIBS     = $(PKG_LIBS) -l:libhttp_parser.a -ldl -lpthread
 VERSION  = 0.1.0
 
 CORE_SRC := $(wildcard core/*.c)
