@@ -49,7 +49,7 @@ static void text_append(char *buf, size_t cap, struct sl_h1_text *t, const char 
     buf[t->len] = '\0';
 }
 
-static void text_set(char *buf, size_t cap, struct sl_h1_text *t, const char *at, size_t n)
+void sl_h1_text_set(char *buf, size_t cap, struct sl_h1_text *t, const char *at, size_t n)
 {
     text_reset(buf, t);
     text_append(buf, cap, t, at, n);
@@ -65,10 +65,8 @@ static bool name_is(const char *name, size_t len, const char *want)
     return strlen(want) == len && strncasecmp(name, want, len) == 0;
 }
 
-/* Finds `name` in a list "a=1<sep>b=2" (query: '&', cookies: ';' with
- * optional spaces); the first occurrence wins. */
-static bool find_param(const char *s, size_t len, char sep, const char *name, size_t name_len,
-                       const char **val, size_t *val_len)
+bool sl_h1_param(const char *s, size_t len, char sep, const char *name, size_t name_len,
+                 const char **val, size_t *val_len)
 {
     size_t i = 0;
     while (i < len) {
@@ -109,8 +107,8 @@ static void value_done(struct sl_h1 *s)
     if (s->target == T_COOKIE && !s->head.key_info.present && !s->cookie_info.truncated) {
         const char *v;
         size_t n;
-        if (find_param(s->cookie, s->cookie_info.len, ';', s->key_name, s->key_name_len, &v, &n))
-            text_set(s->head.key, sizeof s->head.key, &s->head.key_info, v, n);
+        if (sl_h1_param(s->cookie, s->cookie_info.len, ';', s->key_name, s->key_name_len, &v, &n))
+            sl_h1_text_set(s->head.key, sizeof s->head.key, &s->head.key_info, v, n);
     }
     text_reset(s->cookie, &s->cookie_info);
     s->target = T_NONE;
@@ -218,8 +216,8 @@ static void split_url(struct sl_h1 *s)
                 h->query_len = pu.field_data[UF_QUERY].len;
             }
             if ((pu.field_set & (1 << UF_HOST)) && !h->host_info.present)
-                text_set(h->host, sizeof h->host, &h->host_info, u + pu.field_data[UF_HOST].off,
-                         pu.field_data[UF_HOST].len);
+                sl_h1_text_set(h->host, sizeof h->host, &h->host_info,
+                               u + pu.field_data[UF_HOST].off, pu.field_data[UF_HOST].len);
             return;
         }
     }
@@ -249,16 +247,16 @@ static int on_headers_complete(http_parser *p)
     if (s->key_kind == SL_H1_KEY_QUERY && !h->url_info.truncated) {
         const char *v;
         size_t n;
-        if (find_param(h->url + h->query_off, h->query_len, '&', s->key_name, s->key_name_len, &v,
-                       &n))
-            text_set(h->key, sizeof h->key, &h->key_info, v, n);
+        if (sl_h1_param(h->url + h->query_off, h->query_len, '&', s->key_name, s->key_name_len, &v,
+                        &n))
+            sl_h1_text_set(h->key, sizeof h->key, &h->key_info, v, n);
     }
     /* per=header:Host or header:Idempotency-Key: the same value. */
     if (s->key_kind == SL_H1_KEY_HEADER && !h->key_info.present) {
         if (name_is(s->key_name, s->key_name_len, "host") && h->host_info.present)
-            text_set(h->key, sizeof h->key, &h->key_info, h->host, h->host_info.len);
+            sl_h1_text_set(h->key, sizeof h->key, &h->key_info, h->host, h->host_info.len);
         else if (name_is(s->key_name, s->key_name_len, "idempotency-key") && h->idem_info.present)
-            text_set(h->key, sizeof h->key, &h->key_info, h->idem, h->idem_info.len);
+            sl_h1_text_set(h->key, sizeof h->key, &h->key_info, h->idem, h->idem_info.len);
     }
     s->head_done = true;
     http_parser_pause(p, 1);

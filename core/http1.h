@@ -128,6 +128,13 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *buf, size_t len, enum sl_h1_event
 /* The last completed head (valid after SL_H1_HEAD until the next feed). */
 const struct sl_h1_head *sl_h1_head(const struct sl_h1 *s);
 
+/* Shared with core/h2.c. A bounded copy of n bytes into buf (cap bytes). */
+void sl_h1_text_set(char *buf, size_t cap, struct sl_h1_text *t, const char *at, size_t n);
+/* Finds `name` in a list "a=1<sep>b=2" (query: '&'; cookies: ';' with
+ * optional spaces); the first occurrence wins; no percent-decoding. */
+bool sl_h1_param(const char *s, size_t len, char sep, const char *name, size_t name_len,
+                 const char **val, size_t *val_len);
+
 static inline uint64_t sl_h1_pos(const struct sl_h1 *s)
 {
     return s->pos;
