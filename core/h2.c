@@ -297,7 +297,8 @@ static bool frame_end(struct sl_h2 *s)
 {
     s->hdr_got = 0;
     if (!is_block_frame(s) || !(s->flags & END_HEADERS)) return false;
-    inflate(s, NULL, 0, true);
+    static const uint8_t none[1];
+    inflate(s, none, 0, true);
     s->in_block = false;
     if (s->state == SL_H2_PASS) return false;
     s->state = SL_H2_IDLE;
