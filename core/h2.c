@@ -25,7 +25,7 @@ static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 #define PREFACE_LEN (sizeof preface - 1)
 
 enum { DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW, CONT };
-enum { END_HEADERS = 0x4, PADDED = 0x8, PRIO = 0x20 };
+enum { END_STREAM = 0x1, END_HEADERS = 0x4, PADDED = 0x8, PRIO = 0x20 };
 
 #define SIZE_HDR 16 /* keeps max_align_t alignment */
 
@@ -141,7 +141,7 @@ static void head_begin(struct sl_h2 *s)
     h->url_info = h->host_info = h->key_info = h->idem_info = (struct sl_h1_text){0};
     h->http_major = 2;
     h->http_minor = 0;
-    h->chunked = h->has_length = h->upgrade = false;
+    h->chunked = h->has_length = h->upgrade = h->body = false;
     h->content_length = 0;
     h->keep_alive = true;
 }
@@ -242,6 +242,7 @@ static void frame_begin(struct sl_h2 *s)
         s->block_stream = s->stream;
         if (s->block_request) {
             head_begin(s);
+            s->head.body = !(s->flags & END_STREAM);
         } else {
             s->state = SL_H2_IDLE;
         }

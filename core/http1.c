@@ -242,6 +242,7 @@ static int on_headers_complete(http_parser *p)
     h->chunked = (p->flags & F_CHUNKED) != 0;
     h->has_length = (p->flags & F_CONTENTLENGTH) != 0;
     h->content_length = h->has_length ? p->content_length : 0;
+    h->body = h->chunked || h->content_length > 0;
     h->keep_alive = http_should_keep_alive(p) != 0;
     h->upgrade = p->upgrade != 0;
     if (s->key_kind == SL_H1_KEY_QUERY && !h->url_info.truncated) {

@@ -74,6 +74,7 @@ struct sl_h1_head {
     bool chunked;    /* Transfer-Encoding: chunked */
     bool has_length; /* Content-Length given */
     uint64_t content_length;
+    bool body;       /* a body follows (HTTP/2: the HEADERS frame lacked END_STREAM) */
     bool keep_alive; /* another request may follow on the connection */
     bool upgrade;    /* Upgrade or CONNECT: the stream passes through after this head */
 };

@@ -175,6 +175,8 @@ static void requests_in_one_write_are_the_headers_that_open_streams(void **unuse
     assert_string_equal(r.head[1].method, "POST");
     assert_string_equal(r.head[1].url, "/v1/export");
     assert_string_equal(r.head[1].idem, "idem-3");
+    assert_true(r.head[0].body);  /* HEADERS without END_STREAM, DATA follows */
+    assert_false(r.head[3].body); /* END_STREAM */
     assert_false(r.head[0].idem_info.present);
     /* stream 7 was sent as dynamic-table indexes: the table survived */
     assert_string_equal(r.head[3].url, "/v1/search?q=x&apikey=qk1");
@@ -256,6 +258,30 @@ static void a_scanner_started_after_the_preface_reads_frames_at_once(void **unus
     sl_h2_fini(&s);
 }
 
+static void the_http1_scanner_hands_a_preface_stream_to_the_h2_scanner(void **unused)
+{
+    (void)unused;
+    static struct out o;
+    size_t starts[4], ends[4];
+    client_stream(&o, starts, ends);
+    struct sl_h1 h1;
+    sl_h1_init(&h1, SL_H1_KEY_HEADER, "x-api-key");
+    enum sl_h1_event ev1 = SL_H1_MORE;
+    size_t off = 0;
+    for (int i = 0; i < 24 && ev1 != SL_H1_H2; i++) /* the preface arrives byte by byte */
+        off += sl_h1_feed(&h1, o.buf + off, 1, &ev1);
+    assert_int_equal(ev1, SL_H1_H2);
+    assert_int_equal(sl_h1_pos(&h1), 24);
+    struct sl_h2 s;
+    sl_h2_init(&s, SL_H1_KEY_HEADER, "x-api-key", sl_h1_pos(&h1), true);
+    enum sl_h2_event ev;
+    off += sl_h2_feed(&s, o.buf + off, o.len - off, &ev);
+    assert_int_equal(ev, SL_H2_REQUEST);
+    assert_int_equal(off, ends[0]);
+    assert_string_equal(sl_h2_head(&s)->key, "k1");
+    sl_h2_fini(&s);
+}
+
 static void a_wrong_preface_or_a_broken_block_passes_through(void **unused)
 {
     (void)unused;
@@ -286,6 +312,7 @@ int main(void)
         cmocka_unit_test(frames_split_anywhere_report_the_same_requests),
         cmocka_unit_test(a_request_cut_short_is_in_head_from_its_frame_start),
         cmocka_unit_test(a_scanner_started_after_the_preface_reads_frames_at_once),
+        cmocka_unit_test(the_http1_scanner_hands_a_preface_stream_to_the_h2_scanner),
         cmocka_unit_test(a_wrong_preface_or_a_broken_block_passes_through),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;

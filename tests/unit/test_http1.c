@@ -132,6 +132,8 @@ static void a_pipelined_burst_with_bodies_reports_every_head_in_order(void **unu
     assert_non_null(strstr(r.line[0], "len=1/5"));
     assert_non_null(strstr(r.line[1], "[55,115) POST path=/two"));
     assert_non_null(strstr(r.line[1], "chunked=1"));
+    assert_true(r.last.keep_alive);
+    assert_false(r.last.body);
     assert_non_null(strstr(r.line[2], "GET path=/three"));
     /* the CRLF between requests belongs to the next head */
     assert_non_null(strstr(r.line[3], "GET path=/four"));
