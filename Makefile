@@ -5,6 +5,7 @@
 #   make test       install missing packages, build, run every test (unit, ASan+UBSan,
 #                   TSan, fuzz smoke, integration); ends with "N passed, N failed"
 #   make unit       unit tests only (SAN=asan or SAN=tsan for a sanitizer build)
+#   make boundary   fails if core/ or conf/ calls a name the shim interposes
 #   make bench      benchmarks; writes BENCH.md
 #   make install    PREFIX=/usr/local DESTDIR= : bin/sluice, lib/sluice/libsluice.so
 #   make deps       install the Debian packages the build and tests need
@@ -39,7 +40,11 @@ CFLAGS  ?= -O2 -g
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE \
              $(SANFLAGS) $(PKG_CFLAGS) -MMD -MP
-LIBS     = $(PKG_LIBS) -ldl -lpthread
+# http_parser is linked statically (its Debian archive is PIC): no runtime package
+# needed, and its symbols stay local, so a host defining its own cannot interpose them.
+# libnghttp2 (HPACK for HTTP/2) is linked dynamically: its Debian archive is not PIC.
+# It needs only libc, and curl's own dependency puts it on most machines.
+LIBS     = $(PKG_LIBS) -l:libhttp_parser.a $(shell pkg-config --libs libnghttp2) -ldl -lpthread
 VERSION  = 0.1.0
 
 CORE_SRC := $(wildcard core/*.c)
@@ -54,12 +59,12 @@ LIB_OBJ  := $(call obj,$(CORE_SRC) $(CONF_SRC))
 SHIM_OBJ := $(call obj,$(SHIM_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all demo test unit integration bench install deps format help clean fuzz
+.PHONY: all demo test unit integration bench install deps format help clean fuzz boundary
 .SECONDARY:
 all: $(BUILD)/libsluice.so $(BUILD)/sluice
 
 help:
-	@sed -n '3,16p' Makefile
+	@sed -n '3,17p' Makefile
 
 # Rebuild everything when the flags change.
 $(BUILD)/.flags: FORCE
@@ -92,6 +97,9 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJ)
 
 unit: $(UNIT_BIN)
 	$(Q)tests/run-unit.sh $(UNIT_BIN)
+
+boundary: $(LIB_OBJ)
+	$(Q)tests/check-boundary.sh $(BUILD) core conf
 
 deps:
 	$(Q)scripts/deps.sh

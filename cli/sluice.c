@@ -12,8 +12,8 @@
 #include "../conf/conf.h"
 #include "../core/table.h"
 
-int sl_cmd_keygen(int argc, char **argv);         /* cluster.c */
-int sl_cmd_cluster_stats(int argc, char **argv);  /* cluster.c */
+int sl_cmd_keygen(int argc, char **argv);        /* cluster.c */
+int sl_cmd_cluster_stats(int argc, char **argv); /* cluster.c */
 
 #ifndef SL_VERSION_TEXT
 #define SL_VERSION_TEXT "dev"
@@ -62,9 +62,12 @@ static void add_rule(struct args *a, const char *dir, const char *text)
 static int parse_args(int argc, char **argv, struct args *a)
 {
     static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'}, {"in", required_argument, NULL, 'i'},
-        {"out", required_argument, NULL, 'o'},    {"dry-run", no_argument, NULL, 'd'},
-        {"shared", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
+        {"config", required_argument, NULL, 'c'},
+        {"in", required_argument, NULL, 'i'},
+        {"out", required_argument, NULL, 'o'},
+        {"dry-run", no_argument, NULL, 'd'},
+        {"shared", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
@@ -72,13 +75,27 @@ static int parse_args(int argc, char **argv, struct args *a)
     int c;
     while ((c = getopt_long(argc, argv, "+c:h", opts, NULL)) != -1) {
         switch (c) {
-        case 'c': a->config = optarg; break;
-        case 'i': add_rule(a, "in", optarg); break;
-        case 'o': add_rule(a, "out", optarg); break;
-        case 'd': a->dry_run = 1; break;
-        case 's': a->shared = optarg; break;
-        case 'h': fputs(usage, stdout); exit(0);
-        default: fputs(usage, stderr); exit(2);
+        case 'c':
+            a->config = optarg;
+            break;
+        case 'i':
+            add_rule(a, "in", optarg);
+            break;
+        case 'o':
+            add_rule(a, "out", optarg);
+            break;
+        case 'd':
+            a->dry_run = 1;
+            break;
+        case 's':
+            a->shared = optarg;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            exit(0);
+        default:
+            fputs(usage, stderr);
+            exit(2);
         }
     }
     if (a->dry_run) {
@@ -95,8 +112,8 @@ static struct sl_config *load(const struct args *a)
 {
     char err[1024];
     enum sl_on_error on_error;
-    struct sl_config *cfg = sl_conf_load(a->config, *a->rules ? a->rules : NULL, &on_error, err,
-                                         sizeof err);
+    struct sl_config *cfg =
+        sl_conf_load(a->config, *a->rules ? a->rules : NULL, &on_error, err, sizeof err);
     if (!cfg) fprintf(stderr, "sluice: %s\n", err);
     return cfg;
 }
@@ -126,6 +143,25 @@ static int find_library(char *out, size_t len)
     return file_exists(out) ? 0 : -1;
 }
 
+/* Loads the configuration the program will load, so that an error is
+ * reported once, here, before the program starts (the library in the
+ * program then finds it reported: conf/errors.c). Returns 78 when
+ * on_error = closed refuses to start, else 0. */
+static int validate_for_run(const char *file, const char *rules)
+{
+    if (!file && !rules) return 0;
+    char err[1024];
+    enum sl_on_error on_error;
+    sl_conf_set_resolver(NULL, NULL); /* host names: the program's own load resolves them */
+    struct sl_config *cfg = sl_conf_load(file, rules, &on_error, err, sizeof err);
+    if (cfg) {
+        sl_conf_free(cfg);
+        return 0;
+    }
+    sl_conf_report_failure(err, on_error);
+    return on_error == SL_ON_ERROR_CLOSED ? 78 : 0;
+}
+
 static int cmd_run(int argc, char **argv)
 {
     struct args a;
@@ -146,6 +182,8 @@ static int cmd_run(int argc, char **argv)
         setenv("SLUICE_CONFIG", realpath(a.config, abs) ? abs : a.config, 1);
     }
     if (*a.rules) setenv("SLUICE_RULES", a.rules, 1);
+    int refused = validate_for_run(getenv("SLUICE_CONFIG"), *a.rules ? a.rules : NULL);
+    if (refused) return refused;
     /* Ours goes last, so a sanitizer runtime the user preloads stays first.
      * SLUICE_PRELOAD_FIRST puts one in front for this command only (the
      * tests run the ASan-built library this way). */
@@ -159,10 +197,16 @@ static int cmd_run(int argc, char **argv)
     return 127;
 }
 
+static void print_warning(const char *line)
+{
+    fprintf(stderr, "sluice: warning: %s\n", line);
+}
+
 static int cmd_check(int argc, char **argv)
 {
     struct args a;
     parse_args(argc, argv, &a);
+    sl_conf_set_warn(print_warning);
     struct sl_config *cfg = load(&a);
     if (!cfg) return 1;
     sl_conf_print(cfg, stdout);
@@ -193,10 +237,11 @@ static int cmd_stats(int argc, char **argv)
         fprintf(stderr, "sluice stats: %s: %s\n", name, err);
         return 1;
     }
-    printf("table %s: %u slots, %u in use, %zu bytes\n", name, sl_table_slots(t),
-           sl_table_used(t), sl_table_bytes(t));
+    printf("table %s: %u slots, %u in use, %zu bytes\n", name, sl_table_slots(t), sl_table_used(t),
+           sl_table_bytes(t));
     printf("%-24s", "rule");
-    for (int c = 0; c < SL_NCOUNTERS; c++) printf(" %12s", sl_counter_names[c]);
+    for (int c = 0; c < SL_NCOUNTERS; c++)
+        printf(" %12s", sl_counter_names[c]);
     printf("\n");
     uint64_t id;
     char rule[SL_NAME_MAX];
@@ -217,6 +262,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
+    sl_conf_set_resolver(getaddrinfo, freeaddrinfo);
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "stats")) return cmd_stats(argc - 1, argv + 1);

@@ -21,8 +21,10 @@
 
 #include "../core/rule.h"
 
-/* Resolves host names for outbound rules at load time; the shim points it at
- * the real getaddrinfo so its own hook does not see the lookup. */
+/* Resolves host names for outbound rules at load time. None by default
+ * (names are kept, with no addresses, and resolved later): the shim points
+ * it at the real getaddrinfo, so its own hook does not see the lookup, and
+ * the sluice command at getaddrinfo. */
 typedef int (*sl_resolve_fn)(const char *node, const char *service, const struct addrinfo *hints,
                              struct addrinfo **res);
 typedef void (*sl_freeaddrinfo_fn)(struct addrinfo *res);
@@ -36,6 +38,19 @@ struct sl_config *sl_conf_load(const char *file, const char *inline_rules,
                                enum sl_on_error *on_error, char *err, size_t errlen);
 
 void sl_conf_free(struct sl_config *cfg);
+
+/* Reports a failed load as one error line saying what on_error makes of
+ * it, unless an ancestor of this process already reported the same (see
+ * SL_CONF_REPORTED_ENV), and marks the environment so that the processes
+ * this one execs stay silent. The caller then refuses to start (closed)
+ * or runs unlimited (open). */
+void sl_conf_report_failure(const char *err, enum sl_on_error on_error);
+#define SL_CONF_REPORTED_ENV "SLUICE_REPORTED"
+
+/* Warnings (an option written where it has no effect, e.g. burst on a
+ * sliding window rule) go to `warn`, one line each, in the shape of the
+ * error messages; NULL (the default): nowhere. `sluice check` shows them. */
+void sl_conf_set_warn(void (*warn)(const char *line));
 
 /* Prints the config in its normalised form, itself a valid config file. */
 void sl_conf_print(const struct sl_config *cfg, FILE *out);

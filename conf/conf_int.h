@@ -15,11 +15,9 @@
 
 #include "../core/rule.h"
 
-#define CONF_FILE_MAX            (1u << 20) /* a config file larger than this is refused */
-#define CONF_REPLY_MAX           (64u << 10)
-#define CONF_CONNS_MAX           1000000        /* conns: connections open at once per key */
-#define CONF_GOSSIP_INTERVAL_MIN 1000000ull     /* 1 ms */
-#define CONF_GOSSIP_INTERVAL_MAX 10000000000ull /* 10 s */
+#define CONF_FILE_MAX  (1u << 20) /* a config file larger than this is refused */
+#define CONF_REPLY_MAX (64u << 10)
+#define CONF_CONNS_MAX 1000000 /* conns: connections open at once per key */
 
 /* The hidden option that records the line a section opens on (see
  * options.c). The leading space keeps it out of reach of unquoted text. */
@@ -49,21 +47,26 @@ struct conf_ctx {
 /* The context of the load in progress (the load lock is held). */
 extern struct conf_ctx *conf_ctx;
 
-/* options.c */
+/* options.c: the option table */
 cfg_t *conf_cfg_new(void);
 int conf_section_line(cfg_t *sec);
 bool conf_opt_is_list(const char *name);
 enum sl_dir conf_section_dir(const cfg_t *sec);
 
-/* Value parsers: each returns NULL, or the words that end the message
- * "'<value>' <words>". */
+/* values.c: value parsers. Each returns NULL, or the words that end the
+ * message "'<value>' <words>". */
 const char *conf_parse_rate(const char *text, uint64_t *count, uint64_t *period_ns);
 const char *conf_parse_duration(const char *text, uint64_t *ns);
 const char *conf_parse_errno(const char *text, int *err);
 const char *conf_parse_port_range(const char *text, struct sl_port_range *r);
 const char *conf_parse_cidr(const char *text, struct sl_cidr *c);
 const char *conf_parse_name(const char *text);
+/* One of names (NULL-terminated), *out its index. A name ending in ':'
+ * takes a parameter (per = header:X-API-Key matches "header:"). */
 const char *conf_parse_enum(const char *text, const char *const *names, int *out);
+/* The parameter of a value that matched a name ending in ':'. */
+const char *conf_enum_param(const char *text);
+const char *conf_parse_whole(const char *text, long *out);
 /* Bytes: N or N<unit>, unit B, KB, MB, GB (powers of 1000) or KiB, MiB,
  * GiB (powers of 1024); 1 byte to 1000GB. A byte rate is that and "/s". */
 const char *conf_parse_bytes(const char *text, uint64_t *bytes);
@@ -86,6 +89,16 @@ struct conf_dest {
     uint16_t port;
 };
 const char *conf_parse_dest(const char *text, struct conf_dest *d);
+
+/* files.c: the files a config is or names. */
+
+/* Reads a whole config file (a regular file, opened without blocking) into
+ * a NUL-terminated sl_alloc'd buffer. Returns NULL, or the words of the
+ * error: "cannot read: <why>", "is not a regular file", "is larger than
+ * 1 MiB" (max), "holds a NUL byte". After the last two the text read (at
+ * most max + 1 bytes, NUL bytes kept) is handed back all the same, for
+ * the on_error scan; the caller frees *buf whenever it is set. */
+const char *conf_read_file(const char *path, size_t max, char **buf, size_t *len);
 
 /* Reads a reply file: resolves `path` against ctx->dir, returns NULL and a
  * new sl_alloc'd buffer, or the words of an error. `resolved` receives the
@@ -117,11 +130,12 @@ void conf_format_duration(uint64_t ns, char *buf, size_t len);
 void conf_fail(cfg_t *sec, int line, const char *opt, const char *value, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 void conf_libconfuse_error(cfg_t *cfg, const char *fmt, va_list ap);
+/* A line of the same shape for what is allowed but probably not meant;
+ * goes to the hook sl_conf_set_warn() set, if any. */
+void conf_warn(cfg_t *sec, int line, const char *opt, const char *value, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* text.c */
-/* Reads a whole file into a NUL-terminated sl_alloc'd buffer. Returns 0, or
- * -1 with errno set (EFBIG: too large, EILSEQ: holds a NUL byte). */
-int conf_read_file(const char *path, size_t max, char **buf, size_t *len);
 /* Blanks out comments in place, keeping newlines so line numbers hold.
  * Returns 0, or -1 after conf_fail() for an unterminated string or comment. */
 int conf_strip_comments(char *text);
@@ -130,7 +144,9 @@ int conf_strip_comments(char *text);
 void conf_scan_on_error(const char *text, enum sl_on_error *out);
 
 /* inline.c: turns inline rules into libconfuse text, rule N on line N.
- * Returns a new sl_alloc'd string, or NULL after conf_fail(). */
+ * Returns a new sl_alloc'd string, or NULL when out of memory. After an
+ * error (conf_fail(), the load has failed) the text still holds every
+ * rule and word that could be read, for the on_error scan. */
 char *conf_inline_to_text(const char *rules, bool *any);
 
 /* A growing string in sl_alloc'd memory. */

@@ -9,11 +9,25 @@
  * Only the first error of a load is kept: later ones are consequences.
  * Quoted text is cut at 80 bytes and control characters become '?', so the
  * message stays one line whatever the input held.
+ *
+ * A failed load is reported once per process tree, not once per process:
+ * a program started through wrappers (`bash -c 'bash -c ...'`, pyenv's
+ * python3 shim) loads the library in every process it execs. Whoever
+ * reports first (`sluice run` before it starts the program, else the
+ * library in the first process) writes the line and sets SLUICE_REPORTED
+ * in the environment to a hash of the message and its outcome; a process
+ * that inherits the same hash stays silent. Another error (a child with
+ * other rules) has another hash and is reported.
  */
 #include "conf_int.h"
 
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "../core/log.h"
+#include "conf.h"
 
 struct conf_ctx *conf_ctx;
 
@@ -44,30 +58,54 @@ static const char *clean(const char *s, char *buf, size_t len)
     return buf;
 }
 
+/* The one line: source, line, section, option, value, then the words. */
+static void format_va(char *dst, size_t cap, cfg_t *sec, int line, const char *opt,
+                      const char *value, const char *fmt, va_list ap)
+{
+    struct conf_ctx *c = conf_ctx;
+    char q[96], msg[512];
+    size_t n = 0;
+    if (c->is_inline)
+        n = put(dst, cap, n, "inline rule %d: ", line);
+    else
+        n = put(dst, cap, n, "%s:%d: ", c->file, line);
+    if (sec && sec->title)
+        n = put(dst, cap, n, "%s \"%s\": ", sec->name, clean(sec->title, q, sizeof q));
+    else if (sec && strcmp(sec->name, "root") != 0) /* a section without a title: gossip */
+        n = put(dst, cap, n, "%s: ", sec->name);
+    if (opt) n = put(dst, cap, n, "option '%s': ", clean(opt, q, sizeof q));
+    if (value) n = put(dst, cap, n, "'%s' ", clean(value, q, sizeof q));
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p < 0x20) *p = ' ';
+    put(dst, cap, n, "%s", msg);
+}
+
 static void fail_va(cfg_t *sec, int line, const char *opt, const char *value, const char *fmt,
                     va_list ap)
 {
     struct conf_ctx *c = conf_ctx;
     if (!c || c->failed) return;
     c->failed = true;
-    if (!c->err || c->errlen == 0) return;
+    if (c->err && c->errlen) format_va(c->err, c->errlen, sec, line, opt, value, fmt, ap);
+}
 
-    char q[96], msg[512];
-    size_t n = 0, cap = c->errlen;
-    if (c->is_inline)
-        n = put(c->err, cap, n, "inline rule %d: ", line);
-    else
-        n = put(c->err, cap, n, "%s:%d: ", c->file, line);
-    if (sec && sec->title)
-        n = put(c->err, cap, n, "%s \"%s\": ", sec->name, clean(sec->title, q, sizeof q));
-    else if (sec && strcmp(sec->name, "root") != 0) /* a section without a title: gossip */
-        n = put(c->err, cap, n, "%s: ", sec->name);
-    if (opt) n = put(c->err, cap, n, "option '%s': ", clean(opt, q, sizeof q));
-    if (value) n = put(c->err, cap, n, "'%s' ", clean(value, q, sizeof q));
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    for (char *p = msg; *p; p++)
-        if ((unsigned char)*p < 0x20) *p = ' ';
-    put(c->err, cap, n, "%s", msg);
+static void (*warn_fn)(const char *line);
+
+void sl_conf_set_warn(void (*warn)(const char *line))
+{
+    warn_fn = warn;
+}
+
+void conf_warn(cfg_t *sec, int line, const char *opt, const char *value, const char *fmt, ...)
+{
+    if (!warn_fn || !conf_ctx) return;
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    format_va(text, sizeof text, sec, line, opt, value, fmt, ap);
+    va_end(ap);
+    warn_fn(text);
 }
 
 void conf_fail(cfg_t *sec, int line, const char *opt, const char *value, const char *fmt, ...)
@@ -103,4 +141,27 @@ void conf_libconfuse_error(cfg_t *cfg, const char *fmt, va_list ap)
     }
     vsnprintf(msg, sizeof msg, fmt, ap);
     fail_plain(sec, line, "%s", msg);
+}
+
+/* FNV-1a, 64 bits: enough to tell one message from another. */
+static uint64_t hash_text(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+void sl_conf_report_failure(const char *err, enum sl_on_error on_error)
+{
+    bool closed = on_error == SL_ON_ERROR_CLOSED;
+    char mark[24];
+    uint64_t h = hash_text(0xcbf29ce484222325ull, err);
+    snprintf(mark, sizeof mark, "%016" PRIx64 "%c", h, closed ? 'c' : 'o');
+    const char *seen = getenv(SL_CONF_REPORTED_ENV);
+    if (seen && strcmp(seen, mark) == 0) return;
+    if (closed)
+        sl_log(SL_LOG_ERROR, "%s; on_error = closed: refusing to start", err);
+    else
+        sl_log(SL_LOG_ERROR, "%s; running unlimited (on_error = open)", err);
+    setenv(SL_CONF_REPORTED_ENV, mark, 1);
 }

@@ -33,10 +33,11 @@ struct word {
 };
 
 /* Reads one word; stops before unquoted white space or ';'. Returns an
- * error phrase or NULL. */
+ * error phrase or NULL; a bad word is read to its end all the same, so
+ * the next word starts where it should. */
 static const char *read_word(const char **pp, struct word *w)
 {
-    const char *p = *pp;
+    const char *p = *pp, *bad = NULL;
     char quote = 0;
     w->n = 0;
     for (; *p; p++) {
@@ -55,14 +56,15 @@ static const char *read_word(const char **pp, struct word *w)
             ch = (unsigned char)*++p;
             q = true;
         }
-        if (ch < ' ' || ch == 0x7f) return "has a control character in a value";
-        if (w->n + 1 >= WORD_MAX) return "has a word longer than 4095 bytes";
+        if (!bad && (ch < ' ' || ch == 0x7f)) bad = "has a control character in a value";
+        if (!bad && w->n + 1 >= WORD_MAX) bad = "has a word longer than 4095 bytes";
+        if (bad) continue;
         w->c[w->n] = (char)ch;
         w->quoted[w->n++] = q;
     }
     *pp = p;
     w->c[w->n] = 0;
-    return quote ? "has an unterminated quote" : NULL;
+    return bad ? bad : quote ? "has an unterminated quote" : NULL;
 }
 
 static void put_quoted(struct conf_buf *b, const char *s, size_t n)
@@ -84,16 +86,18 @@ static bool is_key(const char *s, size_t n)
     return true;
 }
 
-/* Converts one rule (segment `num`); appends one line to out. */
-static bool convert_rule(const char **pp, int num, int counts[2], struct conf_buf *out, bool *any)
+/* Converts one rule (segment `num`); appends one line to out. After an
+ * error (conf_fail()) the rest of a bad rule is still read, and its
+ * good words written, so the on_error scan sees every on_error that can
+ * be read (the text is not parsed after a failure). */
+static void convert_rule(const char **pp, int num, int counts[2], struct conf_buf *out, bool *any)
 {
     static __thread struct word w;
     struct conf_buf body = {0};
     char name[WORD_MAX] = "";
     bool named = false;
-    enum { NONE, IN, OUT, GLOBAL, GOSSIP } kind = NONE;
+    enum { NONE, IN, OUT, GLOBAL, GOSSIP, BAD } kind = NONE;
     const char *bad;
-    bool ok = false;
 
     for (;;) {
         while (**pp && (unsigned char)**pp <= ' ')
@@ -101,7 +105,8 @@ static bool convert_rule(const char **pp, int num, int counts[2], struct conf_bu
         if (!**pp || **pp == ';') break;
         if ((bad = read_word(pp, &w))) {
             conf_fail(NULL, num, NULL, NULL, "%s", bad);
-            goto out;
+            if (kind == NONE) kind = BAD;
+            continue;
         }
         if (kind == NONE) {
             const char *k = w.c;
@@ -115,7 +120,7 @@ static bool convert_rule(const char **pp, int num, int counts[2], struct conf_bu
                 kind = GOSSIP;
             else {
                 conf_fail(NULL, num, NULL, w.c, "is not in, out, global or gossip");
-                goto out;
+                kind = BAD;
             }
             continue;
         }
@@ -124,12 +129,12 @@ static bool convert_rule(const char **pp, int num, int counts[2], struct conf_bu
             eq++;
         if (eq == w.n) {
             conf_fail(NULL, num, NULL, w.c, "is not key=value");
-            goto out;
+            continue;
         }
         w.c[eq] = 0;
         if (!is_key(w.c, eq)) {
             conf_fail(NULL, num, NULL, NULL, "option '%s' is unknown", w.c);
-            goto out;
+            continue;
         }
         const char *value = w.c + eq + 1;
         size_t vn = w.n - eq - 1;
@@ -171,13 +176,10 @@ static bool convert_rule(const char **pp, int num, int counts[2], struct conf_bu
         if (body.s) conf_buf_puts(out, body.s);
         conf_buf_putc(out, '}');
     }
-    if (kind != NONE) *any = true;
+    if (kind != NONE && kind != BAD) *any = true;
     conf_buf_putc(out, '\n');
-    ok = !body.oom;
-    if (!ok) conf_fail(NULL, num, NULL, NULL, "out of memory");
-out:
+    if (body.oom) conf_fail(NULL, num, NULL, NULL, "out of memory");
     sl_free(body.s);
-    return ok;
 }
 
 char *conf_inline_to_text(const char *rules, bool *any)
@@ -187,10 +189,7 @@ char *conf_inline_to_text(const char *rules, bool *any)
     const char *p = rules;
     *any = false;
     for (int num = 1;; num++) {
-        if (!convert_rule(&p, num, counts, &out, any)) {
-            sl_free(out.s);
-            return NULL;
-        }
+        convert_rule(&p, num, counts, &out, any);
         if (!*p) break;
         p++; /* the ';' */
     }

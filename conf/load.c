@@ -9,6 +9,18 @@
  *
  * libconfuse's lexer keeps global state, so loads take one lock.
  *
+ * on_error must hold for every error, also those that stop the load before
+ * libconfuse has read on_error: a file that cannot be read as a whole (too
+ * large, a NUL byte), an unterminated string or comment, a syntax error,
+ * an inline rule that cannot be split into words. So before parsing, the
+ * text is scanned for a top-level `on_error = open|closed` (text.c): in a
+ * file too large, its first MiB; with NUL bytes, the rest of the text; in
+ * text that stops with an unterminated string, what comes before it; in
+ * inline rules, every rule and word that can be read (inline.c). Inline
+ * rules come after the file and their on_error wins, as when they parse;
+ * SLUICE_ON_ERROR wins over both. Only a file that cannot be opened at all
+ * says nothing, and the default (open) or SLUICE_ON_ERROR applies.
+ *
  * Outbound `to` entries: an address or block with a port ("10.0.0.5:443",
  * "[2001:db8::1]:443") adds that port to the rule's ports when the rule has
  * no port list of its own (with one, such a port is an error: say it in one
@@ -27,14 +39,16 @@
 #include "conf_int.h"
 
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-static sl_resolve_fn resolve_fn = getaddrinfo;
-static sl_freeaddrinfo_fn release_fn = freeaddrinfo;
+/* None by default: inside the library getaddrinfo is the shim's own hook,
+ * so the caller names the resolver (tests/check-boundary.sh). */
+static sl_resolve_fn resolve_fn;
+static sl_freeaddrinfo_fn release_fn;
 
 void sl_conf_set_resolver(sl_resolve_fn resolve, sl_freeaddrinfo_fn release)
 {
     pthread_mutex_lock(&load_lock);
-    resolve_fn = resolve ? resolve : getaddrinfo;
-    release_fn = release ? release : freeaddrinfo;
+    resolve_fn = resolve;
+    release_fn = release;
     pthread_mutex_unlock(&load_lock);
 }
 
@@ -44,7 +58,8 @@ static void resolve_host(struct sl_host *h)
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM; /* one answer per address, not per socket type */
-    if (resolve_fn(h->name, NULL, &hints, &res) != 0) return; /* kept: resolved later */
+    if (!resolve_fn || resolve_fn(h->name, NULL, &hints, &res) != 0)
+        return; /* kept: resolved later */
     for (struct addrinfo *ai = res; ai && h->naddr < SL_MAX_HOST_ADDR; ai = ai->ai_next) {
         struct sl_addr a;
         if (!ai->ai_addr || !sl_addr_from_sockaddr(&a, ai->ai_addr, ai->ai_addrlen)) continue;
@@ -53,7 +68,7 @@ static void resolve_host(struct sl_host *h)
             dup = dup || memcmp(h->addr[i], a.a, 16) == 0;
         if (!dup) memcpy(h->addr[h->naddr++], a.a, 16);
     }
-    if (res) release_fn(res);
+    if (res && release_fn) release_fn(res);
 }
 
 static int enum_value(cfg_t *cfg, const char *name, const char *const *names)
@@ -326,19 +341,16 @@ struct sl_config *sl_conf_load(const char *file, const char *inline_rules,
         const char *slash = strrchr(file, '/');
         if (slash && (size_t)(slash - file) < sizeof dir)
             snprintf(dir, sizeof dir, "%.*s", slash == file ? 1 : (int)(slash - file), file);
-        size_t len;
-        if (conf_read_file(file, CONF_FILE_MAX, &text, &len) != 0) {
-            const char *why = errno == EFBIG    ? "is larger than 1 MiB"
-                              : errno == EILSEQ ? "holds a NUL byte"
-                                                : NULL;
-            if (err && errlen) {
-                if (why)
-                    snprintf(err, errlen, "%s: %s", file, why);
-                else
-                    snprintf(err, errlen, "%s: cannot read: %s", file, strerror(errno));
-            }
+        size_t len = 0;
+        const char *why = conf_read_file(file, CONF_FILE_MAX, &text, &len);
+        if (why) {
+            if (err && errlen) snprintf(err, errlen, "%s: %s", file, why);
             ctx.failed = true;
-        } else if (conf_strip_comments(text) == 0) {
+        }
+        if (text) { /* even a file refused as a whole says what on_error is */
+            for (size_t i = 0; i < len; i++)
+                if (text[i] == 0) text[i] = ' ';
+            conf_strip_comments(text);
             conf_scan_on_error(text, &oe);
         }
     }

@@ -11,78 +11,9 @@
  */
 #include "conf_int.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "../core/mem.h"
-
-int conf_read_file(const char *path, size_t max, char **buf, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    struct stat st;
-    if (fstat(fd, &st) != 0) goto fail;
-    if (S_ISDIR(st.st_mode)) {
-        errno = EISDIR;
-        goto fail;
-    }
-    size_t cap = st.st_size > 0 && (size_t)st.st_size < max ? (size_t)st.st_size + 1 : max + 1;
-    char *b = sl_alloc(cap + 1);
-    if (!b) {
-        errno = ENOMEM;
-        goto fail;
-    }
-    size_t got = 0;
-    for (;;) {
-        if (got == cap) break;
-        ssize_t r = read(fd, b + got, cap - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            int e = errno;
-            sl_free(b);
-            errno = e;
-            goto fail;
-        }
-        if (r == 0) break;
-        got += (size_t)r;
-        if (got == cap && cap <= max) { /* the file grew: read on, up to max + 1 */
-            char *nb = sl_alloc(max + 2);
-            if (!nb) {
-                sl_free(b);
-                errno = ENOMEM;
-                goto fail;
-            }
-            memcpy(nb, b, got);
-            sl_free(b);
-            b = nb;
-            cap = max + 1;
-        }
-    }
-    close(fd);
-    if (got > max) {
-        sl_free(b);
-        errno = EFBIG;
-        return -1;
-    }
-    if (memchr(b, 0, got)) {
-        sl_free(b);
-        errno = EILSEQ;
-        return -1;
-    }
-    b[got] = 0;
-    *buf = b;
-    *len = got;
-    return 0;
-fail : {
-    int e = errno;
-    close(fd);
-    errno = e;
-    return -1;
-}
-}
 
 int conf_strip_comments(char *t)
 {

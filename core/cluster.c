@@ -1,6 +1,14 @@
 /* cluster.c - limits shared by several hosts: per-origin window counts,
  * merged by maximum, summed across origins, decided from local memory.
  *
+ * Where the parts live: the window word and its exact test are window.h's
+ * (shared with limit.c); the named mapping is made and judged by shm.c;
+ * datagrams, the replay window and the sender thread are gossip.c's, the
+ * one fleet backend so far (cluster_t.h says what a backend may call).
+ * Here: the entry table, the decision and its refund. Making and mapping
+ * the state (layout, key derivation) is cluster_map.c's; the readers
+ * (counters, peers, for `sluice cluster-stats`) are cluster_stats.c's.
+ *
  * Algorithm. A cluster rule is a sliding window counter (as in limit.c)
  * over the rule's period W, whose counts are the sum over origins (this
  * node and each live peer) of what each origin admitted:
@@ -42,79 +50,27 @@
  * with release by the sender and loaded with acquire by deciders. Counters
  * are relaxed.
  */
-#include "shm.h"
 #include "cluster.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <sodium.h>
 #include <stddef.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cluster_t.h"
-#include "mem.h"
+#include "window.h"
 
-typedef unsigned __int128 u128;
+typedef sl_u128 u128;
 
-#define M20   ((1ull << 20) - 1)
-#define M24   ((1ull << 24) - 1)
-#define NEVER (UINT64_MAX / 4)
+/* ---- window words (window.h), as an origin sees them ------------------- */
 
-const char *const sl_cluster_counter_names[SL_CC_NCOUNTERS] = {
-    "tx_packets", "tx_bytes",         "tx_errors", "tx_test_dropped", "rx_packets",     "rx_bytes",
-    "rx_records", "rec_unknown_rule", "rec_old",   "remote_overflow", "local_overflow", "reused",
-};
-
-/* ---- window words ---------------------------------------------------- */
-
-static uint64_t pack(uint64_t w, uint64_t prev, uint64_t curr)
-{
-    if (prev > M20) prev = M20;
-    if (curr > M20) curr = M20;
-    return (w & M24) << 40 | prev << 20 | curr;
-}
-
-static uint64_t wwin(uint64_t s)
-{
-    return s >> 40;
-}
-
-static uint64_t wprev(uint64_t s)
-{
-    return (s >> 20) & M20;
-}
-
-static uint64_t wcurr(uint64_t s)
-{
-    return s & M20;
-}
-
-/* a - b for 24-bit window numbers, as a signed distance */
-static int64_t wdiff(uint64_t a, uint64_t b)
-{
-    int64_t d = (int64_t)((a - b) & M24);
-    return d >= (1 << 23) ? d - (1 << 24) : d;
-}
-
-/* An origin's counts for windows cur-1 and cur. */
+/* An origin's counts for windows cur-1 and cur. Unlike one host's word, a
+ * peer's may be a window ahead (its clock is): its prev is our curr. */
 static void counts_at(uint64_t s, uint64_t cur, uint64_t *prev, uint64_t *curr)
 {
-    *prev = *curr = 0;
-    if (s == 0) return;
-    int64_t d = wdiff(cur, wwin(s));
-    if (d == 0) {
-        *prev = wprev(s);
-        *curr = wcurr(s);
-    } else if (d == 1) {
-        *prev = wcurr(s);
-    } else if (d == -1) {
-        *curr = wprev(s); /* the origin's clock is ahead: its prev is our curr */
+    if (s && sl_win_diff(cur, sl_win_index(s)) == -1) {
+        *prev = 0;
+        *curr = sl_win_prev(s);
+        return;
     }
+    sl_win_counts(s, cur, prev, curr);
 }
 
 static uint64_t max64(uint64_t a, uint64_t b)
@@ -128,10 +84,14 @@ static uint64_t join(uint64_t a, uint64_t b)
 {
     if (!a) return b;
     if (!b) return a;
-    int64_t d = wdiff(wwin(b), wwin(a));
-    if (d == 0) return pack(wwin(a), max64(wprev(a), wprev(b)), max64(wcurr(a), wcurr(b)));
-    if (d == 1) return pack(wwin(b), max64(wprev(b), wcurr(a)), wcurr(b));
-    if (d == -1) return pack(wwin(a), max64(wprev(a), wcurr(b)), wcurr(a));
+    int64_t d = sl_win_diff(sl_win_index(b), sl_win_index(a));
+    if (d == 0)
+        return sl_win_pack(sl_win_index(a), max64(sl_win_prev(a), sl_win_prev(b)),
+                           max64(sl_win_curr(a), sl_win_curr(b)));
+    if (d == 1)
+        return sl_win_pack(sl_win_index(b), max64(sl_win_prev(b), sl_win_curr(a)), sl_win_curr(b));
+    if (d == -1)
+        return sl_win_pack(sl_win_index(a), max64(sl_win_prev(a), sl_win_curr(b)), sl_win_curr(a));
     return d > 0 ? b : a;
 }
 
@@ -145,237 +105,6 @@ static void join_into(_Atomic uint64_t *w, uint64_t v)
                                                   memory_order_relaxed))
             return;
     }
-}
-
-/* ---- the mapping ------------------------------------------------------ */
-
-static size_t hdr_bytes(void)
-{
-    return (sizeof(struct sl_chdr) + 4095) & ~(size_t)4095;
-}
-
-static size_t layout_bytes(uint32_t nslots)
-{
-    return hdr_bytes() + (size_t)(SL_MAX_RULES + nslots) * sizeof(struct sl_centry);
-}
-
-static uint32_t cluster_slots(uint32_t table_slots)
-{
-    uint32_t want = table_slots / 4, n = 1024;
-    while (n < want && n < (1u << 26))
-        n <<= 1;
-    return n;
-}
-
-void sl_cluster_shm_name(const char *listen, char *buf, size_t len)
-{
-    size_t n = (size_t)snprintf(buf, len, "/sluice-cluster.");
-    for (const char *p = listen; *p && n + 1 < len; p++)
-        buf[n++] = (char)((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-                                  (*p >= 'A' && *p <= 'Z') || *p == '.' || *p == '-'
-                              ? *p
-                              : '_');
-    if (n < len) buf[n] = 0;
-}
-
-uint64_t sl_cluster_node_id(const char *addr)
-{
-    return sl_name_hash(addr);
-}
-
-static uint64_t fingerprint(const struct sl_config *cfg, uint32_t nslots)
-{
-    char buf[64];
-    uint64_t h = sl_name_hash(cfg->gossip.listen);
-    snprintf(buf, sizeof buf, "%u/%d/%zu/%zu/%zu/%zu", nslots, cfg->gossip.npeers,
-             sizeof(struct sl_chdr), offsetof(struct sl_chdr, self),
-             offsetof(struct sl_chdr, counters), sizeof(struct sl_centry));
-    h = h * 31 + sl_name_hash(buf);
-    for (int i = 0; i < cfg->gossip.npeers; i++)
-        h = h * 31 + sl_name_hash(cfg->gossip.peers[i]);
-    return h | 1;
-}
-
-static void wrap(struct sl_cluster *c, void *map, size_t bytes)
-{
-    c->hdr = map;
-    c->ovf = (struct sl_centry *)((char *)map + hdr_bytes());
-    c->ents = c->ovf + SL_MAX_RULES;
-    c->mask = c->hdr->nslots - 1;
-    c->bytes = bytes;
-    c->fd = -1;
-}
-
-static void hdr_init(struct sl_chdr *h, const struct sl_config *cfg, uint32_t nslots)
-{
-    h->magic = SL_CLUSTER_MAGIC;
-    h->version = SL_CLUSTER_VERSION;
-    h->nslots = nslots;
-    h->fingerprint = fingerprint(cfg, nslots);
-    h->npeers = (uint32_t)cfg->gossip.npeers;
-    snprintf(h->self, sizeof h->self, "%s", cfg->gossip.listen);
-    for (int i = 0; i < cfg->gossip.npeers; i++)
-        snprintf(h->peers[i], sizeof h->peers[i], "%s", cfg->gossip.peers[i]);
-    atomic_store_explicit(&h->ready, 1, memory_order_release);
-}
-
-/* Maps the named state, creating it when missing or when the existing one
- * was made for another layout or peer list. */
-static void *map_named(const struct sl_config *cfg, const char *name, uint32_t nslots, size_t bytes,
-                       char *err, size_t errlen)
-{
-    uint64_t fp = fingerprint(cfg, nslots);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        bool creator = fd >= 0;
-        if (!creator) {
-            if (errno != EEXIST) break;
-            fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-            if (fd < 0) break;
-            struct sl_chdr h;
-            struct timespec pause = {0, 1000000};
-            int i;
-            for (i = 0; i < 2000; i++) {
-                if (pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.ready) break;
-                nanosleep(&pause, NULL);
-            }
-            struct stat st;
-            if (i == 2000 || h.magic != SL_CLUSTER_MAGIC || h.version != SL_CLUSTER_VERSION ||
-                h.fingerprint != fp || fstat(fd, &st) != 0 || (size_t)st.st_size < bytes) {
-                close(fd);
-                shm_unlink(name); /* stale: users of the old one keep their mapping */
-                continue;
-            }
-        }
-        void *map = sl_shm_map(fd, name, bytes, creator, err, errlen);
-        if (!map) return NULL;
-        if (creator) hdr_init(map, cfg, nslots);
-        return map;
-    }
-    snprintf(err, errlen, "shm_open %s: %s", name, strerror(errno));
-    return NULL;
-}
-
-struct sl_cluster *sl_cluster_create(const struct sl_config *cfg, const char *shm_name, char *err,
-                                     size_t errlen)
-{
-    const struct sl_gossip *g = &cfg->gossip;
-    if (!g->enabled) {
-        snprintf(err, errlen, "cluster rules need a gossip section");
-        return NULL;
-    }
-    if (g->npeers < 1 || g->npeers > SL_MAX_PEERS) {
-        snprintf(err, errlen, "gossip: %d peers (1..%d)", g->npeers, SL_MAX_PEERS);
-        return NULL;
-    }
-    if (sodium_init() < 0) {
-        snprintf(err, errlen, "libsodium cannot initialise");
-        return NULL;
-    }
-    struct sl_cluster *c = sl_alloc(sizeof *c);
-    if (!c) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    uint32_t nslots = cluster_slots(cfg->table_slots);
-    size_t bytes = layout_bytes(nslots);
-    void *map;
-    if (shm_name) {
-        map = map_named(cfg, shm_name, nslots, bytes, err, errlen);
-    } else {
-        map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        if (map == MAP_FAILED) {
-            snprintf(err, errlen, "mmap %zu bytes: %s", bytes, strerror(errno));
-            map = NULL;
-        } else {
-            hdr_init(map, cfg, nslots);
-        }
-    }
-    if (!map) {
-        sl_free(c);
-        return NULL;
-    }
-    c->cfg = cfg;
-    wrap(c, map, bytes);
-
-    memcpy(c->key, g->key, sizeof c->key);
-    uint8_t derived[32];
-    static const char ctx[] = "sluice cluster key hash v1";
-    crypto_generichash(derived, sizeof derived, (const uint8_t *)ctx, sizeof ctx - 1, g->key,
-                       sizeof g->key);
-    memcpy(c->secret, derived, sizeof c->secret);
-    sodium_memzero(derived, sizeof derived);
-
-    c->self_id = sl_cluster_node_id(g->listen);
-    c->norig = 1 + g->npeers;
-    c->peer_timeout_ns = g->peer_timeout_ns ? g->peer_timeout_ns : 10 * g->interval_ns;
-    atomic_store_explicit(&c->hdr->peer_timeout_ns, c->peer_timeout_ns, memory_order_relaxed);
-    for (int i = 0; i < g->npeers; i++)
-        c->peer_id[1 + i] = sl_cluster_node_id(g->peers[i]);
-    uint32_t share = g->alone_share_pct;
-    if (share == 0 || share > 100) share = (100 + (uint32_t)g->npeers) / (uint32_t)(g->npeers + 1);
-    for (int i = 0; i < cfg->nrules; i++) {
-        const struct sl_rule *r = &cfg->rules[i];
-        struct sl_key k = {.rule = r->id, .hi = ~0ull, .lo = ~0ull, .extra = ~0ull};
-        c->ovf_tag[i] = sl_key_hash(&k, c->secret);
-        uint64_t a = (uint64_t)((u128)r->limit.count * share / 100);
-        c->alone[i] = a ? a : 1;
-        atomic_store_explicit(&c->ovf[i].meta, (uint32_t)i + 1, memory_order_relaxed);
-        atomic_store_explicit(&c->ovf[i].tag, c->ovf_tag[i], memory_order_release);
-    }
-    struct timespec rt, mono;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    clock_gettime(CLOCK_MONOTONIC, &mono);
-    int64_t off = ((int64_t)rt.tv_sec - (int64_t)mono.tv_sec) * 1000000000ll +
-                  ((int64_t)rt.tv_nsec - (int64_t)mono.tv_nsec);
-    atomic_store_explicit(&c->hdr->offset_ns, off, memory_order_relaxed);
-    return c;
-}
-
-struct sl_cluster *sl_cluster_attach(const char *shm_name, char *err, size_t errlen)
-{
-    int fd = shm_open(shm_name, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, errlen, "shm_open %s: %s", shm_name, strerror(errno));
-        return NULL;
-    }
-    struct sl_chdr h;
-    struct stat st;
-    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || !h.ready ||
-        h.magic != SL_CLUSTER_MAGIC || h.version != SL_CLUSTER_VERSION || fstat(fd, &st) != 0 ||
-        (size_t)st.st_size < layout_bytes(h.nslots)) {
-        close(fd);
-        snprintf(err, errlen, "%s: not a sluice cluster state of this version", shm_name);
-        return NULL;
-    }
-    size_t bytes = layout_bytes(h.nslots);
-    void *map = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    struct sl_cluster *c = map != MAP_FAILED ? sl_alloc(sizeof *c) : NULL;
-    if (!c) {
-        if (map != MAP_FAILED) munmap(map, bytes);
-        snprintf(err, errlen, "cannot map %s", shm_name);
-        return NULL;
-    }
-    wrap(c, map, bytes);
-    c->readonly = true;
-    c->norig = 1 + (int)h.npeers;
-    c->peer_timeout_ns = atomic_load_explicit(&c->hdr->peer_timeout_ns, memory_order_relaxed);
-    return c;
-}
-
-void sl_cluster_close(struct sl_cluster *c)
-{
-    if (!c) return;
-    sl_gossip_stop(c);
-    munmap(c->hdr, c->bytes);
-    sodium_memzero(c->key, sizeof c->key);
-    sl_free(c);
-}
-
-void sl_cluster_set_offset(struct sl_cluster *c, int64_t offset_ns)
-{
-    atomic_store_explicit(&c->hdr->offset_ns, offset_ns, memory_order_relaxed);
 }
 
 static uint64_t wall(const struct sl_cluster *c, uint64_t now)
@@ -397,7 +126,7 @@ static bool entry_idle(const struct sl_cluster *c, struct sl_centry *e, uint64_t
     uint64_t cur = wallnow / c->cfg->rules[m - 1].limit.period_ns;
     for (int o = 0; o < c->norig; o++) {
         uint64_t s = atomic_load_explicit(&e->w[o], memory_order_relaxed);
-        if (s && wdiff(cur, wwin(s)) <= 1) return false;
+        if (s && sl_win_diff(cur, sl_win_index(s)) <= 1) return false;
     }
     return true;
 }
@@ -448,7 +177,7 @@ static struct sl_centry *find(struct sl_cluster *c, int rule, uint64_t hash, uin
  * (rx_at), not as of now: a receiver starved of CPU (its host flooded) has
  * not heard its peers because it has not read, not because they fell
  * silent, and must not drop to alone_share for that. */
-static bool peer_alive(const struct sl_cluster *c, int o, uint64_t now)
+bool sl_cluster_peer_alive(const struct sl_cluster *c, int o, uint64_t now)
 {
     uint64_t h = atomic_load_explicit(&c->hdr->peer[o].last_heard, memory_order_acquire);
     uint64_t seen = atomic_load_explicit(&c->hdr->rx_at, memory_order_acquire);
@@ -464,7 +193,7 @@ static int remote_sums(const struct sl_cluster *c, const struct sl_centry *e, ui
     int alive = 0;
     *P = *C = 0;
     for (int o = 1; o < c->norig; o++) {
-        if (!peer_alive(c, o, now)) continue;
+        if (!sl_cluster_peer_alive(c, o, now)) continue;
         alive++;
         uint64_t p, q;
         counts_at(atomic_load_explicit(&e->w[o], memory_order_relaxed), cur, &p, &q);
@@ -477,7 +206,7 @@ static int remote_sums(const struct sl_cluster *c, const struct sl_centry *e, ui
 uint64_t sl_cluster_limit_now(struct sl_cluster *c, const struct sl_rule *r, uint64_t now)
 {
     for (int o = 1; o < c->norig; o++)
-        if (peer_alive(c, o, now)) return r->limit.count;
+        if (sl_cluster_peer_alive(c, o, now)) return r->limit.count;
     return c->alone[r - c->cfg->rules];
 }
 
@@ -515,40 +244,32 @@ void sl_cluster_decide(struct sl_cluster *c, int rule, const struct sl_rule *r,
     uint64_t P, C;
     int alive = remote_sums(c, e, now, cur, &P, &C);
     const uint64_t n = alive ? r->limit.count : c->alone[rule];
-    const u128 cap = (u128)n * W;
 
     uint64_t own = atomic_load_explicit(&e->w[0], memory_order_relaxed);
-    uint64_t op, oc, ocur;
+    uint64_t op, oc, ocur, remaining;
     for (;;) {
         /* A clock that stepped back: keep counting into our newest window. */
-        ocur = own && wdiff(wwin(own), cur) > 0 ? cur + (uint64_t)wdiff(wwin(own), cur) : cur;
+        ocur = own && sl_win_diff(sl_win_index(own), cur) > 0
+                   ? cur + (uint64_t)sl_win_diff(sl_win_index(own), cur)
+                   : cur;
         counts_at(own, ocur, &op, &oc);
-        u128 used = (u128)(P + op) * (W - el) + (u128)(C + oc) * W;
-        if (used + (u128)cost * W > cap || oc + cost > M20) break;
-        uint64_t next = pack(ocur, op, oc + cost);
+        if (oc + cost > SL_WIN_COUNT_MASK ||
+            !sl_win_fits(P + op, C + oc, el, W, n, cost, &remaining))
+            break;
+        uint64_t next = sl_win_pack(ocur, op, oc + cost);
         if (atomic_compare_exchange_weak_explicit(&e->w[0], &own, next, memory_order_relaxed,
                                                   memory_order_relaxed)) {
-            used += (u128)cost * W;
-            *v = (struct sl_verdict){.allowed = true,
-                                     .remaining = (uint64_t)((cap - used) / W),
-                                     .limit = n,
-                                     .reset_ns = (W - el) + W};
+            *v = (struct sl_verdict){
+                .allowed = true, .remaining = remaining, .limit = n, .reset_ns = (W - el) + W};
             return;
         }
     }
     /* Denied: when would it pass, if nothing else happened? */
     uint64_t prev = P + op, curr = C + oc;
-    *v = (struct sl_verdict){.allowed = false, .limit = n};
-    if (cost > n) {
-        v->retry_ns = NEVER;
-    } else if (curr + cost <= n && prev) {
-        uint64_t at = W - (uint64_t)((u128)(n - curr - cost) * W / prev);
-        v->retry_ns = at > el ? at - el : 1;
-    } else {
-        uint64_t at = curr ? W - (uint64_t)((u128)(n > cost ? n - cost : 0) * W / curr) : 0;
-        v->retry_ns = (W - el) + at;
-    }
-    v->reset_ns = curr ? (W - el) + W : prev ? W - el : 0;
+    *v = (struct sl_verdict){.allowed = false,
+                             .limit = n,
+                             .retry_ns = sl_win_retry_ns(prev, curr, el, W, n, cost),
+                             .reset_ns = sl_win_reset_ns(prev, curr, el, W)};
 }
 
 void sl_cluster_refund(struct sl_cluster *c, int rule, const struct sl_rule *r,
@@ -560,9 +281,9 @@ void sl_cluster_refund(struct sl_cluster *c, int rule, const struct sl_rule *r,
     if (overflow && c->cfg->on_full != SL_FULL_SHARED) return;
     uint64_t own = atomic_load_explicit(&e->w[0], memory_order_relaxed);
     for (;;) {
-        if (!own || wdiff(wwin(own), cur) < 0) return; /* its window is gone */
-        uint64_t q = wcurr(own);
-        uint64_t next = pack(wwin(own), wprev(own), q > cost ? q - cost : 0);
+        if (!own || sl_win_diff(sl_win_index(own), cur) < 0) return; /* its window is gone */
+        uint64_t q = sl_win_curr(own);
+        uint64_t next = sl_win_pack(sl_win_index(own), sl_win_prev(own), q > cost ? q - cost : 0);
         if (atomic_compare_exchange_weak_explicit(&e->w[0], &own, next, memory_order_relaxed,
                                                   memory_order_relaxed))
             return;
@@ -583,7 +304,34 @@ void sl_cluster_estimate(struct sl_cluster *c, int rule, const struct sl_rule *r
     *fleet = (uint64_t)(((u128)(P + op) * (W - el) + (u128)(C + oc) * W) / W);
 }
 
-/* ---- gossip: building and merging datagrams ------------------------------ */
+/* ---- for fleet backends (cluster_t.h) ------------------------------------ */
+
+uint64_t sl_cluster_wall(const struct sl_cluster *c, uint64_t now)
+{
+    return wall(c, now);
+}
+
+void sl_cluster_count(struct sl_cluster *c, enum sl_cluster_counter k, uint64_t n)
+{
+    count(c, k, n);
+}
+
+void sl_cluster_heard(struct sl_cluster *c, int origin, uint64_t now)
+{
+    struct sl_cpeer *p = &c->hdr->peer[origin];
+    atomic_store_explicit(&p->last_heard, now ? now : 1, memory_order_release);
+    atomic_fetch_add_explicit(&p->packets, 1, memory_order_relaxed);
+}
+
+int sl_cluster_origin(const struct sl_cluster *c, uint64_t node)
+{
+    /* A node listed in its own peers hears itself: never a peer
+     * (docs/gossip-wire.txt, check 8). */
+    if (node == c->self_id) return 0;
+    for (int i = 1; i < c->norig; i++)
+        if (c->peer_id[i] == node) return i;
+    return 0;
+}
 
 static int rule_by_wire_id(const struct sl_cluster *c, uint32_t id)
 {
@@ -593,104 +341,33 @@ static int rule_by_wire_id(const struct sl_cluster *c, uint32_t id)
     return -1;
 }
 
-enum sl_wire_status sl_cluster_receive(struct sl_cluster *c, const uint8_t *buf, size_t len,
-                                       uint64_t now)
+void sl_cluster_merge(struct sl_cluster *c, int origin, const struct sl_cluster_rec *r, uint64_t wn)
 {
-    struct sl_wire_hdr h;
-    enum sl_wire_status st = sl_wire_decode(buf, len, c->key, &h);
-    int o = 0;
-    if (st == SL_WIRE_OK) {
-        for (int i = 1; i < c->norig; i++)
-            if (c->peer_id[i] == h.node) o = i;
-        if (!o) st = SL_WIRE_UNKNOWN_PEER;
+    int rule = rule_by_wire_id(c, r->rule);
+    if (rule < 0) {
+        count(c, SL_CC_REC_UNKNOWN_RULE, 1);
+        return;
     }
-    uint64_t wn = wall(c, now), wms = wn / 1000000;
-    struct sl_cpeer *p = &c->hdr->peer[o];
-    if (st == SL_WIRE_OK) {
-        uint64_t d = h.ts_ms > wms ? h.ts_ms - wms : wms - h.ts_ms;
-        if (d > SL_CLUSTER_TS_WINDOW_MS) st = SL_WIRE_STALE;
+    uint64_t cur = wn / c->cfg->rules[rule].limit.period_ns;
+    int64_t d = (int32_t)(r->window - (uint32_t)cur);
+    if (d > 1 || d < -2) {
+        count(c, SL_CC_REC_OLD, 1);
+        return;
     }
-    if (st == SL_WIRE_OK) {
-        /* Replay: per boot, a 64-datagram sliding window of sequence
-         * numbers (as IPsec); a new boot must be newer than all we heard. */
-        if (h.boot != p->boot) {
-            if (p->boot && h.ts_ms <= p->last_ts_ms) {
-                st = SL_WIRE_REPLAYED;
-            } else {
-                p->boot = h.boot;
-                p->maxseq = h.seq;
-                p->bitmap = 1;
-            }
-        } else if (h.seq > p->maxseq) {
-            uint64_t shift = h.seq - p->maxseq;
-            p->bitmap = shift >= 64 ? 1 : p->bitmap << shift | 1;
-            p->maxseq = h.seq;
-        } else {
-            uint64_t d = p->maxseq - h.seq;
-            if (d >= 64 || (p->bitmap >> d & 1))
-                st = SL_WIRE_REPLAYED;
-            else
-                p->bitmap |= 1ull << d;
-        }
+    struct sl_centry *e =
+        r->hash == c->ovf_tag[rule] ? &c->ovf[rule] : find(c, rule, r->hash, wn, true);
+    if (!e) {
+        count(c, SL_CC_REMOTE_OVERFLOW, 1);
+        return;
     }
-    if (st != SL_WIRE_OK) {
-        atomic_fetch_add_explicit(&c->hdr->drops[st], 1, memory_order_relaxed);
-        return st;
-    }
-    if (h.ts_ms > p->last_ts_ms) p->last_ts_ms = h.ts_ms;
-    atomic_store_explicit(&p->last_heard, now ? now : 1, memory_order_release);
-    atomic_fetch_add_explicit(&p->packets, 1, memory_order_relaxed);
-    count(c, SL_CC_RX_PACKETS, 1);
-    count(c, SL_CC_RX_BYTES, len);
-
-    for (size_t i = 0; i < h.nrec; i++) {
-        struct sl_wire_rec r;
-        sl_wire_rec_at(buf, i, &r);
-        int rule = rule_by_wire_id(c, r.rule);
-        if (rule < 0) {
-            count(c, SL_CC_REC_UNKNOWN_RULE, 1);
-            continue;
-        }
-        uint64_t cur = wn / c->cfg->rules[rule].limit.period_ns;
-        int64_t d = (int32_t)(r.window - (uint32_t)cur);
-        if (d > 1 || d < -2) {
-            count(c, SL_CC_REC_OLD, 1);
-            continue;
-        }
-        struct sl_centry *e =
-            r.hash == c->ovf_tag[rule] ? &c->ovf[rule] : find(c, rule, r.hash, wn, true);
-        if (!e) {
-            count(c, SL_CC_REMOTE_OVERFLOW, 1);
-            continue;
-        }
-        join_into(&e->w[o], pack(cur + (uint64_t)d, r.prev, r.curr));
-        count(c, SL_CC_RX_RECORDS, 1);
-    }
-    return SL_WIRE_OK;
+    join_into(&e->w[origin], sl_win_pack(cur + (uint64_t)d, r->prev, r->curr));
+    count(c, SL_CC_RX_RECORDS, 1);
 }
 
-struct builder {
-    struct sl_cluster *c;
-    struct sl_wire_hdr h;
-    struct sl_wire_rec recs[SL_WIRE_MAX_RECS];
-    size_t n, packets;
-    sl_cluster_emit_fn emit;
-    void *arg;
-};
-
-static void flush(struct builder *b)
+static void own_record(struct sl_cluster *c, struct sl_centry *e, uint64_t wn, bool full,
+                       sl_cluster_own_fn fn, void *arg)
 {
-    uint8_t pkt[SL_WIRE_MAX];
-    b->h.seq = ++b->c->seq;
-    size_t len = sl_wire_encode(pkt, &b->h, b->recs, b->n, b->c->key);
-    b->emit(b->arg, pkt, len);
-    b->n = 0;
-    b->packets++;
-}
-
-static void add_entry(struct builder *b, struct sl_centry *e, uint64_t wn, bool full)
-{
-    const struct sl_config *cfg = b->c->cfg;
+    const struct sl_config *cfg = c->cfg;
     uint32_t m = atomic_load_explicit(&e->meta, memory_order_acquire);
     if (m == 0 || m > (uint32_t)cfg->nrules) return;
     const struct sl_rule *r = &cfg->rules[m - 1];
@@ -699,94 +376,25 @@ static void add_entry(struct builder *b, struct sl_centry *e, uint64_t wn, bool 
     uint64_t own = atomic_load_explicit(&e->w[0], memory_order_relaxed);
     if (tag < 2 || own == 0) return;
     uint64_t cur = wn / r->limit.period_ns;
-    int64_t d = wdiff(cur, wwin(own));
+    int64_t d = sl_win_diff(cur, sl_win_index(own));
     if (d > 1) return; /* nothing current to say */
     if (!full && own == atomic_load_explicit(&e->sent, memory_order_relaxed)) return;
-    b->recs[b->n++] = (struct sl_wire_rec){
+    struct sl_cluster_rec rec = {
         .hash = tag,
         .rule = (uint32_t)r->id,
         .window = (uint32_t)(cur - (uint64_t)d),
-        .prev = (uint32_t)wprev(own),
-        .curr = (uint32_t)wcurr(own),
+        .prev = (uint32_t)sl_win_prev(own),
+        .curr = (uint32_t)sl_win_curr(own),
     };
     atomic_store_explicit(&e->sent, own, memory_order_relaxed);
-    if (b->n == SL_WIRE_MAX_RECS) flush(b);
+    fn(arg, &rec);
 }
 
-size_t sl_cluster_build(struct sl_cluster *c, uint64_t now, bool full, sl_cluster_emit_fn emit,
-                        void *arg)
+void sl_cluster_each_own(struct sl_cluster *c, uint64_t wn, bool full, sl_cluster_own_fn fn,
+                         void *arg)
 {
-    static __thread struct builder b; /* 1.1 KiB: off the sender's stack */
-    uint64_t wn = wall(c, now);
-    if (!c->boot) {
-        randombytes_buf(&c->boot, sizeof c->boot);
-        c->boot |= 1;
-        c->seq = 0;
-    }
-    b = (struct builder){.c = c, .emit = emit, .arg = arg};
-    b.h = (struct sl_wire_hdr){.type = SL_WIRE_TYPE_COUNTS,
-                               .flags = full ? SL_WIRE_FLAG_FULL : 0,
-                               .node = c->self_id,
-                               .boot = c->boot,
-                               .ts_ms = wn / 1000000};
     for (int i = 0; i < c->cfg->nrules; i++)
-        add_entry(&b, &c->ovf[i], wn, full);
+        own_record(c, &c->ovf[i], wn, full, fn, arg);
     for (uint32_t i = 0; i <= c->mask; i++)
-        add_entry(&b, &c->ents[i], wn, full);
-    if (b.n || b.packets == 0) flush(&b);
-    return b.packets;
-}
-
-/* ---- readers ------------------------------------------------------------ */
-
-uint64_t sl_cluster_counter(const struct sl_cluster *c, enum sl_cluster_counter k)
-{
-    return atomic_load_explicit(&c->hdr->counters[k], memory_order_relaxed);
-}
-
-uint64_t sl_cluster_drops(const struct sl_cluster *c, enum sl_wire_status why)
-{
-    return atomic_load_explicit(&c->hdr->drops[why], memory_order_relaxed);
-}
-
-int sl_cluster_npeers(const struct sl_cluster *c)
-{
-    return c->norig - 1;
-}
-
-void sl_cluster_peer(const struct sl_cluster *c, int i, uint64_t now,
-                     struct sl_cluster_peer_info *out)
-{
-    const struct sl_cpeer *p = &c->hdr->peer[1 + i];
-    uint64_t h = atomic_load_explicit(&p->last_heard, memory_order_acquire);
-    snprintf(out->name, sizeof out->name, "%s", c->hdr->peers[i]);
-    out->heard = h != 0;
-    out->age_ns = h && now > h ? now - h : 0;
-    out->alive = peer_alive(c, 1 + i, now);
-    out->packets = atomic_load_explicit(&p->packets, memory_order_relaxed);
-}
-
-const char *sl_cluster_self(const struct sl_cluster *c)
-{
-    return c->hdr->self;
-}
-
-uint32_t sl_cluster_slots(const struct sl_cluster *c)
-{
-    return c->mask + 1;
-}
-
-uint32_t sl_cluster_used(const struct sl_cluster *c)
-{
-    uint32_t n = 0;
-    for (uint32_t i = 0; i <= c->mask; i++)
-        n += atomic_load_explicit(&c->ents[i].tag, memory_order_relaxed) > 1;
-    return n;
-}
-
-uint64_t sl_cluster_sender_age(const struct sl_cluster *c, uint64_t now, int *pid)
-{
-    uint64_t h = atomic_load_explicit(&c->hdr->heartbeat, memory_order_relaxed);
-    *pid = atomic_load_explicit(&c->hdr->sender_pid, memory_order_relaxed);
-    return h && now > h ? now - h : 0;
+        own_record(c, &c->ents[i], wn, full, fn, arg);
 }

@@ -1,5 +1,6 @@
-/* cluster_t.h - types of the cluster state, shared by cluster.c and
- * gossip.c only. Every shared field says who writes it.
+/* cluster_t.h - types of the cluster state, and the calls a fleet backend
+ * (gossip.c) makes into it; for cluster.c and backends only. Every shared
+ * field says who writes it.
  */
 #ifndef SL_CLUSTER_T_H
 #define SL_CLUSTER_T_H
@@ -89,5 +90,54 @@ struct sl_cluster {
     socklen_t peer_salen[SL_MAX_PEERS];
     bool elect; /* re-election from the decision path (sl_cluster_open only) */
 };
+
+/* ---- what a fleet backend uses ------------------------------------------
+ *
+ * The decision code (cluster.c) reads only each origin's window words and
+ * whether the origin is alive; how the words travel between hosts is a
+ * backend's business. gossip.c is one (signed UDP datagrams between
+ * peers). Another, say Redis, fits beside it with these five calls and
+ * nothing else: push this node's words found by sl_cluster_each_own,
+ * fetch the others', sl_cluster_merge each one under its origin (an index
+ * from sl_cluster_origin, by node id) and mark the origin sl_cluster_heard.
+ * Merging is a join (cluster.c), so a backend may deliver a word late,
+ * twice or out of order.
+ */
+
+/* One origin's counts of one key, as they travel. */
+struct sl_cluster_rec {
+    uint64_t hash;   /* the key's hash under the fleet's secret */
+    uint32_t rule;   /* the rule's id (low 32 bits), the same on every host */
+    uint32_t window; /* index of the window `curr` counts, on the realtime clock */
+    uint32_t prev, curr;
+};
+
+/* Wall time (ns, the realtime clock) at monotonic `now`: windows are
+ * numbered on it so that hosts agree. */
+uint64_t sl_cluster_wall(const struct sl_cluster *c, uint64_t now);
+
+/* The origin index (1..npeers) of a node id; 0 when it is not a peer. */
+int sl_cluster_origin(const struct sl_cluster *c, uint64_t node);
+
+/* Origin `origin` was heard from at `now`: it counts while alive. */
+void sl_cluster_heard(struct sl_cluster *c, int origin, uint64_t now);
+
+/* Joins what origin said into its word for the key (wn: sl_cluster_wall);
+ * records of unknown rules, old windows or no free entry are counted and
+ * dropped. */
+void sl_cluster_merge(struct sl_cluster *c, int origin, const struct sl_cluster_rec *r,
+                      uint64_t wn);
+
+/* Calls fn for each of this node's words that changed since the last walk
+ * (every live one when `full`). */
+typedef void (*sl_cluster_own_fn)(void *arg, const struct sl_cluster_rec *r);
+void sl_cluster_each_own(struct sl_cluster *c, uint64_t wn, bool full, sl_cluster_own_fn fn,
+                         void *arg);
+
+void sl_cluster_count(struct sl_cluster *c, enum sl_cluster_counter k, uint64_t n);
+
+/* Whether origin o (1..npeers) counts at `now`: heard within peer_timeout
+ * of the last time the sender had read every datagram. */
+bool sl_cluster_peer_alive(const struct sl_cluster *c, int o, uint64_t now);
 
 #endif

@@ -23,6 +23,11 @@
  * Each interval the thread sends what changed (and every second all live
  * counts, so a restarted peer converges), then waits in ppoll for
  * datagrams until the next send.
+ *
+ * This file is the gossip backend of cluster.c (see cluster_t.h for what a
+ * backend may use): datagrams built from this node's words and merged into
+ * the peers' words, with the checks of docs/gossip-wire.txt, the replay
+ * window among them; and the thread that sends and receives them.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,53 +36,125 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sodium.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "cluster_t.h"
+#include "hostport.h"
 #include "log.h"
+#include "sys.h"
 
-/* "1.2.3.4:7946" or "[2001:db8::1]:7946" (numeric only: no DNS here). */
-static int parse_addr(const char *text, struct sockaddr_storage *ss, socklen_t *len)
+/* ---- datagrams (docs/gossip-wire.txt) ------------------------------------ */
+
+/* Replay protection, per peer and boot: a 64-datagram sliding window of
+ * sequence numbers (as IPsec's, RFC 4303 3.4.3); a new boot must be newer
+ * than everything heard from the peer's previous one. Returns whether the
+ * datagram is new, and records it. */
+static bool replay_accept(struct sl_cpeer *p, const struct sl_wire_hdr *h)
 {
-    char host[128];
-    const char *port;
-    if (text[0] == '[') {
-        const char *end = strchr(text, ']');
-        if (!end || end[1] != ':' || (size_t)(end - text - 1) >= sizeof host) return -1;
-        memcpy(host, text + 1, (size_t)(end - text - 1));
-        host[end - text - 1] = 0;
-        port = end + 2;
-    } else {
-        const char *colon = strrchr(text, ':');
-        if (!colon || (size_t)(colon - text) >= sizeof host) return -1;
-        memcpy(host, text, (size_t)(colon - text));
-        host[colon - text] = 0;
-        port = colon + 1;
+    if (h->boot != p->boot) {
+        if (p->boot && h->ts_ms <= p->last_ts_ms) return false;
+        p->boot = h->boot;
+        p->maxseq = h->seq;
+        p->bitmap = 1;
+        return true;
     }
-    char *endp;
-    long p = strtol(port, &endp, 10);
-    if (*endp || p <= 0 || p > 65535) return -1;
-    memset(ss, 0, sizeof *ss);
-    struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
-    if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
-        a4->sin_family = AF_INET;
-        a4->sin_port = htons((uint16_t)p);
-        *len = sizeof *a4;
-        return 0;
+    if (h->seq > p->maxseq) {
+        uint64_t shift = h->seq - p->maxseq;
+        p->bitmap = shift >= 64 ? 1 : p->bitmap << shift | 1;
+        p->maxseq = h->seq;
+        return true;
     }
-    if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
-        a6->sin6_family = AF_INET6;
-        a6->sin6_port = htons((uint16_t)p);
-        *len = sizeof *a6;
-        return 0;
-    }
-    return -1;
+    uint64_t d = p->maxseq - h->seq;
+    if (d >= 64 || (p->bitmap >> d & 1)) return false;
+    p->bitmap |= 1ull << d;
+    return true;
 }
+
+enum sl_wire_status sl_cluster_receive(struct sl_cluster *c, const uint8_t *buf, size_t len,
+                                       uint64_t now)
+{
+    struct sl_wire_hdr h;
+    enum sl_wire_status st = sl_wire_decode(buf, len, c->key, &h);
+    int o = 0;
+    if (st == SL_WIRE_OK && !(o = sl_cluster_origin(c, h.node))) st = SL_WIRE_UNKNOWN_PEER;
+    uint64_t wn = sl_cluster_wall(c, now), wms = wn / 1000000;
+    struct sl_cpeer *p = &c->hdr->peer[o];
+    if (st == SL_WIRE_OK) {
+        uint64_t d = h.ts_ms > wms ? h.ts_ms - wms : wms - h.ts_ms;
+        if (d > SL_CLUSTER_TS_WINDOW_MS) st = SL_WIRE_STALE;
+    }
+    if (st == SL_WIRE_OK && !replay_accept(p, &h)) st = SL_WIRE_REPLAYED;
+    if (st != SL_WIRE_OK) {
+        atomic_fetch_add_explicit(&c->hdr->drops[st], 1, memory_order_relaxed);
+        return st;
+    }
+    if (h.ts_ms > p->last_ts_ms) p->last_ts_ms = h.ts_ms;
+    sl_cluster_heard(c, o, now);
+    sl_cluster_count(c, SL_CC_RX_PACKETS, 1);
+    sl_cluster_count(c, SL_CC_RX_BYTES, len);
+    for (size_t i = 0; i < h.nrec; i++) {
+        struct sl_wire_rec w;
+        sl_wire_rec_at(buf, i, &w);
+        struct sl_cluster_rec r = {
+            .hash = w.hash, .rule = w.rule, .window = w.window, .prev = w.prev, .curr = w.curr};
+        sl_cluster_merge(c, o, &r, wn);
+    }
+    return SL_WIRE_OK;
+}
+
+struct builder {
+    struct sl_cluster *c;
+    struct sl_wire_hdr h;
+    struct sl_wire_rec recs[SL_WIRE_MAX_RECS];
+    size_t n, packets;
+    sl_cluster_emit_fn emit;
+    void *arg;
+};
+
+static void flush(struct builder *b)
+{
+    uint8_t pkt[SL_WIRE_MAX];
+    b->h.seq = ++b->c->seq;
+    size_t len = sl_wire_encode(pkt, &b->h, b->recs, b->n, b->c->key);
+    b->emit(b->arg, pkt, len);
+    b->n = 0;
+    b->packets++;
+}
+
+static void add_record(void *arg, const struct sl_cluster_rec *r)
+{
+    struct builder *b = arg;
+    b->recs[b->n++] = (struct sl_wire_rec){
+        .hash = r->hash, .rule = r->rule, .window = r->window, .prev = r->prev, .curr = r->curr};
+    if (b->n == SL_WIRE_MAX_RECS) flush(b);
+}
+
+size_t sl_cluster_build(struct sl_cluster *c, uint64_t now, bool full, sl_cluster_emit_fn emit,
+                        void *arg)
+{
+    static __thread struct builder b; /* 1.1 KiB: off the sender's stack */
+    uint64_t wn = sl_cluster_wall(c, now);
+    if (!c->boot) {
+        randombytes_buf(&c->boot, sizeof c->boot);
+        c->boot |= 1;
+        c->seq = 0;
+    }
+    b = (struct builder){.c = c, .emit = emit, .arg = arg};
+    b.h = (struct sl_wire_hdr){.type = SL_WIRE_TYPE_COUNTS,
+                               .flags = full ? SL_WIRE_FLAG_FULL : 0,
+                               .node = c->self_id,
+                               .boot = c->boot,
+                               .ts_ms = wn / 1000000};
+    sl_cluster_each_own(c, wn, full, add_record, &b);
+    if (b.n || b.packets == 0) flush(&b);
+    return b.packets;
+}
+
+/* ---- the sender thread ------------------------------------------------------ */
 
 static uint64_t xorshift(uint64_t *s)
 {
@@ -97,22 +174,13 @@ static void send_all(void *arg, const uint8_t *pkt, size_t len)
                                       memory_order_relaxed);
             continue;
         }
-        long n = syscall(SYS_sendto, c->fd, pkt, len, MSG_DONTWAIT | MSG_NOSIGNAL, &c->peer_sa[i],
-                         c->peer_salen[i]);
+        long n = sl_sys_sendto(c->fd, pkt, len, MSG_DONTWAIT | MSG_NOSIGNAL,
+                               (const struct sockaddr *)&c->peer_sa[i], c->peer_salen[i]);
         enum sl_cluster_counter k = n == (long)len ? SL_CC_TX_PACKETS : SL_CC_TX_ERRORS;
         atomic_fetch_add_explicit(&c->hdr->counters[k], 1, memory_order_relaxed);
         if (n == (long)len)
             atomic_fetch_add_explicit(&c->hdr->counters[SL_CC_TX_BYTES], len, memory_order_relaxed);
     }
-}
-
-static int64_t clock_offset(void)
-{
-    struct timespec rt, mono;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    clock_gettime(CLOCK_MONOTONIC, &mono);
-    return ((int64_t)rt.tv_sec - (int64_t)mono.tv_sec) * 1000000000ll +
-           ((int64_t)rt.tv_nsec - (int64_t)mono.tv_nsec);
 }
 
 static void *sender(void *arg)
@@ -126,7 +194,7 @@ static void *sender(void *arg)
     while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
         uint64_t now = sl_clock_now();
         if (now >= next) {
-            atomic_store_explicit(&c->hdr->offset_ns, clock_offset(), memory_order_relaxed);
+            atomic_store_explicit(&c->hdr->offset_ns, sl_clock_wall_offset(), memory_order_relaxed);
             sl_cluster_build(c, now, tick % full_every == 0, send_all, c);
             tick++;
             next += interval;
@@ -136,11 +204,10 @@ static void *sender(void *arg)
         uint64_t wait = next > now ? next - now : 0;
         struct timespec ts = {(time_t)(wait / SL_NS_PER_SEC), (long)(wait % SL_NS_PER_SEC)};
         struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
-        syscall(SYS_ppoll, &pfd, 1, &ts, NULL, 0);
+        sl_sys_ppoll(&pfd, 1, &ts);
         uint64_t drain_start = sl_clock_now();
         for (int i = 0; i < 256; i++) {
-            long n =
-                syscall(SYS_recvfrom, c->fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC, NULL, NULL);
+            long n = sl_sys_recvfrom(c->fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC);
             if (n < 0) { /* drained: our view of the peers is complete up to drain_start */
                 atomic_store_explicit(&c->hdr->rx_at, drain_start, memory_order_release);
                 break;
@@ -161,7 +228,7 @@ static void after_fork_child(void)
     if (!c || !atomic_load(&c->running)) return;
     /* The thread did not come along; the socket must not either, or the
      * address would stay bound after the sender's death. */
-    close(c->fd);
+    sl_sys_close(c->fd);
     c->fd = -1;
     atomic_store(&c->running, 0);
 }
@@ -171,24 +238,24 @@ int sl_gossip_start(struct sl_cluster *c, char *err, size_t errlen)
     const struct sl_gossip *g = &c->cfg->gossip;
     struct sockaddr_storage ss;
     socklen_t len;
-    if (parse_addr(g->listen, &ss, &len) != 0) {
+    if (sl_hostport_parse(g->listen, &ss, &len)) {
         snprintf(err, errlen, "gossip: listen '%s' is not ADDRESS:PORT", g->listen);
         return -1;
     }
     for (int i = 0; i < g->npeers; i++) {
-        if (parse_addr(g->peers[i], &c->peer_sa[i], &c->peer_salen[i]) != 0) {
+        if (sl_hostport_parse(g->peers[i], &c->peer_sa[i], &c->peer_salen[i])) {
             snprintf(err, errlen, "gossip: peer '%s' is not ADDRESS:PORT", g->peers[i]);
             return -1;
         }
     }
-    int fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = sl_sys_socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         snprintf(err, errlen, "gossip: socket: %s", strerror(errno));
         return -1;
     }
-    if (bind(fd, (struct sockaddr *)&ss, len) != 0) {
+    if (sl_sys_bind(fd, (struct sockaddr *)&ss, len) != 0) {
         int e = errno;
-        close(fd);
+        sl_sys_close(fd);
         if (e == EADDRINUSE) return 1;
         snprintf(err, errlen, "gossip: bind %s: %s", g->listen, strerror(e));
         return -1;
@@ -209,7 +276,7 @@ int sl_gossip_start(struct sl_cluster *c, char *err, size_t errlen)
     int rc = pthread_create(&c->thread, NULL, sender, c);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
-        close(fd);
+        sl_sys_close(fd);
         c->fd = -1;
         atomic_store(&c->running, 0);
         snprintf(err, errlen, "gossip: pthread_create: %s", strerror(rc));
@@ -225,7 +292,7 @@ void sl_gossip_stop(struct sl_cluster *c)
     if (!atomic_load(&c->running)) return;
     atomic_store(&c->stop, 1);
     pthread_join(c->thread, NULL);
-    close(c->fd);
+    sl_sys_close(c->fd);
     c->fd = -1;
     atomic_store(&c->running, 0);
 }

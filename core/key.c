@@ -141,6 +141,7 @@ void sl_key_make(struct sl_key *k, const struct sl_rule *r, const struct sl_addr
 uint64_t sl_name_hash(const char *s)
 {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
     return h ? h : 1;
 }

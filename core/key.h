@@ -60,7 +60,8 @@ static inline uint64_t sl_key_mum(uint64_t a, uint64_t b)
  * aim keys at one probe sequence, and it costs about two nanoseconds. */
 static inline uint64_t sl_key_hash(const struct sl_key *k, const uint64_t s[4])
 {
-    uint64_t h = sl_key_mum(k->rule ^ s[0], k->hi ^ s[1]) ^ sl_key_mum(k->lo ^ s[2], k->extra ^ s[3]);
+    uint64_t h =
+        sl_key_mum(k->rule ^ s[0], k->hi ^ s[1]) ^ sl_key_mum(k->lo ^ s[2], k->extra ^ s[3]);
     h = sl_key_mum(h ^ 0x9e3779b97f4a7c15ull, s[0] ^ 0xe7037ed1a0b428dbull);
     return h < 2 ? h + 2 : h;
 }

@@ -17,18 +17,17 @@
  * weights the previous window's count by the part of it still inside the
  * sliding window. We compare exactly in integers:
  *   prev*(W - elapsed) + (curr + cost)*W <= count*W
- * so no rounding lets an extra request through. State: [window:24][prev:20]
- * [curr:20]. The fixed window keeps [window:32][count:32] and permits the
- * well-known double burst at the window edge; it is here because operators
- * ask for the semantics they know.
+ * so no rounding lets an extra request through. The word and the test are
+ * window.h's, shared with the cluster's fleet-wide counter. The fixed window keeps
+ * [window:32][count:32] and permits the well-known double burst at the window edge; it is here
+ * because operators ask for the semantics they know.
  */
 #include "limit.h"
 #include "limit_gcra.h"
+#include "window.h"
 
-typedef unsigned __int128 u128;
+typedef sl_u128 u128;
 
-#define M20 ((1ull << 20) - 1)
-#define M24 ((1ull << 24) - 1)
 #define M32 0xffffffffull
 
 int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t period_ns,
@@ -67,55 +66,28 @@ int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t 
 static void sliding_unpack(const struct sl_limit *l, uint64_t s, uint64_t now, uint64_t *prev,
                            uint64_t *curr)
 {
-    uint64_t cur = now / l->period_ns;
-    uint64_t idx = s >> 40;
-    *prev = 0;
-    *curr = 0;
-    if (s == 0) return;
-    if (idx == (cur & M24)) {
-        *prev = (s >> 20) & M20;
-        *curr = s & M20;
-    } else if (idx == ((cur - 1) & M24)) {
-        *prev = s & M20;
-    }
+    sl_win_counts(s, now / l->period_ns, prev, curr);
 }
 
 static void sliding_step(const struct sl_limit *l, uint64_t s, uint64_t now, uint64_t cost,
                          uint64_t *next, struct sl_verdict *v)
 {
-    const uint64_t W = l->period_ns, n = l->count;
+    const uint64_t W = l->period_ns, n = l->count, el = now % W;
     uint64_t prev, curr;
     sliding_unpack(l, s, now, &prev, &curr);
-    uint64_t el = now % W;
-    u128 used = (u128)prev * (W - el) + (u128)curr * W;
-    u128 cap = (u128)n * W;
-
     v->limit = n;
     v->wait_ns = 0;
-    if (used + (u128)cost * W <= cap) {
+    v->retry_ns = 0;
+    v->remaining = 0;
+    v->allowed = sl_win_fits(prev, curr, el, W, n, cost, &v->remaining);
+    if (v->allowed) {
         curr += cost;
-        used += (u128)cost * W;
-        v->allowed = true;
-        v->retry_ns = 0;
-        v->remaining = (uint64_t)((cap - used) / W);
-        *next = ((now / W) & M24) << 40 | (prev & M20) << 20 | (curr & M20);
+        *next = sl_win_pack(now / W, prev, curr);
     } else {
-        v->allowed = false;
-        v->remaining = 0;
         *next = s;
-        if (cost > n) {
-            v->retry_ns = UINT64_MAX / 4;
-        } else if (curr + cost <= n) {
-            /* passes later in this window, once prev's weight has decayed */
-            uint64_t e = W - (uint64_t)((u128)(n - curr - cost) * W / prev);
-            v->retry_ns = e - el;
-        } else {
-            /* next window: curr becomes prev */
-            uint64_t e = curr ? W - (uint64_t)((u128)(n - cost) * W / curr) : 0;
-            v->retry_ns = (W - el) + e;
-        }
+        v->retry_ns = sl_win_retry_ns(prev, curr, el, W, n, cost);
     }
-    v->reset_ns = curr ? (W - el) + W : prev ? W - el : 0;
+    v->reset_ns = sl_win_reset_ns(prev, curr, el, W);
 }
 
 static void fixed_step(const struct sl_limit *l, uint64_t s, uint64_t now, uint64_t cost,
@@ -193,9 +165,9 @@ uint64_t sl_limit_refund(const struct sl_limit *l, uint64_t s, uint64_t now, uin
     case SL_ALG_SLIDING: {
         uint64_t prev, curr;
         sliding_unpack(l, s, now, &prev, &curr);
-        if (s == 0 || (s >> 40) != ((now / l->period_ns) & M24)) return s;
+        if (s == 0 || sl_win_diff(now / l->period_ns, sl_win_index(s)) != 0) return s;
         curr = curr > cost ? curr - cost : 0;
-        return (s >> 40) << 40 | prev << 20 | curr;
+        return sl_win_pack(sl_win_index(s), prev, curr);
     }
     case SL_ALG_FIXED: {
         if (s == 0 || (s >> 32) != ((now / l->period_ns) & M32)) return s;
@@ -214,8 +186,8 @@ bool sl_limit_idle(const struct sl_limit *l, uint64_t s, uint64_t now)
     case SL_ALG_GCRA:
         return s <= now;
     case SL_ALG_SLIDING: {
-        uint64_t cur = now / l->period_ns, idx = s >> 40;
-        return idx != (cur & M24) && idx != ((cur - 1) & M24);
+        int64_t d = sl_win_diff(now / l->period_ns, sl_win_index(s));
+        return d != 0 && d != 1;
     }
     case SL_ALG_FIXED:
         return (s >> 32) != ((now / l->period_ns) & M32);

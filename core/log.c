@@ -11,12 +11,12 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <sys/syscall.h>
 #include <syslog.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "limit.h"
+#include "sys.h"
 
 static enum sl_log_target target = SL_LOG_STDERR;
 static enum sl_log_level threshold = SL_LOG_INFO;
@@ -48,8 +48,10 @@ static bool admit(void)
 {
     /* 5 a second, 10 at once: what sl_limit_init would derive, fixed at
      * compile time so no thread ever sees it half made. */
-    static const struct sl_limit lim = {.alg = SL_ALG_GCRA, .count = 5,
-                                        .period_ns = SL_NS_PER_SEC, .burst = 10,
+    static const struct sl_limit lim = {.alg = SL_ALG_GCRA,
+                                        .count = 5,
+                                        .period_ns = SL_NS_PER_SEC,
+                                        .burst = 10,
                                         .interval_ps = 200000000000ull,
                                         .burst_ns = 2000000000ull};
     uint64_t now = clock_fn ? clock_fn() : sl_clock_now();
@@ -62,11 +64,11 @@ static bool admit(void)
     }
 }
 
-/* The shim interposes write() in later versions; go to the kernel directly. */
+/* Straight to the kernel: write() is one of the shim's hooks. */
 static void emit(const char *buf, size_t n)
 {
     while (n > 0) {
-        long w = syscall(SYS_write, 2, buf, n);
+        ssize_t w = sl_sys_write(2, buf, n);
         if (w <= 0) return;
         buf += w;
         n -= (size_t)w;
@@ -93,8 +95,9 @@ void sl_log(enum sl_log_level level, const char *fmt, ...)
     va_end(ap);
     n = m < 0 ? n : n + m;
     if (n > (int)sizeof msg - 64) n = (int)sizeof msg - 64;
-    if (lost) n += snprintf(msg + n, sizeof msg - (size_t)n, " (%llu earlier messages suppressed)",
-                            (unsigned long long)lost);
+    if (lost)
+        n += snprintf(msg + n, sizeof msg - (size_t)n, " (%llu earlier messages suppressed)",
+                      (unsigned long long)lost);
     if (target == SL_LOG_SYSLOG) {
         static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
         syslog(LOG_USER | prio[level], "%.*s", n, msg);

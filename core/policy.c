@@ -1,6 +1,7 @@
 /* policy.c - matching events to rules and combining their verdicts.
  *
- * Learned host addresses are appended under a try-lock flag (never waited
+ * The config is only read. Host addresses the program resolves at run
+ * time go to rt->learned (policy.h), appended under a try-lock flag (never waited
  * for: a lookup that finds it busy simply does not teach this time, so no
  * thread can block and a fork can never inherit a held lock). Entries are
  * written before naddr is published with release; matchers read naddr with
@@ -15,16 +16,20 @@
 
 #include "cluster.h"
 #include "log.h"
+#include "mem.h"
 #include "reply.h"
 
-int sl_runtime_init(struct sl_runtime *rt, struct sl_config *cfg, struct sl_table *table,
+int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct sl_table *table,
                     char *err, size_t errlen)
 {
     memset(rt, 0, sizeof *rt);
     rt->cfg = cfg;
     rt->table = table;
+    int nhosts = 0;
     for (int i = 0; i < cfg->nrules; i++) {
         const struct sl_rule *r = &cfg->rules[i];
+        rt->host_base[i] = nhosts;
+        nhosts += r->nhosts;
         rt->table_rule[i] = sl_table_rule(table, r->id, r->name);
         if (rt->table_rule[i] < 0) {
             snprintf(err, errlen, "the shared table already holds %d other rules", SL_MAX_RULES);
@@ -40,6 +45,14 @@ int sl_runtime_init(struct sl_runtime *rt, struct sl_config *cfg, struct sl_tabl
             rt->any_out = true;
             rt->any_hosts |= r->nhosts > 0;
         }
+    }
+    if (nhosts) {
+        rt->learned = sl_alloc((size_t)nhosts * sizeof *rt->learned);
+        if (!rt->learned) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        memset(rt->learned, 0, (size_t)nhosts * sizeof *rt->learned);
     }
     return 0;
 }
@@ -64,20 +77,34 @@ static bool in_matches(const struct sl_rule *r, const struct sl_addr *local,
     return true;
 }
 
-static bool host_has(const struct sl_host *h, const uint8_t a[16])
+static bool addr_in(const uint8_t (*list)[16], uint32_t n, const uint8_t a[16])
 {
-    uint32_t n = __atomic_load_n(&h->naddr, __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < n; i++)
-        if (memcmp(h->addr[i], a, 16) == 0) return true;
+        if (memcmp(list[i], a, 16) == 0) return true;
     return false;
 }
 
-static bool out_matches(const struct sl_rule *r, const struct sl_addr *dst)
+static struct sl_learned_host *learned_of(const struct sl_runtime *rt, int rule, int host)
 {
+    return &rt->learned[rt->host_base[rule] + host];
+}
+
+/* Load-time addresses (the config) or learned ones (the runtime). */
+static bool host_has(const struct sl_runtime *rt, int rule, int host, const uint8_t a[16])
+{
+    const struct sl_host *h = &rt->cfg->rules[rule].hosts[host];
+    if (addr_in(h->addr, h->naddr, a)) return true;
+    const struct sl_learned_host *l = learned_of(rt, rule, host);
+    return addr_in(l->addr, atomic_load_explicit(&l->naddr, memory_order_acquire), a);
+}
+
+static bool out_matches(const struct sl_runtime *rt, int rule, const struct sl_addr *dst)
+{
+    const struct sl_rule *r = &rt->cfg->rules[rule];
     if (sl_cidr_list_contains(r->to, r->nto, dst->a)) return port_matches(r, dst->port);
     for (int i = 0; i < r->nhosts; i++) {
         const struct sl_host *h = &r->hosts[i];
-        if (!host_has(h, dst->a)) continue;
+        if (!host_has(rt, rule, i, dst->a)) continue;
         if (h->port ? h->port == dst->port : port_matches(r, dst->port)) return true;
     }
     return false;
@@ -87,7 +114,7 @@ bool sl_out_matches(const struct sl_runtime *rt, const struct sl_addr *dst)
 {
     const struct sl_config *c = rt->cfg;
     for (int i = 0; i < c->nrules; i++)
-        if (c->rules[i].dir == SL_OUT && out_matches(&c->rules[i], dst)) return true;
+        if (c->rules[i].dir == SL_OUT && out_matches(rt, i, dst)) return true;
     return false;
 }
 
@@ -153,8 +180,7 @@ static void rate_refund(struct sl_runtime *rt, int i, const struct sl_rule *r,
 
 /* Runs every matching rule of one direction; see the file comment. */
 static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr *local,
-                   const struct sl_addr *addr, uint64_t now, uint64_t budget,
-                   struct sl_decision *d)
+                   const struct sl_addr *addr, uint64_t now, uint64_t budget, struct sl_decision *d)
 {
     const struct sl_config *c = rt->cfg;
     struct pass passed[SL_MAX_RULES];
@@ -167,7 +193,7 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
     for (int i = 0; i < c->nrules; i++) {
         const struct sl_rule *r = &c->rules[i];
         if (r->dir != dir) continue;
-        if (dir == SL_IN ? !in_matches(r, local, addr) : !out_matches(r, addr)) continue;
+        if (dir == SL_IN ? !in_matches(r, local, addr) : !out_matches(rt, i, addr)) continue;
         if (r->nexempt && sl_cidr_list_contains(r->exempt, r->nexempt, addr->a)) continue;
 
         struct sl_key key;
@@ -176,7 +202,8 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
         sl_key_make(&key, r, addr);
         if (r->limit.count) {
             uint64_t slack = 0;
-            if (r->action == SL_ACT_DELAY) slack = r->max_delay_ns < budget ? r->max_delay_ns : budget;
+            if (r->action == SL_ACT_DELAY)
+                slack = r->max_delay_ns < budget ? r->max_delay_ns : budget;
             rate_decide(rt, i, r, &key, now, slack, &v);
         }
         if (v.allowed && r->conns && nheld < SL_CONN_HOLDS) {
@@ -220,6 +247,7 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
     }
     for (int j = 0; j < npassed; j++) {
         int tr = rt->table_rule[passed[j].rule];
+        if (c->rules[passed[j].rule].limit.count) d->took |= 1ull << passed[j].rule;
         sl_table_count(rt->table, tr, SL_C_ALLOWED, 1);
         if (passed[j].wait_ns) sl_table_count(rt->table, tr, SL_C_DELAYED, 1);
         if (passed[j].wait_ns > d->wait_ns) d->wait_ns = passed[j].wait_ns;
@@ -240,6 +268,20 @@ void sl_decide_out(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t no
                    uint64_t budget_ns, struct sl_decision *d)
 {
     decide(rt, SL_OUT, NULL, dst, now, budget_ns, d);
+}
+
+_Static_assert(SL_MAX_RULES <= 64, "struct sl_decision.took has a bit per rule");
+
+void sl_decide_out_refund(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t took,
+                          uint64_t now)
+{
+    for (int i = 0; took && i < rt->cfg->nrules; i++, took >>= 1) {
+        if (!(took & 1)) continue;
+        const struct sl_rule *r = &rt->cfg->rules[i];
+        struct sl_key key;
+        sl_key_make(&key, r, dst);
+        rate_refund(rt, i, r, &key, now);
+    }
 }
 
 void sl_conn_release(struct sl_runtime *rt, const int32_t rec[SL_CONN_HOLDS])
@@ -269,7 +311,8 @@ void sl_bytes_refund(struct sl_runtime *rt, int rule, const struct sl_key *k, in
 static void normalise_name(char *out, size_t len, const char *name)
 {
     size_t n = 0;
-    for (; name[n] && n + 1 < len; n++) out[n] = (char)tolower((unsigned char)name[n]);
+    for (; name[n] && n + 1 < len; n++)
+        out[n] = (char)tolower((unsigned char)name[n]);
     if (n && out[n - 1] == '.') n--;
     out[n] = 0;
 }
@@ -279,16 +322,17 @@ void sl_learn_addr(struct sl_runtime *rt, const char *name, const uint8_t addr[1
     char norm[SL_HOST_MAX];
     normalise_name(norm, sizeof norm, name);
     int expected = 0;
-    if (!atomic_compare_exchange_strong(&rt->learn_busy, &expected, 1)) return;
-    struct sl_config *c = rt->cfg;
+    if (!rt->learned || !atomic_compare_exchange_strong(&rt->learn_busy, &expected, 1)) return;
+    const struct sl_config *c = rt->cfg;
     for (int i = 0; i < c->nrules; i++) {
         for (int j = 0; j < c->rules[i].nhosts; j++) {
-            struct sl_host *h = &c->rules[i].hosts[j];
-            if (strcmp(h->name, norm) != 0 || host_has(h, addr)) continue;
-            uint32_t n = __atomic_load_n(&h->naddr, __ATOMIC_RELAXED);
-            if (n >= SL_MAX_HOST_ADDR) continue;
-            memcpy(h->addr[n], addr, 16);
-            __atomic_store_n(&h->naddr, n + 1, __ATOMIC_RELEASE);
+            const struct sl_host *h = &c->rules[i].hosts[j];
+            if (strcmp(h->name, norm) != 0 || host_has(rt, i, j, addr)) continue;
+            struct sl_learned_host *l = learned_of(rt, i, j);
+            uint32_t n = atomic_load_explicit(&l->naddr, memory_order_relaxed);
+            if (h->naddr + n >= SL_MAX_HOST_ADDR) continue; /* the cap counts both */
+            memcpy(l->addr[n], addr, 16);
+            atomic_store_explicit(&l->naddr, n + 1, memory_order_release);
             char text[64];
             sl_addr_format(addr, text, sizeof text);
             sl_log(SL_LOG_DEBUG, "rule \"%s\": %s resolved to %s", c->rules[i].name, norm, text);

@@ -19,16 +19,28 @@
 #include "rule.h"
 #include "table.h"
 
+/* What the program resolved for one host name of an outbound rule, beyond
+ * what the config holds from load time: runtime state, so the config stays
+ * as loaded and can be swapped whole. naddr only grows; entries are written
+ * before naddr is published with release, matchers read it with acquire. */
+struct sl_learned_host {
+    uint8_t addr[SL_MAX_HOST_ADDR][16];
+    _Atomic uint32_t naddr;
+};
+
 struct sl_runtime {
-    struct sl_config *cfg;
+    const struct sl_config *cfg;
     struct sl_table *table;
-    struct sl_cluster *cluster; /* NULL: no gossip; cluster rules then count locally */
+    struct sl_cluster *cluster;   /* NULL: no gossip; cluster rules then count locally */
     int table_rule[SL_MAX_RULES]; /* the rule's entry in the table, -1 if none */
     bool any_in, any_out, any_hosts;
-    bool in_needs_local; /* some inbound rule looks at the local port or address */
+    bool in_needs_local;      /* some inbound rule looks at the local port or address */
     bool in_needs_local_addr; /* ... at the local address (not only the port) */
-    bool any_bytes;      /* some rule limits bytes: the I/O hooks have work */
-    bool any_conns;      /* some rule limits connections at once */
+    bool any_bytes;           /* some rule limits bytes: the I/O hooks have work */
+    bool any_conns;           /* some rule limits connections at once */
+    /* learned[host_base[rule] + i]: host i of the rule; NULL without host names */
+    struct sl_learned_host *learned;
+    int host_base[SL_MAX_RULES];
     _Atomic int learn_busy;
 };
 
@@ -38,23 +50,25 @@ enum sl_outcome { SL_PASS, SL_DENY };
 
 struct sl_decision {
     enum sl_outcome outcome;
-    int rule;            /* DENY: the rule that denied; -1 when nothing matched */
-    bool conns_full;     /* DENY: because of a conns limit (retry_ns is a polling hint) */
-    uint64_t wait_ns;    /* PASS: wait this long before acting (outbound delay) */
+    int rule;                /* DENY: the rule that denied; -1 when nothing matched */
+    bool conns_full;         /* DENY: because of a conns limit (retry_ns is a polling hint) */
+    uint64_t wait_ns;        /* PASS: wait this long before acting (outbound delay) */
     uint64_t redecide_until; /* PASS of a non-blocking connect (shim): ask again after
                                 wait_ns, until this time */
-    struct sl_verdict v; /* DENY: the denying rule's verdict */
+    struct sl_verdict v;     /* DENY: the denying rule's verdict */
     /* PASS: what the connection carries on: the first matching rule limiting
      * received / sent bytes (-1: none) with its key, and the concurrency
      * places taken (-1: none), to release with sl_conn_release. */
     int bytes_rule[2];
     struct sl_key bytes_key[2];
     int32_t conn_rec[SL_CONN_HOLDS];
+    uint64_t took; /* PASS: bit i set when rule i's rate bucket gave this event a token */
 };
 
-/* Registers the config's rules in the table. Returns 0, or -1 (message in
- * err) when the table cannot take them. */
-int sl_runtime_init(struct sl_runtime *rt, struct sl_config *cfg, struct sl_table *table,
+/* Registers the config's rules in the table and makes room for the
+ * addresses host-name rules will learn. Returns 0, or -1 (message in err)
+ * when the table cannot take them or memory runs out. */
+int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct sl_table *table,
                     char *err, size_t errlen);
 
 void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const struct sl_addr *peer,
@@ -63,6 +77,12 @@ void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const stru
 /* `budget_ns` caps how long delay rules may ask the caller to wait. */
 void sl_decide_out(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t now,
                    uint64_t budget_ns, struct sl_decision *d);
+
+/* Gives back the rate tokens (`took`, see struct sl_decision) of an
+ * outbound PASS whose connect will not be made (its socket was closed
+ * before its turn came). */
+void sl_decide_out_refund(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t took,
+                          uint64_t now);
 
 /* Releases the concurrency places a connection held (its last close). */
 void sl_conn_release(struct sl_runtime *rt, const int32_t rec[SL_CONN_HOLDS]);
@@ -78,7 +98,8 @@ void sl_bytes_refund(struct sl_runtime *rt, int rule, const struct sl_key *k, in
  * socket type, which costs a system call. */
 bool sl_out_matches(const struct sl_runtime *rt, const struct sl_addr *dst);
 
-/* Remembers addresses the program resolved for a rule's host name. */
+/* Remembers addresses the program resolved for a rule's host name (in
+ * rt->learned; the config is never written). */
 void sl_learn_addrinfo(struct sl_runtime *rt, const char *name, const struct addrinfo *res);
 void sl_learn_addr(struct sl_runtime *rt, const char *name, const uint8_t addr[16]);
 

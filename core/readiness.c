@@ -27,7 +27,7 @@
  * and kept in a small array: "every registration of fd" is one lookup per
  * epoll descriptor.
  *
- * Locking is the caller's (shim/ready.c holds one mutex around all of it).
+ * Locking is the caller's: shim/epoll.c holds its one mutex around every call.
  */
 #include "readiness.h"
 

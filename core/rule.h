@@ -90,15 +90,14 @@ struct sl_port_range {
     uint16_t lo, hi;
 };
 
-/* An outbound host name. addr[] holds what the name resolved to when the
- * config loaded, then what the program itself resolved (appended by the
- * getaddrinfo hook; naddr only grows, entries are written before naddr is
- * published with release order). */
+/* An outbound host name and what it resolved to when the config loaded.
+ * What the program resolves later is runtime state (policy.h:
+ * struct sl_learned_host), never written here. */
 struct sl_host {
     char name[SL_HOST_MAX]; /* lower case, no trailing dot */
     uint16_t port;          /* 0: the rule's port list applies */
     uint8_t addr[SL_MAX_HOST_ADDR][16];
-    uint32_t naddr; /* accessed atomically */
+    uint32_t naddr;
 };
 
 struct sl_rule {
@@ -122,23 +121,23 @@ struct sl_rule {
 
     struct sl_limit limit; /* connection rate; count == 0: none (rate may be omitted
                               when a byte rate or conns is given) */
-    char rate_text[32]; /* as written, normalised: "20/s" */
+    char rate_text[32];    /* as written, normalised: "20/s" */
 
     /* Byte limits: GCRA over bytes (count = bytes per period_ns = 1 s,
      * burst in bytes). recv is what the program receives on the connection,
      * send what it sends. count == 0: no limit. */
     struct sl_limit recv_limit, send_limit;
     char recv_rate_text[32], send_rate_text[32]; /* "2MB/s" */
-    uint32_t conns; /* connections open at once per key; 0: no limit */
+    uint32_t conns;                              /* connections open at once per key; 0: no limit */
     enum sl_scope scope;
     enum sl_per per;
     uint8_t prefix4; /* 0..32 */
     uint8_t prefix6; /* 0..128 */
 
     enum sl_action action;
-    char *reply;         /* inbound reply file contents, NULL: built-in 429 */
+    char *reply; /* inbound reply file contents, NULL: built-in 429 */
     size_t reply_len;
-    char reply_path[256]; /* for printing */
+    char reply_path[256];  /* for printing */
     uint64_t max_delay_ns; /* outbound delay */
     int err;               /* outbound errno on denial */
     bool dry_run;
@@ -175,13 +174,13 @@ struct sl_rule {
 
 /* The gossip section (cluster limits). */
 struct sl_gossip {
-    bool enabled;                /* a gossip section was given */
-    char listen[128];            /* "addr:port" */
+    bool enabled;     /* a gossip section was given */
+    char listen[128]; /* "addr:port" */
     char peers[SL_MAX_PEERS][128];
     int npeers;
-    uint64_t interval_ns;        /* default 100 ms */
-    uint64_t peer_timeout_ns;    /* a silent peer stops counting after this */
-    uint32_t alone_share_pct;    /* % of a cluster limit a node hearing nobody may use */
+    uint64_t interval_ns;     /* default 100 ms */
+    uint64_t peer_timeout_ns; /* a silent peer stops counting after this */
+    uint32_t alone_share_pct; /* % of a cluster limit a node hearing nobody may use */
     char key_file[256];
     uint8_t key[32];
 };

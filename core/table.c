@@ -135,28 +135,29 @@ static void shm_name(char *buf, size_t len, const char *shared)
     snprintf(buf, len, "/sluice.%s", shared);
 }
 
-/* Waits, bounded, for another process to finish creating the table. */
-static int wait_ready(int fd, size_t *bytes, char *err, size_t errlen)
+static enum sl_shm_judgement judge(const void *hdr, size_t len, size_t size, void *arg,
+                                   size_t *bytes, char *why, size_t whylen)
 {
-    struct timespec pause = {0, 1000000};
-    for (int i = 0; i < 2000; i++) {
-        struct stat st;
-        if (fstat(fd, &st) == 0 && (size_t)st.st_size >= SL_HDR) {
-            struct sl_header h;
-            if (pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.ready) {
-                if (h.magic != SL_MAGIC || h.version != SL_VERSION) {
-                    snprintf(err, errlen, "not a sluice table of this version");
-                    return -1;
-                }
-                *bytes = sl_table_layout_bytes(h.nslots);
-                if ((size_t)st.st_size < *bytes) break;
-                return 0;
-            }
-        }
-        nanosleep(&pause, NULL);
+    const struct sl_header *h = hdr;
+    if (len < sizeof *h || size < SL_HDR) {
+        snprintf(why, whylen, "is %s, not a sluice table", size ? "too small" : "empty");
+        return SL_SHM_BAD;
     }
-    snprintf(err, errlen, "table is not ready after 2 s");
-    return -1;
+    if (h->magic != SL_MAGIC || h->version != SL_VERSION || !h->ready) {
+        snprintf(why, whylen, "is not a sluice table of this version");
+        return SL_SHM_BAD;
+    }
+    *bytes = sl_table_layout_bytes(h->nslots);
+    if (size < *bytes) {
+        snprintf(why, whylen, "is %zu bytes, smaller than its %u slots need", size, h->nslots);
+        return SL_SHM_BAD;
+    }
+    return SL_SHM_USE;
+}
+
+static void init_named(void *map, void *arg)
+{
+    header_init(map, *(uint32_t *)arg);
 }
 
 static struct sl_table *open_named(uint32_t nslots, const char *shared, enum sl_on_full on_full,
@@ -164,27 +165,18 @@ static struct sl_table *open_named(uint32_t nslots, const char *shared, enum sl_
 {
     char name[128];
     shm_name(name, sizeof name, shared);
-    size_t bytes = sl_table_layout_bytes(nslots);
-    int fd = create ? shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-    bool creator = fd >= 0;
-    if (!creator) {
-        if (create && errno != EEXIST) {
-            snprintf(err, errlen, "shm_open %s: %s", name, strerror(errno));
-            return NULL;
-        }
-        fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
-        if (fd < 0) {
-            snprintf(err, errlen, "shm_open %s: %s", name, strerror(errno));
-            return NULL;
-        }
-        if (wait_ready(fd, &bytes, err, errlen) != 0) {
-            close(fd);
-            return NULL;
-        }
-    }
-    void *map = sl_shm_map(fd, name, bytes, creator, err, errlen);
+    struct sl_shm_spec spec = {.name = name,
+                               .hdr_len = sizeof(struct sl_header),
+                               .bytes = sl_table_layout_bytes(nslots),
+                               .create = create,
+                               .readonly = !create,
+                               .judge = judge,
+                               .init = init_named,
+                               .arg = &nslots};
+    size_t bytes;
+    bool created;
+    void *map = sl_shm_open(&spec, &bytes, &created, err, errlen);
     if (!map) return NULL;
-    if (creator) header_init(map, nslots);
     struct sl_table *t = wrap(map, bytes, on_full);
     if (!t) {
         munmap(map, bytes);

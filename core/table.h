@@ -61,9 +61,8 @@ int sl_table_rule(struct sl_table *t, uint64_t id, const char *name);
 
 /* Decides one request: finds or claims the key's slot and applies the
  * limit. On a full table the on_full policy decides. */
-void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k,
-                     const struct sl_limit *l, uint64_t now, uint64_t cost, uint64_t slack_ns,
-                     struct sl_verdict *v);
+void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
+                     uint64_t now, uint64_t cost, uint64_t slack_ns, struct sl_verdict *v);
 
 /* Takes up to `want` bytes from the key's byte bucket (a GCRA limit over
  * bytes); returns the grant, and when it is 0 how long until
@@ -93,8 +92,8 @@ uint32_t sl_table_conns(struct sl_table *t, int rule, const struct sl_key *k,
                         const struct sl_limit *l, uint64_t now);
 
 /* Gives back a request sl_table_decide let through. */
-void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k,
-                     const struct sl_limit *l, uint64_t now, uint64_t cost);
+void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
+                     uint64_t now, uint64_t cost);
 
 /* Applies `step` to the key's state word, compare-and-swap until it holds
  * (step may run more than once): for counts kept outside core/limit.c

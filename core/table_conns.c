@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include "sys.h"
 #include "table_int.h"
 
 #define CLAIMING UINT32_MAX /* slot1 while a record is being filled in */
@@ -41,10 +42,10 @@ static bool pid_alive(int32_t p)
     if (p <= 0 || (kill(p, 0) != 0 && errno != EPERM)) return false;
     char path[32], buf[256];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)p);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = sl_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return true;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
+    ssize_t n = sl_sys_read(fd, buf, sizeof buf - 1);
+    sl_sys_close(fd);
     if (n <= 0) return true;
     buf[n] = 0;
     const char *paren = strrchr(buf, ')'); /* the name may hold spaces and parens */
@@ -109,7 +110,8 @@ int32_t sl_table_conn_acquire(struct sl_table *t, int rule, const struct sl_key 
         uint32_t zero = 0;
         if (atomic_load_explicit(&r->slot1, memory_order_relaxed) != 0) continue;
         if (!atomic_compare_exchange_strong(&r->slot1, &zero, CLAIMING)) continue;
-        for (int j = 1; j < SL_CONN_PIDS; j++) atomic_store(&r->pid[j], 0);
+        for (int j = 1; j < SL_CONN_PIDS; j++)
+            atomic_store(&r->pid[j], 0);
         atomic_store(&r->pid[0], (int32_t)getpid());
         atomic_store(&r->slot1, slot + 1);
         return (int32_t)idx;

@@ -77,7 +77,6 @@ struct sl_table {
     enum sl_on_full on_full;
 };
 
-
 size_t sl_table_layout_bytes(uint32_t nslots);
 /* The index of the key's slot, claimed if needed; -1 when the table is full
  * for it. */

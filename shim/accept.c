@@ -35,15 +35,17 @@ static void deny(const struct sl_runtime *rt, int fd, const struct sl_decision *
             out = buf;
         }
         char sink[4096];
-        while (recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {}
-        if (send(fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0 && shutdown(fd, SHUT_WR) == 0) {
+        while (REAL(recv)(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+        }
+        if (REAL(send)(fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0 &&
+            shutdown(fd, SHUT_WR) == 0) {
             sl_linger_add(fd);
             return;
         }
     }
     struct linger hard = {.l_onoff = 1, .l_linger = 0};
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
-    close(fd);
+    REAL(close)(fd);
 }
 
 /* The local port of each listening socket, + 1 (0: not known yet): an
@@ -54,8 +56,7 @@ static _Atomic uint32_t listen_port[SL_FD_MAX];
 
 void sl_listen_forget(int fd)
 {
-    if ((unsigned)fd < SL_FD_MAX)
-        atomic_store_explicit(&listen_port[fd], 0, memory_order_relaxed);
+    if ((unsigned)fd < SL_FD_MAX) atomic_store_explicit(&listen_port[fd], 0, memory_order_relaxed);
 }
 
 static bool local_of(int fd, struct sl_addr *out)
@@ -71,15 +72,17 @@ static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_
                   socklen_t len, struct sl_decision *d)
 {
     struct sl_addr peer, local = {0}, *lp = NULL;
-    *d = (struct sl_decision){.outcome = SL_PASS, .rule = -1, .bytes_rule = {-1, -1},
+    *d = (struct sl_decision){.outcome = SL_PASS,
+                              .rule = -1,
+                              .bytes_rule = {-1, -1},
                               .conn_rec = {-1, -1}}; /* Unix sockets and the like carry nothing */
     if (!sl_addr_from_sockaddr(&peer, (const struct sockaddr *)ss, len)) return true;
     if (rt->in_needs_local_addr) {
         if (local_of(fd, &local)) lp = &local;
     } else if (rt->in_needs_local) {
-        uint32_t p1 = (unsigned)lfd < SL_FD_MAX ? atomic_load_explicit(&listen_port[lfd],
-                                                                        memory_order_relaxed)
-                                                 : 0;
+        uint32_t p1 = (unsigned)lfd < SL_FD_MAX
+                          ? atomic_load_explicit(&listen_port[lfd], memory_order_relaxed)
+                          : 0;
         if (p1 == 0 && local_of(fd, &local)) {
             p1 = local.port + 1u;
             if ((unsigned)lfd < SL_FD_MAX)

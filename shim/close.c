@@ -12,7 +12,6 @@
 #include "ready.h"
 #include "shim.h"
 
-
 static void forget(int fd)
 {
     if (!atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed)) return;
@@ -34,7 +33,8 @@ SL_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
     int rc = REAL(close_range)(first, last, flags);
     if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
         int saved = errno;
-        for (unsigned int fd = first; fd <= last && fd < SL_FD_MAX; fd++) forget((int)fd);
+        for (unsigned int fd = first; fd <= last && fd < SL_FD_MAX; fd++)
+            forget((int)fd);
         errno = saved;
     }
     return rc;

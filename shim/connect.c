@@ -14,14 +14,31 @@
  * Both errno values are ones connect(2) itself can return.
  *
  * On a non-blocking socket a delayed connect never sleeps: it returns
- * EINPROGRESS at once and is performed when its turn comes (fd.c, ready.c),
- * and the program sees it complete as usual. A wait for a window or for a
- * connection to close (conns) is asked again at each retry time until
- * max_delay (sl_connect_redecide); out of time, the socket is left
- * unconnected, so it reports writable with POLLHUP, and getsockopt's
- * SO_ERROR (interposed for that descriptor only) gives the rule's errno.
+ * EINPROGRESS at once, is held back and performed when its turn comes
+ * (pending.c), and the program sees it complete as usual. getsockopt's
+ * SO_ERROR (interposed here, for held-back descriptors only) gives the
+ * rule's errno when its turn never came.
+ *
+ * The contract of connect(2) holds while a blocking connect waits:
+ *   - a signal whose handler lacks SA_RESTART ends the wait with EINTR
+ *     (shim/wait.h says how that is told), and, as the kernel's connect
+ *     after EINTR, the connect goes on in the background: it is held back
+ *     as a non-blocking one would be, so poll for writability and SO_ERROR
+ *     (what python does after EINTR) see it complete;
+ *   - SO_SNDTIMEO ends the wait with EINPROGRESS, the connect again going
+ *     on in the background, as the kernel does;
+ *   - connect() again on a socket whose connect is held back returns
+ *     EALREADY, and once a held-back connect has failed, the next connect
+ *     reports that error once (as SO_ERROR does); on a socket the kernel is
+ *     connecting or has connected, the kernel answers (EALREADY, EISCONN):
+ *     nothing is counted twice;
+ *   - a held-back connect whose socket is closed before its turn gives its
+ *     turn back (fd.c), so a program that gives up on a connect (asyncio's
+ *     wait_for) does not push every later connect further away.
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -30,27 +47,24 @@
 #include "../core/clock.h"
 #include "../core/log.h"
 #include "fd.h"
+#include "pending.h"
 #include "ready.h"
 #include "shim.h"
+#include "wait.h"
 
-static void sleep_until(uint64_t deadline_ns)
+/* The TCP state of fd (TCP_CLOSE: never connected, or failed), or -1 for
+ * a socket that is not TCP. tcpi_state is the first byte of tcp_info. */
+static int tcp_state(int fd)
 {
-    struct timespec ts = {.tv_sec = (time_t)(deadline_ns / SL_NS_PER_SEC),
-                          .tv_nsec = (long)(deadline_ns % SL_NS_PER_SEC)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
-}
-
-static bool is_stream(int fd)
-{
-    int type = 0, saved = errno;
-    socklen_t len = sizeof type;
-    bool stream = getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type == SOCK_STREAM;
+    uint8_t info[8] = {0};
+    socklen_t len = sizeof info;
+    int saved = errno;
+    int rc = REAL(getsockopt)(fd, IPPROTO_TCP, TCP_INFO, info, &len);
     errno = saved;
-    return stream;
+    return rc == 0 && len >= 1 ? info[0] : -1;
 }
 
-static int deny(struct sl_runtime *rt, const struct sl_addr *dst, const struct sl_decision *d)
+int sl_connect_deny(struct sl_runtime *rt, const struct sl_addr *dst, const struct sl_decision *d)
 {
     const struct sl_rule *r = &rt->cfg->rules[d->rule];
     sl_table_count(rt->table, rt->table_rule[d->rule], SL_C_LIMITED, 1);
@@ -63,10 +77,13 @@ static int deny(struct sl_runtime *rt, const struct sl_addr *dst, const struct s
 
 /* Decides a connect. Returns 0 with d->wait_ns the time to wait before
  * connecting, or the errno to fail with. A blocking caller may be made to
- * wait here for a window to open or a connection to close (delay rules);
- * a non-blocking one only ever waits for a GCRA turn, asynchronously. */
+ * wait here for a window to open or a connection to close (delay rules),
+ * until `deadline` (SO_SNDTIMEO; 0: none) or a signal: the connect is then
+ * handed to the asynchronous path like a non-blocking one, and *cut says
+ * which (EAGAIN or EINTR). A non-blocking caller only ever waits for a GCRA
+ * turn, asynchronously. */
 static int decide(struct sl_runtime *rt, const struct sl_addr *dst, bool nonblock,
-                  struct sl_decision *d)
+                  uint64_t deadline, struct sl_decision *d, int *cut)
 {
     uint64_t start = sl_clock_now(), now = start;
     for (;;) {
@@ -75,76 +92,17 @@ static int decide(struct sl_runtime *rt, const struct sl_addr *dst, bool nonbloc
         if (d->outcome == SL_PASS) return 0;
         const struct sl_rule *r = &rt->cfg->rules[d->rule];
         bool can_wait = r->action == SL_ACT_DELAY && (r->limit.alg != SL_ALG_GCRA || d->conns_full);
-        if (!can_wait || spent + d->v.retry_ns > r->max_delay_ns) return deny(rt, dst, d);
-        if (nonblock) { /* asked again later, asynchronously: see hold_back */
+        if (!can_wait || spent + d->v.retry_ns > r->max_delay_ns)
+            return sl_connect_deny(rt, dst, d);
+        if (!nonblock && sl_wait_until(now + d->v.retry_ns, deadline) != 0) *cut = errno;
+        if (nonblock || *cut) { /* asked again later, asynchronously: see pending.c */
             d->outcome = SL_PASS;
-            d->wait_ns = d->v.retry_ns;
+            d->wait_ns = *cut ? 0 : d->v.retry_ns;
             d->redecide_until = start + r->max_delay_ns;
             return 0;
         }
-        sleep_until(now + d->v.retry_ns);
         now = sl_clock_now();
     }
-}
-
-static bool is_nonblocking(int fd)
-{
-    int saved = errno;
-    int fl = REAL(fcntl)(fd, F_GETFL);
-    errno = saved;
-    return fl >= 0 && (fl & O_NONBLOCK);
-}
-
-/* A non-blocking connect that must wait its turn: recorded, reported as
- * in progress, and performed by the readiness layer when the turn comes. */
-static int hold_back(int fd, const struct sockaddr *sa, socklen_t len, const struct sl_decision *d)
-{
-    struct sl_fd *e = sl_fd_track(fd);
-    if (!e || len > sizeof e->peer) return -1;
-    e->redecide = d->redecide_until != 0;
-    e->connect_deadline = d->redecide_until;
-    if (!e->redecide) sl_fd_carry(fd, d); /* a re-decided connect carries its final decision */
-    memcpy(&e->peer, sa, len);
-    e->peerlen = len;
-    e->connect_at = sl_clock_now() + d->wait_ns;
-    atomic_store(&e->ready_at[SL_IO_SEND], e->connect_at);
-    atomic_store(&e->pending_connect, 1);
-    sl_ready_throttle(fd, SL_IO_SEND, e->connect_at);
-    errno = EINPROGRESS;
-    return 0;
-}
-
-bool sl_connect_redecide(int fd, struct sl_fd *e, uint64_t now)
-{
-    struct sl_runtime *rt = atomic_load(&sl_runtime_ptr);
-    struct sl_addr dst;
-    if (!rt || !sl_addr_from_sockaddr(&dst, (struct sockaddr *)&e->peer, e->peerlen)) return true;
-    uint64_t budget = e->connect_deadline > now ? e->connect_deadline - now : 0;
-    struct sl_decision d;
-    sl_decide_out(rt, &dst, now, budget, &d);
-    if (d.outcome == SL_PASS) {
-        sl_fd_carry(fd, &d);
-        e->redecide = false;
-        if (d.wait_ns) { /* a GCRA turn reserved now: connect then */
-            e->connect_at = now + d.wait_ns;
-            atomic_store(&e->ready_at[SL_IO_SEND], e->connect_at);
-            return false;
-        }
-        atomic_store(&e->ready_at[SL_IO_SEND], 0);
-        int rc = REAL(connect)(fd, (struct sockaddr *)&e->peer, e->peerlen);
-        (void)rc; /* EINPROGRESS as usual */
-        return true;
-    }
-    if (now + d.v.retry_ns <= e->connect_deadline) {
-        e->connect_at = now + d.v.retry_ns;
-        atomic_store(&e->ready_at[SL_IO_SEND], e->connect_at);
-        return false;
-    }
-    /* Out of time: the socket stays unconnected, so the program sees it
-     * writable with POLLHUP and reads this errno from SO_ERROR. */
-    atomic_store(&e->connect_error, deny(rt, &dst, &d));
-    atomic_store(&e->ready_at[SL_IO_SEND], 0);
-    return true;
 }
 
 /* SO_ERROR of a held-back connect that failed asynchronously (reported
@@ -154,7 +112,7 @@ SL_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
     struct sl_fd *e;
     if (level == SOL_SOCKET && name == SO_ERROR && val && len && *len >= sizeof(int) &&
         (e = sl_fd_get(fd)) && atomic_load(&e->connect_error)) {
-        *(int *)val = atomic_exchange(&e->connect_error, 0);
+        *(int *)val = sl_pending_error(e);
         *len = sizeof(int);
         return 0;
     }
@@ -165,27 +123,52 @@ SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
     struct sl_runtime *rt = sl_runtime();
     struct sl_addr dst;
-    if (!rt || !rt->any_out || !sl_addr_from_sockaddr(&dst, sa, len) || !sl_out_matches(rt, &dst) ||
-        !is_stream(fd))
+    struct sl_fd *e;
+    if (!rt || !rt->any_out || !sl_addr_from_sockaddr(&dst, sa, len) || !sl_out_matches(rt, &dst))
         return REAL(connect)(fd, sa, len);
+    if ((e = sl_fd_get(fd)) && sl_pending_held(e)) return sl_pending_again(e);
+    /* Not TCP, or a connect the kernel already has in hand: the kernel
+     * answers (EALREADY, EISCONN, ...), and nothing is counted again. */
+    if (tcp_state(fd) != TCP_CLOSE) return REAL(connect)(fd, sa, len);
 
-    int saved = errno;
-    bool nonblock = is_nonblocking(fd);
+    int saved = errno, cut = 0;
+    bool nonblock = sl_fd_nonblocking(fd);
+    uint64_t deadline = nonblock ? 0 : sl_wait_deadline(fd, SO_SNDTIMEO, sl_clock_now());
     struct sl_decision d;
-    int err = decide(rt, &dst, nonblock, &d);
+    int err = decide(rt, &dst, nonblock, deadline, &d, &cut);
     if (err) {
         errno = err;
         return -1;
     }
-    if (d.wait_ns && nonblock && hold_back(fd, sa, len, &d) == 0) return -1;
-    if (d.wait_ns) sleep_until(sl_clock_now() + d.wait_ns);
+    if (d.wait_ns && !nonblock && !cut) {
+        uint64_t turn = sl_clock_now() + d.wait_ns;
+        if (sl_wait_until(turn, deadline) != 0) {
+            cut = errno;
+            uint64_t now = sl_clock_now();
+            d.wait_ns = turn > now ? turn - now : 0;
+        } else {
+            d.wait_ns = 0;
+        }
+    }
+    if ((nonblock && d.wait_ns) || cut) {
+        if (sl_pending_hold(fd, sa, len, &d) == 0) {
+            errno = cut == EINTR ? EINTR : EINPROGRESS;
+            return -1;
+        }
+        if (cut == EINTR) { /* cannot be followed: give the turn back, report the signal */
+            sl_decide_out_refund(rt, &dst, d.took, sl_clock_now());
+            sl_conn_release(rt, d.conn_rec);
+            errno = EINTR;
+            return -1;
+        }
+    }
     sl_fd_carry(fd, &d);
     errno = saved;
     int rc = REAL(connect)(fd, sa, len);
     if (rc < 0 && errno != EINPROGRESS && errno != EINTR) {
-        int e = errno;
+        int en = errno;
         sl_fd_forget(fd);
-        errno = e;
+        errno = en;
     }
     return rc;
 }

@@ -55,14 +55,9 @@
 #include "ready.h"
 #include "ready_int.h"
 #include "shim.h"
+#include "wait.h"
 
 #define DUE_MAX 64 /* registrations restored per pass (more: another pass at once) */
-
-static int (*real_epoll_ctl)(int, int, int, struct epoll_event *);
-static int (*real_epoll_wait)(int, struct epoll_event *, int, int);
-static int (*real_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
-static int (*real_epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *,
-                                const sigset_t *);
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -113,11 +108,6 @@ static void give(void)
     pthread_mutex_unlock(&lock);
 }
 
-static bool resolved(void)
-{
-    return SL_READY_REAL(real_epoll_ctl, epoll_ctl) != NULL;
-}
-
 static bool active(void)
 {
     struct sl_runtime *rt = sl_runtime();
@@ -130,9 +120,9 @@ static int kernel(const struct sl_rd_reg *r, enum sl_rd_op op, uint32_t ev)
 {
     struct epoll_event e = {.events = ev, .data.u64 = r->data};
     int kop = op == SL_RD_MOD ? EPOLL_CTL_MOD : op == SL_RD_ADD ? EPOLL_CTL_ADD : EPOLL_CTL_DEL;
-    int rc = real_epoll_ctl(r->epfd, kop, r->fd, &e);
+    int rc = REAL(epoll_ctl)(r->epfd, kop, r->fd, &e);
     if (rc < 0 && kop == EPOLL_CTL_ADD && errno == EEXIST)
-        rc = real_epoll_ctl(r->epfd, EPOLL_CTL_MOD, r->fd, &e);
+        rc = REAL(epoll_ctl)(r->epfd, EPOLL_CTL_MOD, r->fd, &e);
     return rc;
 }
 
@@ -175,6 +165,7 @@ static uint64_t restore(int epfd, uint64_t now, bool locked)
         give();
         for (size_t i = 0; i < n; i++) {
             wk[i] = SL_RD_FOREVER;
+            sl_ready_step(fds[i], now);
             st[i] = sl_ready_state(fds[i], now, &wk[i]);
         }
         take();
@@ -202,8 +193,7 @@ static void *helper(void *arg)
         if (next == SL_RD_FOREVER) {
             pthread_cond_wait(&helper_cond, &lock);
         } else if (next > now) {
-            struct timespec ts = {.tv_sec = (time_t)(next / SL_NS_PER_SEC),
-                                  .tv_nsec = (long)(next % SL_NS_PER_SEC)};
+            struct timespec ts = sl_ns_to_timespec(next);
             pthread_cond_timedwait(&helper_cond, &lock, &ts);
         }
         atomic_store_explicit(&nregs_hint, tab.n, memory_order_relaxed);
@@ -236,7 +226,7 @@ static void helper_kick(void)
 
 void sl_epoll_throttle(int fd, uint64_t now)
 {
-    if (!atomic_load_explicit(&nregs_hint, memory_order_relaxed) || !resolved()) return;
+    if (!atomic_load_explicit(&nregs_hint, memory_order_relaxed)) return;
     uint64_t wake = SL_RD_FOREVER;
     unsigned thr = sl_ready_state(fd, now, &wake);
     if (!thr) return;
@@ -272,10 +262,9 @@ void sl_epoll_after_fork_child(void)
 
 SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 {
-    if (!resolved()) return errno = ENOSYS, -1;
     if (!active() || (op != EPOLL_CTL_DEL && !event) ||
         (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL))
-        return real_epoll_ctl(epfd, op, fd, event);
+        return REAL(epoll_ctl)(epfd, op, fd, event);
 
     int saved = errno, rc = 0, err = saved;
     uint64_t now = sl_clock_now(), wake = SL_RD_FOREVER;
@@ -285,7 +274,7 @@ SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
     if (op == EPOLL_CTL_DEL) {
         if (!r || !r->parked) {
             errno = saved;
-            rc = real_epoll_ctl(epfd, op, fd, event);
+            rc = REAL(epoll_ctl)(epfd, op, fd, event);
             err = errno;
         }
         if (r) sl_rd_remove(&tab, epfd, fd);
@@ -310,12 +299,12 @@ SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
         if (thr) kop = sl_rd_plan(&want, thr, SL_RD_PROGRAM, &ev);
         if (kop == SL_RD_DEL && op == EPOLL_CTL_MOD) {
             errno = saved; /* a held-back connect registered before connect(): leave the kernel */
-            rc = real_epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+            rc = REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, fd, NULL);
             err = errno;
         } else if (kop != SL_RD_DEL) {
             struct epoll_event e = {.events = ev, .data = event->data};
             errno = saved;
-            rc = real_epoll_ctl(epfd, op, fd, &e);
+            rc = REAL(epoll_ctl)(epfd, op, fd, &e);
             err = errno;
         }
         if (rc == 0 && (r = sl_rd_insert(&tab, epfd, fd)) != NULL) {
@@ -327,7 +316,7 @@ SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
         } else if (rc == 0 && ev != event->events) {
             /* no memory to remember it: hand the program's request over as it was */
             struct epoll_event e = *event;
-            real_epoll_ctl(epfd, kop == SL_RD_DEL ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &e);
+            REAL(epoll_ctl)(epfd, kop == SL_RD_DEL ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &e);
         } else if (rc < 0 && err == ENOENT && r) {
             sl_rd_remove(&tab, epfd, fd);
         }
@@ -342,11 +331,10 @@ enum kind { K_WAIT, K_PWAIT, K_PWAIT2 };
 static int call(enum kind k, int epfd, struct epoll_event *evs, int max, uint64_t wait_ns,
                 const sigset_t *sigmask)
 {
-    if (k == K_WAIT) return real_epoll_wait(epfd, evs, max, sl_rd_ms(wait_ns));
-    if (k == K_PWAIT) return real_epoll_pwait(epfd, evs, max, sl_rd_ms(wait_ns), sigmask);
-    struct timespec ts = {.tv_sec = (time_t)(wait_ns / SL_NS_PER_SEC),
-                          .tv_nsec = (long)(wait_ns % SL_NS_PER_SEC)};
-    return real_epoll_pwait2(epfd, evs, max, wait_ns == SL_RD_FOREVER ? NULL : &ts, sigmask);
+    if (k == K_WAIT) return REAL(epoll_wait)(epfd, evs, max, sl_rd_ms(wait_ns));
+    if (k == K_PWAIT) return REAL(epoll_pwait)(epfd, evs, max, sl_rd_ms(wait_ns), sigmask);
+    struct timespec ts = sl_ns_to_timespec(wait_ns);
+    return REAL(epoll_pwait2)(epfd, evs, max, wait_ns == SL_RD_FOREVER ? NULL : &ts, sigmask);
 }
 
 /* This thread starts (delta 1), goes on (0) or stops (-1) waiting on epfd;
@@ -365,33 +353,47 @@ static void waiter(int epfd, int delta, uint64_t until)
     give();
 }
 
+struct waiting {
+    enum kind k;
+    int epfd, max;
+    struct epoll_event *evs;
+    const sigset_t *sigmask;
+    bool blocks, entered;
+};
+
+static uint64_t mask(void *ctx, uint64_t now)
+{
+    struct waiting *w = ctx;
+    if (!atomic_load_explicit(&nlist_hint, memory_order_relaxed)) return SL_RD_FOREVER;
+    return restore(w->epfd, now, false);
+}
+
+static int wait_call(void *ctx, uint64_t now, uint64_t wait)
+{
+    struct waiting *w = ctx;
+    if (w->blocks && wait) {
+        int saved = errno;
+        waiter(w->epfd, !w->entered, wait == SL_RD_FOREVER ? wait : now + wait);
+        w->entered = true;
+        errno = saved;
+    }
+    return call(w->k, w->epfd, w->evs, w->max, wait, w->sigmask);
+}
+
 static int wait_events(enum kind k, int epfd, struct epoll_event *evs, int max, int64_t timeout_ns,
                        const sigset_t *sigmask)
 {
-    int saved = errno;
-    uint64_t now = sl_clock_now();
-    uint64_t deadline = sl_rd_deadline(now, timeout_ns);
-    bool blocks = timeout_ns != 0, entered = false;
-    int rc;
-    for (bool first = true;; first = false) {
-        if (!first && (now = sl_clock_now()) >= deadline) {
-            rc = 0;
-            break;
-        }
-        uint64_t next = SL_RD_FOREVER;
-        if (atomic_load_explicit(&nlist_hint, memory_order_relaxed))
-            next = restore(epfd, now, false);
-        uint64_t wait = sl_rd_wait_ns(now, deadline, next);
-        if (blocks && wait) {
-            waiter(epfd, !entered, wait == SL_RD_FOREVER ? wait : now + wait);
-            entered = true;
-        }
-        errno = saved;
-        rc = call(k, epfd, evs, max, wait, sigmask);
-        if (rc != 0) break;
-    }
+    struct waiting w = {.k = k,
+                        .epfd = epfd,
+                        .max = max,
+                        .evs = evs,
+                        .sigmask = sigmask,
+                        .blocks = timeout_ns != 0};
+    struct sl_ready_wait rw = {.mask = mask, .call = wait_call, .ctx = &w};
+    uint64_t deadline;
+    int rc = sl_ready_wait(&rw, timeout_ns, &deadline);
     int err = errno;
-    if (entered) waiter(epfd, -1, 0);
+    if (w.entered) waiter(epfd, -1, 0);
     errno = err;
     return rc;
 }
@@ -403,16 +405,14 @@ static bool plain(void)
 
 SL_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
 {
-    if (!SL_READY_REAL(real_epoll_wait, epoll_wait) || !resolved()) return errno = ENOSYS, -1;
-    if (plain()) return real_epoll_wait(epfd, evs, max, timeout);
+    if (plain()) return REAL(epoll_wait)(epfd, evs, max, timeout);
     return wait_events(K_WAIT, epfd, evs, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
 }
 
 SL_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
                           const sigset_t *sigmask)
 {
-    if (!SL_READY_REAL(real_epoll_pwait, epoll_pwait) || !resolved()) return errno = ENOSYS, -1;
-    if (plain()) return real_epoll_pwait(epfd, evs, max, timeout, sigmask);
+    if (plain()) return REAL(epoll_pwait)(epfd, evs, max, timeout, sigmask);
     return wait_events(K_PWAIT, epfd, evs, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000,
                        sigmask);
 }
@@ -420,14 +420,7 @@ SL_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeou
 SL_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts,
                            const sigset_t *sigmask)
 {
-    if (!SL_READY_REAL(real_epoll_pwait2, epoll_pwait2) || !resolved()) return errno = ENOSYS, -1;
-    if (plain() ||
-        (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= (long)SL_NS_PER_SEC)))
-        return real_epoll_pwait2(epfd, evs, max, ts, sigmask);
-    int64_t t = -1;
-    if (ts)
-        t = ts->tv_sec >= INT64_MAX / (int64_t)SL_NS_PER_SEC - 1
-                ? INT64_MAX
-                : (int64_t)ts->tv_sec * (int64_t)SL_NS_PER_SEC + ts->tv_nsec;
+    int64_t t = SL_TIMESPEC_NS(ts);
+    if (plain() || t == -2) return REAL(epoll_pwait2)(epfd, evs, max, ts, sigmask);
     return wait_events(K_PWAIT2, epfd, evs, max, t, sigmask);
 }

@@ -7,6 +7,7 @@
  * release and read with acquire.
  */
 #include "fd.h"
+#include "pending.h"
 
 #include <errno.h>
 #include <string.h>
@@ -105,6 +106,7 @@ void sl_fd_forget(int fd)
     struct sl_fd *e = sl_fd_get(fd);
     if (!e) return;
     int32_t recs[SL_CONN_HOLDS] = {e->conn_rec[0], e->conn_rec[1]};
+    sl_pending_drop(e);
     atomic_store_explicit(&e->tracked, 0, memory_order_release);
     struct sl_runtime *rt = atomic_load(&sl_runtime_ptr);
     if (!rt) return;
@@ -154,26 +156,6 @@ uint64_t sl_fd_ready_at(int fd, enum sl_io io)
 {
     struct sl_fd *e = sl_fd_get(fd);
     return e ? atomic_load_explicit(&e->ready_at[io], memory_order_relaxed) : 0;
-}
-
-bool sl_fd_finish_connect(int fd, uint64_t now)
-{
-    struct sl_fd *e = sl_fd_get(fd);
-    if (!e || now < e->connect_at) return false;
-    int one = 1;
-    if (!atomic_compare_exchange_strong(&e->pending_connect, &one, 2)) return false;
-    int saved = errno;
-    bool done = true;
-    if (e->redecide) {
-        done = sl_connect_redecide(fd, e, now);
-    } else {
-        atomic_store(&e->ready_at[SL_IO_SEND], 0);
-        int rc = REAL(connect)(fd, (struct sockaddr *)&e->peer, e->peerlen);
-        (void)rc; /* EINPROGRESS as usual; an immediate failure shows in SO_ERROR */
-    }
-    atomic_store(&e->pending_connect, done ? 0 : 1);
-    errno = saved;
-    return done;
 }
 
 /* fork: the child inherits the parent's descriptors, so it becomes a holder

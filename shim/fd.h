@@ -41,6 +41,7 @@ struct sl_fd {
     uint64_t connect_at;
     uint64_t connect_deadline;
     bool redecide;
+    uint64_t took; /* the rate tokens the pending connect holds (core/policy.h) */
     _Atomic int connect_error;
     struct sockaddr_storage peer;
     socklen_t peerlen;
@@ -76,15 +77,5 @@ void sl_fd_postfork_child(int parent);
 /* When fd's recv or send is throttled, the time it is next worth trying;
  * 0 when it is not throttled (or the time has come). */
 uint64_t sl_fd_ready_at(int fd, enum sl_io io);
-
-/* Performs a held-back non-blocking connect whose turn has come. Returns
- * true if it did, or failed it (the program will see the socket become
- * writable when the connect completes, as usual); false when it is not
- * time yet, another thread is at it, or the rules put it off again. */
-bool sl_fd_finish_connect(int fd, uint64_t now);
-
-/* connect.c: asks the rules again for a held-back connect (see above);
- * true when the connect was made or failed, false when put off. */
-bool sl_connect_redecide(int fd, struct sl_fd *e, uint64_t now);
 
 #endif

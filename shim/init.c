@@ -12,10 +12,13 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../conf/conf.h"
@@ -30,27 +33,49 @@ struct sl_real sl_real;
 struct sl_runtime *_Atomic sl_runtime_ptr;
 __thread int sl_guard __attribute__((tls_model("initial-exec")));
 
-/* `ours` is our hook of the same name, or NULL for a function we only call. */
-static void *lookup(const char *name, void *ours)
+void *sl_resolve_next(const char *name, const char *version, const char *lib, void *ours)
 {
-    void *p = dlsym(RTLD_NEXT, name);
-    if (ours && p == ours) {
-        sl_log(SL_LOG_ERROR, "dlsym(RTLD_NEXT, \"%s\") returned sluice's own hook: the library "
-                             "is loaded twice?",
-               name);
-        return NULL;
+    void *p = version ? dlvsym(RTLD_NEXT, name, version) : dlsym(RTLD_NEXT, name);
+    if (!p && lib) {
+        void *h = dlopen(lib, RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            p = version ? dlvsym(h, name, version) : dlsym(h, name);
+            dlclose(h); /* NOLOAD took a reference of its own */
+        }
     }
-    return p;
+    if (p && p != ours) return p;
+    sl_log(SL_LOG_ERROR,
+           p ? "the real %s is sluice's own hook: is libsluice.so loaded twice?"
+             : "no real %s found after libsluice.so",
+           name);
+    return NULL;
+}
+
+void *sl_real_slow(size_t offset, const char *name)
+{
+    void *p;
+    sl_shim_resolve();
+    memcpy(&p, (char *)&sl_real + offset, sizeof p);
+    if (p) return p;
+    char msg[160];
+    int n = snprintf(msg, sizeof msg,
+                     "sluice: cannot complete %s: its real function was not found\n", name);
+    if (n > 0 && syscall(SYS_write, 2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1)) {
+    }
+    abort();
 }
 
 void sl_shim_resolve(void)
 {
-#define R(name) __atomic_store_n((void **)&sl_real.name, lookup(#name, (void *)name), __ATOMIC_RELEASE)
+#define R(name)                                                                                    \
+    __atomic_store_n((void **)&sl_real.name, sl_resolve_next(#name, NULL, NULL, (void *)name),     \
+                     __ATOMIC_RELEASE)
     R(accept);
     R(accept4);
     R(connect);
     R(getaddrinfo);
-    __atomic_store_n((void **)&sl_real.freeaddrinfo, lookup("freeaddrinfo", NULL), __ATOMIC_RELEASE);
+    __atomic_store_n((void **)&sl_real.freeaddrinfo,
+                     sl_resolve_next("freeaddrinfo", NULL, NULL, NULL), __ATOMIC_RELEASE);
     R(gethostbyname);
     R(gethostbyname2);
     R(gethostbyname_r);
@@ -74,6 +99,14 @@ void sl_shim_resolve(void)
     R(fcntl);
     R(getsockopt);
     R(close_range);
+    R(poll);
+    R(ppoll);
+    R(select);
+    R(pselect);
+    R(epoll_ctl);
+    R(epoll_wait);
+    R(epoll_pwait);
+    R(epoll_pwait2);
 #undef R
 }
 
@@ -81,7 +114,8 @@ void sl_shim_resolve(void)
 static void drop_inheritance(void)
 {
     static const char *const vars[] = {"SLUICE_CONFIG", "SLUICE_RULES", "SLUICE_ON_ERROR"};
-    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) unsetenv(vars[i]);
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        unsetenv(vars[i]);
     const char *pre = getenv("LD_PRELOAD");
     if (!pre) return;
     char kept[4096] = "";
@@ -127,24 +161,21 @@ __attribute__((constructor)) static void sl_init(void)
     sl_conf_set_resolver(sl_real.getaddrinfo, sl_real.freeaddrinfo);
     char err[1024];
     enum sl_on_error on_error = SL_ON_ERROR_OPEN;
-    struct sl_config *cfg = sl_conf_load(file && *file ? file : NULL, rules, &on_error, err,
-                                         sizeof err);
+    struct sl_config *cfg =
+        sl_conf_load(file && *file ? file : NULL, rules, &on_error, err, sizeof err);
     if (!cfg) {
-        if (on_error == SL_ON_ERROR_CLOSED) {
-            sl_log(SL_LOG_ERROR, "%s; on_error = closed: refusing to start", err);
-            _exit(78);
-        }
-        sl_log(SL_LOG_ERROR, "%s; running unlimited (on_error = open)", err);
+        sl_conf_report_failure(err, on_error);
+        if (on_error == SL_ON_ERROR_CLOSED) _exit(78);
         goto out;
     }
     sl_log_setup(cfg->log, cfg->log_level);
     if (!cfg->inherit) drop_inheritance();
 
-    struct sl_table *table = sl_table_open(cfg->table_slots, cfg->shared, cfg->on_full, err,
-                                           sizeof err);
+    struct sl_table *table =
+        sl_table_open(cfg->table_slots, cfg->shared, cfg->on_full, err, sizeof err);
     struct sl_runtime *rt = table ? sl_alloc(sizeof *rt) : NULL;
     if (!rt || sl_runtime_init(rt, cfg, table, err, sizeof err) != 0) {
-        if (!table || !rt) snprintf(err, sizeof err, "%s", table ? "out of memory" : err);
+        if (table && !rt) snprintf(err, sizeof err, "out of memory"); /* else err says why */
         if (cfg->on_error == SL_ON_ERROR_CLOSED) {
             sl_log(SL_LOG_ERROR, "table: %s; on_error = closed: refusing to start", err);
             _exit(78);

@@ -33,8 +33,10 @@
 
 #include "../core/clock.h"
 #include "fd.h"
+#include "pending.h"
 #include "ready.h"
 #include "shim.h"
+#include "wait.h"
 
 #define IOV_LOCAL 64
 
@@ -156,15 +158,12 @@ static bool nonblocking(const struct call *c)
         (c->flags & MSG_DONTWAIT))
         return true;
     if (c->k == K_SPLICE && (c->sflags & SPLICE_F_NONBLOCK)) return true;
-    long fl = syscall(SYS_fcntl, c->fd, F_GETFL);
-    return fl >= 0 && (fl & O_NONBLOCK);
+    return sl_fd_nonblocking(c->fd);
 }
 
 static void sleep_until(uint64_t t)
 {
-    struct timespec ts = {.tv_sec = (time_t)(t / SL_NS_PER_SEC),
-                          .tv_nsec = (long)(t % SL_NS_PER_SEC)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    while (sl_wait_until(t, 0) != 0) {
     }
 }
 
@@ -233,30 +232,12 @@ static ssize_t limited(struct sl_runtime *rt, struct sl_fd *e, struct call *c, e
     return (ssize_t)done;
 }
 
-/* A descriptor whose delayed non-blocking connect has not happened yet. */
-static ssize_t pending(struct sl_fd *e, struct call *c)
-{
-    sl_fd_finish_connect(c->fd, sl_clock_now());
-    if (atomic_load(&e->pending_connect)) {
-        errno = EAGAIN;
-        return -1;
-    }
-    int failed = atomic_exchange(&e->connect_error, 0);
-    if (failed) { /* the held-back connect failed: report it as the kernel would */
-        errno = failed;
-        return -1;
-    }
-    return real_call(c, c->len);
-}
-
 static ssize_t run(struct call *c, enum sl_io io, int fd)
 {
     struct sl_runtime *rt = sl_runtime();
     struct sl_fd *e;
     if (!rt || !(rt->any_bytes || rt->any_out) || !(e = sl_fd_get(fd))) return real_call(c, c->len);
-    if (atomic_load_explicit(&e->pending_connect, memory_order_relaxed) ||
-        atomic_load_explicit(&e->connect_error, memory_order_relaxed))
-        return pending(e, c);
+    if (sl_pending_held(e) && sl_pending_io(c->fd, e) < 0) return -1;
     if (e->bytes_rule[io] < 0 || c->len == 0) return real_call(c, c->len);
     return limited(rt, e, c, io);
 }

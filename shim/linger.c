@@ -35,7 +35,7 @@ static bool drained(int fd)
 {
     char buf[4096];
     for (int i = 0; i < 16; i++) {
-        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        ssize_t n = REAL(recv)(fd, buf, sizeof buf, MSG_DONTWAIT);
         if (n == 0) return true;
         if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
     }
@@ -55,7 +55,7 @@ void sl_linger_add(int fd)
             }
         }
     }
-    close(fd);
+    REAL(close)(fd);
 }
 
 void sl_linger_service(void)
@@ -68,7 +68,7 @@ void sl_linger_service(void)
         if (!drained(fd1 - 1) && now < atomic_load(&lingering[i].deadline)) continue;
         if (!atomic_compare_exchange_strong(&lingering[i].fd1, &fd1, 0)) continue;
         atomic_fetch_sub(&nlingering, 1);
-        close(fd1 - 1);
+        REAL(close)(fd1 - 1);
     }
 }
 
@@ -76,7 +76,7 @@ void sl_linger_after_fork_child(void)
 {
     for (int i = 0; i < LINGER_SLOTS; i++) {
         int fd1 = atomic_exchange(&lingering[i].fd1, 0);
-        if (fd1) close(fd1 - 1);
+        if (fd1) REAL(close)(fd1 - 1);
     }
     atomic_store(&nlingering, 0);
 }

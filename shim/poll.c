@@ -26,11 +26,13 @@
 #include "../core/mem.h"
 #include "ready_int.h"
 #include "shim.h"
+#include "wait.h"
 
 #define LOCAL 128
 
-static int (*real_poll)(struct pollfd *, nfds_t, int);
-static int (*real_ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+/* glibc declares poll's array write-only (access attribute); the program's
+ * events are of course read, and GCC then warns they may be uninitialised. */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 /* Copies fds into cp with throttled bits taken away; returns the earliest
  * refill that matters (SL_RD_FOREVER: nothing was taken). */
@@ -41,6 +43,7 @@ static uint64_t masked(const struct pollfd *fds, struct pollfd *cp, nfds_t n, ui
         cp[i] = fds[i];
         cp[i].revents = 0;
         uint64_t w = SL_RD_FOREVER;
+        sl_ready_step(fds[i].fd, now);
         unsigned st = sl_ready_state(fds[i].fd, now, &w);
         if (!st) continue;
         short m = sl_rd_poll_mask(st);
@@ -55,37 +58,38 @@ static uint64_t masked(const struct pollfd *fds, struct pollfd *cp, nfds_t n, ui
     return wake;
 }
 
-static int call(bool pp, struct pollfd *p, nfds_t n, uint64_t wait_ns, const sigset_t *sigmask)
+struct polling {
+    bool pp;
+    struct pollfd *fds, *cp;
+    nfds_t n;
+    const sigset_t *sigmask;
+};
+
+static uint64_t mask(void *ctx, uint64_t now)
 {
-    if (!pp) return real_poll(p, n, sl_rd_ms(wait_ns));
-    struct timespec ts = {.tv_sec = (time_t)(wait_ns / SL_NS_PER_SEC),
-                          .tv_nsec = (long)(wait_ns % SL_NS_PER_SEC)};
-    return real_ppoll(p, n, wait_ns == SL_RD_FOREVER ? NULL : &ts, sigmask);
+    struct polling *p = ctx;
+    return masked(p->fds, p->cp, p->n, now);
+}
+
+static int call(void *ctx, uint64_t now, uint64_t wait_ns)
+{
+    struct polling *p = ctx;
+    (void)now;
+    if (!p->pp) return REAL(poll)(p->cp, p->n, sl_rd_ms(wait_ns));
+    struct timespec ts = sl_ns_to_timespec(wait_ns);
+    return REAL(ppoll)(p->cp, p->n, wait_ns == SL_RD_FOREVER ? NULL : &ts, p->sigmask);
 }
 
 static int wait_fds(bool pp, struct pollfd *fds, nfds_t n, int64_t timeout_ns,
                     const struct timespec *ts, int timeout_ms, const sigset_t *sigmask)
 {
-    int saved = errno;
-    uint64_t start = sl_clock_now();
     struct pollfd local[LOCAL];
     struct pollfd *cp = n <= LOCAL ? local : sl_alloc(n * sizeof *cp);
-    if (!cp) {
-        errno = saved;
-        return pp ? real_ppoll(fds, n, ts, sigmask) : real_poll(fds, n, timeout_ms);
-    }
-    uint64_t deadline = sl_rd_deadline(start, timeout_ns), now = start;
-    int rc;
-    for (bool first = true;; first = false) {
-        if (!first && (now = sl_clock_now()) >= deadline) {
-            rc = 0;
-            break;
-        }
-        uint64_t wake = masked(fds, cp, n, now);
-        errno = saved;
-        rc = call(pp, cp, n, sl_rd_wait_ns(now, deadline, wake), sigmask);
-        if (rc != 0) break;
-    }
+    if (!cp) return pp ? REAL(ppoll)(fds, n, ts, sigmask) : REAL(poll)(fds, n, timeout_ms);
+    struct polling p = {.pp = pp, .fds = fds, .cp = cp, .n = n, .sigmask = sigmask};
+    struct sl_ready_wait w = {.mask = mask, .call = call, .ctx = &p};
+    uint64_t deadline;
+    int rc = sl_ready_wait(&w, timeout_ns, &deadline);
     int err = errno;
     if (rc >= 0)
         for (nfds_t i = 0; i < n; i++)
@@ -116,8 +120,7 @@ static bool any_throttled(const struct pollfd *fds, nfds_t n)
 
 SL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-    if (!SL_READY_REAL(real_poll, poll)) return errno = ENOSYS, -1;
-    if (!sl_runtime() || !fds || !any_throttled(fds, n)) return real_poll(fds, n, timeout);
+    if (!sl_runtime() || !fds || !any_throttled(fds, n)) return REAL(poll)(fds, n, timeout);
     return wait_fds(false, fds, n, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL, timeout,
                     NULL);
 }
@@ -125,14 +128,8 @@ SL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 SL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
                     const sigset_t *sigmask)
 {
-    if (!SL_READY_REAL(real_ppoll, ppoll)) return errno = ENOSYS, -1;
-    if (!sl_runtime() || !fds || !any_throttled(fds, n) ||
-        (ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= (long)SL_NS_PER_SEC)))
-        return real_ppoll(fds, n, ts, sigmask);
-    int64_t t = -1;
-    if (ts)
-        t = ts->tv_sec >= INT64_MAX / (int64_t)SL_NS_PER_SEC - 1
-                ? INT64_MAX
-                : (int64_t)ts->tv_sec * (int64_t)SL_NS_PER_SEC + ts->tv_nsec;
+    int64_t t = SL_TIMESPEC_NS(ts);
+    if (!sl_runtime() || !fds || !any_throttled(fds, n) || t == -2)
+        return REAL(ppoll)(fds, n, ts, sigmask);
     return wait_fds(true, fds, n, t, ts, 0, sigmask);
 }

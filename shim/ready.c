@@ -14,43 +14,41 @@
 
 #include "../core/clock.h"
 #include "ready.h"
+#include "pending.h"
 #include "ready_int.h"
-
-void *sl_ready_resolve(const char *name, void *ours)
-{
-    void *p = dlsym(RTLD_NEXT, name);
-    if (p == ours) {
-        static const char msg[] = "sluice: dlsym(RTLD_NEXT) returned sluice's own wait hook; "
-                                  "that call fails with ENOSYS\n";
-        if (write(2, msg, sizeof msg - 1)) {
-        }
-        return NULL;
-    }
-    return p;
-}
 
 unsigned sl_ready_state(int fd, uint64_t now, uint64_t *wake)
 {
     struct sl_fd *e = sl_fd_get(fd);
     if (!e) return 0;
-    if (atomic_load_explicit(&e->pending_connect, memory_order_acquire)) {
-        /* connect_at was written before pending_connect was set (connect.c) */
-        if (now < e->connect_at) {
-            if (e->connect_at < *wake) *wake = e->connect_at;
-            return SL_RD_PARK;
-        }
-        sl_fd_finish_connect(fd, now); /* keeps errno */
-        if (atomic_load_explicit(&e->pending_connect, memory_order_acquire)) {
-            /* put off again (or another thread is deciding it: look soon) */
-            uint64_t at = e->connect_at > now ? e->connect_at : now + 1000000;
-            if (at < *wake) *wake = at;
-            return SL_RD_PARK;
-        }
-    }
-    /* pairs with the stores in io.c's budget() and fd.c's finish_connect */
+    if (sl_pending_parked(e, now, wake)) return SL_RD_PARK;
+    /* pairs with the stores in io.c's budget() and pending.c */
     uint64_t r = atomic_load_explicit(&e->ready_at[SL_IO_RECV], memory_order_relaxed);
     uint64_t s = atomic_load_explicit(&e->ready_at[SL_IO_SEND], memory_order_relaxed);
     return sl_rd_throttled(r, s, now, wake);
+}
+
+void sl_ready_step(int fd, uint64_t now)
+{
+    struct sl_fd *e = sl_fd_get(fd);
+    if (e && sl_pending_held(e)) sl_pending_finish(fd, e, now);
+}
+
+int sl_ready_wait(const struct sl_ready_wait *w, int64_t timeout_ns, uint64_t *deadline)
+{
+    int saved = errno;
+    uint64_t now = sl_clock_now();
+    *deadline = sl_rd_deadline(now, timeout_ns);
+    for (bool first = true;; first = false) {
+        if (!first && (now = sl_clock_now()) >= *deadline) {
+            errno = saved;
+            return 0;
+        }
+        uint64_t wake = w->mask(w->ctx, now);
+        errno = saved;
+        int rc = w->call(w->ctx, now, sl_rd_wait_ns(now, *deadline, wake));
+        if (rc != 0) return rc;
+    }
 }
 
 void sl_ready_throttle(int fd, enum sl_io io, uint64_t until_ns)

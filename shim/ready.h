@@ -6,8 +6,8 @@
  * report it readable (recv) or writable (send); their timeouts are cut to
  * the moment it refills; and when it refills, an edge-triggered epoll
  * registration gets its edge back (EPOLL_CTL_MOD re-arms it). A held-back
- * non-blocking connect is throttled for sending until its turn, when the
- * readiness layer performs it (sl_fd_finish_connect).
+ * non-blocking connect is parked until its turn, when the wait wrappers
+ * perform it (pending.c) before they look at readiness.
  */
 #ifndef SL_READY_H
 #define SL_READY_H

@@ -8,21 +8,26 @@
 #include "fd.h"
 
 /* What is throttled on fd at `now` (SL_RD_* bits); *wake is lowered to
- * when that ends. A held-back connect whose turn has come is made here, so
- * call it without holding a lock. An untracked fd costs one load. */
+ * when that ends. A pure query: an untracked fd costs one load. */
 unsigned sl_ready_state(int fd, uint64_t now, uint64_t *wake);
 
-/* dlsym(RTLD_NEXT, name), or NULL (said once on stderr) when that is our
- * own hook `ours`. */
-void *sl_ready_resolve(const char *name, void *ours);
+/* The step a wait wrapper takes for fd before it asks sl_ready_state:
+ * makes a held-back connect whose turn has come (pending.c). Call it
+ * without holding a lock; it keeps errno. */
+void sl_ready_step(int fd, uint64_t now);
 
-/* Resolves the real function into the static pointer `var` once. */
-#define SL_READY_REAL(var, name)                                                                   \
-    (__atomic_load_n(&(var), __ATOMIC_ACQUIRE)                                                     \
-         ? (var)                                                                                   \
-         : (__atomic_store_n(&(var), (__typeof__(var))sl_ready_resolve(#name, (void *)name),       \
-                             __ATOMIC_RELEASE),                                                    \
-            (var)))
+/* The loop every wait wrapper runs: hide what is throttled (`mask`, which
+ * returns the earliest refill that matters), make the real wait for at
+ * most until then or the deadline (`call`), and again while nothing was
+ * reported and time is left. Returns the last real call's result, or 0 at
+ * the deadline, with the real call's errno; *deadline is when the
+ * program's timeout (timeout_ns, -1: none) ends. */
+struct sl_ready_wait {
+    uint64_t (*mask)(void *ctx, uint64_t now);
+    int (*call)(void *ctx, uint64_t now, uint64_t wait_ns);
+    void *ctx;
+};
+int sl_ready_wait(const struct sl_ready_wait *w, int64_t timeout_ns, uint64_t *deadline);
 
 /* epoll.c's part of ready.h. */
 void sl_epoll_throttle(int fd, uint64_t now);

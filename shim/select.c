@@ -22,10 +22,7 @@
 #include "../core/clock.h"
 #include "ready_int.h"
 #include "shim.h"
-
-static int (*real_select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
-static int (*real_pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
-                           const sigset_t *);
+#include "wait.h"
 
 struct sets {
     fd_set *r, *w, *x; /* the program's, each may be NULL */
@@ -51,6 +48,7 @@ static uint64_t masked(struct sets *s, int nfds, uint64_t now, bool probe)
     for (int fd = 0; fd < nfds; fd++) {
         if (!in_any(s, fd) || !sl_fd_get(fd)) continue;
         uint64_t w = SL_RD_FOREVER;
+        if (!probe) sl_ready_step(fd, now);
         unsigned st = sl_ready_state(fd, now, &w);
         bool rd = (st & (SL_RD_RECV | SL_RD_PARK)) && s->r && FD_ISSET(fd, s->r);
         bool wr = (st & (SL_RD_SEND | SL_RD_PARK)) && s->w && FD_ISSET(fd, s->w);
@@ -65,47 +63,54 @@ static uint64_t masked(struct sets *s, int nfds, uint64_t now, bool probe)
     return wake;
 }
 
-static int call(bool ps, int nfds, struct sets *s, uint64_t wait_ns, const sigset_t *sigmask)
+struct selecting {
+    bool ps;
+    int nfds;
+    struct sets *s;
+    const sigset_t *sigmask;
+};
+
+static uint64_t mask(void *ctx, uint64_t now)
 {
+    struct selecting *c = ctx;
+    return masked(c->s, c->nfds, now, false);
+}
+
+static int call(void *ctx, uint64_t now, uint64_t wait_ns)
+{
+    struct selecting *c = ctx;
+    struct sets *s = c->s;
+    (void)now;
     fd_set *r = s->r ? &s->cr : NULL, *w = s->w ? &s->cw : NULL, *x = s->x ? &s->cx : NULL;
     bool forever = wait_ns == SL_RD_FOREVER;
-    if (ps) {
-        struct timespec ts = {.tv_sec = (time_t)(wait_ns / SL_NS_PER_SEC),
-                              .tv_nsec = (long)(wait_ns % SL_NS_PER_SEC)};
-        return real_pselect(nfds, r, w, x, forever ? NULL : &ts, sigmask);
+    if (c->ps) {
+        struct timespec ts = sl_ns_to_timespec(wait_ns);
+        return REAL(pselect)(c->nfds, r, w, x, forever ? NULL : &ts, c->sigmask);
     }
     uint64_t us = wait_ns / 1000 + (wait_ns % 1000 != 0);
     struct timeval tv = {.tv_sec = (time_t)(us / 1000000), .tv_usec = (long)(us % 1000000)};
-    return real_select(nfds, r, w, x, forever ? NULL : &tv);
+    return REAL(select)(c->nfds, r, w, x, forever ? NULL : &tv);
 }
 
 static int wait_sets(bool ps, int nfds, struct sets *s, int64_t timeout_ns, struct timeval *tv,
                      const sigset_t *sigmask)
 {
-    int saved = errno;
-    uint64_t now = sl_clock_now();
-    uint64_t deadline = sl_rd_deadline(now, timeout_ns);
-    int rc;
-    for (bool first = true;; first = false) {
-        if (!first && (now = sl_clock_now()) >= deadline) {
-            rc = 0;
-            if (s->r) FD_ZERO(&s->cr);
-            if (s->w) FD_ZERO(&s->cw);
-            if (s->x) FD_ZERO(&s->cx);
-            break;
-        }
-        uint64_t wake = masked(s, nfds, now, false);
-        errno = saved;
-        rc = call(ps, nfds, s, sl_rd_wait_ns(now, deadline, wake), sigmask);
-        if (rc != 0) break;
-    }
+    struct selecting c = {.ps = ps, .nfds = nfds, .s = s, .sigmask = sigmask};
+    struct sl_ready_wait w = {.mask = mask, .call = call, .ctx = &c};
+    uint64_t deadline;
+    int rc = sl_ready_wait(&w, timeout_ns, &deadline);
     int err = errno;
+    if (rc == 0) { /* at the deadline the copies still hold what was asked */
+        if (s->r) FD_ZERO(&s->cr);
+        if (s->w) FD_ZERO(&s->cw);
+        if (s->x) FD_ZERO(&s->cx);
+    }
     if (rc >= 0) {
         if (s->r) *s->r = s->cr;
         if (s->w) *s->w = s->cw;
         if (s->x) *s->x = s->cx;
     }
-    if (tv) {
+    if (tv) { /* Linux select reports the time left */
         uint64_t left = sl_rd_wait_ns(sl_clock_now(), deadline, SL_RD_FOREVER);
         tv->tv_sec = (time_t)(left / SL_NS_PER_SEC);
         tv->tv_usec = (long)(left % SL_NS_PER_SEC / 1000);
@@ -126,30 +131,17 @@ static bool virtualise(struct sets *s, int nfds)
 
 SL_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 {
-    if (!SL_READY_REAL(real_select, select)) return errno = ENOSYS, -1;
     struct sets s = {.r = r, .w = w, .x = x};
-    if ((tv && (tv->tv_sec < 0 || tv->tv_usec < 0)) || !virtualise(&s, nfds))
-        return real_select(nfds, r, w, x, tv);
-    int64_t t = -1;
-    if (tv)
-        t = tv->tv_sec >= INT64_MAX / (int64_t)SL_NS_PER_SEC - 1
-                ? INT64_MAX
-                : (int64_t)tv->tv_sec * (int64_t)SL_NS_PER_SEC + (int64_t)tv->tv_usec * 1000;
+    int64_t t = SL_TIMEVAL_NS(tv);
+    if (t == -2 || !virtualise(&s, nfds)) return REAL(select)(nfds, r, w, x, tv);
     return wait_sets(false, nfds, &s, t, tv, NULL);
 }
 
 SL_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts,
                       const sigset_t *sigmask)
 {
-    if (!SL_READY_REAL(real_pselect, pselect)) return errno = ENOSYS, -1;
     struct sets s = {.r = r, .w = w, .x = x};
-    if ((ts && (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= (long)SL_NS_PER_SEC)) ||
-        !virtualise(&s, nfds))
-        return real_pselect(nfds, r, w, x, ts, sigmask);
-    int64_t t = -1;
-    if (ts)
-        t = ts->tv_sec >= INT64_MAX / (int64_t)SL_NS_PER_SEC - 1
-                ? INT64_MAX
-                : (int64_t)ts->tv_sec * (int64_t)SL_NS_PER_SEC + ts->tv_nsec;
+    int64_t t = SL_TIMESPEC_NS(ts);
+    if (t == -2 || !virtualise(&s, nfds)) return REAL(pselect)(nfds, r, w, x, ts, sigmask);
     return wait_sets(true, nfds, &s, t, NULL, sigmask);
 }

@@ -10,6 +10,9 @@
 #include <netdb.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <signal.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 
 #include "../core/policy.h"
@@ -17,6 +20,8 @@
 #define SL_EXPORT __attribute__((visibility("default")))
 
 struct msghdr;
+struct pollfd;
+struct epoll_event;
 struct iovec;
 struct sl_real {
     int (*accept)(int, struct sockaddr *, socklen_t *);
@@ -49,15 +54,42 @@ struct sl_real {
     int (*fcntl)(int, int, ...);
     int (*getsockopt)(int, int, int, void *, socklen_t *);
     int (*close_range)(unsigned int, unsigned int, int);
+    int (*poll)(struct pollfd *, unsigned long /* nfds_t */, int);
+    int (*ppoll)(struct pollfd *, unsigned long /* nfds_t */, const struct timespec *,
+                 const sigset_t *);
+    int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+    int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
+    int (*epoll_ctl)(int, int, int, struct epoll_event *);
+    int (*epoll_wait)(int, struct epoll_event *, int, int);
+    int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+    int (*epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *, const sigset_t *);
 };
 
 extern struct sl_real sl_real;
 
-/* Resolves every real_* once; safe to call from any thread, before the
- * constructor has run. */
+/* Resolves every sl_real member once; safe to call from any thread, before
+ * the constructor has run. */
 void sl_shim_resolve(void);
 
-#define REAL(name) (sl_real.name ? sl_real.name : (sl_shim_resolve(), sl_real.name))
+/* The one way to find a real function: the next definition of `name`
+ * after this library (dlvsym with `version` when not NULL, as for
+ * OpenSSL's SSL_read@OPENSSL_3.0.0), or, for a library the program loaded
+ * later with RTLD_LOCAL, the definition in `lib` (a soname such as
+ * "libssl.so.3", looked up without loading it; NULL: none). Returns NULL,
+ * said once on stderr naming the symbol, when there is none or when what
+ * is found is our own hook `ours` (the library loaded twice). */
+void *sl_resolve_next(const char *name, const char *version, const char *lib, void *ours);
+
+/* The real function at `offset` in struct sl_real, resolving them all
+ * first if needed. An interposed call whose real function cannot be found
+ * cannot be completed, and calling through NULL would crash without a
+ * word: the program is stopped with a message naming the function. */
+void *sl_real_slow(size_t offset, const char *name);
+
+#define REAL(name)                                                                                 \
+    (__builtin_expect(sl_real.name != NULL, 1)                                                     \
+         ? sl_real.name                                                                            \
+         : (__typeof__(sl_real.name))sl_real_slow(offsetof(struct sl_real, name), #name))
 
 /* The runtime, or NULL while sluice is not (or no longer) limiting. */
 extern struct sl_runtime *_Atomic sl_runtime_ptr;

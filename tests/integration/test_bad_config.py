@@ -14,9 +14,25 @@ unlimited) or fatal (on_error = closed: the program never starts, exit 78).
   (d) `sluice check -c it-bad-rate.conf`: exit 1 and the same message;
   (e) SLUICE_ON_ERROR=closed in the environment and a bad inline rule:
       no "ran", exit 78, "refusing to start".
+  (f) `sluice check -c FIFO` returns at once (exit 1, "is not a regular
+      file") instead of waiting for a writer for ever (issue 12, defect 12);
+  (g) one message per problem: a program started through a chain of
+      wrappers (`bash -c 'bash -c PROG'`, three processes that each load
+      the library) prints the error once, through `sluice run` (which
+      reports it before it starts the program) and through the environment
+      alone (the first process reports, its children stay silent); with
+      on_error = closed `sluice run` refuses before any of them starts
+      (issue 12 defect 13, issue 13 item 5);
+  (h) on_error = closed holds for a file with a NUL byte, a file over
+      1 MiB, an unterminated string and an inline rule with an
+      unterminated quote: exit 78, the program never runs (defect 6);
+  (i) `sluice check` refuses a gossip node listed in its own peers (defect 8);
+  (j) `sluice check` warns, once and still exit 0, about a burst on a
+      sliding window rule, which ignores it (issue 13, item 5).
 The program is `python3 -c 'print("ran")'`: it makes no network calls, so
 "runs unlimited" is observed as "runs at all", and the shim must not add
-anything to its output but the one line."""
+anything to its output but the one line. No test here sleeps: every
+program runs to completion under run()'s timeout."""
 from lib import *
 
 PROG = [sys.executable, "-c", 'print("ran")']
@@ -91,4 +107,70 @@ check("'rate'" in line and "'fast'" in line and "refusing to start" in line, f"(
 # and without the variable the same rule runs unlimited
 r = run(sluice_argv(PROG, ins=["port=8080 rate=fast"]), env={"SLUICE_ON_ERROR": None})
 check(r.returncode == 0 and r.stdout == "ran\n", f"(e) open: {r.returncode} {r.stderr}")
+
+# (f) a FIFO as the config file: refused at once, not read for ever
+with TempDir() as tmp:
+    fifo = tmp.join("sluice.conf")
+    os.mkfifo(fifo)
+    r = run([SLUICE, "check", "-c", fifo], timeout=10)
+    print("(f)", r.returncode, "|", r.stderr.strip())
+    check(r.returncode == 1 and "is not a regular file" in r.stderr, f"(f) {r.returncode} {r.stderr}")
+
+# (g) one message per problem through a chain of wrappers
+CHAIN = ["bash", "-c", "bash -c 'exec %s -c \"print(\\\"ran\\\")\"'" % sys.executable]
+quiet = {"SLUICE_ON_ERROR": None, "SLUICE_REPORTED": None}
+r = run(sluice_argv(CHAIN, config=bad), env=quiet)
+print("(g) sluice run:", r.returncode, r.stdout.strip(), "|", r.stderr.strip())
+check(r.returncode == 0 and r.stdout == "ran\n", f"(g) the chain did not run: {r.returncode} {r.stdout!r}")
+check("running unlimited" in one_error(r.stderr, "(g) sluice run"), r.stderr)
+r = run(CHAIN, env=dict(quiet, LD_PRELOAD=LIB, SLUICE_CONFIG=bad))
+print("(g) env:", r.returncode, r.stdout.strip(), "|", r.stderr.strip())
+check(r.returncode == 0 and r.stdout == "ran\n", f"(g) env: the chain did not run: {r.stdout!r}")
+check("running unlimited" in one_error(r.stderr, "(g) env"), r.stderr)
+r = run(sluice_argv(CHAIN, config=bad_closed), env=quiet)
+print("(g) closed:", r.returncode, repr(r.stdout), "|", r.stderr.strip())
+check(r.returncode == 78 and r.stdout == "", f"(g) closed: {r.returncode} {r.stdout!r}")
+check("refusing to start" in one_error(r.stderr, "(g) closed"), r.stderr)
+
+# (h) on_error = closed holds for errors found before on_error is read
+with TempDir() as tmp:
+    cases = {
+        "nul.conf": "on_error = closed\ninbound \"a\" { rate = \"1/s\" }\n\0\n",
+        "large.conf": "on_error = closed\n" + "#" * (1 << 20) + "\n",
+        "string.conf": "on_error = closed\ninbound \"a\" {\n    rate = \"1/s\n}\n",
+    }
+    for name, text in cases.items():
+        path = tmp.write(name, text)
+        for how, argv, env in (("sluice run", sluice_argv(PROG, config=path), quiet),
+                               ("env", PROG, dict(quiet, LD_PRELOAD=LIB, SLUICE_CONFIG=path))):
+            r = run(argv, env=env)
+            print(f"(h) {name} {how}:", r.returncode, repr(r.stdout), "|", r.stderr.strip()[:120])
+            check(r.returncode == 78 and r.stdout == "", f"(h) {name} {how}: the program ran: {r.returncode}")
+            check("refusing to start" in one_error(r.stderr, f"(h) {name} {how}"), r.stderr)
+r = run(PROG, env=dict(quiet, LD_PRELOAD=LIB, SLUICE_RULES="global on_error=closed; in port=80 rate='1/s"))
+print("(h) inline:", r.returncode, repr(r.stdout), "|", r.stderr.strip())
+check(r.returncode == 78 and r.stdout == "", f"(h) inline: the program ran: {r.returncode}")
+check("unterminated quote" in one_error(r.stderr, "(h) inline"), r.stderr)
+
+# (i) a gossip node among its own peers
+with TempDir() as tmp:
+    key = tmp.join("gossip.key")
+    check(run([SLUICE, "keygen", key]).returncode == 0, "(i) sluice keygen failed")
+    path = tmp.write("self.conf", f"""gossip {{
+    listen = "127.0.0.2:7946"
+    peers  = {{"127.0.0.3:7946", "127.0.0.2:7946"}}
+    key_file = "{key}"
+}}
+""")
+    r = run([SLUICE, "check", "-c", path])
+    print("(i)", r.returncode, "|", r.stderr.strip())
+    check(r.returncode == 1 and "'127.0.0.2:7946' is this node's own listen address" in r.stderr,
+          f"(i) {r.returncode} {r.stderr}")
+
+# (j) burst on a sliding window rule: a warning, the config still valid
+r = run([SLUICE, "check", "--in", "port=80 rate=20/s burst=5 algorithm=sliding"])
+print("(j)", r.returncode, "|", r.stderr.strip())
+check(r.returncode == 0 and r.stdout, f"(j) check refused it: {r.returncode} {r.stderr}")
+check(len(r.stderr.strip().splitlines()) == 1 and "warning" in r.stderr and "'burst': '5' is ignored" in r.stderr,
+      f"(j) expected one warning: {r.stderr}")
 print("ok")

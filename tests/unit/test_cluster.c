@@ -406,6 +406,40 @@ static void an_older_boot_cannot_be_replayed_after_a_restart(void **st)
     fleet_free(&f);
 }
 
+/* A node listed in its own peers (issue 12 defect 8) hears its own
+ * datagrams: they are dropped as from an unknown peer and counted, and its
+ * own admissions are not counted twice. */
+static void a_node_in_its_own_peer_list_drops_its_own_datagrams(void **st)
+{
+    struct sl_config *cfg = cu_config(0, 2, 100, W, 100 * MS, 4096); /* alone: 34 */
+    snprintf(cfg->gossip.peers[cfg->gossip.npeers++], sizeof cfg->gossip.peers[0], "%s",
+             cfg->gossip.listen);
+    char err[256];
+    struct sl_cluster *c = sl_cluster_create(cfg, NULL, err, sizeof err);
+    if (!c) fail_msg("%s", err);
+    sl_cluster_set_offset(c, 0);
+    const struct sl_rule *r = &cfg->rules[0];
+    struct sl_key k = cu_key(cfg, 1);
+    struct sl_verdict v;
+    uint64_t now = T0 + 10 * MS;
+    for (int i = 0; i < 5; i++)
+        sl_cluster_decide(c, 0, r, &k, now, 1, &v);
+    struct cu_pkts p = {0};
+    sl_cluster_build(c, now, true, cu_capture, &p);
+    assert_true(p.n >= 1);
+    for (int i = 0; i < p.n; i++)
+        assert_int_equal(sl_cluster_receive(c, p.data[i], p.len[i], now), SL_WIRE_UNKNOWN_PEER);
+    assert_int_equal(sl_cluster_drops(c, SL_WIRE_UNKNOWN_PEER), (uint64_t)p.n);
+    assert_int_equal(sl_cluster_counter(c, SL_CC_RX_RECORDS), 0);
+    uint64_t own, fleet;
+    sl_cluster_estimate(c, 0, r, &k, now, &own, &fleet);
+    assert_int_equal(own, 5);
+    assert_int_equal(fleet, 5); /* not 10 */
+    cu_pkts_free(&p);
+    sl_cluster_close(c);
+    free(cfg);
+}
+
 struct hammer {
     struct fleet *f;
     int ok;
@@ -485,6 +519,7 @@ int main(void)
         cmocka_unit_test(a_denial_says_when_to_retry),
         cmocka_unit_test(forged_replayed_stale_and_unknown_datagrams_are_dropped_and_counted),
         cmocka_unit_test(an_older_boot_cannot_be_replayed_after_a_restart),
+        cmocka_unit_test(a_node_in_its_own_peer_list_drops_its_own_datagrams),
         cmocka_unit_test(threads_deciding_at_once_admit_exactly_the_limit),
         cmocka_unit_test(two_sender_threads_on_loopback_hear_each_other),
     };

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "../../conf/conf.h"
+#include "../../conf/conf_int.h"
 #include "../../core/key.h"
 #include "testutil.h"
 
@@ -1193,6 +1194,179 @@ static void sluice_on_error_in_the_environment_overrides_the_file(void **state)
     unsetenv("SLUICE_ON_ERROR");
 }
 
+/* ---- on_error = closed holds for every error (issue 12, defect 6) ------ */
+
+/* Writes len bytes to a new temporary file; the caller unlinks path. */
+static void write_temp(char path[32], const char *data, size_t len)
+{
+    strcpy(path, "/tmp/sluice-conf-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, data, len), (ssize_t)len);
+    close(fd);
+}
+
+/* Loads path; the load must fail with `why` after "<path>: " (NULL: any
+ * message) and report on_error = closed. */
+static void assert_closed_after(const char *path, const char *rules, const char *why)
+{
+    enum sl_on_error oe = SL_ON_ERROR_OPEN;
+    char err[512], expected[600];
+    assert_null(sl_conf_load(path, rules, &oe, err, sizeof err));
+    if (why) {
+        snprintf(expected, sizeof expected, "%s: %s", path, why);
+        assert_string_equal(err, expected);
+    }
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+}
+
+static void on_error_closed_holds_for_a_file_with_a_nul_byte(void **state)
+{
+    static const char text[] = "on_error = closed\ninbound \"a\" { rate = \"1/s\" \0 }\n";
+    char path[32];
+    write_temp(path, text, sizeof text - 1);
+    assert_closed_after(path, NULL, "holds a NUL byte");
+    unlink(path);
+}
+
+static void on_error_closed_holds_for_a_file_over_1_mib(void **state)
+{
+    size_t len = (1u << 20) + 100;
+    char *text = malloc(len), path[32];
+    memset(text, '\n', len);
+    memcpy(text, "on_error = closed\n", 18);
+    write_temp(path, text, len);
+    free(text);
+    assert_closed_after(path, NULL, "is larger than 1 MiB");
+    unlink(path);
+}
+
+static void on_error_closed_holds_after_an_unterminated_string_or_comment(void **state)
+{
+    static const char string[] = "on_error = closed\ninbound \"a\" {\n rate = \"1/s\n}\n";
+    static const char comment[] = "on_error = closed /* on_error = open\n";
+    char path[32];
+    write_temp(path, string, sizeof string - 1);
+    assert_closed_after(path, NULL, NULL);
+    unlink(path);
+    write_temp(path, comment, sizeof comment - 1);
+    assert_closed_after(path, NULL, NULL);
+    unlink(path);
+}
+
+static void on_error_closed_holds_after_a_syntax_error(void **state)
+{
+    static const char text[] = "inbound \"a\" { rate = \"1/s\" port = {1 2} }\non_error = closed\n";
+    char path[32];
+    write_temp(path, text, sizeof text - 1);
+    assert_closed_after(path, NULL, NULL);
+    unlink(path);
+}
+
+static void on_error_closed_holds_for_inline_rules_that_cannot_be_split(void **state)
+{
+    enum sl_on_error oe = SL_ON_ERROR_OPEN;
+    char err[256];
+    assert_null(
+        sl_conf_load(NULL, "global on_error=closed; in port=80 rate='20/s", &oe, err, sizeof err));
+    assert_string_equal(err, "inline rule 2: has an unterminated quote");
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+    oe = SL_ON_ERROR_OPEN;
+    assert_null(sl_conf_load(NULL, "in port=80 rate=\"1/s\x01\"; global on_error=closed", &oe, err,
+                             sizeof err));
+    assert_string_equal(err, "inline rule 1: has a control character in a value");
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+    oe = SL_ON_ERROR_OPEN;
+    assert_null(
+        sl_conf_load(NULL, "global shared=\"a\x02\" on_error=closed", &oe, err, sizeof err));
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+    oe = SL_ON_ERROR_OPEN;
+    assert_null(
+        sl_conf_load(NULL, "sideways port=1; global on_error=closed", &oe, err, sizeof err));
+    assert_int_equal(oe, SL_ON_ERROR_CLOSED);
+    /* and a file's closed holds when the inline rules cannot be split */
+    assert_closed_after(FIXTURE("broken-on-error-closed.conf"), "in rate='1/s", NULL);
+}
+
+/* ---- files that are not regular (issue 12, defect 12) ------------------ */
+
+static void a_fifo_as_config_file_is_refused_without_blocking(void **state)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/sluice-conf-fifo-%d", (int)getpid());
+    unlink(path);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    char expected[128];
+    snprintf(expected, sizeof expected, "%s: is not a regular file", path);
+    assert_error(path, NULL, expected); /* blocked for ever before: open() waited for a writer */
+    unlink(path);
+}
+
+/* Issue 12, defect 8: a node would count its own datagrams as a peer's. */
+static void a_node_listed_in_its_own_peers_is_refused(void **state)
+{
+    char rules[512];
+    const char *key = FIXTURE("gossip.key");
+    snprintf(rules, sizeof rules,
+             "gossip listen=10.0.0.1:7946 peers=10.0.0.2:7946,10.0.0.1:7946 key_file=%s", key);
+    assert_error(NULL, rules,
+                 "inline rule 1: gossip: option 'peers': '10.0.0.1:7946' is this node's own "
+                 "listen address");
+    snprintf(rules, sizeof rules,
+             "gossip listen=[2001:db8::0:1]:7946 peers=[2001:db8::1]:7946 key_file=%s", key);
+    assert_error(NULL, rules,
+                 "inline rule 1: gossip: option 'peers': '[2001:db8::1]:7946' is this node's own "
+                 "listen address");
+    snprintf(rules, sizeof rules,
+             "gossip listen=0.0.0.0:7946 peers=10.0.0.2:7946,127.0.0.5:7946 key_file=%s", key);
+    assert_error(NULL, rules,
+                 "inline rule 1: gossip: option 'peers': '127.0.0.5:7946' is this node's own "
+                 "listen address");
+    /* the same address on another port is another node */
+    snprintf(rules, sizeof rules, "gossip listen=127.0.0.1:7946 peers=127.0.0.1:7947 key_file=%s",
+             key);
+    enum sl_on_error oe;
+    char err[256];
+    struct sl_config *c = sl_conf_load(NULL, rules, &oe, err, sizeof err);
+    assert_non_null(c);
+    sl_conf_free(c);
+}
+
+/* ---- warnings (issue 13, item 5) ---------------------------------------- */
+
+static char warned[4][256];
+static int nwarned;
+
+static void keep_warning(const char *line)
+{
+    if (nwarned < 4) snprintf(warned[nwarned], sizeof warned[0], "%s", line);
+    nwarned++;
+}
+
+static void a_burst_that_the_algorithm_ignores_is_a_warning(void **state)
+{
+    char rules[512];
+    nwarned = 0;
+    sl_conf_set_warn(keep_warning);
+    snprintf(rules, sizeof rules,
+             "in rate=20/s burst=5; in rate=20/s burst=5 algorithm=sliding name=s; "
+             "out to=192.0.2.1 rate=1/s burst=2 algorithm=fixed name=f; in rate=20/s name=n; "
+             "in rate=20/s burst=5 scope=cluster name=c; "
+             "gossip listen=10.0.0.1:1 peers=10.0.0.2:1 key_file=%s",
+             FIXTURE("gossip.key"));
+    struct sl_config *c = load_ok(NULL, rules);
+    sl_conf_set_warn(NULL);
+    assert_int_equal(c->nrules, 5);
+    assert_int_equal(nwarned, 3);
+    assert_string_equal(warned[0], "inline rule 2: inbound \"s\": option 'burst': '5' is ignored: "
+                                   "algorithm sliding counts a window, only gcra has a burst");
+    assert_string_equal(warned[1], "inline rule 3: outbound \"f\": option 'burst': '2' is ignored: "
+                                   "algorithm fixed counts a window, only gcra has a burst");
+    assert_string_equal(warned[2], "inline rule 5: inbound \"c\": option 'burst': '5' is ignored: "
+                                   "scope = cluster counts a sliding window");
+    sl_conf_free(c);
+}
+
 /* ---- printing ----------------------------------------------------------- */
 
 static void printing_every_option_loads_back_and_prints_the_same(void **state)
@@ -1268,6 +1442,26 @@ static void printing_writes_new_options_and_never_the_key(void **state)
     sl_conf_free(c);
 }
 
+/* How `per = header:NAME` and its kind are written in the option table:
+ * an enumeration name ending in ':' takes a parameter. */
+static void an_enumeration_name_ending_in_a_colon_takes_a_parameter(void **state)
+{
+    static const char *const names[] = {"peer", "header:", "query:", NULL};
+    int i = -1;
+    assert_null(conf_parse_enum("header:X-API-Key", names, &i));
+    assert_int_equal(i, 1);
+    assert_string_equal(conf_enum_param("header:X-API-Key"), "X-API-Key");
+    assert_null(conf_parse_enum("query:key", names, &i));
+    assert_int_equal(i, 2);
+    assert_null(conf_parse_enum("peer", names, &i));
+    assert_int_equal(i, 0);
+    const char *bad = "is not one of peer, header:NAME, query:NAME";
+    assert_string_equal(conf_parse_enum("header:", names, &i), bad);
+    assert_string_equal(conf_parse_enum("header", names, &i), bad);
+    assert_string_equal(conf_parse_enum("header:a b", names, &i), bad);
+    assert_string_equal(conf_parse_enum("peer:x", names, &i), bad);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1296,7 +1490,8 @@ int main(void)
         cmocka_unit_test_setup(inline_rules_take_byte_rates_conns_and_scope, setup),
         cmocka_unit_test_setup(gossip_three_nodes_file_fills_interval_timeout_and_share, setup),
         cmocka_unit_test_setup(alone_share_defaults_to_an_equal_share_rounded_up, setup),
-        cmocka_unit_test_setup(a_cluster_rule_counts_a_sliding_window_and_refuses_another_algorithm, setup),
+        cmocka_unit_test_setup(a_cluster_rule_counts_a_sliding_window_and_refuses_another_algorithm,
+                               setup),
         cmocka_unit_test_setup(an_inline_gossip_section_takes_every_option_in_any_order, setup),
         cmocka_unit_test_setup(byte_and_conns_errors_each_get_their_own_words, setup),
         cmocka_unit_test_setup(a_cluster_rule_needs_a_gossip_section_and_a_rate, setup),
@@ -1340,6 +1535,16 @@ int main(void)
         cmocka_unit_test_setup(printing_byte_limits_conns_and_gossip_loads_back_and_prints_the_same,
                                setup),
         cmocka_unit_test_setup(printing_writes_new_options_and_never_the_key, setup),
+        cmocka_unit_test_setup(an_enumeration_name_ending_in_a_colon_takes_a_parameter, setup),
+        cmocka_unit_test_setup(on_error_closed_holds_for_a_file_with_a_nul_byte, setup),
+        cmocka_unit_test_setup(on_error_closed_holds_for_a_file_over_1_mib, setup),
+        cmocka_unit_test_setup(on_error_closed_holds_after_an_unterminated_string_or_comment,
+                               setup),
+        cmocka_unit_test_setup(on_error_closed_holds_after_a_syntax_error, setup),
+        cmocka_unit_test_setup(on_error_closed_holds_for_inline_rules_that_cannot_be_split, setup),
+        cmocka_unit_test_setup(a_fifo_as_config_file_is_refused_without_blocking, setup),
+        cmocka_unit_test_setup(a_node_listed_in_its_own_peers_is_refused, setup),
+        cmocka_unit_test_setup(a_burst_that_the_algorithm_ignores_is_a_warning, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

@@ -637,6 +637,49 @@ static void gcra_still_limits_a_rate_above_one_per_nanosecond(void **unused)
     assert_int_equal(passed, 1);
 }
 
+/* ---- what "N per period" promises (README, issue 12 defect 7) ----------- */
+
+/* The most admissions any half-open interval [t, t+W) holds, for a client
+ * that stays idle until `start` and then asks every millisecond for 3 s. */
+static int busiest_period(const struct sl_limit *l, uint64_t start)
+{
+    static uint64_t at[4000];
+    int n = 0, best = 0;
+    uint64_t s = 0;
+    struct sl_verdict v;
+    for (uint64_t t = start; t < start + 3 * SEC; t += MS)
+        if (step(l, &s, t, 1, 0, &v)) at[n++] = t;
+    for (int i = 0, j = 0; i < n; i++) {
+        while (at[i] - at[j] >= l->period_ns)
+            j++;
+        if (i - j + 1 > best) best = i - j + 1;
+    }
+    return best;
+}
+
+/* The sliding window counter is an estimate: it takes the previous window's
+ * requests as spread evenly. Bunched at a window's end they are not, and a
+ * period straddling the edge holds nearly 2N (README: not "never more than
+ * N in any period"). */
+static void a_sliding_window_can_admit_nearly_twice_n_across_an_edge(void **unused)
+{
+    (void)unused;
+    struct sl_limit l = window(SL_ALG_SLIDING, 20, SEC);
+    int most = busiest_period(&l, T0 + 900 * MS);
+    assert_true(most > 20);
+    assert_true(most < 40);
+}
+
+/* GCRA with burst 1 spaces requests a period/N apart: never more than N in
+ * any period, whatever the pattern. */
+static void gcra_with_burst_one_never_admits_more_than_n_in_a_period(void **unused)
+{
+    (void)unused;
+    struct sl_limit l = gcra(20, SEC, 1);
+    assert_int_equal(busiest_period(&l, T0 + 900 * MS), 20);
+    assert_int_equal(busiest_period(&l, T0 + 3 * MS), 20);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -682,6 +725,8 @@ int main(void)
         cmocka_unit_test(init_rejects_window_counts_too_large_for_the_state_word),
         cmocka_unit_test(init_rejects_a_gcra_interval_below_one_picosecond),
         cmocka_unit_test(init_keeps_the_gcra_interval_in_picoseconds),
+        cmocka_unit_test(a_sliding_window_can_admit_nearly_twice_n_across_an_edge),
+        cmocka_unit_test(gcra_with_burst_one_never_admits_more_than_n_in_a_period),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

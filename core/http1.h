@@ -1,0 +1,155 @@
+/* http1.h - finds HTTP/1.0 and HTTP/1.1 request heads in one direction of a
+ * byte stream, and extracts what request rules match on.
+ *
+ * An incremental scanner over Debian's libhttp-parser 2.9.4: bytes go in in
+ * stream order, split anywhere (byte by byte works); every complete request
+ * head is reported once, with its stream offsets, method, path, query,
+ * Host, the value of one configured key (header, query parameter or
+ * cookie) and Idempotency-Key. Bodies (Content-Length, chunked) are skipped
+ * so the next pipelined head is found. Bytes are never changed.
+ *
+ * Passthrough: after an upgrade (Upgrade header, CONNECT), on a stream that
+ * is not HTTP/1, after a malformed head, or a head longer than
+ * SL_H1_HEAD_MAX, nothing more is reported: the program answers 400 as it
+ * always did. A stream that opens with the HTTP/2 connection preface is
+ * reported as SL_H1_H2 (hand it to core/h2.h).
+ *
+ * Scanning ahead: a stream's bytes never change, so the caller needs no
+ * "uncommitted" state. Feed every byte exactly once, as soon as it is seen
+ * (a peek, or the buffer of a write), remember the heads by offset, and
+ * next time feed only the bytes past sl_h1_pos(): buf + (sl_h1_pos(s) -
+ * stream_pos). The struct is plain data (no pointers into itself), so a
+ * copy is also a valid scratch scanner if a caller ever needs one.
+ *
+ * Fixed size, no allocation. Not thread-safe: one stream, one caller.
+ * Values longer than their buffer are truncated and flagged.
+ * Query parameters and cookies are compared as sent: no percent-decoding.
+ */
+#ifndef SL_HTTP1_H
+#define SL_HTTP1_H
+
+#include <http_parser.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SL_H1_HEAD_MAX   16384 /* a longer head is passed through untouched */
+#define SL_H1_METHOD_MAX 24
+#define SL_H1_URL_MAX    2048 /* path + query as sent */
+#define SL_H1_HOST_MAX   256
+#define SL_H1_VALUE_MAX  256  /* the key's value, Idempotency-Key */
+#define SL_H1_NAME_MAX   64   /* header, parameter or cookie name */
+#define SL_H1_COOKIE_MAX 2048 /* a cookie past this much of a Cookie line counts as missing */
+
+enum sl_h1_key_kind {
+    SL_H1_KEY_NONE,
+    SL_H1_KEY_HEADER, /* a request header, name compared case-insensitively */
+    SL_H1_KEY_QUERY,  /* a query parameter, name compared exactly */
+    SL_H1_KEY_COOKIE, /* a cookie in the Cookie header(s), name compared exactly */
+};
+
+/* A bounded copy: len bytes in text, then a NUL (use len: a value may
+ * hold NUL bytes the program's parser tolerated); `truncated` when the
+ * value was longer than the buffer. */
+struct sl_h1_text {
+    size_t len;
+    bool present;
+    bool truncated;
+};
+
+struct sl_h1_head {
+    uint64_t start, end; /* stream offsets: the head is [start, end), end after the blank line */
+    char method[SL_H1_METHOD_MAX]; /* "GET" */
+    char url[SL_H1_URL_MAX];       /* the request target as sent, NUL-terminated */
+    struct sl_h1_text url_info;
+    size_t path_off, path_len;   /* the path inside url (absolute-form: its path part) */
+    size_t query_off, query_len; /* the query inside url (after '?'), len 0 when none */
+    char host[SL_H1_HOST_MAX];   /* Host header (absolute-form: the URL's host) */
+    struct sl_h1_text host_info;
+    char key[SL_H1_VALUE_MAX]; /* the configured key's value; present=false: missing */
+    struct sl_h1_text key_info;
+    char idem[SL_H1_VALUE_MAX]; /* Idempotency-Key */
+    struct sl_h1_text idem_info;
+    uint8_t http_major, http_minor;
+    bool chunked;    /* Transfer-Encoding: chunked */
+    bool has_length; /* Content-Length given */
+    uint64_t content_length;
+    bool body;       /* a body follows (HTTP/2: the HEADERS frame lacked END_STREAM) */
+    bool keep_alive; /* another request may follow on the connection */
+    bool upgrade;    /* Upgrade or CONNECT: the stream passes through after this head */
+};
+
+enum sl_h1_event {
+    SL_H1_MORE,        /* every byte consumed, no head completed: feed more */
+    SL_H1_HEAD,        /* a head completed: sl_h1_head() holds it; feed the rest */
+    SL_H1_PASSTHROUGH, /* nothing more will be reported on this stream (all bytes consumed) */
+    SL_H1_H2,          /* the stream opened with the 24-byte HTTP/2 preface, now consumed:
+                          continue with core/h2.h from sl_h1_pos() */
+};
+
+enum sl_h1_state {
+    SL_H1_IDLE,    /* between requests: the next byte starts a head */
+    SL_H1_IN_HEAD, /* inside an incomplete head that started at sl_h1_head_start() */
+    SL_H1_IN_BODY, /* inside a body */
+    SL_H1_PASS,    /* passthrough or HTTP/2: no more heads */
+};
+
+struct sl_h1 {
+    http_parser parser;
+    enum sl_h1_state state;
+    enum sl_h1_key_kind key_kind;
+    char key_name[SL_H1_NAME_MAX];
+    size_t key_name_len;
+    uint64_t pos;        /* stream offset of the next byte to feed */
+    uint64_t head_start; /* IN_HEAD: where the head began */
+    uint8_t preface;     /* stream bytes held while they match the HTTP/2 preface */
+    bool head_done;      /* set by the parser's callback: a head just completed */
+    bool message_done;   /* set by the parser's callback: a message just ended */
+    /* the header being read: its name (bounded), which field it feeds */
+    char field[SL_H1_NAME_MAX];
+    size_t field_len;
+    bool field_long;
+    bool in_value;
+    int target; /* enum in http1.c: which buffer the current value goes to */
+    char cookie[SL_H1_COOKIE_MAX];
+    struct sl_h1_text cookie_info;
+    struct sl_h1_head head;
+};
+
+/* Starts a stream at offset 0. kind/name: the key to extract (name may be
+ * NULL for SL_H1_KEY_NONE; longer than SL_H1_NAME_MAX - 1: never found). */
+void sl_h1_init(struct sl_h1 *s, enum sl_h1_key_kind kind, const char *name);
+
+/* Feeds up to len bytes at stream offset sl_h1_pos(s). Stops right after
+ * the first head that completes (SL_H1_HEAD) so the caller can decide it
+ * before feeding the rest. Returns how many bytes were consumed; *ev says
+ * why it stopped. */
+size_t sl_h1_feed(struct sl_h1 *s, const void *buf, size_t len, enum sl_h1_event *ev);
+
+/* The last completed head (valid after SL_H1_HEAD until the next feed). */
+const struct sl_h1_head *sl_h1_head(const struct sl_h1 *s);
+
+/* Shared with core/h2.c. A bounded copy of n bytes into buf (cap bytes). */
+void sl_h1_text_set(char *buf, size_t cap, struct sl_h1_text *t, const char *at, size_t n);
+/* Finds `name` in a list "a=1<sep>b=2" (query: '&'; cookies: ';' with
+ * optional spaces); the first occurrence wins; no percent-decoding. */
+bool sl_h1_param(const char *s, size_t len, char sep, const char *name, size_t name_len,
+                 const char **val, size_t *val_len);
+
+static inline uint64_t sl_h1_pos(const struct sl_h1 *s)
+{
+    return s->pos;
+}
+
+static inline enum sl_h1_state sl_h1_state(const struct sl_h1 *s)
+{
+    return s->state;
+}
+
+/* IN_HEAD: the stream offset where the incomplete head began. */
+static inline uint64_t sl_h1_head_start(const struct sl_h1 *s)
+{
+    return s->head_start;
+}
+
+#endif

@@ -1,0 +1,126 @@
+/* sys.h - core's one door to the kernel.
+ *
+ * Inside libsluice.so a plain call to close(), read(), sendto(), ...
+ * binds to the library's own interposed definition (shim/), not to libc:
+ * core would run the shim's hooks on its own descriptors, and take their
+ * locks on the decision path (the conns sweep closing /proc files through
+ * shim/close.c took the epoll mutex). So core never names a libc function
+ * that does descriptor I/O: it calls these, which go to the kernel through
+ * syscall(). They behave as the libc call of the same name: -1 with errno
+ * set on failure, no retry on EINTR. Calls no shim interposes (mmap,
+ * munmap, getpid, kill, nanosleep, clock_gettime) stay libc's.
+ *
+ * tests/check-boundary.sh fails the build when an object of core/ or conf/
+ * refers to a name shim/exports.map exports.
+ */
+#ifndef SL_SYS_H
+#define SL_SYS_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline int sl_sys_open(const char *path, int flags, mode_t mode)
+{
+    return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+
+static inline int sl_sys_close(int fd)
+{
+    return (int)syscall(SYS_close, fd);
+}
+
+static inline ssize_t sl_sys_read(int fd, void *buf, size_t n)
+{
+    return syscall(SYS_read, fd, buf, n);
+}
+
+static inline ssize_t sl_sys_pread(int fd, void *buf, size_t n, off_t at)
+{
+    return syscall(SYS_pread64, fd, buf, n, at);
+}
+
+static inline ssize_t sl_sys_write(int fd, const void *buf, size_t n)
+{
+    return syscall(SYS_write, fd, buf, n);
+}
+
+static inline int sl_sys_fstat(int fd, struct stat *st)
+{
+    return (int)syscall(SYS_fstat, fd, st);
+}
+
+static inline int sl_sys_ftruncate(int fd, off_t len)
+{
+    return (int)syscall(SYS_ftruncate, fd, len);
+}
+
+/* POSIX shared memory is a file in /dev/shm, as glibc's shm_open has it:
+ * `name` is "/NAME" with no other '/' (EINVAL otherwise, as glibc's).
+ * O_NOFOLLOW: a symbolic link planted there by another user is refused. */
+static inline int sl_sys_shm_path(char *path, size_t len, const char *name)
+{
+    if (name[0] != '/' || !name[1] || strchr(name + 1, '/') ||
+        (size_t)snprintf(path, len, "/dev/shm%s", name) >= len) {
+        errno = EINVAL;
+        return -1;
+    }
+    return 0;
+}
+
+static inline int sl_sys_shm_open(const char *name, int flags, mode_t mode)
+{
+    char path[256];
+    if (sl_sys_shm_path(path, sizeof path, name) != 0) return -1;
+    return sl_sys_open(path, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+}
+
+static inline int sl_sys_shm_unlink(const char *name)
+{
+    char path[256];
+    if (sl_sys_shm_path(path, sizeof path, name) != 0) return -1;
+    return (int)syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+}
+
+static inline int sl_sys_link(const char *from, const char *to)
+{
+    return (int)syscall(SYS_linkat, AT_FDCWD, from, AT_FDCWD, to, 0);
+}
+
+static inline int sl_sys_socket(int domain, int type, int proto)
+{
+    return (int)syscall(SYS_socket, domain, type, proto);
+}
+
+static inline int sl_sys_bind(int fd, const struct sockaddr *sa, socklen_t len)
+{
+    return (int)syscall(SYS_bind, fd, sa, len);
+}
+
+static inline ssize_t sl_sys_sendto(int fd, const void *buf, size_t n, int flags,
+                                    const struct sockaddr *sa, socklen_t len)
+{
+    return syscall(SYS_sendto, fd, buf, n, flags, sa, len);
+}
+
+static inline ssize_t sl_sys_recvfrom(int fd, void *buf, size_t n, int flags)
+{
+    return syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
+}
+
+/* The kernel's sigset is 8 bytes, not sizeof(sigset_t). */
+static inline int sl_sys_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts)
+{
+    return (int)syscall(SYS_ppoll, fds, n, ts, NULL, 8);
+}
+
+#endif

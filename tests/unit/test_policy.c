@@ -1,0 +1,214 @@
+/* test_policy.c - the decision itself: which rules an event meets, and what
+ * they decide together (core/policy.c). Rules come from inline text through
+ * conf/, the table is private, time is passed in by hand. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../conf/conf.h"
+#include "../../core/policy.h"
+#include "testutil.h"
+
+
+struct fixture {
+    struct sl_config *cfg;
+    struct sl_table *table;
+    struct sl_runtime rt;
+};
+
+static int no_names(const char *node, const char *service, const struct addrinfo *hints,
+                    struct addrinfo **res)
+{
+    (void)node, (void)service, (void)hints, (void)res;
+    return EAI_NONAME;
+}
+
+static void no_release(struct addrinfo *res)
+{
+    (void)res;
+}
+
+static struct fixture *make(const char *rules)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    char err[512] = "";
+    enum sl_on_error oe;
+    sl_conf_set_resolver(no_names, no_release);
+    f->cfg = sl_conf_load(NULL, rules, &oe, err, sizeof err);
+    if (!f->cfg) fail_msg("%s: %s", rules, err);
+    f->table = sl_table_open(1024, NULL, SL_FULL_SHARED, err, sizeof err);
+    if (!f->table) fail_msg("table: %s", err);
+    if (sl_runtime_init(&f->rt, f->cfg, f->table, err, sizeof err) != 0) fail_msg("%s", err);
+    return f;
+}
+
+static void destroy(struct fixture *f)
+{
+    sl_table_close(f->table);
+    sl_conf_free(f->cfg);
+    free(f);
+}
+
+static struct sl_addr addr(const char *text, uint16_t port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(port)};
+    assert_int_equal(inet_pton(AF_INET, text, &sin.sin_addr), 1);
+    struct sl_addr a;
+    assert_true(sl_addr_from_sockaddr(&a, (struct sockaddr *)&sin, sizeof sin));
+    return a;
+}
+
+static enum sl_outcome in_at(struct fixture *f, uint64_t now, struct sl_decision *d)
+{
+    struct sl_addr local = addr("127.0.0.1", 8080), peer = addr("10.0.0.9", 40000);
+    sl_decide_in(&f->rt, &local, &peer, now, d);
+    return d->outcome;
+}
+
+static uint64_t counter(struct fixture *f, int rule, enum sl_counter k)
+{
+    return sl_table_counter(f->table, f->rt.table_rule[rule], k);
+}
+
+/* Rule 1 allows 3 an hour, rule 2 one a second. Ten tries denied by rule 2
+ * must not use up rule 1: each of its grants is given back. */
+static void a_later_denial_gives_back_what_earlier_rules_granted(void **unused)
+{
+    (void)unused;
+    struct fixture *f = make("in port=8080 rate=3/h burst=3; in port=8080 rate=1/s burst=1");
+    struct sl_decision d;
+    assert_int_equal(in_at(f, T0, &d), SL_PASS);
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(in_at(f, T0, &d), SL_DENY);
+        assert_int_equal(d.rule, 1);
+    }
+    assert_int_equal(in_at(f, T0 + 1 * SEC, &d), SL_PASS);
+    assert_int_equal(in_at(f, T0 + 2 * SEC, &d), SL_PASS);
+    assert_int_equal(in_at(f, T0 + 3 * SEC, &d), SL_DENY); /* rule 1's three are spent */
+    assert_int_equal(d.rule, 0);
+    assert_int_equal(counter(f, 0, SL_C_ALLOWED), 3);
+    assert_int_equal(counter(f, 1, SL_C_LIMITED), 10);
+    assert_int_equal(counter(f, 0, SL_C_LIMITED), 1);
+    destroy(f);
+}
+
+/* A dry-run rule counts what it would limit and lets it pass; the rule
+ * after it still decides. */
+static void a_dry_run_rule_counts_and_lets_through(void **unused)
+{
+    (void)unused;
+    struct fixture *f =
+        make("in port=8080 rate=1/s burst=1 dry_run=yes; in port=8080 rate=3/s burst=3");
+    struct sl_decision d;
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(in_at(f, T0, &d), SL_PASS);
+    assert_int_equal(in_at(f, T0, &d), SL_DENY);
+    assert_int_equal(d.rule, 1);
+    assert_int_equal(counter(f, 0, SL_C_WOULD_LIMIT), 3); /* tries 2, 3 and 4 */
+    assert_int_equal(counter(f, 0, SL_C_LIMITED), 0);
+    assert_int_equal(counter(f, 1, SL_C_LIMITED), 1);
+    destroy(f);
+}
+
+static uint32_t conns_of(struct fixture *f, int rule, uint64_t now)
+{
+    const struct sl_rule *r = &f->cfg->rules[rule];
+    struct sl_addr peer = addr("10.0.0.9", 40000);
+    struct sl_key k;
+    sl_key_make(&k, r, &peer);
+    static const struct sl_limit nominal = {.alg = SL_ALG_GCRA, .period_ns = SL_NS_PER_SEC};
+    return sl_table_conns(f->table, f->rt.table_rule[rule], &k,
+                          r->limit.count ? &r->limit : &nominal, now);
+}
+
+/* A connection place taken by rule 1 is given back when rule 2 denies, and
+ * the one a passing connection holds until it is released. */
+static void a_later_denial_gives_back_the_connection_places_taken(void **unused)
+{
+    (void)unused;
+    struct fixture *f = make("in port=8080 conns=1; in port=8080 rate=1/s burst=1");
+    struct sl_decision d;
+    assert_int_equal(in_at(f, T0, &d), SL_PASS);
+    assert_true(d.conn_rec[0] >= 0);
+    assert_int_equal(conns_of(f, 0, T0), 1);
+    sl_conn_release(&f->rt, d.conn_rec);
+    assert_int_equal(conns_of(f, 0, T0), 0);
+
+    assert_int_equal(in_at(f, T0, &d), SL_DENY);
+    assert_int_equal(d.rule, 1);
+    assert_int_equal(d.conn_rec[0], -1);
+    assert_int_equal(conns_of(f, 0, T0), 0);
+
+    assert_int_equal(in_at(f, T0 + SEC, &d), SL_PASS); /* the place was not leaked */
+    assert_int_equal(in_at(f, T0 + 2 * SEC, &d), SL_DENY);
+    assert_true(d.conns_full); /* the first connection still holds it */
+    assert_int_equal(d.rule, 0);
+    destroy(f);
+}
+
+/* Addresses the program resolves are matched, and go to runtime state: the
+ * config is byte for byte what was loaded. */
+static void learned_addresses_match_and_leave_the_config_untouched(void **unused)
+{
+    (void)unused;
+    struct fixture *f = make("out to=api.vendor.example port=443 rate=1/s burst=1 action=reject");
+    struct sl_config *copy = malloc(sizeof *copy);
+    memcpy(copy, f->cfg, sizeof *copy);
+    struct sl_addr dst = addr("127.0.0.7", 443), other_port = addr("127.0.0.7", 80);
+    assert_false(sl_out_matches(&f->rt, &dst));
+
+    sl_learn_addr(&f->rt, "API.Vendor.Example.", dst.a);
+    assert_true(sl_out_matches(&f->rt, &dst));
+    assert_false(sl_out_matches(&f->rt, &other_port));
+    sl_learn_addr(&f->rt, "api.vendor.example", dst.a); /* once only */
+    assert_int_equal(f->rt.learned[0].naddr, 1);
+    assert_memory_equal(copy, f->cfg, sizeof *copy);
+
+    struct sl_decision d;
+    sl_decide_out(&f->rt, &dst, T0, 0, &d);
+    assert_int_equal(d.outcome, SL_PASS);
+    sl_decide_out(&f->rt, &dst, T0, 0, &d);
+    assert_int_equal(d.outcome, SL_DENY);
+    free(copy);
+    destroy(f);
+}
+
+/* A name learns at most SL_MAX_HOST_ADDR addresses. */
+static void learning_stops_at_the_cap(void **unused)
+{
+    (void)unused;
+    struct fixture *f = make("out to=api.vendor.example rate=1/s");
+    for (int i = 0; i < SL_MAX_HOST_ADDR + 8; i++) {
+        struct sl_addr a = addr("127.0.1.0", 443);
+        a.a[15] = (uint8_t)i;
+        sl_learn_addr(&f->rt, "api.vendor.example", a.a);
+    }
+    assert_int_equal(f->rt.learned[0].naddr, SL_MAX_HOST_ADDR);
+    struct sl_addr last = addr("127.0.1.0", 443), over = addr("127.0.1.0", 443);
+    last.a[15] = SL_MAX_HOST_ADDR - 1;
+    over.a[15] = SL_MAX_HOST_ADDR;
+    assert_true(sl_out_matches(&f->rt, &last));
+    assert_false(sl_out_matches(&f->rt, &over));
+    destroy(f);
+}
+
+int main(void)
+{
+    unsetenv("SLUICE_ON_ERROR");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_later_denial_gives_back_what_earlier_rules_granted),
+        cmocka_unit_test(a_dry_run_rule_counts_and_lets_through),
+        cmocka_unit_test(a_later_denial_gives_back_the_connection_places_taken),
+        cmocka_unit_test(learned_addresses_match_and_leave_the_config_untouched),
+        cmocka_unit_test(learning_stops_at_the_cap),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL) != 0;
+}

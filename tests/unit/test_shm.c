@@ -1,0 +1,223 @@
+/* test_shm.c - named shared objects (core/shm.c) as the table and the
+ * cluster state use them: found whole or refused at once, and never taken
+ * from another user. The other user is `nobody`, made by a forked child
+ * that drops root (the tests need root for that and skip without it). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../core/table.h"
+#include "cluster_util.h"
+#include "testutil.h"
+
+#define NOBODY 65534
+
+static char name[64], path[128];
+
+static int named(void **unused)
+{
+    (void)unused;
+    snprintf(name, sizeof name, "test-shm-%ld", (long)getpid());
+    snprintf(path, sizeof path, "/dev/shm/sluice.%s", name);
+    unlink(path);
+    return 0;
+}
+
+static int unnamed(void **unused)
+{
+    (void)unused;
+    unlink(path);
+    return 0;
+}
+
+static void need_root(void)
+{
+    if (geteuid() != 0) skip();
+}
+
+/* Runs fn in a child that is `nobody`; returns its exit status. */
+static int as_nobody(void (*fn)(void))
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0) _exit(99);
+        fn();
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
+}
+
+static void nobody_opens_a_small_table(void)
+{
+    char err[256];
+    if (!sl_table_open(64, name, SL_FULL_SHARED, err, sizeof err)) _exit(1);
+}
+
+static void nobody_makes_an_empty_file(void)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0666);
+    if (fd < 0) _exit(1);
+    fchmod(fd, 0666);
+    close(fd);
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* The table pre-created by nobody (64 slots) must not become root's
+ * 65,536-slot table: refused, the owner named. */
+static void a_table_made_by_another_user_is_refused_naming_its_owner(void **unused)
+{
+    (void)unused;
+    need_root();
+    assert_int_equal(as_nobody(nobody_opens_a_small_table), 0);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_uid, NOBODY);
+    char err[512] = "";
+    assert_null(sl_table_open(65536, name, SL_FULL_SHARED, err, sizeof err));
+    assert_non_null(strstr(err, "owned by nobody (uid 65534)"));
+    assert_non_null(strstr(err, name));
+}
+
+/* An empty file another user left is refused at once: no wait for a
+ * creator that does not exist. */
+static void an_empty_file_of_another_user_is_refused_at_once(void **unused)
+{
+    (void)unused;
+    need_root();
+    assert_int_equal(as_nobody(nobody_makes_an_empty_file), 0);
+    char err[512] = "";
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_null(sl_table_open(4096, name, SL_FULL_SHARED, err, sizeof err));
+    assert_true(seconds_since(&t0) < 0.5); /* it used to wait 2 s, then run unlimited */
+    assert_non_null(strstr(err, "owned by nobody"));
+}
+
+/* Our own empty or undersized file is no table either: refused at once. */
+static void an_empty_or_undersized_file_is_refused_at_once(void **unused)
+{
+    (void)unused;
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    char err[512] = "";
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_null(sl_table_open(4096, name, SL_FULL_SHARED, err, sizeof err));
+    assert_non_null(strstr(err, "empty"));
+
+    /* a real table's header, cut short */
+    unlink(path);
+    struct sl_table *t = sl_table_open(4096, name, SL_FULL_SHARED, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    sl_table_close(t);
+    assert_int_equal(truncate(path, 8192), 0);
+    assert_null(sl_table_open(4096, name, SL_FULL_SHARED, err, sizeof err));
+    assert_non_null(strstr(err, "smaller than"));
+    assert_true(seconds_since(&t0) < 0.5);
+    close(fd);
+}
+
+/* Mode 0600 only: a table others may write is refused, even our own. */
+static void a_table_others_may_write_is_refused(void **unused)
+{
+    (void)unused;
+    char err[512] = "";
+    struct sl_table *t = sl_table_open(64, name, SL_FULL_SHARED, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    sl_table_close(t);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    assert_int_equal(chmod(path, 0666), 0);
+    assert_null(sl_table_open(64, name, SL_FULL_SHARED, err, sizeof err));
+    assert_non_null(strstr(err, "mode 0666"));
+    assert_int_equal(chmod(path, 0600), 0);
+    t = sl_table_open(64, name, SL_FULL_SHARED, err, sizeof err);
+    if (!t) fail_msg("%s", err);
+    sl_table_close(t);
+}
+
+/* Two processes of one user find one table. */
+static void a_second_opener_shares_the_first_ones_table(void **unused)
+{
+    (void)unused;
+    char err[512] = "";
+    struct sl_table *a = sl_table_open(64, name, SL_FULL_SHARED, err, sizeof err);
+    if (!a) fail_msg("%s", err);
+    struct sl_table *b = sl_table_open(4096, name, SL_FULL_SHARED, err, sizeof err);
+    if (!b) fail_msg("%s", err);
+    assert_int_equal(sl_table_slots(b), sl_table_slots(a));
+    int ra = sl_table_rule(a, 42, "x"), rb = sl_table_rule(b, 42, "x");
+    sl_table_count(a, ra, SL_C_ALLOWED, 5);
+    assert_int_equal(sl_table_counter(b, rb, SL_C_ALLOWED), 5);
+    sl_table_close(a);
+    sl_table_close(b);
+}
+
+static char cluster_name[128];
+static struct sl_config *cluster_cfg;
+
+static void nobody_opens_the_cluster_state(void)
+{
+    char err[256];
+    if (!sl_cluster_create(cluster_cfg, cluster_name, err, sizeof err)) _exit(1);
+}
+
+/* The cluster state file follows the same rule. */
+static void a_cluster_state_made_by_another_user_is_refused(void **unused)
+{
+    (void)unused;
+    need_root();
+    cluster_cfg = cu_config(0, 2, 100, SEC, 100 * MS, 4096);
+    snprintf(cluster_cfg->gossip.listen, sizeof cluster_cfg->gossip.listen, "127.0.0.2:%d",
+             20000 + (int)(getpid() % 20000));
+    sl_cluster_shm_name(cluster_cfg->gossip.listen, cluster_name, sizeof cluster_name);
+    char file[200];
+    snprintf(file, sizeof file, "/dev/shm%s", cluster_name);
+    unlink(file);
+    assert_int_equal(as_nobody(nobody_opens_the_cluster_state), 0);
+    char err[512] = "";
+    struct sl_cluster *c = sl_cluster_create(cluster_cfg, cluster_name, err, sizeof err);
+    unlink(file);
+    if (c) fail_msg("root attached nobody's cluster state");
+    assert_non_null(strstr(err, "owned by nobody"));
+    free(cluster_cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(a_table_made_by_another_user_is_refused_naming_its_owner,
+                                        named, unnamed),
+        cmocka_unit_test_setup_teardown(an_empty_file_of_another_user_is_refused_at_once, named,
+                                        unnamed),
+        cmocka_unit_test_setup_teardown(an_empty_or_undersized_file_is_refused_at_once, named,
+                                        unnamed),
+        cmocka_unit_test_setup_teardown(a_table_others_may_write_is_refused, named, unnamed),
+        cmocka_unit_test_setup_teardown(a_second_opener_shares_the_first_ones_table, named,
+                                        unnamed),
+        cmocka_unit_test(a_cluster_state_made_by_another_user_is_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL) != 0;
+}
