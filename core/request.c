@@ -1,0 +1,265 @@
+/* request.c - one connection's requests (see request.h).
+ *
+ * Stream offsets. `pos` is the offset of the next byte to pass (what
+ * sl_req_admit's buf[0] is); the scanner's own position (sl_h1_pos) is how
+ * far it has read, never behind pos, so bytes shown again after a short
+ * read are not scanned twice. Heads found past pos were decided when
+ * found and are remembered in `ahead` (their offset and when they may
+ * pass), so a head is charged once however often its bytes are shown. The
+ * first denied head ends the connection's requests: nothing from its first
+ * byte on passes.
+ *
+ * What may pass: every byte before the first of (a) the denied head, (b) a
+ * held head whose time has not come, (c) the start of a head the scanner
+ * is still reading, (d) the first byte not scanned (the scanner pauses
+ * when SL_REQ_AHEAD heads are remembered).
+ */
+#include "request.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "http1.h"
+#include "reply.h"
+#include "reqdecide.h"
+
+#define SL_REQ_AHEAD 16
+
+struct ahead {
+    uint64_t off;        /* the head's first byte */
+    uint64_t release_at; /* monotonic ns it may pass (0: now) */
+};
+
+struct sl_req_conn {
+    struct sl_req_rules rules;
+    uint64_t pos;
+    struct ahead ahead[SL_REQ_AHEAD];
+    int nahead;
+    bool denied;
+    uint64_t deny_off;
+    struct sl_req_verdict deny;
+    bool pass; /* passthrough: nothing more is limited */
+    char reply[SL_REPLY_MAX];
+    struct sl_h1 scan;
+};
+
+size_t sl_req_conn_size(void)
+{
+    return sizeof(struct sl_req_conn);
+}
+
+bool sl_req_any(const struct sl_runtime *rt, enum sl_dir dir)
+{
+    for (int i = 0; i < rt->cfg->nrules; i++)
+        if (rt->cfg->rules[i].request && rt->cfg->rules[i].dir == dir) return true;
+    return false;
+}
+
+static bool port_matches(const struct sl_rule *r, uint16_t port)
+{
+    if (r->nports == 0) return true;
+    for (int i = 0; i < r->nports; i++)
+        if (port >= r->ports[i].lo && port <= r->ports[i].hi) return true;
+    return false;
+}
+
+static bool host_has(const struct sl_host *h, const uint8_t a[16])
+{
+    uint32_t n = __atomic_load_n(&h->naddr, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++)
+        if (memcmp(h->addr[i], a, 16) == 0) return true;
+    return false;
+}
+
+/* The connection-level match of a request rule (as core/policy.c matches
+ * connections: ports, local and peer blocks, destinations). */
+static bool conn_matches(const struct sl_rule *r, enum sl_dir dir, const struct sl_addr *local,
+                         const struct sl_addr *peer)
+{
+    if (r->nexempt && sl_cidr_list_contains(r->exempt, r->nexempt, peer->a)) return false;
+    if (dir == SL_IN) {
+        if (r->nports || r->nlocal) {
+            if (!local || !port_matches(r, local->port)) return false;
+            if (r->nlocal && !sl_cidr_list_contains(r->local, r->nlocal, local->a)) return false;
+        }
+        return !r->nfrom || sl_cidr_list_contains(r->from, r->nfrom, peer->a);
+    }
+    if (sl_cidr_list_contains(r->to, r->nto, peer->a)) return port_matches(r, peer->port);
+    for (int i = 0; i < r->nhosts; i++) {
+        const struct sl_host *h = &r->hosts[i];
+        if (!host_has(h, peer->a)) continue;
+        if (h->port ? h->port == peer->port : port_matches(r, peer->port)) return true;
+    }
+    return false;
+}
+
+static int64_t (*wall_offset_hook)(void);
+
+/* Test hook: what the wall clock is, as an offset from the monotonic one. */
+void sl_req_set_wall_offset(int64_t (*hook)(void));
+void sl_req_set_wall_offset(int64_t (*hook)(void))
+{
+    wall_offset_hook = hook;
+}
+
+static int64_t wall_offset(void)
+{
+    if (wall_offset_hook) return wall_offset_hook();
+    struct timespec rt, mono;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    return ((int64_t)rt.tv_sec - (int64_t)mono.tv_sec) * (int64_t)SL_NS_PER_SEC +
+           ((int64_t)rt.tv_nsec - (int64_t)mono.tv_nsec);
+}
+
+bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir dir,
+                      const struct sl_addr *local, const struct sl_addr *peer, uint64_t now)
+{
+    const struct sl_config *cfg = rt->cfg;
+    uint64_t match = 0;
+    bool quota = false;
+    const char *header = NULL;
+    for (int i = 0; i < cfg->nrules && i < SL_MAX_RULES; i++) {
+        const struct sl_rule *r = &cfg->rules[i];
+        if (!r->request || r->dir != dir || !conn_matches(r, dir, local, peer)) continue;
+        match |= 1ull << i;
+        quota |= r->quota != 0 || r->plans != NULL;
+        if (!header && r->req_per == SL_REQ_PER_HEADER) header = r->req_per_name;
+    }
+    if (!match) return false;
+    memset(c, 0, offsetof(struct sl_req_conn, reply));
+    c->rules.rt = rt;
+    c->rules.peer = *peer;
+    c->rules.match = match;
+    c->rules.wall_offset = quota ? wall_offset() : 0;
+    if (header) snprintf(c->rules.header, sizeof c->rules.header, "%s", header);
+    sl_req_rules_entries(&c->rules);
+    /* one header is extracted per connection: rules keyed by another
+     * header count its requests as without a key (documented) */
+    sl_h1_init(&c->scan, header ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE, header);
+    (void)now;
+    return true;
+}
+
+static void head_of(const struct sl_h1 *s, const struct sl_h1_head *h1, struct sl_req_head *h)
+{
+    memset(h, 0, sizeof *h);
+    h->method = h1->method;
+    h->method_len = strlen(h1->method);
+    h->path = h1->url + h1->path_off;
+    h->path_len = h1->path_len;
+    if (h1->query_len) {
+        h->query = h1->url + h1->query_off;
+        h->query_len = h1->query_len;
+    }
+    if (h1->host_info.present) {
+        h->host = h1->host;
+        h->host_len = h1->host_info.len;
+    }
+    if (s->cookie_info.present) {
+        h->cookie = s->cookie;
+        h->cookie_len = s->cookie_info.len;
+    }
+    if (h1->idem_info.present) {
+        h->idem = h1->idem;
+        h->idem_len = h1->idem_info.len;
+    }
+    if (h1->key_info.present) {
+        h->header = h1->key;
+        h->header_len = h1->key_info.len;
+    }
+}
+
+static void deny(struct sl_req_conn *c, uint64_t off, const struct sl_req_decision *d)
+{
+    const struct sl_rule *r = &c->rules.rt->cfg->rules[d->rule];
+    c->denied = true;
+    c->deny_off = off;
+    c->deny = (struct sl_req_verdict){.status = SL_REQ_DENY, .rule = d->rule};
+    c->deny.action = r->action == SL_ACT_REJECT ? SL_ACT_REJECT : SL_ACT_REPLY;
+    if (c->deny.action != SL_ACT_REPLY) return;
+    if (r->reply) {
+        c->deny.reply = r->reply;
+        c->deny.reply_len = r->reply_len;
+    } else {
+        c->deny.reply = c->reply;
+        c->deny.reply_len = sl_reply_429_policy(c->reply, sizeof c->reply, &d->v, &d->policy);
+    }
+}
+
+/* Scans the bytes of buf past the scanner's position, deciding each head. */
+static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
+{
+    while (!c->denied && !c->pass && c->nahead < SL_REQ_AHEAD) {
+        uint64_t at = sl_h1_pos(&c->scan);
+        if (at >= c->pos + len) return;
+        enum sl_h1_event ev;
+        sl_h1_feed(&c->scan, buf + (at - c->pos), (size_t)(c->pos + len - at), &ev);
+        if (ev == SL_H1_PASSTHROUGH || ev == SL_H1_H2) {
+            c->pass = true; /* HTTP/2 inbound: not limited yet (core/h2.h) */
+            return;
+        }
+        if (ev != SL_H1_HEAD) return;
+        const struct sl_h1_head *h1 = sl_h1_head(&c->scan);
+        struct sl_req_head h;
+        struct sl_req_decision d;
+        head_of(&c->scan, h1, &h);
+        sl_req_decide(&c->rules, &h, now, &d);
+        if (!d.allowed) {
+            deny(c, h1->start, &d);
+            return;
+        }
+        if (d.wait_ns)
+            c->ahead[c->nahead++] = (struct ahead){.off = h1->start, .release_at = now + d.wait_ns};
+    }
+}
+
+size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now,
+                    struct sl_req_verdict *v)
+{
+    *v = (struct sl_req_verdict){.status = SL_REQ_PASS, .rule = -1};
+    scan(c, buf, len, now);
+    uint64_t limit = c->pos + len;
+    if (!c->pass) {
+        uint64_t scanned = sl_h1_pos(&c->scan);
+        if (scanned < limit) limit = scanned;
+        if (sl_h1_state(&c->scan) == SL_H1_IN_HEAD && sl_h1_head_start(&c->scan) < limit) {
+            limit = sl_h1_head_start(&c->scan);
+            v->status = SL_REQ_NEED_MORE;
+        }
+    }
+    for (int i = 0; i < c->nahead; i++) {
+        const struct ahead *a = &c->ahead[i];
+        if (a->release_at <= now || a->off >= limit) continue;
+        limit = a->off;
+        *v = (struct sl_req_verdict){
+            .status = SL_REQ_HOLD, .rule = -1, .wait_ns = a->release_at - now};
+    }
+    if (c->denied && c->deny_off <= limit) {
+        limit = c->deny_off;
+        *v = c->deny;
+    }
+    return limit > c->pos ? (size_t)(limit - c->pos) : 0;
+}
+
+void sl_req_passed(struct sl_req_conn *c, const void *buf, size_t n)
+{
+    (void)buf;
+    c->pos += n;
+    int k = 0;
+    for (int i = 0; i < c->nahead; i++)
+        if (c->ahead[i].off >= c->pos) c->ahead[k++] = c->ahead[i];
+    c->nahead = k;
+}
+
+bool sl_req_done(const struct sl_req_conn *c)
+{
+    return c->pass && !c->denied && c->nahead == 0;
+}
+
+void sl_req_conn_fini(struct sl_req_conn *c)
+{
+    (void)c; /* nothing held: the table keeps no per-connection state */
+}

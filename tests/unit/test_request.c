@@ -1,0 +1,204 @@
+/* test_request.c - a connection's bytes through sl_req_admit: pipelined
+ * heads, heads split byte by byte, no double charge when bytes are shown
+ * again, holds, denials with their 429, passthrough. Time injected. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/log.h"
+#include "../../core/request.h"
+#include "../../core/table.h"
+#include "testutil.h"
+
+struct world {
+    struct sl_config cfg;
+    struct sl_table *table;
+    struct sl_runtime rt;
+    struct sl_req_conn *c;
+};
+
+static struct world *world(uint64_t count, uint64_t burst, enum sl_action action)
+{
+    struct world *w = calloc(1, sizeof *w);
+    sl_log_setup(SL_LOG_NONE, SL_LOG_ERROR);
+    struct sl_rule *r = &w->cfg.rules[w->cfg.nrules++];
+    strcpy(r->name, "api");
+    r->id = sl_name_hash(r->name);
+    r->dir = SL_IN;
+    r->prefix4 = 32;
+    r->prefix6 = 64;
+    r->request = true;
+    r->cost = 1;
+    r->action = action;
+    r->max_delay_ns = SEC;
+    r->req_per = SL_REQ_PER_HEADER;
+    strcpy(r->req_per_name, "X-API-Key");
+    assert_int_equal(sl_limit_init(&r->req_limit, SL_ALG_GCRA, count, SEC, burst), 0);
+    char err[256];
+    w->table = sl_table_open(1024, NULL, SL_FULL_SHARED, err, sizeof err);
+    assert_non_null(w->table);
+    assert_int_equal(sl_runtime_init(&w->rt, &w->cfg, w->table, err, sizeof err), 0);
+    w->c = calloc(1, sl_req_conn_size());
+    struct sl_addr peer = {.v4 = true, .port = 5000};
+    peer.a[10] = peer.a[11] = 0xff;
+    peer.a[12] = 127;
+    peer.a[15] = 1;
+    assert_true(sl_req_conn_init(w->c, &w->rt, SL_IN, NULL, &peer, T0));
+    return w;
+}
+
+static void world_free(struct world *w)
+{
+    sl_req_conn_fini(w->c);
+    free(w->c);
+    sl_table_close(w->table);
+    free(w);
+}
+
+/* What a program reading everything it may would read: admits and passes
+ * until nothing more may pass; returns the bytes passed. */
+static size_t drain(struct world *w, const char *s, size_t len, uint64_t now,
+                    struct sl_req_verdict *v)
+{
+    size_t done = 0;
+    for (;;) {
+        size_t n = sl_req_admit(w->c, s + done, len - done, now, v);
+        if (n == 0) return done;
+        sl_req_passed(w->c, s + done, n);
+        done += n;
+        if (done == len) return done;
+    }
+}
+
+#define GET "GET /x HTTP/1.1\r\nHost: a\r\nX-API-Key: k\r\n\r\n"
+
+static void pipelined_heads_are_each_decided_and_the_first_denied_stops_the_stream(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 2, SL_ACT_REPLY);
+    const char s[] = GET GET GET GET;
+    struct sl_req_verdict v;
+    size_t n = drain(w, s, sizeof s - 1, T0, &v);
+    assert_int_equal(n, 2 * (sizeof GET - 1));
+    assert_int_equal(v.status, SL_REQ_DENY);
+    assert_int_equal(v.action, SL_ACT_REPLY);
+    assert_int_equal(v.rule, 0);
+    assert_non_null(strstr(v.reply, "HTTP/1.1 429 "));
+    assert_non_null(strstr(v.reply, "RateLimit-Policy: \"api\";q=1;w=1\r\n"));
+    assert_int_equal(v.reply_len, strlen(v.reply));
+    /* asking again charges nothing more: the stream stays stopped there */
+    assert_int_equal(sl_req_admit(w->c, s + n, sizeof s - 1 - n, T0 + 10 * SEC, &v), 0);
+    assert_int_equal(v.status, SL_REQ_DENY);
+    assert_int_equal(sl_table_counter(w->table, 1, SL_C_ALLOWED), 2);
+    assert_int_equal(sl_table_counter(w->table, 1, SL_C_LIMITED), 1);
+    world_free(w);
+}
+
+static void a_head_split_byte_by_byte_is_counted_once(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 1, SL_ACT_REPLY);
+    const char s[] = GET GET;
+    struct sl_req_verdict v;
+    size_t shown = 0, passed = 0;
+    /* the peer sends one byte at a time; each time the program peeks at
+     * everything that arrived and reads what may pass */
+    while (shown < sizeof s - 1) {
+        shown++;
+        size_t n = sl_req_admit(w->c, s + passed, shown - passed, T0, &v);
+        if (v.status == SL_REQ_DENY) break;
+        sl_req_passed(w->c, s + passed, n);
+        passed += n;
+        if (shown < sizeof GET - 1) {
+            assert_int_equal(passed, 0); /* nothing of an undecided head passes */
+            assert_int_equal(v.status, SL_REQ_NEED_MORE);
+        }
+    }
+    assert_int_equal(passed, sizeof GET - 1);
+    assert_int_equal(v.status, SL_REQ_DENY);
+    assert_int_equal(sl_table_counter(w->table, 1, SL_C_ALLOWED), 1);
+    assert_int_equal(sl_table_counter(w->table, 1, SL_C_LIMITED), 1);
+    world_free(w);
+}
+
+static void bytes_shown_again_after_a_short_read_are_not_charged_again(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 3, SL_ACT_REPLY);
+    const char s[] = GET GET;
+    struct sl_req_verdict v;
+    for (int i = 0; i < 5; i++) /* five peeks, nothing read */
+        assert_int_equal(sl_req_admit(w->c, s, sizeof s - 1, T0, &v), sizeof s - 1);
+    sl_req_passed(w->c, s, 10); /* a short read */
+    assert_int_equal(sl_req_admit(w->c, s + 10, sizeof s - 11, T0, &v), sizeof s - 11);
+    assert_int_equal(sl_table_counter(w->table, 1, SL_C_ALLOWED), 2);
+    world_free(w);
+}
+
+static void a_delayed_head_is_held_until_its_turn(void **unused)
+{
+    (void)unused;
+    struct world *w = world(10, 1, SL_ACT_DELAY);
+    const char s[] = GET GET "GET /body HTTP/1.1\r\nX-API-Key: k\r\nContent-Length: 5\r\n\r\nhello";
+    struct sl_req_verdict v;
+    size_t n = drain(w, s, sizeof s - 1, T0, &v);
+    assert_int_equal(n, sizeof GET - 1);
+    assert_int_equal(v.status, SL_REQ_HOLD);
+    assert_int_equal(v.wait_ns, 100 * MS);
+    n += drain(w, s + n, sizeof s - 1 - n, T0 + 100 * MS, &v);
+    assert_int_equal(n, 2 * (sizeof GET - 1));
+    assert_int_equal(v.wait_ns, 100 * MS); /* the third waits 200 ms from T0 */
+    n += drain(w, s + n, sizeof s - 1 - n, T0 + 200 * MS, &v);
+    assert_int_equal(n, sizeof s - 1);
+    assert_int_equal(v.status, SL_REQ_PASS);
+    world_free(w);
+}
+
+static void an_upgraded_connection_passes_through(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 1, SL_ACT_REPLY);
+    const char s[] =
+        "GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+        "GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n";
+    struct sl_req_verdict v;
+    assert_int_equal(drain(w, s, sizeof s - 1, T0, &v), sizeof s - 1);
+    assert_int_equal(v.status, SL_REQ_PASS);
+    assert_true(sl_req_done(w->c));
+    world_free(w);
+}
+
+static void a_connection_no_request_rule_matches_is_not_tracked(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 1, SL_ACT_REPLY);
+    w->cfg.rules[0].nports = 1;
+    w->cfg.rules[0].ports[0] = (struct sl_port_range){80, 80};
+    struct sl_addr local = {.port = 8080}, peer = {.port = 1};
+    struct sl_req_conn *c = calloc(1, sl_req_conn_size());
+    assert_false(sl_req_conn_init(c, &w->rt, SL_IN, &local, &peer, T0));
+    assert_false(sl_req_conn_init(c, &w->rt, SL_OUT, &local, &peer, T0));
+    assert_true(sl_req_any(&w->rt, SL_IN));
+    assert_false(sl_req_any(&w->rt, SL_OUT));
+    free(c);
+    world_free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(pipelined_heads_are_each_decided_and_the_first_denied_stops_the_stream),
+        cmocka_unit_test(a_head_split_byte_by_byte_is_counted_once),
+        cmocka_unit_test(bytes_shown_again_after_a_short_read_are_not_charged_again),
+        cmocka_unit_test(a_delayed_head_is_held_until_its_turn),
+        cmocka_unit_test(an_upgraded_connection_passes_through),
+        cmocka_unit_test(a_connection_no_request_rule_matches_is_not_tracked),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL) != 0;
+}
