@@ -76,8 +76,9 @@ const char *conf_parse_byte_rate(const char *text, uint64_t *bytes_per_sec);
 void conf_format_bytes(uint64_t bytes, char *buf, size_t len);
 /* A byte rate's burst when none is given: a tenth of a second's worth. */
 uint64_t conf_default_byte_burst(uint64_t bytes_per_sec);
-/* A gossip address: a.b.c.d:port or [v6]:port, no host names. Writes the
- * normalised form ("[2001:db8::2]:7946") to out. */
+/* A gossip address: a.b.c.d:port or [v6]:port, no host names (core's
+ * sl_hostport_parse, shared with gossip.c). Writes the normalised form
+ * ("[2001:db8::2]:7946") to out. */
 const char *conf_parse_hostport(const char *text, char *out, size_t outlen);
 
 /* A destination of an outbound rule: an address block or a host name,

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../core/hostport.h"
 #include "../core/key.h"
 
 const char *const conf_on_error_names[] = {"open", "closed", NULL};
@@ -382,36 +383,11 @@ const char *conf_parse_dest(const char *text, struct conf_dest *d)
 
 const char *conf_parse_hostport(const char *text, char *out, size_t outlen)
 {
-    static const char *const bad =
-        "is not address:port (like 10.0.0.2:7946 or [2001:db8::2]:7946; no host names)";
-    char addr[INET6_ADDRSTRLEN], norm[INET6_ADDRSTRLEN];
-    const char *port;
-    int family;
-    size_t n;
-    if (text[0] == '[') {
-        const char *close = strchr(text, ']');
-        if (!close || close[1] != ':') return bad;
-        family = AF_INET6;
-        n = (size_t)(close - text - 1);
-        text++;
-        port = close + 2;
-    } else {
-        const char *colon = strrchr(text, ':');
-        if (!colon) return bad;
-        family = AF_INET;
-        n = (size_t)(colon - text);
-        port = colon + 1;
-    }
-    if (n == 0 || n >= sizeof addr) return bad;
-    memcpy(addr, text, n);
-    addr[n] = 0;
-    unsigned char bin[16];
-    if (inet_pton(family, addr, bin) != 1) return bad;
-    const char *end;
-    uint16_t p;
-    if (!parse_port(port, &end, &p) || *end) return "has a port that is not 1..65535";
-    inet_ntop(family, bin, norm, sizeof norm);
-    if ((size_t)snprintf(out, outlen, family == AF_INET6 ? "[%s]:%u" : "%s:%u", norm, p) >= outlen)
-        return bad; /* cannot happen: 128 bytes hold any */
+    struct sockaddr_storage ss;
+    socklen_t len;
+    const char *bad = sl_hostport_parse(text, &ss, &len);
+    if (bad) return bad;
+    if (sl_hostport_format(&ss, out, outlen) != 0) /* cannot happen: 128 bytes hold any */
+        return "is not address:port (like 10.0.0.2:7946 or [2001:db8::2]:7946; no host names)";
     return NULL;
 }
