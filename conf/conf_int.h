@@ -159,4 +159,18 @@ struct conf_buf {
 void conf_buf_putc(struct conf_buf *b, char c);
 void conf_buf_puts(struct conf_buf *b, const char *s);
 
+/* Request options (reqopts.c). */
+#include <stdio.h>
+extern const char *const conf_per_missing_names[];
+bool conf_req_per(const char *text, enum sl_req_per *kind, const char **name);
+const char *conf_parse_req_per_name(const char *name);
+const char *conf_parse_quota(const char *text, uint64_t *n, enum sl_quota_window *w);
+const char *conf_parse_route(const char *text);
+const char *conf_parse_method(const char *text);
+const char *conf_parse_req_host(const char *text);
+bool conf_is_request_rule(cfg_t *sec);
+void conf_build_request(cfg_t *sec, struct sl_rule *r);
+void conf_print_request(FILE *out, const struct sl_rule *r);
+const char *conf_per_text(const struct sl_rule *r, char *buf, size_t len);
+
 #endif

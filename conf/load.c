@@ -201,7 +201,11 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
                sizeof r->send_rate_text);
     r->conns = cfg_size(sec, "conns") ? (uint32_t)cfg_getint(sec, "conns") : 0;
 
-    r->per = cfg_getstr(sec, "per") ? (enum sl_per)enum_value(sec, "per", conf_per_names)
+    enum sl_req_per req_per;
+    const char *req_name;
+    bool per_address = cfg_getstr(sec, "per") && !conf_req_per(cfg_getstr(sec, "per"), &req_per,
+                                                               &req_name);
+    r->per = per_address ? (enum sl_per)enum_value(sec, "per", conf_per_names)
              : dir == SL_IN         ? SL_PER_PEER
                                     : SL_PER_RULE;
     if (dir == SL_IN) {
@@ -238,6 +242,7 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
             r->err = r->action == SL_ACT_DELAY ? ETIMEDOUT : ECONNREFUSED;
     }
     r->dry_run = cfg_size(sec, "dry_run") ? cfg_getbool(sec, "dry_run") : c->dry_run;
+    conf_build_request(sec, r);
     return 0;
 }
 

@@ -142,8 +142,10 @@ static void put_rule(FILE *out, const struct sl_rule *r)
     }
     put_key(out, "    ", "scope");
     fprintf(out, "%s\n", conf_scope_names[r->scope]);
+    char per[SL_REQ_NAME_MAX + 16];
     put_key(out, "    ", "per");
-    fprintf(out, "%s\n", conf_per_names[r->per]);
+    fprintf(out, "%s\n", conf_per_text(r, per, sizeof per));
+    conf_print_request(out, r);
     if (in) {
         put_key(out, "    ", "prefix4");
         fprintf(out, "%u\n", r->prefix4);
