@@ -133,6 +133,19 @@ static void check_output_reloads_to_itself(void **unused)
     sl_conf_free(again);
 }
 
+static void the_api_keys_example_loads(void **unused)
+{
+    (void)unused;
+    char err[512] = "";
+    enum sl_on_error on_error;
+    struct sl_config *c = sl_conf_load("examples/api-keys.conf", NULL, &on_error, err, sizeof err);
+    if (!c) fail_msg("%s", err);
+    assert_int_equal(c->nrules, 2);
+    assert_int_equal(c->rules[0].quota, 10000);
+    assert_int_equal(c->rules[1].cost, 10);
+    sl_conf_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -141,6 +154,7 @@ int main(void)
         cmocka_unit_test(a_request_option_alone_makes_a_valid_rule),
         cmocka_unit_test(bad_values_are_refused_with_the_option_named),
         cmocka_unit_test(check_output_reloads_to_itself),
+        cmocka_unit_test(the_api_keys_example_loads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
