@@ -169,7 +169,8 @@ const char *conf_parse_route(const char *text);
 const char *conf_parse_method(const char *text);
 const char *conf_parse_req_host(const char *text);
 bool conf_is_request_rule(cfg_t *sec);
-void conf_build_request(cfg_t *sec, struct sl_rule *r);
+/* Fills the request fields; -1 after conf_fail() (a bad plans file). */
+int conf_build_request(cfg_t *sec, struct sl_rule *r, int line);
 void conf_print_request(FILE *out, const struct sl_rule *r);
 const char *conf_per_text(const struct sl_rule *r, char *buf, size_t len);
 

@@ -36,6 +36,7 @@
 
 #include "../core/key.h"
 #include "../core/mem.h"
+#include "../core/plan.h"
 #include "conf_int.h"
 
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -242,8 +243,7 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
             r->err = r->action == SL_ACT_DELAY ? ETIMEDOUT : ECONNREFUSED;
     }
     r->dry_run = cfg_size(sec, "dry_run") ? cfg_getbool(sec, "dry_run") : c->dry_run;
-    conf_build_request(sec, r);
-    return 0;
+    return conf_build_request(sec, r, seen->line);
 }
 
 /* The gossip section, checked when it was read; fills the defaults that
@@ -416,8 +416,10 @@ struct sl_config *sl_conf_load(const char *file, const char *inline_rules,
 void sl_conf_free(struct sl_config *c)
 {
     if (!c) return;
-    for (int i = 0; i < c->nrules; i++)
+    for (int i = 0; i < c->nrules; i++) {
         sl_free(c->rules[i].reply);
+        sl_plans_free((struct sl_plans *)c->rules[i].plans);
+    }
     explicit_bzero(c->gossip.key, sizeof c->gossip.key);
     sl_free(c);
 }

@@ -142,6 +142,7 @@ static const struct option options[] = {
     {"method",       LIST, NULL,     RULE,        0,        0,              SL_MAX_METHODS, check_method,   NULL,            NULL},          /* {}: every method */
     {"host",         LIST, NULL,     RULE,        0,        0,              SL_MAX_REQ_HOSTS, check_req_host, NULL,          NULL},          /* {}: any Host */
     {"per_missing",  STR,  "peer",   RULE,        0,        0,              0,            check_enum,       &per_missing_enum, NULL},        /* a request without the per key */
+    {"plans",        STR,  NULL,     RULE,        0,        0,              0,            NULL,             NULL,            NULL},          /* a plans file; none */
     {"quota",        STR,  NULL,     RULE,        0,        0,              0,            check_quota,      NULL,            NULL},          /* N/d or N/month (UTC); none */
     /* rules: what a denial does */
     {"action",       STR,  NULL,     RULE,        0,        0,              0,            check_enum,       &action_enum,    NULL},          /* inbound reject, outbound delay */

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../core/mem.h"
+#include "../core/plan.h"
 #include "../core/quota.h"
 #include "conf_int.h"
 
@@ -96,10 +98,92 @@ bool conf_is_request_rule(cfg_t *sec)
     return per && conf_req_per(per, &k, &name);
 }
 
-void conf_build_request(cfg_t *sec, struct sl_rule *r)
+/* One "name=value" word of a plan line into p; NULL or the words of an error. */
+static const char *plan_word(char *w, struct sl_plan *p, uint64_t *burst)
+{
+    char *eq = strchr(w, '=');
+    if (!eq) return "has a word that is not name=value";
+    *eq++ = 0;
+    if (strcmp(w, "req_rate") == 0) {
+        uint64_t count, period;
+        const char *bad = conf_parse_rate(eq, &count, &period);
+        if (bad) return bad;
+        snprintf(p->req_rate_text, sizeof p->req_rate_text, "%s", eq);
+        p->req_limit.count = count;
+        p->req_limit.period_ns = period;
+        return NULL;
+    }
+    if (strcmp(w, "req_burst") == 0) {
+        long v;
+        if (conf_parse_whole(eq, &v) || v < 1) return "has a req_burst that is not 1 or more";
+        *burst = (uint64_t)v;
+        return NULL;
+    }
+    if (strcmp(w, "quota") == 0) {
+        snprintf(p->quota_text, sizeof p->quota_text, "%s", eq);
+        return conf_parse_quota(eq, &p->quota, &p->quota_window);
+    }
+    return "has an option other than req_rate, req_burst or quota";
+}
+
+/* The plans file:
+ *   plan NAME [req_rate=N/s] [req_burst=N] [quota=N/d]
+ *   key NAME VALUE          (VALUE: the rest of the line, blanks trimmed)
+ * '#' starts a comment line. Returns NULL or the words of an error, with
+ * *lineno the line. */
+static const char *parse_plans(char *text, struct sl_plans *ps, int *lineno)
+{
+    *lineno = 0;
+    for (char *line = text, *next; line; line = next) {
+        ++*lineno;
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        size_t n = strlen(line);
+        while (n && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
+            line[--n] = 0;
+        while (*line == ' ' || *line == '\t')
+            line++;
+        if (!*line || *line == '#') continue;
+        char *save = NULL, *verb = strtok_r(line, " \t", &save);
+        char *name = strtok_r(NULL, " \t", &save);
+        if (!name) return "has a line without a plan name";
+        if (strcmp(verb, "plan") == 0) {
+            struct sl_plan p = {0};
+            uint64_t burst = 0;
+            snprintf(p.name, sizeof p.name, "%s", name);
+            for (char *w; (w = strtok_r(NULL, " \t", &save));) {
+                const char *bad = plan_word(w, &p, &burst);
+                if (bad) return bad;
+            }
+            if (p.req_limit.count &&
+                sl_limit_init(&p.req_limit, SL_ALG_GCRA, p.req_limit.count, p.req_limit.period_ns,
+                              burst ? burst : p.req_limit.count) != 0)
+                return "has a req_rate that cannot work";
+            if (sl_plans_add(ps, &p) < 0) return "names a plan twice, or more than 64 plans";
+        } else if (strcmp(verb, "key") == 0) {
+            char *value = save;
+            while (value && (*value == ' ' || *value == '\t'))
+                value++;
+            if (!value || !*value) return "has a key line without a value";
+            int idx = -1;
+            for (int i = 0; i < sl_plans_count(ps); i++)
+                if (strcmp(sl_plans_get(ps, i)->name, name) == 0) idx = i;
+            if (idx < 0) return "gives a key a plan not defined above";
+            int rc = sl_plans_add_key(ps, idx, value, strlen(value));
+            if (rc == -2) return "gives one key value two plans";
+            if (rc < 0) return "cannot be read: out of memory";
+        } else {
+            return "has a line that is neither plan nor key";
+        }
+    }
+    sl_plans_seal(ps);
+    return NULL;
+}
+
+int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
 {
     r->request = conf_is_request_rule(sec);
-    if (!r->request) return;
+    if (!r->request) return 0;
     const char *rate = cfg_getstr(sec, "req_rate");
     if (rate) {
         uint64_t count, period;
@@ -135,6 +219,30 @@ void conf_build_request(cfg_t *sec, struct sl_rule *r)
         conf_parse_quota(quota, &r->quota, &r->quota_window);
         snprintf(r->quota_text, sizeof r->quota_text, "%s", quota);
     }
+    const char *plans = cfg_getstr(sec, "plans");
+    if (plans) {
+        char *text = NULL;
+        size_t len;
+        const char *bad = conf_read_reply(plans, &text, &len, r->plans_path, sizeof r->plans_path);
+        struct sl_plans *ps = bad ? NULL : sl_plans_new();
+        int pline = 0;
+        if (!bad && !ps) bad = "cannot be read: out of memory";
+        if (!bad) bad = parse_plans(text, ps, &pline);
+        if (text) {
+            explicit_bzero(text, len);
+            sl_free(text);
+        }
+        if (bad) {
+            sl_plans_free(ps);
+            if (pline)
+                conf_fail(sec, line, "plans", plans, "line %d %s", pline, bad);
+            else
+                conf_fail(sec, line, "plans", plans, "%s", bad);
+            return -1;
+        }
+        r->plans = ps;
+    }
+    return 0;
 }
 
 static void put(FILE *out, const char *key)
@@ -171,6 +279,13 @@ void conf_print_request(FILE *out, const struct sl_rule *r)
     if (r->quota) {
         put(out, "quota");
         fprintf(out, "\"%s\"\n", r->quota_text);
+    }
+    if (r->plans) { /* key values are never printed: the file and counts only */
+        put(out, "plans");
+        fprintf(out, "\"%s\"\n", r->plans_path);
+        for (int i = 0; i < sl_plans_count(r->plans); i++)
+            fprintf(out, "    # plan %s: %u keys\n", sl_plans_get(r->plans, i)->name,
+                    sl_plans_keys(r->plans, i));
     }
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../../conf/conf.h"
+#include "../../core/plan.h"
 #include "../../core/quota.h"
 
 static struct sl_config *load(const char *rules, char *err, size_t errlen)
@@ -146,6 +147,49 @@ static void the_api_keys_example_loads(void **unused)
     sl_conf_free(c);
 }
 
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void a_plans_file_maps_hashed_key_values_to_plans(void **unused)
+{
+    (void)unused;
+    const char *path = "/tmp/sluice-test-plans.txt";
+    write_file(path, "# plans\n"
+                     "plan gold req_rate=100/s req_burst=20 quota=1000000/month\n"
+                     "plan free req_rate=3/s\n"
+                     "key gold  sk_gold\n"
+                     "key free sk free 2  \n");
+    char err[512] = "", rules[256];
+    snprintf(rules, sizeof rules, "in port=80 req_rate=10/s per=header:K plans=%s", path);
+    struct sl_config *c = load(rules, err, sizeof err);
+    if (!c) fail_msg("%s", err);
+    const struct sl_plans *ps = c->rules[0].plans;
+    assert_non_null(ps);
+    const struct sl_plan *gold = sl_plans_find(ps, "sk_gold", 7);
+    assert_non_null(gold);
+    assert_string_equal(gold->name, "gold");
+    assert_int_equal(gold->req_limit.burst, 20);
+    assert_int_equal(gold->quota, 1000000);
+    assert_int_equal(gold->quota_window, SL_QUOTA_MONTH);
+    assert_string_equal(sl_plans_find(ps, "sk free 2", 9)->name, "free");
+    assert_int_equal(sl_plans_find(ps, "sk free 2", 9)->req_limit.burst, 3);
+    assert_null(sl_plans_find(ps, "sk_other", 8));
+    sl_conf_free(c);
+
+    write_file(path, "plan gold req_rate=100/s\nkey silver sk\n");
+    c = load(rules, err, sizeof err);
+    assert_null(c);
+    assert_non_null(strstr(err, "plans"));
+    assert_non_null(strstr(err, "line 2"));
+    assert_null(strstr(err, "sk")); /* a key value never reaches a message */
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -155,6 +199,7 @@ int main(void)
         cmocka_unit_test(bad_values_are_refused_with_the_option_named),
         cmocka_unit_test(check_output_reloads_to_itself),
         cmocka_unit_test(the_api_keys_example_loads),
+        cmocka_unit_test(a_plans_file_maps_hashed_key_values_to_plans),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
