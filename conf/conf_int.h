@@ -165,6 +165,7 @@ extern const char *const conf_per_missing_names[];
 bool conf_req_per(const char *text, enum sl_req_per *kind, const char **name);
 const char *conf_parse_req_per_name(const char *name);
 const char *conf_parse_quota(const char *text, uint64_t *n, enum sl_quota_window *w);
+const char *conf_parse_utc_offset(const char *text, int32_t *seconds);
 const char *conf_parse_route(const char *text);
 const char *conf_parse_method(const char *text);
 const char *conf_parse_req_host(const char *text);

@@ -89,6 +89,7 @@ static const char *check_key_file(const struct option *o, const char *v, enum sl
 static const char *check_per(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_quota(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_route(const struct option *o, const char *v, enum sl_dir dir);
+static const char *check_utc_offset(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_method(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_req_host(const struct option *o, const char *v, enum sl_dir dir);
 static const char *count_dests(cfg_opt_t *opt, const char *last);
@@ -142,6 +143,7 @@ static const struct option options[] = {
     {"method",       LIST, NULL,     RULE,        0,        0,              SL_MAX_METHODS, check_method,   NULL,            NULL},          /* {}: every method */
     {"host",         LIST, NULL,     RULE,        0,        0,              SL_MAX_REQ_HOSTS, check_req_host, NULL,          NULL},          /* {}: any Host */
     {"per_missing",  STR,  "peer",   RULE,        0,        0,              0,            check_enum,       &per_missing_enum, NULL},        /* a request without the per key */
+    {"quota_offset", STR,  NULL,     RULE,        0,        0,              0,            check_utc_offset, NULL,            NULL},          /* quota windows from UTC midnight: +5:30, -8; 0 */
     {"plans",        STR,  NULL,     RULE,        0,        0,              0,            NULL,             NULL,            NULL},          /* a plans file; none */
     {"quota",        STR,  NULL,     RULE,        0,        0,              0,            check_quota,      NULL,            NULL},          /* N/d or N/month (UTC); none */
     /* rules: what a denial does */
@@ -214,6 +216,12 @@ static const char *check_quota(const struct option *o, const char *v, enum sl_di
     uint64_t n;
     enum sl_quota_window w;
     return conf_parse_quota(v, &n, &w);
+}
+
+static const char *check_utc_offset(const struct option *o, const char *v, enum sl_dir dir)
+{
+    int32_t s;
+    return conf_parse_utc_offset(v, &s);
 }
 
 static const char *check_route(const struct option *o, const char *v, enum sl_dir dir)

@@ -57,6 +57,30 @@ const char *conf_parse_quota(const char *text, uint64_t *n, enum sl_quota_window
     return NULL;
 }
 
+const char *conf_parse_utc_offset(const char *text, int32_t *seconds)
+{
+    const char *p = text;
+    int sign = 1;
+    if (*p == '+' || *p == '-') sign = *p++ == '-' ? -1 : 1;
+    long h = 0, m = 0;
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9' && digits < 2; p++, digits++)
+        h = h * 10 + (*p - '0');
+    if (!digits) return "is not an offset from UTC (+5:30, -8, 0)";
+    if (*p == ':') {
+        p++;
+        if (!(p[0] >= '0' && p[0] <= '5' && p[1] >= '0' && p[1] <= '9')) return "has bad minutes";
+        m = (p[0] - '0') * 10 + (p[1] - '0');
+        p += 2;
+    } else if (*p == 'h') {
+        p++;
+    }
+    if (*p) return "is not an offset from UTC (+5:30, -8, 0)";
+    if (h * 60 + m > 14 * 60) return "is more than 14 hours from UTC";
+    *seconds = (int32_t)(sign * (h * 3600 + m * 60));
+    return NULL;
+}
+
 const char *conf_parse_route(const char *text)
 {
     if (text[0] != '/' && text[0] != '*') return "is not a path (it starts with / or *)";
@@ -219,6 +243,8 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
         conf_parse_quota(quota, &r->quota, &r->quota_window);
         snprintf(r->quota_text, sizeof r->quota_text, "%s", quota);
     }
+    if (cfg_getstr(sec, "quota_offset"))
+        conf_parse_utc_offset(cfg_getstr(sec, "quota_offset"), &r->quota_offset_s);
     const char *plans = cfg_getstr(sec, "plans");
     if (plans) {
         char *text = NULL;
@@ -279,6 +305,11 @@ void conf_print_request(FILE *out, const struct sl_rule *r)
     if (r->quota) {
         put(out, "quota");
         fprintf(out, "\"%s\"\n", r->quota_text);
+    }
+    if (r->quota_offset_s) {
+        int32_t o = r->quota_offset_s < 0 ? -r->quota_offset_s : r->quota_offset_s;
+        put(out, "quota_offset");
+        fprintf(out, "\"%c%d:%02d\"\n", r->quota_offset_s < 0 ? '-' : '+', o / 3600, o % 3600 / 60);
     }
     if (r->plans) { /* key values are never printed: the file and counts only */
         put(out, "plans");

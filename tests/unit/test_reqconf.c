@@ -88,6 +88,8 @@ static void bad_values_are_refused_with_the_option_named(void **unused)
         {"in port=80 req_rate=2/s per=header:", "per"},
         {"in port=80 req_rate=2/s per_missing=maybe", "per_missing"},
         {"in port=80 req_rate=2/s cost=-1", "cost"},
+        {"in port=80 quota=5/d quota_offset=+15", "quota_offset"},
+        {"in port=80 quota=5/d quota_offset=5:75", "quota_offset"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char err[512] = "";
@@ -104,7 +106,8 @@ static void check_output_reloads_to_itself(void **unused)
     char err[512] = "";
     struct sl_config *c =
         load("in name=api port=8080 req_rate=20/s per=query:key route=/a,/b* method=GET "
-             "host=*.example.com cost=0 per_missing=deny quota=7/month action=reply",
+             "host=*.example.com cost=0 per_missing=deny quota=7/month quota_offset=-5:30 "
+             "action=reply",
              err, sizeof err);
     if (!c) fail_msg("%s", err);
     char path[] = "/tmp/sluice-reqconf-XXXXXX";
@@ -127,6 +130,8 @@ static void check_output_reloads_to_itself(void **unused)
     assert_non_null(strstr(a, "per         = \"query:key\""));
     assert_non_null(strstr(a, "quota       = \"7/month\""));
     assert_non_null(strstr(a, "cost        = 0"));
+    assert_non_null(strstr(a, "quota_offset = \"-5:30\""));
+    assert_int_equal(again->rules[0].quota_offset_s, -(5 * 3600 + 30 * 60));
     free(a);
     free(b);
     unlink(path);
