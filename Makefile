@@ -41,7 +41,11 @@ CFLAGS  ?= -O2 -g
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE \
              $(SANFLAGS) $(PKG_CFLAGS) -MMD -MP
-LIBS     = $(PKG_LIBS) -lhttp_parser -ldl -lpthread
+# http_parser is linked statically (its Debian archive is PIC): no runtime package
+# needed, and its symbols stay local, so a host defining its own cannot interpose them.
+# libnghttp2 (HPACK for HTTP/2) is linked dynamically: its Debian archive is not PIC.
+# It needs only libc, and curl's own dependency puts it on most machines.
+LIBS     = $(PKG_LIBS) -l:libhttp_parser.a $(shell pkg-config --libs libnghttp2) -ldl -lpthread
 VERSION  = 0.1.0
 
 CORE_SRC := $(wildcard core/*.c)

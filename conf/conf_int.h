@@ -56,9 +56,6 @@ enum sl_dir conf_section_dir(const cfg_t *sec);
 /* values.c: value parsers. Each returns NULL, or the words that end the
  * message "'<value>' <words>". */
 const char *conf_parse_rate(const char *text, uint64_t *count, uint64_t *period_ns);
-const char *conf_parse_route(const char *text);
-const char *conf_parse_method(const char *text);
-const char *conf_parse_quota(const char *text, uint64_t *count, enum sl_quota_window *w);
 const char *conf_parse_duration(const char *text, uint64_t *ns);
 const char *conf_parse_errno(const char *text, int *err);
 const char *conf_parse_port_range(const char *text, struct sl_port_range *r);
@@ -122,7 +119,6 @@ extern const char *const conf_log_names[];
 extern const char *const conf_log_level_names[];
 extern const char *const conf_alg_names[];
 extern const char *const conf_per_names[];
-extern const char *const conf_per_missing_names[];
 extern const char *const conf_action_names[];
 extern const char *const conf_scope_names[];
 const char *conf_errno_name(int err);
@@ -162,5 +158,21 @@ struct conf_buf {
 };
 void conf_buf_putc(struct conf_buf *b, char c);
 void conf_buf_puts(struct conf_buf *b, const char *s);
+
+/* Request options (reqopts.c). */
+#include <stdio.h>
+extern const char *const conf_per_missing_names[];
+bool conf_req_per(const char *text, enum sl_req_per *kind, const char **name);
+const char *conf_parse_req_per_name(const char *name);
+const char *conf_parse_quota(const char *text, uint64_t *n, enum sl_quota_window *w);
+const char *conf_parse_utc_offset(const char *text, int32_t *seconds);
+const char *conf_parse_route(const char *text);
+const char *conf_parse_method(const char *text);
+const char *conf_parse_req_host(const char *text);
+bool conf_is_request_rule(cfg_t *sec);
+/* Fills the request fields; -1 after conf_fail() (a bad plans file). */
+int conf_build_request(cfg_t *sec, struct sl_rule *r, int line);
+void conf_print_request(FILE *out, const struct sl_rule *r);
+const char *conf_per_text(const struct sl_rule *r, char *buf, size_t len);
 
 #endif

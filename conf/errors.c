@@ -2,7 +2,7 @@
  *
  *   app.conf:12: inbound "web": option 'rate': '20/x' is not a rate (...)
  *   app.conf:3: option 'table_slots': '12' is out of range (64..1073741824)
- *   app.conf:9: inbound "web": needs at least one of rate, recv_rate, send_rate, conns, req_rate or quota
+ *   app.conf:9: inbound "web": needs at least one of rate, recv_rate, send_rate or conns
  *   app.conf:4: gossip: option 'interval': '20s' is out of range (1ms..10s)
  *   inline rule 2: outbound "out-1": option 'to' is missing
  *

@@ -36,6 +36,7 @@
 
 #include "../core/key.h"
 #include "../core/mem.h"
+#include "../core/plan.h"
 #include "conf_int.h"
 
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -132,55 +133,6 @@ static void byte_limit(cfg_t *sec, const char *rate_opt, const char *burst_opt, 
     snprintf(text, len, "%s/s", b);
 }
 
-static void lower(char *s)
-{
-    for (; *s; s++)
-        if (*s >= 'A' && *s <= 'Z') *s = (char)(*s - 'A' + 'a');
-}
-
-/* The request options (checked when the section was read). */
-static void build_requests(cfg_t *sec, struct sl_rule *r)
-{
-    const char *rate = cfg_getstr(sec, "req_rate"), *quota = cfg_getstr(sec, "quota");
-    r->request = rate || quota;
-    if (!r->request) return;
-    if (rate) {
-        uint64_t count, period;
-        conf_parse_rate(rate, &count, &period);
-        format_rate(count, period, r->req_rate_text, sizeof r->req_rate_text);
-        uint64_t burst =
-            cfg_size(sec, "req_burst") ? (uint64_t)cfg_getint(sec, "req_burst") : count;
-        sl_limit_init(&r->req_limit, SL_ALG_GCRA, count, period, burst);
-    }
-    if (quota) {
-        conf_parse_quota(quota, &r->quota, &r->quota_window);
-        snprintf(r->quota_text, sizeof r->quota_text, "%llu/%s", (unsigned long long)r->quota,
-                 r->quota_window == SL_QUOTA_DAY ? "d" : "month");
-    }
-    r->cost = cfg_size(sec, "cost") ? (uint32_t)cfg_getint(sec, "cost") : 1;
-    for (unsigned i = 0; i < cfg_size(sec, "route"); i++)
-        snprintf(r->routes[r->nroutes++], SL_ROUTE_MAX, "%s", cfg_getnstr(sec, "route", i));
-    for (unsigned i = 0; i < cfg_size(sec, "method"); i++)
-        snprintf(r->methods[r->nmethods++], SL_METHOD_MAX, "%s", cfg_getnstr(sec, "method", i));
-    for (unsigned i = 0; i < cfg_size(sec, "host"); i++) {
-        snprintf(r->req_hosts[r->nreq_hosts], SL_HOST_MAX, "%s", cfg_getnstr(sec, "host", i));
-        lower(r->req_hosts[r->nreq_hosts++]);
-    }
-    r->per_missing =
-        cfg_getstr(sec, "per_missing")
-            ? (enum sl_per_missing)enum_value(sec, "per_missing", conf_per_missing_names)
-            : SL_MISSING_PEER;
-    const char *per = cfg_getstr(sec, "per");
-    const char *name = per ? conf_enum_param(per) : NULL;
-    if (name) {
-        r->req_per = strncmp(per, "header:", 7) == 0  ? SL_REQ_PER_HEADER
-                     : strncmp(per, "query:", 6) == 0 ? SL_REQ_PER_QUERY
-                                                      : SL_REQ_PER_COOKIE;
-        snprintf(r->req_per_name, sizeof r->req_per_name, "%s", name);
-        if (r->req_per == SL_REQ_PER_HEADER) lower(r->req_per_name);
-    }
-}
-
 static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_config *c,
                       struct sl_rule *r)
 {
@@ -250,11 +202,13 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
                sizeof r->send_rate_text);
     r->conns = cfg_size(sec, "conns") ? (uint32_t)cfg_getint(sec, "conns") : 0;
 
-    int per = cfg_getstr(sec, "per") ? enum_value(sec, "per", conf_per_names) : -1;
-    /* header:/query:/cookie: key requests; connections keep the default key */
-    r->per = per >= 0 && per <= SL_PER_RULE ? (enum sl_per)per
-             : dir == SL_IN                 ? SL_PER_PEER
-                                            : SL_PER_RULE;
+    enum sl_req_per req_per;
+    const char *req_name;
+    bool per_address = cfg_getstr(sec, "per") && !conf_req_per(cfg_getstr(sec, "per"), &req_per,
+                                                               &req_name);
+    r->per = per_address ? (enum sl_per)enum_value(sec, "per", conf_per_names)
+             : dir == SL_IN         ? SL_PER_PEER
+                                    : SL_PER_RULE;
     if (dir == SL_IN) {
         bool wide = r->per == SL_PER_PREFIX;
         r->prefix4 = (uint8_t)(cfg_size(sec, "prefix4") ? cfg_getint(sec, "prefix4")
@@ -289,8 +243,7 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
             r->err = r->action == SL_ACT_DELAY ? ETIMEDOUT : ECONNREFUSED;
     }
     r->dry_run = cfg_size(sec, "dry_run") ? cfg_getbool(sec, "dry_run") : c->dry_run;
-    build_requests(sec, r);
-    return 0;
+    return conf_build_request(sec, r, seen->line);
 }
 
 /* The gossip section, checked when it was read; fills the defaults that
@@ -463,8 +416,10 @@ struct sl_config *sl_conf_load(const char *file, const char *inline_rules,
 void sl_conf_free(struct sl_config *c)
 {
     if (!c) return;
-    for (int i = 0; i < c->nrules; i++)
+    for (int i = 0; i < c->nrules; i++) {
         sl_free(c->rules[i].reply);
+        sl_plans_free((struct sl_plans *)c->rules[i].plans);
+    }
     explicit_bzero(c->gossip.key, sizeof c->gossip.key);
     sl_free(c);
 }

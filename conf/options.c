@@ -86,24 +86,26 @@ static const char *check_hostport(const struct option *o, const char *v, enum sl
 static const char *check_table_name(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_reply(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_key_file(const struct option *o, const char *v, enum sl_dir dir);
+static const char *check_per(const struct option *o, const char *v, enum sl_dir dir);
+static const char *check_quota(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_route(const struct option *o, const char *v, enum sl_dir dir);
+static const char *check_utc_offset(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_method(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_req_host(const struct option *o, const char *v, enum sl_dir dir);
-static const char *check_quota(const struct option *o, const char *v, enum sl_dir dir);
 static const char *count_dests(cfg_opt_t *opt, const char *last);
 static const char *no_peer_twice(cfg_opt_t *opt, const char *last);
 
 /* In the order of conf_per_names and conf_action_names (values.c). */
-static const unsigned per_where[] = {IN, IN, OUT, RULE, RULE, RULE, RULE};
+static const unsigned per_where[] = {IN, IN, OUT, RULE};
 static const unsigned action_where[] = {RULE, IN, RULE}; /* inbound delay: requests only */
 
 static const struct conf_enum alg_enum = {conf_alg_names, NULL};
 static const struct conf_enum scope_enum = {conf_scope_names, NULL};
 static const struct conf_enum per_enum = {conf_per_names, per_where};
 static const struct conf_enum action_enum = {conf_action_names, action_where};
-static const struct conf_enum per_missing_enum = {conf_per_missing_names, NULL};
 static const struct conf_enum on_error_enum = {conf_on_error_names, NULL};
 static const struct conf_enum on_full_enum = {conf_on_full_names, NULL};
+static const struct conf_enum per_missing_enum = {conf_per_missing_names, NULL};
 static const struct conf_enum log_enum = {conf_log_names, NULL};
 static const struct conf_enum log_level_enum = {conf_log_level_names, NULL};
 
@@ -130,18 +132,20 @@ static const struct option options[] = {
     {"send_burst",   STR,  NULL,     RULE,        0,        0,              0,            check_bytes,      NULL,            NULL},          /* a tenth of send_rate's second, at least 1 */
     {"conns",        INT,  NULL,     RULE,        0,        CONF_CONNS_MAX, 0,            NULL,             NULL,            NULL},          /* open at once per key; 0: no limit */
     {"scope",        STR,  "local",  RULE,        0,        0,              0,            check_enum,       &scope_enum,     NULL},          /* cluster needs gossip and rate */
-    {"per",          STR,  NULL,     RULE,        0,        0,              0,            check_enum,       &per_enum,       NULL},          /* inbound peer, outbound rule */
+    {"per",          STR,  NULL,     RULE,        0,        0,              0,            check_per,        &per_enum,       NULL},          /* inbound peer, outbound rule; or header:NAME query:NAME cookie:NAME */
     {"prefix4",      INT,  NULL,     IN,          0,        32,             0,            NULL,             NULL,            NULL},          /* 32, 24 for per = prefix */
     {"prefix6",      INT,  NULL,     IN,          0,        128,            0,            NULL,             NULL,            NULL},          /* 64, 48 for per = prefix */
-    /* rules: requests (HTTP heads on the connections the rule matches) */
-    {"req_rate",     STR,  NULL,     RULE,        0,        0,              0,            check_rate,       NULL,            NULL},          /* N/s ... N/d; with quota, makes the rule a request rule */
+    /* rules: requests (core/request.h); any of these makes a request rule */
+    {"req_rate",     STR,  NULL,     RULE,        0,        0,              0,            check_rate,       NULL,            NULL},          /* requests: N/s ... N/d; none: not limited by rate */
     {"req_burst",    INT,  NULL,     RULE,        1,        NOLIMIT,        0,            NULL,             NULL,            NULL},          /* req_rate's N */
-    {"cost",         INT,  NULL,     RULE,        0,        1000000,        0,            NULL,             NULL,            NULL},          /* 1; 0: counted, never limited */
-    {"route",        LIST, NULL,     RULE,        0,        0,              SL_MAX_ROUTES, check_route,     NULL,            NULL},          /* {}: every path */
+    {"cost",         INT,  "1",      RULE,        0,        1000000,        0,            NULL,             NULL,            NULL},          /* tokens a request takes; 0: counted, never limited */
+    {"route",        LIST, NULL,     RULE,        0,        0,              SL_MAX_ROUTES, check_route,     NULL,            NULL},          /* {}: every path; prefixes or globs */
     {"method",       LIST, NULL,     RULE,        0,        0,              SL_MAX_METHODS, check_method,   NULL,            NULL},          /* {}: every method */
     {"host",         LIST, NULL,     RULE,        0,        0,              SL_MAX_REQ_HOSTS, check_req_host, NULL,          NULL},          /* {}: any Host */
-    {"per_missing",  STR,  NULL,     RULE,        0,        0,              0,            check_enum,       &per_missing_enum, NULL},        /* peer */
-    {"quota",        STR,  NULL,     RULE,        0,        0,              0,            check_quota,      NULL,            NULL},          /* N/d or N/month, UTC calendar */
+    {"per_missing",  STR,  "peer",   RULE,        0,        0,              0,            check_enum,       &per_missing_enum, NULL},        /* a request without the per key */
+    {"quota_offset", STR,  NULL,     RULE,        0,        0,              0,            check_utc_offset, NULL,            NULL},          /* quota windows from UTC midnight: +5:30, -8; 0 */
+    {"plans",        STR,  NULL,     RULE,        0,        0,              0,            NULL,             NULL,            NULL},          /* a plans file; none */
+    {"quota",        STR,  NULL,     RULE,        0,        0,              0,            check_quota,      NULL,            NULL},          /* N/d or N/month (UTC); none */
     /* rules: what a denial does */
     {"action",       STR,  NULL,     RULE,        0,        0,              0,            check_enum,       &action_enum,    NULL},          /* inbound reject, outbound delay */
     {"reply",        STR,  NULL,     IN,          0,        0,              0,            check_reply,      NULL,            NULL},          /* none: built-in 429 */
@@ -199,6 +203,42 @@ static const char *check_enum(const struct option *o, const char *v, enum sl_dir
     return NULL;
 }
 
+static const char *check_per(const struct option *o, const char *v, enum sl_dir dir)
+{
+    enum sl_req_per kind;
+    const char *name;
+    if (conf_req_per(v, &kind, &name)) return conf_parse_req_per_name(name);
+    return check_enum(o, v, dir);
+}
+
+static const char *check_quota(const struct option *o, const char *v, enum sl_dir dir)
+{
+    uint64_t n;
+    enum sl_quota_window w;
+    return conf_parse_quota(v, &n, &w);
+}
+
+static const char *check_utc_offset(const struct option *o, const char *v, enum sl_dir dir)
+{
+    int32_t s;
+    return conf_parse_utc_offset(v, &s);
+}
+
+static const char *check_route(const struct option *o, const char *v, enum sl_dir dir)
+{
+    return conf_parse_route(v);
+}
+
+static const char *check_method(const struct option *o, const char *v, enum sl_dir dir)
+{
+    return conf_parse_method(v);
+}
+
+static const char *check_req_host(const struct option *o, const char *v, enum sl_dir dir)
+{
+    return conf_parse_req_host(v);
+}
+
 static const char *check_rate(const struct option *o, const char *v, enum sl_dir dir)
 {
     uint64_t count, period;
@@ -247,30 +287,6 @@ static const char *check_cidr(const struct option *o, const char *v, enum sl_dir
 {
     struct sl_cidr c;
     return conf_parse_cidr(v, &c);
-}
-
-static const char *check_route(const struct option *o, const char *v, enum sl_dir dir)
-{
-    return conf_parse_route(v);
-}
-
-static const char *check_method(const struct option *o, const char *v, enum sl_dir dir)
-{
-    return conf_parse_method(v);
-}
-
-static const char *check_req_host(const struct option *o, const char *v, enum sl_dir dir)
-{
-    if (!*v || strlen(v) >= SL_HOST_MAX || strpbrk(v, " /:\t"))
-        return "is not a host name (no port, no path)";
-    return NULL;
-}
-
-static const char *check_quota(const struct option *o, const char *v, enum sl_dir dir)
-{
-    uint64_t n;
-    enum sl_quota_window w;
-    return conf_parse_quota(v, &n, &w);
 }
 
 static const char *check_dest(const struct option *o, const char *v, enum sl_dir dir)
@@ -531,37 +547,15 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
     const char *recv_rate = cfg_getstr(sec, "recv_rate");
     const char *send_rate = cfg_getstr(sec, "send_rate");
     long conns = cfg_size(sec, "conns") ? cfg_getint(sec, "conns") : 0;
-    bool requests = cfg_getstr(sec, "req_rate") || cfg_getstr(sec, "quota");
-    if (!rate && !recv_rate && !send_rate && conns == 0 && !requests) {
+    if (!rate && !recv_rate && !send_rate && conns == 0 && !conf_is_request_rule(sec)) {
         conf_fail(sec, line, NULL, NULL,
-                  "needs at least one of rate, recv_rate, send_rate, conns, req_rate or quota");
-        return -1;
-    }
-    static const char *const req_only[] = {"req_burst", "cost", "route", "method", "host",
-                                           "per_missing"};
-    for (size_t i = 0; !requests && i < sizeof req_only / sizeof *req_only; i++) {
-        if (cfg_size(sec, req_only[i])) {
-            conf_fail(sec, line, req_only[i], NULL, "needs req_rate or quota (it is about requests)");
-            return -1;
-        }
-    }
-    const char *per = cfg_getstr(sec, "per");
-    if (per && conf_enum_param(per) && !requests) {
-        conf_fail(sec, line, "per", per, "needs req_rate or quota (a request key)");
-        return -1;
-    }
-    if (per && conf_enum_param(per) && !*conf_enum_param(per)) {
-        conf_fail(sec, line, "per", per, "needs a name (header:X-API-Key)");
+                  "needs at least one of rate, recv_rate, send_rate or conns");
         return -1;
     }
     const char *act = cfg_getstr(sec, "action");
-    if (dir == SL_IN && act && strcmp(act, "delay") == 0 && !requests) {
-        conf_fail(sec, line, "action", act, "needs req_rate on an inbound rule (requests are held, connections are not)");
-        return -1;
-    }
-    if (requests && cfg_getstr(sec, "scope") && strcmp(cfg_getstr(sec, "scope"), "local") != 0 &&
-        !rate) {
-        conf_fail(sec, line, "scope", cfg_getstr(sec, "scope"), "does not count requests yet: use scope = local");
+    if (dir == SL_IN && act && strcmp(act, "delay") == 0 && !conf_is_request_rule(sec)) {
+        conf_fail(sec, line, "action", act,
+                  "needs req_rate on an inbound rule (requests are held, connections are not)");
         return -1;
     }
     if (dir == SL_OUT && cfg_size(sec, "to") == 0) {

@@ -113,41 +113,6 @@ static void put_gossip(FILE *out, const struct sl_gossip *g)
     fputs("\n}\n", out);
 }
 
-static void put_list(FILE *out, const char *key, const char *items, size_t stride, int n)
-{
-    if (n == 0) return;
-    put_key(out, "    ", key);
-    fputc('{', out);
-    for (int i = 0; i < n; i++) {
-        fputs(i ? ", " : "", out);
-        put_string(out, items + (size_t)i * stride);
-    }
-    fputs("}\n", out);
-}
-
-static void put_requests(FILE *out, const struct sl_rule *r)
-{
-    static const char *const missing[] = {"peer", "rule", "deny"};
-    if (!r->request) return;
-    if (r->req_limit.count) {
-        put_key(out, "    ", "req_rate");
-        fprintf(out, "\"%s\"\n", r->req_rate_text);
-        put_key(out, "    ", "req_burst");
-        fprintf(out, "%llu\n", (unsigned long long)r->req_limit.burst);
-    }
-    if (r->quota) {
-        put_key(out, "    ", "quota");
-        fprintf(out, "\"%s\"\n", r->quota_text);
-    }
-    put_key(out, "    ", "cost");
-    fprintf(out, "%u\n", r->cost);
-    put_list(out, "route", r->routes[0], sizeof r->routes[0], r->nroutes);
-    put_list(out, "method", r->methods[0], sizeof r->methods[0], r->nmethods);
-    put_list(out, "host", r->req_hosts[0], sizeof r->req_hosts[0], r->nreq_hosts);
-    put_key(out, "    ", "per_missing");
-    fprintf(out, "%s\n", missing[r->per_missing]);
-}
-
 static void put_rule(FILE *out, const struct sl_rule *r)
 {
     char buf[64];
@@ -177,23 +142,16 @@ static void put_rule(FILE *out, const struct sl_rule *r)
     }
     put_key(out, "    ", "scope");
     fprintf(out, "%s\n", conf_scope_names[r->scope]);
+    char per[SL_REQ_NAME_MAX + 16];
     put_key(out, "    ", "per");
-    if (r->req_per == SL_REQ_PER_ADDRESS) {
-        fprintf(out, "%s\n", conf_per_names[r->per]);
-    } else {
-        static const char *const kind[] = {"", "header", "query", "cookie"};
-        char key[SL_REQ_NAME_MAX + 8];
-        snprintf(key, sizeof key, "%s:%s", kind[r->req_per], r->req_per_name);
-        put_string(out, key);
-        fputc('\n', out);
-    }
+    fprintf(out, "%s\n", conf_per_text(r, per, sizeof per));
+    conf_print_request(out, r);
     if (in) {
         put_key(out, "    ", "prefix4");
         fprintf(out, "%u\n", r->prefix4);
         put_key(out, "    ", "prefix6");
         fprintf(out, "%u\n", r->prefix6);
     }
-    put_requests(out, r);
     put_key(out, "    ", "action");
     fprintf(out, "%s\n", conf_action_names[r->action]);
     if (in && r->reply) {

@@ -27,9 +27,7 @@ const char *const conf_log_names[] = {"stderr", "syslog", "none", NULL};
 const char *const conf_log_level_names[] = {"error", "warn", "info", "debug", NULL};
 const char *const conf_alg_names[] = {"gcra", "sliding", "fixed", NULL};
 /* In the order of enum sl_per and enum sl_action. */
-const char *const conf_per_names[] = {"peer",    "prefix", "destination", "rule",
-                                      "header:", "query:", "cookie:",     NULL};
-const char *const conf_per_missing_names[] = {"peer", "rule", "deny", NULL};
+const char *const conf_per_names[] = {"peer", "prefix", "destination", "rule", NULL};
 const char *const conf_action_names[] = {"reject", "reply", "delay", NULL};
 const char *const conf_scope_names[] = {"local", "cluster", NULL};
 
@@ -391,43 +389,5 @@ const char *conf_parse_hostport(const char *text, char *out, size_t outlen)
     if (bad) return bad;
     if (sl_hostport_format(&ss, out, outlen) != 0) /* cannot happen: 128 bytes hold any */
         return "is not address:port (like 10.0.0.2:7946 or [2001:db8::2]:7946; no host names)";
-    return NULL;
-}
-
-/* A request route: a path prefix or glob, beginning with '/'. */
-const char *conf_parse_route(const char *text)
-{
-    if (text[0] != '/') return "is not a path (it must begin with /)";
-    if (strlen(text) >= SL_ROUTE_MAX) return "is too long";
-    for (const char *c = text; *c; c++)
-        if ((unsigned char)*c <= ' ' || *c == 127) return "has a space or a control character";
-    return NULL;
-}
-
-/* An HTTP method: a token of upper-case letters (GET, POST, ...). */
-const char *conf_parse_method(const char *text)
-{
-    size_t n = strlen(text);
-    if (n == 0 || n >= SL_METHOD_MAX) return "is not a method";
-    for (const char *c = text; *c; c++)
-        if (*c < 'A' || *c > 'Z') return "is not a method (upper-case letters: GET, POST, ...)";
-    return NULL;
-}
-
-/* A quota: N per calendar day (N/d, N/day) or month (N/month). */
-const char *conf_parse_quota(const char *text, uint64_t *count, enum sl_quota_window *w)
-{
-    const char *end;
-    uint64_t n;
-    if (!parse_u64(text, &end, &n) || n == 0 || *end != '/')
-        return "is not a quota (N/d or N/month)";
-    end++;
-    if (strcmp(end, "d") == 0 || strcmp(end, "day") == 0)
-        *w = SL_QUOTA_DAY;
-    else if (strcmp(end, "month") == 0)
-        *w = SL_QUOTA_MONTH;
-    else
-        return "is not a quota (N/d or N/month: windows follow the calendar)";
-    *count = n;
     return NULL;
 }

@@ -1,26 +1,29 @@
-/* http1.h - finds HTTP/1.x request heads in a connection's byte stream.
+/* http1.h - finds HTTP/1.0 and HTTP/1.1 request heads in one direction of a
+ * byte stream, and extracts what request rules match on.
  *
- * Bytes are fed in stream order, split anywhere (a head may arrive one
- * byte at a time; several pipelined requests may come in one read). The
- * scanner reports each complete request head with the stream offsets where
- * it starts and ends, and the parts the request rules look at (method,
- * path, query, Host, Cookie, Idempotency-Key and one configured header).
- * Bodies are skipped by Content-Length and chunked encoding, so the next
- * head is always found. Parsing is Debian's libhttp-parser (2.9), never our
- * own.
+ * An incremental scanner over Debian's libhttp-parser 2.9.4: bytes go in in
+ * stream order, split anywhere (byte by byte works); every complete request
+ * head is reported once, with its stream offsets, method, path, query,
+ * Host, the value of one configured key (header, query parameter or
+ * cookie) and Idempotency-Key. Bodies (Content-Length, chunked) are skipped
+ * so the next pipelined head is found. Bytes are never changed.
  *
- * What is not plain HTTP/1 is passed through from that point on: an
- * upgrade (WebSocket, h2c), CONNECT, the HTTP/2 preface, anything the
- * parser calls malformed, and a head larger than SL_H1_HEAD_MAX. The
- * program then sees exactly what it would have (it answers 400 to garbage
- * as it always did); nothing here ever changes a byte.
+ * Passthrough: after an upgrade (Upgrade header, CONNECT), on a stream that
+ * is not HTTP/1, after a malformed head, or a head longer than
+ * SL_H1_HEAD_MAX, nothing more is reported: the program answers 400 as it
+ * always did. A stream that opens with the HTTP/2 connection preface is
+ * reported as SL_H1_H2 (hand it to core/h2.h).
  *
- * Looking ahead: the shim decides a head before the program consumes it
- * (it peeks), so the scanner is a plain value: copy a struct sl_h1 and feed
- * the copy to look ahead; the original is untouched (sl_h1_copy fixes the
- * parser's back pointer). Values longer than their buffer are cut (a key
- * longer than SL_H1_VALUE_MAX bytes is counted by its first bytes).
- * No allocation, no system call.
+ * Scanning ahead: a stream's bytes never change, so the caller needs no
+ * "uncommitted" state. Feed every byte exactly once, as soon as it is seen
+ * (a peek, or the buffer of a write), remember the heads by offset, and
+ * next time feed only the bytes past sl_h1_pos(): buf + (sl_h1_pos(s) -
+ * stream_pos). The struct is plain data (no pointers into itself), so a
+ * copy is also a valid scratch scanner if a caller ever needs one.
+ *
+ * Fixed size, no allocation. Not thread-safe: one stream, one caller.
+ * Values longer than their buffer are truncated and flagged.
+ * Query parameters and cookies are compared as sent: no percent-decoding.
  */
 #ifndef SL_HTTP1_H
 #define SL_HTTP1_H
@@ -30,73 +33,123 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SL_H1_HEAD_MAX  16384 /* a longer head is passed through */
-#define SL_H1_URL_MAX   2048
-#define SL_H1_VALUE_MAX 512
-#define SL_H1_NAME_MAX  64
+#define SL_H1_HEAD_MAX   16384 /* a longer head is passed through untouched */
+#define SL_H1_METHOD_MAX 24
+#define SL_H1_URL_MAX    2048 /* path + query as sent */
+#define SL_H1_HOST_MAX   256
+#define SL_H1_VALUE_MAX  256  /* the key's value, Idempotency-Key */
+#define SL_H1_NAME_MAX   64   /* header, parameter or cookie name */
+#define SL_H1_COOKIE_MAX 2048 /* a cookie past this much of a Cookie line counts as missing */
 
-enum sl_h1_state {
-    SL_H1_IDLE,        /* between requests */
-    SL_H1_HEAD,        /* inside a head not complete yet */
-    SL_H1_BODY,        /* inside a request's body */
-    SL_H1_PASSTHROUGH, /* not (or no longer) HTTP/1: nothing more is reported */
+enum sl_h1_key_kind {
+    SL_H1_KEY_NONE,
+    SL_H1_KEY_HEADER, /* a request header, name compared case-insensitively */
+    SL_H1_KEY_QUERY,  /* a query parameter, name compared exactly */
+    SL_H1_KEY_COOKIE, /* a cookie in the Cookie header(s), name compared exactly */
 };
 
-struct sl_h1_value {
-    char text[SL_H1_VALUE_MAX];
-    uint16_t len;
-    bool seen;
+/* A bounded copy: len bytes in text, then a NUL (use len: a value may
+ * hold NUL bytes the program's parser tolerated); `truncated` when the
+ * value was longer than the buffer. */
+struct sl_h1_text {
+    size_t len;
+    bool present;
+    bool truncated;
+};
+
+struct sl_h1_head {
+    uint64_t start, end; /* stream offsets: the head is [start, end), end after the blank line */
+    char method[SL_H1_METHOD_MAX]; /* "GET" */
+    char url[SL_H1_URL_MAX];       /* the request target as sent, NUL-terminated */
+    struct sl_h1_text url_info;
+    size_t path_off, path_len;   /* the path inside url (absolute-form: its path part) */
+    size_t query_off, query_len; /* the query inside url (after '?'), len 0 when none */
+    char host[SL_H1_HOST_MAX];   /* Host header (absolute-form: the URL's host) */
+    struct sl_h1_text host_info;
+    char key[SL_H1_VALUE_MAX]; /* the configured key's value; present=false: missing */
+    struct sl_h1_text key_info;
+    char idem[SL_H1_VALUE_MAX]; /* Idempotency-Key */
+    struct sl_h1_text idem_info;
+    uint8_t http_major, http_minor;
+    bool chunked;    /* Transfer-Encoding: chunked */
+    bool has_length; /* Content-Length given */
+    uint64_t content_length;
+    bool body;       /* a body follows (HTTP/2: the HEADERS frame lacked END_STREAM) */
+    bool keep_alive; /* another request may follow on the connection */
+    bool upgrade;    /* Upgrade or CONNECT: the stream passes through after this head */
+};
+
+enum sl_h1_event {
+    SL_H1_MORE,        /* every byte consumed, no head completed: feed more */
+    SL_H1_HEAD,        /* a head completed: sl_h1_head() holds it; feed the rest */
+    SL_H1_PASSTHROUGH, /* nothing more will be reported on this stream (all bytes consumed) */
+    SL_H1_H2,          /* the stream opened with the 24-byte HTTP/2 preface, now consumed:
+                          continue with core/h2.h from sl_h1_pos() */
+};
+
+enum sl_h1_state {
+    SL_H1_IDLE,    /* between requests: the next byte starts a head */
+    SL_H1_IN_HEAD, /* inside an incomplete head that started at sl_h1_head_start() */
+    SL_H1_IN_BODY, /* inside a body */
+    SL_H1_PASS,    /* passthrough or HTTP/2: no more heads */
 };
 
 struct sl_h1 {
     http_parser parser;
     enum sl_h1_state state;
-    uint64_t pos;              /* stream offset of the next byte to feed */
-    uint64_t head_start;       /* where the current (or last) head began */
-    uint64_t head_end;         /* where the last complete head ended */
-    char want[SL_H1_NAME_MAX]; /* the configured header ("" : none), lower case */
-
-    /* the head being read */
-    char method[16];
-    char url[SL_H1_URL_MAX];
-    uint16_t url_len;
-    char field[SL_H1_NAME_MAX]; /* the header name being read, lower case, cut */
-    uint16_t field_len;
-    struct sl_h1_value *value; /* where the current header's value goes, or NULL */
+    enum sl_h1_key_kind key_kind;
+    char key_name[SL_H1_NAME_MAX];
+    size_t key_name_len;
+    uint64_t pos;        /* stream offset of the next byte to feed */
+    uint64_t head_start; /* IN_HEAD: where the head began */
+    uint8_t preface;     /* stream bytes held while they match the HTTP/2 preface */
+    bool head_done;      /* set by the parser's callback: a head just completed */
+    bool message_done;   /* set by the parser's callback: a message just ended */
+    /* the header being read: its name (bounded), which field it feeds */
+    char field[SL_H1_NAME_MAX];
+    size_t field_len;
+    bool field_long;
     bool in_value;
-    struct sl_h1_value host, cookie, idem, header;
-    bool complete; /* a head completed in the last sl_h1_feed */
+    int target; /* enum in http1.c: which buffer the current value goes to */
+    char cookie[SL_H1_COOKIE_MAX];
+    struct sl_h1_text cookie_info;
+    struct sl_h1_head head;
 };
 
-/* A complete head, as reported by sl_h1_feed. Pointers into the scanner
- * (valid until it is fed again); NULL when the head had no such part. */
-struct sl_h1_head {
-    uint64_t start, end; /* stream offsets: the head is [start, end) */
-    const char *method, *path, *query, *host, *cookie, *idem, *header;
-    size_t method_len, path_len, query_len, host_len, cookie_len, idem_len, header_len;
-};
+/* Starts a stream at offset 0. kind/name: the key to extract (name may be
+ * NULL for SL_H1_KEY_NONE; longer than SL_H1_NAME_MAX - 1: never found). */
+void sl_h1_init(struct sl_h1 *s, enum sl_h1_key_kind kind, const char *name);
 
-/* `header`: the header whose value the rules key on (case-insensitive),
- * NULL or "" for none. */
-void sl_h1_init(struct sl_h1 *h, const char *header);
+/* Feeds up to len bytes at stream offset sl_h1_pos(s). Stops right after
+ * the first head that completes (SL_H1_HEAD) so the caller can decide it
+ * before feeding the rest. Returns how many bytes were consumed; *ev says
+ * why it stopped. */
+size_t sl_h1_feed(struct sl_h1 *s, const void *buf, size_t len, enum sl_h1_event *ev);
 
-/* *dst = *src, ready to be fed independently. */
-void sl_h1_copy(struct sl_h1 *dst, const struct sl_h1 *src);
+/* The last completed head (valid after SL_H1_HEAD until the next feed). */
+const struct sl_h1_head *sl_h1_head(const struct sl_h1 *s);
 
-/* Feeds up to len bytes. Stops right after a head completes (returning the
- * bytes consumed, with *head filled and the function returning true in
- * *got), else consumes everything. Feed the rest again to go on. */
-size_t sl_h1_feed(struct sl_h1 *h, const char *buf, size_t len, struct sl_h1_head *head, bool *got);
+/* Shared with core/h2.c. A bounded copy of n bytes into buf (cap bytes). */
+void sl_h1_text_set(char *buf, size_t cap, struct sl_h1_text *t, const char *at, size_t n);
+/* Finds `name` in a list "a=1<sep>b=2" (query: '&'; cookies: ';' with
+ * optional spaces); the first occurrence wins; no percent-decoding. */
+bool sl_h1_param(const char *s, size_t len, char sep, const char *name, size_t name_len,
+                 const char **val, size_t *val_len);
 
-static inline bool sl_h1_passthrough(const struct sl_h1 *h)
+static inline uint64_t sl_h1_pos(const struct sl_h1 *s)
 {
-    return h->state == SL_H1_PASSTHROUGH;
+    return s->pos;
 }
 
-/* True while the scanner is inside a head that began at h->head_start. */
-static inline bool sl_h1_in_head(const struct sl_h1 *h)
+static inline enum sl_h1_state sl_h1_state(const struct sl_h1 *s)
 {
-    return h->state == SL_H1_HEAD;
+    return s->state;
+}
+
+/* IN_HEAD: the stream offset where the incomplete head began. */
+static inline uint64_t sl_h1_head_start(const struct sl_h1 *s)
+{
+    return s->head_start;
 }
 
 #endif

@@ -1,39 +1,48 @@
 /* request.c - one connection's requests (see request.h).
  *
- * Two scanners. `h1` has read exactly the bytes that passed (pos of them);
- * each sl_req_admit copies it and feeds the copy the bytes shown, so it
- * sees the heads ahead without moving the original. Heads are decided in
- * stream order, once: `decided` is one past the start of the last head
- * that was let through, so a head shown again (a short read, a retried
- * peek) is not charged twice. A head that must wait its turn (delay) is
- * remembered with its time (`held_at`, `held_until`). The first denied head
- * ends the connection's requests: nothing from its first byte on passes.
+ * Stream offsets. `pos` is the offset of the next byte to pass (what
+ * sl_req_admit's buf[0] is); the scanner's own position (sl_h1_pos) is how
+ * far it has read, never behind pos, so bytes shown again after a short
+ * read are not scanned twice. Heads found past pos were decided when
+ * found and are remembered in `ahead` (their offset and when they may
+ * pass), so a head is charged once however often its bytes are shown. The
+ * first denied head ends the connection's requests: nothing from its first
+ * byte on passes.
  *
- * What may pass: every byte before the first of a denied head, a held head
- * whose time has not come, or the start of a head not complete yet.
+ * What may pass: every byte before the first of (a) the denied head, (b) a
+ * held head whose time has not come, (c) the start of a head the scanner
+ * is still reading, (d) the first byte not scanned (the scanner pauses
+ * when SL_REQ_AHEAD heads are remembered).
  */
 #include "request.h"
 
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
-#include "clock.h"
 #include "http1.h"
-#include "reqdecide.h"
 #include "reply.h"
+#include "reqdecide.h"
+
+#define SL_REQ_AHEAD 16
+
+struct ahead {
+    uint64_t off;        /* the head's first byte */
+    uint64_t release_at; /* monotonic ns it may pass (0: now) */
+};
 
 struct sl_req_conn {
-    struct sl_req_rules x;
-    struct sl_h1 h1;
-    uint64_t pos;     /* stream offset of the next byte to pass */
-    uint64_t decided; /* heads starting before this were let through */
-    bool held;        /* a head at held_at waits until held_until */
-    uint64_t held_at, held_until;
-    bool denied; /* the head at denied_at was denied */
-    uint64_t denied_at;
-    int denied_rule;
-    enum sl_action denied_action;
-    size_t reply_len;
+    struct sl_req_rules rules;
+    uint64_t pos;
+    struct ahead ahead[SL_REQ_AHEAD];
+    int nahead;
+    bool denied;
+    uint64_t deny_off;
+    struct sl_req_verdict deny;
+    bool pass; /* passthrough: nothing more is limited */
     char reply[SL_REPLY_MAX];
+    struct sl_h1 scan;
 };
 
 size_t sl_req_conn_size(void)
@@ -43,159 +52,214 @@ size_t sl_req_conn_size(void)
 
 bool sl_req_any(const struct sl_runtime *rt, enum sl_dir dir)
 {
-    const struct sl_config *c = rt->cfg;
-    for (int i = 0; i < c->nrules; i++)
-        if (c->rules[i].request && c->rules[i].dir == dir) return true;
+    for (int i = 0; i < rt->cfg->nrules; i++)
+        if (rt->cfg->rules[i].request && rt->cfg->rules[i].dir == dir) return true;
     return false;
+}
+
+static bool port_matches(const struct sl_rule *r, uint16_t port)
+{
+    if (r->nports == 0) return true;
+    for (int i = 0; i < r->nports; i++)
+        if (port >= r->ports[i].lo && port <= r->ports[i].hi) return true;
+    return false;
+}
+
+static bool host_has(const struct sl_host *h, const uint8_t a[16])
+{
+    uint32_t n = __atomic_load_n(&h->naddr, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n; i++)
+        if (memcmp(h->addr[i], a, 16) == 0) return true;
+    return false;
+}
+
+/* The connection-level match of a request rule (as core/policy.c matches
+ * connections: ports, local and peer blocks, destinations). */
+static bool conn_matches(const struct sl_rule *r, enum sl_dir dir, const struct sl_addr *local,
+                         const struct sl_addr *peer)
+{
+    if (r->nexempt && sl_cidr_list_contains(r->exempt, r->nexempt, peer->a)) return false;
+    if (dir == SL_IN) {
+        if (r->nports || r->nlocal) {
+            if (!local || !port_matches(r, local->port)) return false;
+            if (r->nlocal && !sl_cidr_list_contains(r->local, r->nlocal, local->a)) return false;
+        }
+        return !r->nfrom || sl_cidr_list_contains(r->from, r->nfrom, peer->a);
+    }
+    if (sl_cidr_list_contains(r->to, r->nto, peer->a)) return port_matches(r, peer->port);
+    for (int i = 0; i < r->nhosts; i++) {
+        const struct sl_host *h = &r->hosts[i];
+        if (!host_has(h, peer->a)) continue;
+        if (h->port ? h->port == peer->port : port_matches(r, peer->port)) return true;
+    }
+    return false;
+}
+
+static int64_t (*wall_offset_hook)(void);
+
+/* Test hook: what the wall clock is, as an offset from the monotonic one. */
+void sl_req_set_wall_offset(int64_t (*hook)(void));
+void sl_req_set_wall_offset(int64_t (*hook)(void))
+{
+    wall_offset_hook = hook;
+}
+
+static int64_t wall_offset(void)
+{
+    if (wall_offset_hook) return wall_offset_hook();
+    struct timespec rt, mono;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    return ((int64_t)rt.tv_sec - (int64_t)mono.tv_sec) * (int64_t)SL_NS_PER_SEC +
+           ((int64_t)rt.tv_nsec - (int64_t)mono.tv_nsec);
 }
 
 bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir dir,
                       const struct sl_addr *local, const struct sl_addr *peer, uint64_t now)
 {
-    (void)now;
     const struct sl_config *cfg = rt->cfg;
-    uint64_t m = sl_rules_matching(rt, dir, local, peer), req = 0;
-    for (int i = 0; i < cfg->nrules && i < SL_MAX_RULES; i++)
-        if ((m >> i & 1) && cfg->rules[i].request) req |= 1ull << i;
-    if (!req) return false;
-    memset(c, 0, offsetof(struct sl_req_conn, reply));
-    c->x.rt = rt;
-    c->x.peer = *peer;
-    c->x.match = req;
-    c->x.wall_offset = sl_clock_wall_offset();
-    /* one header is read per connection: the first rule's that keys on one */
+    uint64_t match = 0;
+    bool quota = false;
+    const char *header = NULL;
     for (int i = 0; i < cfg->nrules && i < SL_MAX_RULES; i++) {
         const struct sl_rule *r = &cfg->rules[i];
-        if ((req >> i & 1) && r->req_per == SL_REQ_PER_HEADER) {
-            memcpy(c->x.header, r->req_per_name, sizeof c->x.header);
-            break;
-        }
+        if (!r->request || r->dir != dir || !conn_matches(r, dir, local, peer)) continue;
+        match |= 1ull << i;
+        quota |= r->quota != 0 || r->plans != NULL;
+        if (!header && r->req_per == SL_REQ_PER_HEADER) header = r->req_per_name;
     }
-    sl_req_rules_entries(&c->x);
-    sl_h1_init(&c->h1, c->x.header);
+    if (!match) return false;
+    memset(c, 0, offsetof(struct sl_req_conn, reply));
+    c->rules.rt = rt;
+    c->rules.peer = *peer;
+    c->rules.match = match;
+    c->rules.wall_offset = quota ? wall_offset() : 0;
+    if (header) snprintf(c->rules.header, sizeof c->rules.header, "%s", header);
+    sl_req_rules_entries(&c->rules);
+    /* one header is extracted per connection: rules keyed by another
+     * header count its requests as without a key (documented) */
+    sl_h1_init(&c->scan, header ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE, header);
+    (void)now;
     return true;
 }
 
-static void to_head(const struct sl_h1_head *a, struct sl_req_head *b)
+static void head_of(const struct sl_h1 *s, const struct sl_h1_head *h1, struct sl_req_head *h)
 {
-    *b = (struct sl_req_head){
-        .method = a->method,
-        .method_len = a->method_len,
-        .path = a->path,
-        .path_len = a->path_len,
-        .query = a->query,
-        .query_len = a->query_len,
-        .host = a->host,
-        .host_len = a->host_len,
-        .cookie = a->cookie,
-        .cookie_len = a->cookie_len,
-        .idem = a->idem,
-        .idem_len = a->idem_len,
-        .header = a->header,
-        .header_len = a->header_len,
-    };
+    memset(h, 0, sizeof *h);
+    h->method = h1->method;
+    h->method_len = strlen(h1->method);
+    h->path = h1->url + h1->path_off;
+    h->path_len = h1->path_len;
+    if (h1->query_len) {
+        h->query = h1->url + h1->query_off;
+        h->query_len = h1->query_len;
+    }
+    if (h1->host_info.present) {
+        h->host = h1->host;
+        h->host_len = h1->host_info.len;
+    }
+    if (s->cookie_info.present) {
+        h->cookie = s->cookie;
+        h->cookie_len = s->cookie_info.len;
+    }
+    if (h1->idem_info.present) {
+        h->idem = h1->idem;
+        h->idem_len = h1->idem_info.len;
+    }
+    if (h1->key_info.present) {
+        h->header = h1->key;
+        h->header_len = h1->key_info.len;
+    }
 }
 
-static void deny(struct sl_req_conn *c, uint64_t at, const struct sl_req_decision *d)
+static void deny(struct sl_req_conn *c, uint64_t off, const struct sl_req_decision *d)
 {
-    const struct sl_rule *r = &c->x.rt->cfg->rules[d->rule];
+    const struct sl_rule *r = &c->rules.rt->cfg->rules[d->rule];
     c->denied = true;
-    c->denied_at = at;
-    c->denied_rule = d->rule;
-    c->denied_action = r->action == SL_ACT_REJECT ? SL_ACT_REJECT : SL_ACT_REPLY;
-    if (r->reply && r->reply_len) {
-        c->reply_len = r->reply_len < sizeof c->reply ? r->reply_len : sizeof c->reply;
-        memcpy(c->reply, r->reply, c->reply_len);
+    c->deny_off = off;
+    c->deny = (struct sl_req_verdict){.status = SL_REQ_DENY, .rule = d->rule};
+    c->deny.action = r->action == SL_ACT_REJECT ? SL_ACT_REJECT : SL_ACT_REPLY;
+    if (c->deny.action != SL_ACT_REPLY) return;
+    if (r->reply) {
+        c->deny.reply = r->reply;
+        c->deny.reply_len = r->reply_len;
     } else {
-        c->reply_len = sl_reply_429_policy(c->reply, sizeof c->reply, &d->v, &d->policy);
+        c->deny.reply = c->reply;
+        c->deny.reply_len = sl_reply_429_policy(c->reply, sizeof c->reply, &d->v, &d->policy);
     }
 }
 
-/* What stops the bytes at stream offset `at`: fills v, returns the bytes
- * before it that may pass. */
-static size_t stop(const struct sl_req_conn *c, uint64_t at, uint64_t now, struct sl_req_verdict *v)
+/* Scans the bytes of buf past the scanner's position, deciding each head. */
+static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
 {
-    if (c->denied && at == c->denied_at) {
-        v->status = SL_REQ_DENY;
-        v->rule = c->denied_rule;
-        v->action = c->denied_action;
-        v->reply = c->reply;
-        v->reply_len = c->reply_len;
-    } else {
-        v->status = SL_REQ_HOLD;
-        v->wait_ns = c->held_until > now ? c->held_until - now : 0;
+    while (!c->denied && !c->pass && c->nahead < SL_REQ_AHEAD) {
+        uint64_t at = sl_h1_pos(&c->scan);
+        if (at >= c->pos + len) return;
+        enum sl_h1_event ev;
+        sl_h1_feed(&c->scan, buf + (at - c->pos), (size_t)(c->pos + len - at), &ev);
+        if (ev == SL_H1_PASSTHROUGH || ev == SL_H1_H2) {
+            c->pass = true; /* HTTP/2 inbound: not limited yet (core/h2.h) */
+            return;
+        }
+        if (ev != SL_H1_HEAD) return;
+        const struct sl_h1_head *h1 = sl_h1_head(&c->scan);
+        struct sl_req_head h;
+        struct sl_req_decision d;
+        head_of(&c->scan, h1, &h);
+        sl_req_decide(&c->rules, &h, now, &d);
+        if (!d.allowed) {
+            deny(c, h1->start, &d);
+            return;
+        }
+        if (d.wait_ns)
+            c->ahead[c->nahead++] = (struct ahead){.off = h1->start, .release_at = now + d.wait_ns};
     }
-    return (size_t)(at - c->pos);
 }
 
 size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now,
                     struct sl_req_verdict *v)
 {
-    memset(v, 0, sizeof *v);
-    v->status = SL_REQ_PASS;
-    v->rule = -1;
-    if (c->denied && c->denied_at <= c->pos) return stop(c, c->pos, now, v);
-    if (sl_h1_passthrough(&c->h1)) return len;
-    if (c->held && now >= c->held_until) {
-        c->held = false;
-        c->decided = c->held_at + 1;
-    }
-    if (c->held && c->held_at == c->pos) return stop(c, c->pos, now, v);
-
-    struct sl_h1 ahead;
-    sl_h1_copy(&ahead, &c->h1);
-    size_t off = 0;
-    while (off < len) {
-        struct sl_h1_head hd;
-        bool got;
-        off += sl_h1_feed(&ahead, (const char *)buf + off, len - off, &hd, &got);
-        if (!got || hd.start < c->decided) continue;
-        if (c->denied && hd.start >= c->denied_at) return stop(c, c->denied_at, now, v);
-        if (c->held) { /* a later head waits behind the held one */
-            if (hd.start >= c->held_at) return stop(c, c->held_at, now, v);
-            continue;
+    *v = (struct sl_req_verdict){.status = SL_REQ_PASS, .rule = -1};
+    scan(c, buf, len, now);
+    uint64_t limit = c->pos + len;
+    if (!c->pass) {
+        uint64_t scanned = sl_h1_pos(&c->scan);
+        if (scanned < limit) limit = scanned;
+        if (sl_h1_state(&c->scan) == SL_H1_IN_HEAD && sl_h1_head_start(&c->scan) < limit) {
+            limit = sl_h1_head_start(&c->scan);
+            v->status = SL_REQ_NEED_MORE;
         }
-        struct sl_req_head h;
-        struct sl_req_decision d;
-        to_head(&hd, &h);
-        sl_req_decide(&c->x, &h, now, &d);
-        if (!d.allowed) {
-            deny(c, hd.start, &d);
-            return stop(c, hd.start, now, v);
-        }
-        if (d.wait_ns) {
-            c->held = true;
-            c->held_at = hd.start;
-            c->held_until = now + d.wait_ns;
-            return stop(c, hd.start, now, v);
-        }
-        c->decided = hd.start + 1;
     }
-    if (sl_h1_in_head(&ahead) && ahead.head_start >= c->pos) {
-        size_t before = (size_t)(ahead.head_start - c->pos);
-        if (before == 0) v->status = SL_REQ_NEED_MORE;
-        return before;
+    for (int i = 0; i < c->nahead; i++) {
+        const struct ahead *a = &c->ahead[i];
+        if (a->release_at <= now || a->off >= limit) continue;
+        limit = a->off;
+        *v = (struct sl_req_verdict){
+            .status = SL_REQ_HOLD, .rule = -1, .wait_ns = a->release_at - now};
     }
-    return len;
+    if (c->denied && c->deny_off <= limit) {
+        limit = c->deny_off;
+        *v = c->deny;
+    }
+    return limit > c->pos ? (size_t)(limit - c->pos) : 0;
 }
 
 void sl_req_passed(struct sl_req_conn *c, const void *buf, size_t n)
 {
-    size_t off = 0;
-    while (buf && off < n) {
-        struct sl_h1_head hd;
-        bool got;
-        off += sl_h1_feed(&c->h1, (const char *)buf + off, n - off, &hd, &got);
-    }
+    (void)buf;
     c->pos += n;
+    int k = 0;
+    for (int i = 0; i < c->nahead; i++)
+        if (c->ahead[i].off >= c->pos) c->ahead[k++] = c->ahead[i];
+    c->nahead = k;
 }
 
 bool sl_req_done(const struct sl_req_conn *c)
 {
-    return sl_h1_passthrough(&c->h1) && !c->denied;
+    return c->pass && !c->denied && c->nahead == 0;
 }
 
 void sl_req_conn_fini(struct sl_req_conn *c)
 {
-    (void)c;
+    (void)c; /* nothing held: the table keeps no per-connection state */
 }

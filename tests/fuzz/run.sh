@@ -8,7 +8,7 @@ secs=${1:-20}
 out=build/fuzz
 mkdir -p "$out"
 flags="-g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
-pkg="$(pkg-config --cflags --libs libconfuse jemalloc libsodium) -lhttp_parser -ldl -lpthread"
+pkg="$(pkg-config --cflags --libs libconfuse jemalloc libsodium) -lhttp_parser -lnghttp2 -ldl -lpthread"
 status=0
 for src in tests/fuzz/fuzz_*.c; do
     [ -e "$src" ] || continue

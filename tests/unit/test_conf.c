@@ -985,10 +985,10 @@ static void an_inline_rule_may_not_reuse_a_file_rule_name(void **state)
 static void a_rule_that_limits_nothing_is_reported_on_the_rule_line(void **state)
 {
     assert_file_error("limit-missing.conf", "2: inbound \"web\": needs at least one of rate, "
-                                            "recv_rate, send_rate, conns, req_rate or quota");
+                                            "recv_rate, send_rate or conns");
     assert_error(NULL, "in port=80 conns=0",
                  "inline rule 1: inbound \"in-1\": needs at least one of rate, recv_rate, "
-                 "send_rate, conns, req_rate or quota");
+                 "send_rate or conns");
 }
 
 static void an_unknown_option_is_reported_on_its_line_after_comments(void **state)

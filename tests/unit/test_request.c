@@ -1,7 +1,6 @@
-/* test_request.c - one connection's requests: which bytes may pass as heads
- * arrive whole, split and pipelined, with decisions taken once per head,
- * delays held and released by an injected clock, and a denial that stops
- * the stream at its first byte with a 429. */
+/* test_request.c - a connection's bytes through sl_req_admit: pipelined
+ * heads, heads split byte by byte, no double charge when bytes are shown
+ * again, holds, denials with their 429, passthrough. Time injected. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,8 +16,6 @@
 #include "../../core/table.h"
 #include "testutil.h"
 
-#define SEC 1000000000ull
-
 struct world {
     struct sl_config cfg;
     struct sl_table *table;
@@ -26,38 +23,37 @@ struct world {
     struct sl_req_conn *c;
 };
 
-static struct world *start(uint64_t count, uint64_t burst, enum sl_action action)
+static struct world *world(uint64_t count, uint64_t burst, enum sl_action action)
 {
     struct world *w = calloc(1, sizeof *w);
     sl_log_setup(SL_LOG_NONE, SL_LOG_ERROR);
     struct sl_rule *r = &w->cfg.rules[w->cfg.nrules++];
-    snprintf(r->name, sizeof r->name, "api");
-    r->id = sl_name_hash("api");
+    strcpy(r->name, "api");
+    r->id = sl_name_hash(r->name);
     r->dir = SL_IN;
-    r->per = SL_PER_PEER;
     r->prefix4 = 32;
     r->prefix6 = 64;
-    r->action = action;
-    r->max_delay_ns = 10 * SEC;
     r->request = true;
     r->cost = 1;
+    r->action = action;
+    r->max_delay_ns = SEC;
     r->req_per = SL_REQ_PER_HEADER;
-    snprintf(r->req_per_name, sizeof r->req_per_name, "x-api-key");
+    strcpy(r->req_per_name, "X-API-Key");
     assert_int_equal(sl_limit_init(&r->req_limit, SL_ALG_GCRA, count, SEC, burst), 0);
-    char err[256] = "";
-    w->table = sl_table_open(4096, NULL, SL_FULL_SHARED, err, sizeof err);
+    char err[256];
+    w->table = sl_table_open(1024, NULL, SL_FULL_SHARED, err, sizeof err);
     assert_non_null(w->table);
     assert_int_equal(sl_runtime_init(&w->rt, &w->cfg, w->table, err, sizeof err), 0);
     w->c = calloc(1, sl_req_conn_size());
-    struct sl_addr peer = {.v4 = true, .port = 40000};
+    struct sl_addr peer = {.v4 = true, .port = 5000};
     peer.a[10] = peer.a[11] = 0xff;
-    peer.a[12] = 10;
+    peer.a[12] = 127;
     peer.a[15] = 1;
-    assert_true(sl_req_conn_init(w->c, &w->rt, SL_IN, NULL, &peer, 0));
+    assert_true(sl_req_conn_init(w->c, &w->rt, SL_IN, NULL, &peer, T0));
     return w;
 }
 
-static void stop(struct world *w)
+static void world_free(struct world *w)
 {
     sl_req_conn_fini(w->c);
     free(w->c);
@@ -65,134 +61,144 @@ static void stop(struct world *w)
     free(w);
 }
 
-/* Shows the stream from `*pos` and passes what may pass, like the shim. */
-static size_t show(struct world *w, const char *s, size_t len, size_t *pos, uint64_t now,
-                   struct sl_req_verdict *v)
+/* What a program reading everything it may would read: admits and passes
+ * until nothing more may pass; returns the bytes passed. */
+static size_t drain(struct world *w, const char *s, size_t len, uint64_t now,
+                    struct sl_req_verdict *v)
 {
-    size_t n = sl_req_admit(w->c, s + *pos, len - *pos, now, v);
-    sl_req_passed(w->c, s + *pos, n);
-    *pos += n;
-    return n;
+    size_t done = 0;
+    for (;;) {
+        size_t n = sl_req_admit(w->c, s + done, len - done, now, v);
+        if (n == 0) return done;
+        sl_req_passed(w->c, s + done, n);
+        done += n;
+        if (done == len) return done;
+    }
 }
 
-#define REQ(k) "GET /r HTTP/1.1\r\nHost: h\r\nX-API-Key: " k "\r\n\r\n"
+#define GET "GET /x HTTP/1.1\r\nHost: a\r\nX-API-Key: k\r\n\r\n"
 
-static void pipelined_requests_pass_up_to_the_first_denied_head(void **state)
+static void pipelined_heads_are_each_decided_and_the_first_denied_stops_the_stream(void **unused)
 {
-    (void)state;
-    struct world *w = start(1, 2, SL_ACT_REPLY); /* 1/s, burst 2 */
-    static const char s[] = REQ("a") REQ("a") REQ("a") REQ("a");
-    size_t pos = 0, one = strlen(REQ("a"));
+    (void)unused;
+    struct world *w = world(1, 2, SL_ACT_REPLY);
+    const char s[] = GET GET GET GET;
     struct sl_req_verdict v;
-    show(w, s, sizeof s - 1, &pos, 0, &v);
-    assert_int_equal(pos, 2 * one); /* the burst */
+    size_t n = drain(w, s, sizeof s - 1, T0, &v);
+    assert_int_equal(n, 2 * (sizeof GET - 1));
     assert_int_equal(v.status, SL_REQ_DENY);
     assert_int_equal(v.action, SL_ACT_REPLY);
-    assert_true(v.reply_len > 0);
-    assert_non_null(strstr(v.reply, "429 Too Many Requests"));
-    assert_non_null(strstr(v.reply, "Retry-After: 1"));
-    assert_non_null(strstr(v.reply, "Connection: close"));
-    /* shown again later: still nothing passes, and nothing more is charged */
-    assert_int_equal(show(w, s, sizeof s - 1, &pos, 5 * SEC, &v), 0);
+    assert_int_equal(v.rule, 0);
+    assert_non_null(strstr(v.reply, "HTTP/1.1 429 "));
+    assert_non_null(strstr(v.reply, "RateLimit-Policy: \"api\";q=1;w=1\r\n"));
+    assert_int_equal(v.reply_len, strlen(v.reply));
+    /* asking again charges nothing more: the stream stays stopped there */
+    assert_int_equal(sl_req_admit(w->c, s + n, sizeof s - 1 - n, T0 + 10 * SEC, &v), 0);
     assert_int_equal(v.status, SL_REQ_DENY);
-    stop(w);
+    assert_int_equal(sl_table_counter(w->table, 1, SL_C_ALLOWED), 2);
+    assert_int_equal(sl_table_counter(w->table, 1, SL_C_LIMITED), 1);
+    world_free(w);
 }
 
-static void a_short_read_never_charges_a_head_twice(void **state)
+static void a_head_split_byte_by_byte_is_counted_once(void **unused)
 {
-    (void)state;
-    struct world *w = start(1, 1, SL_ACT_REPLY);
-    static const char s[] = REQ("a") REQ("b");
+    (void)unused;
+    struct world *w = world(1, 1, SL_ACT_REPLY);
+    const char s[] = GET GET;
     struct sl_req_verdict v;
-    size_t one = strlen(REQ("a"));
-    /* the whole first request may pass, but the program reads 5 bytes */
-    assert_int_equal(sl_req_admit(w->c, s, one, 0, &v), one);
-    sl_req_passed(w->c, s, 5);
-    size_t pos = 5;
-    show(w, s, sizeof s - 1, &pos, 0, &v); /* shown again with the second */
-    assert_int_equal(pos, sizeof s - 1);   /* key b has its own budget; a was charged once */
-    assert_int_equal(v.status, SL_REQ_PASS);
-    stop(w);
-}
-
-static void an_incomplete_head_waits_for_more_bytes(void **state)
-{
-    (void)state;
-    struct world *w = start(10, 10, SL_ACT_REPLY);
-    static const char s[] = REQ("a") REQ("a");
-    size_t one = strlen(REQ("a")), len = sizeof s - 1;
-    struct sl_req_verdict v;
-    size_t n = sl_req_admit(w->c, s, one + 10, 0, &v); /* the second head cut short */
-    assert_int_equal(n, one);
-    assert_int_equal(v.status, SL_REQ_PASS);
-    sl_req_passed(w->c, s, n);
-    /* the second head grows a byte at a time: nothing of it passes until it is whole */
-    for (size_t shown = 1; one + shown < len; shown++) {
-        assert_int_equal(sl_req_admit(w->c, s + one, shown, 0, &v), 0);
-        assert_int_equal(v.status, SL_REQ_NEED_MORE);
+    size_t shown = 0, passed = 0;
+    /* the peer sends one byte at a time; each time the program peeks at
+     * everything that arrived and reads what may pass */
+    while (shown < sizeof s - 1) {
+        shown++;
+        size_t n = sl_req_admit(w->c, s + passed, shown - passed, T0, &v);
+        if (v.status == SL_REQ_DENY) break;
+        sl_req_passed(w->c, s + passed, n);
+        passed += n;
+        if (shown < sizeof GET - 1) {
+            assert_int_equal(passed, 0); /* nothing of an undecided head passes */
+            assert_int_equal(v.status, SL_REQ_NEED_MORE);
+        }
     }
-    assert_int_equal(sl_req_admit(w->c, s + one, len - one, 0, &v), len - one);
-    assert_int_equal(v.status, SL_REQ_PASS);
-    stop(w);
+    assert_int_equal(passed, sizeof GET - 1);
+    assert_int_equal(v.status, SL_REQ_DENY);
+    assert_int_equal(sl_table_counter(w->table, 1, SL_C_ALLOWED), 1);
+    assert_int_equal(sl_table_counter(w->table, 1, SL_C_LIMITED), 1);
+    world_free(w);
 }
 
-static void delay_holds_a_head_until_its_turn(void **state)
+static void bytes_shown_again_after_a_short_read_are_not_charged_again(void **unused)
 {
-    (void)state;
-    struct world *w = start(2, 1, SL_ACT_DELAY); /* 2/s, burst 1: turns 500 ms apart */
-    static const char s[] = REQ("a") REQ("a");
-    size_t one = strlen(REQ("a")), pos = 0;
+    (void)unused;
+    struct world *w = world(1, 3, SL_ACT_REPLY);
+    const char s[] = GET GET;
     struct sl_req_verdict v;
-    show(w, s, sizeof s - 1, &pos, 0, &v);
-    assert_int_equal(pos, one);
+    for (int i = 0; i < 5; i++) /* five peeks, nothing read */
+        assert_int_equal(sl_req_admit(w->c, s, sizeof s - 1, T0, &v), sizeof s - 1);
+    sl_req_passed(w->c, s, 10); /* a short read */
+    assert_int_equal(sl_req_admit(w->c, s + 10, sizeof s - 11, T0, &v), sizeof s - 11);
+    assert_int_equal(sl_table_counter(w->table, 1, SL_C_ALLOWED), 2);
+    world_free(w);
+}
+
+static void a_delayed_head_is_held_until_its_turn(void **unused)
+{
+    (void)unused;
+    struct world *w = world(10, 1, SL_ACT_DELAY);
+    const char s[] = GET GET "GET /body HTTP/1.1\r\nX-API-Key: k\r\nContent-Length: 5\r\n\r\nhello";
+    struct sl_req_verdict v;
+    size_t n = drain(w, s, sizeof s - 1, T0, &v);
+    assert_int_equal(n, sizeof GET - 1);
     assert_int_equal(v.status, SL_REQ_HOLD);
-    assert_int_equal(v.wait_ns, SEC / 2);
-    assert_int_equal(show(w, s, sizeof s - 1, &pos, SEC / 4, &v), 0);
-    assert_int_equal(v.status, SL_REQ_HOLD);
-    assert_int_equal(v.wait_ns, SEC / 4);
-    show(w, s, sizeof s - 1, &pos, SEC / 2, &v); /* its turn: passes, not charged again */
-    assert_int_equal(pos, sizeof s - 1);
+    assert_int_equal(v.wait_ns, 100 * MS);
+    n += drain(w, s + n, sizeof s - 1 - n, T0 + 100 * MS, &v);
+    assert_int_equal(n, 2 * (sizeof GET - 1));
+    assert_int_equal(v.wait_ns, 100 * MS); /* the third waits 200 ms from T0 */
+    n += drain(w, s + n, sizeof s - 1 - n, T0 + 200 * MS, &v);
+    assert_int_equal(n, sizeof s - 1);
     assert_int_equal(v.status, SL_REQ_PASS);
-    stop(w);
+    world_free(w);
 }
 
-static void bodies_pass_and_the_next_head_is_decided(void **state)
+static void an_upgraded_connection_passes_through(void **unused)
 {
-    (void)state;
-    struct world *w = start(1, 1, SL_ACT_REPLY);
-    static const char s[] = "POST /u HTTP/1.1\r\nX-API-Key: a\r\nContent-Length: 37\r\n\r\n"
-                            "GET /r HTTP/1.1\r\nX-API-Key: a\r\n\r\n____" /* 37 bytes of body */
-        REQ("a");
-    size_t pos = 0;
+    (void)unused;
+    struct world *w = world(1, 1, SL_ACT_REPLY);
+    const char s[] =
+        "GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+        "GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n";
     struct sl_req_verdict v;
-    show(w, s, sizeof s - 1, &pos, 0, &v);
-    assert_int_equal(v.status, SL_REQ_DENY); /* the request after the body: key a is spent */
-    assert_int_equal(pos, sizeof s - 1 - strlen(REQ("a")));
-    stop(w);
-}
-
-static void non_http_passes_untouched(void **state)
-{
-    (void)state;
-    struct world *w = start(1, 1, SL_ACT_REPLY);
-    static const char s[] = "\x16\x03\x01\x00\x05hello";
-    struct sl_req_verdict v;
-    size_t pos = 0;
-    show(w, s, sizeof s - 1, &pos, 0, &v);
-    assert_int_equal(pos, sizeof s - 1);
+    assert_int_equal(drain(w, s, sizeof s - 1, T0, &v), sizeof s - 1);
+    assert_int_equal(v.status, SL_REQ_PASS);
     assert_true(sl_req_done(w->c));
-    stop(w);
+    world_free(w);
+}
+
+static void a_connection_no_request_rule_matches_is_not_tracked(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 1, SL_ACT_REPLY);
+    w->cfg.rules[0].nports = 1;
+    w->cfg.rules[0].ports[0] = (struct sl_port_range){80, 80};
+    struct sl_addr local = {.port = 8080}, peer = {.port = 1};
+    struct sl_req_conn *c = calloc(1, sl_req_conn_size());
+    assert_false(sl_req_conn_init(c, &w->rt, SL_IN, &local, &peer, T0));
+    assert_false(sl_req_conn_init(c, &w->rt, SL_OUT, &local, &peer, T0));
+    assert_true(sl_req_any(&w->rt, SL_IN));
+    assert_false(sl_req_any(&w->rt, SL_OUT));
+    free(c);
+    world_free(w);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(pipelined_requests_pass_up_to_the_first_denied_head),
-        cmocka_unit_test(a_short_read_never_charges_a_head_twice),
-        cmocka_unit_test(an_incomplete_head_waits_for_more_bytes),
-        cmocka_unit_test(delay_holds_a_head_until_its_turn),
-        cmocka_unit_test(bodies_pass_and_the_next_head_is_decided),
-        cmocka_unit_test(non_http_passes_untouched),
+        cmocka_unit_test(pipelined_heads_are_each_decided_and_the_first_denied_stops_the_stream),
+        cmocka_unit_test(a_head_split_byte_by_byte_is_counted_once),
+        cmocka_unit_test(bytes_shown_again_after_a_short_read_are_not_charged_again),
+        cmocka_unit_test(a_delayed_head_is_held_until_its_turn),
+        cmocka_unit_test(an_upgraded_connection_passes_through),
+        cmocka_unit_test(a_connection_no_request_rule_matches_is_not_tracked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

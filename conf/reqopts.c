@@ -1,0 +1,329 @@
+/* reqopts.c - the request options of a rule (core/request.h): their values,
+ * the rule fields they fill, and how `sluice check` prints them. The rows
+ * are in options.c's table. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../core/mem.h"
+#include "../core/plan.h"
+#include "../core/quota.h"
+#include "conf_int.h"
+
+static const char *const req_per_prefix[] = {NULL, "header:", "query:", "cookie:"};
+const char *const conf_per_missing_names[] = {"peer", "rule", "deny", NULL};
+
+bool conf_req_per(const char *text, enum sl_req_per *kind, const char **name)
+{
+    for (int k = SL_REQ_PER_HEADER; k <= SL_REQ_PER_COOKIE; k++) {
+        size_t n = strlen(req_per_prefix[k]);
+        if (strncasecmp(text, req_per_prefix[k], n) == 0) {
+            *kind = (enum sl_req_per)k;
+            *name = text + n;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *conf_parse_req_per_name(const char *name)
+{
+    if (!*name) return "needs a name after the colon (header:X-API-Key)";
+    if (strlen(name) >= SL_REQ_NAME_MAX) return "names a key too long (at most 63 bytes)";
+    for (const char *p = name; *p; p++)
+        if (*p <= ' ' || *p == ';' || *p == '=' || *p == ',' || *p >= 0x7f)
+            return "has a character a key name cannot hold";
+    return NULL;
+}
+
+const char *conf_parse_quota(const char *text, uint64_t *n, enum sl_quota_window *w)
+{
+    const char *slash = strchr(text, '/');
+    if (!slash || slash == text) return "is not N/d or N/month";
+    uint64_t v = 0;
+    for (const char *p = text; p < slash; p++) {
+        if (*p < '0' || *p > '9' || v > SL_QUOTA_MAX) return "is not N/d or N/month";
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (v == 0 || v > SL_QUOTA_MAX) return "must be 1..268435455 per window";
+    const char *unit = slash + 1;
+    if (strcmp(unit, "d") == 0 || strcmp(unit, "day") == 0)
+        *w = SL_QUOTA_DAY;
+    else if (strcmp(unit, "month") == 0 || strcmp(unit, "mo") == 0)
+        *w = SL_QUOTA_MONTH;
+    else
+        return "has a window other than d (a UTC day) or month";
+    *n = v;
+    return NULL;
+}
+
+const char *conf_parse_utc_offset(const char *text, int32_t *seconds)
+{
+    const char *p = text;
+    int sign = 1;
+    if (*p == '+' || *p == '-') sign = *p++ == '-' ? -1 : 1;
+    long h = 0, m = 0;
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9' && digits < 2; p++, digits++)
+        h = h * 10 + (*p - '0');
+    if (!digits) return "is not an offset from UTC (+5:30, -8, 0)";
+    if (*p == ':') {
+        p++;
+        if (!(p[0] >= '0' && p[0] <= '5' && p[1] >= '0' && p[1] <= '9')) return "has bad minutes";
+        m = (p[0] - '0') * 10 + (p[1] - '0');
+        p += 2;
+    } else if (*p == 'h') {
+        p++;
+    }
+    if (*p) return "is not an offset from UTC (+5:30, -8, 0)";
+    if (h * 60 + m > 14 * 60) return "is more than 14 hours from UTC";
+    *seconds = (int32_t)(sign * (h * 3600 + m * 60));
+    return NULL;
+}
+
+const char *conf_parse_route(const char *text)
+{
+    if (text[0] != '/' && text[0] != '*') return "is not a path (it starts with / or *)";
+    if (strlen(text) >= SL_ROUTE_MAX) return "is longer than 127 bytes";
+    return NULL;
+}
+
+const char *conf_parse_method(const char *text)
+{
+    if (!*text || strlen(text) >= SL_METHOD_MAX) return "is not a method";
+    for (const char *p = text; *p; p++)
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '-'))
+            return "is not a method";
+    return NULL;
+}
+
+const char *conf_parse_req_host(const char *text)
+{
+    if (!*text || strlen(text) >= SL_HOST_MAX) return "is not a host name";
+    for (const char *p = text; *p; p++)
+        if (*p <= ' ' || *p == '/' || *p >= 0x7f) return "is not a host name";
+    return NULL;
+}
+
+static bool given(cfg_t *sec, const char *name)
+{
+    return cfg_size(sec, name) > 0 && (cfg_getopt(sec, name)->flags & CFGF_MODIFIED);
+}
+
+bool conf_is_request_rule(cfg_t *sec)
+{
+    static const char *const opts[] = {"req_rate", "req_burst", "cost",        "route",
+                                       "method",   "host",      "per_missing", "quota"};
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+        if (given(sec, opts[i])) return true;
+    const char *per = cfg_getstr(sec, "per");
+    enum sl_req_per k;
+    const char *name;
+    return per && conf_req_per(per, &k, &name);
+}
+
+/* One "name=value" word of a plan line into p; NULL or the words of an error. */
+static const char *plan_word(char *w, struct sl_plan *p, uint64_t *burst)
+{
+    char *eq = strchr(w, '=');
+    if (!eq) return "has a word that is not name=value";
+    *eq++ = 0;
+    if (strcmp(w, "req_rate") == 0) {
+        uint64_t count, period;
+        const char *bad = conf_parse_rate(eq, &count, &period);
+        if (bad) return bad;
+        snprintf(p->req_rate_text, sizeof p->req_rate_text, "%s", eq);
+        p->req_limit.count = count;
+        p->req_limit.period_ns = period;
+        return NULL;
+    }
+    if (strcmp(w, "req_burst") == 0) {
+        long v;
+        if (conf_parse_whole(eq, &v) || v < 1) return "has a req_burst that is not 1 or more";
+        *burst = (uint64_t)v;
+        return NULL;
+    }
+    if (strcmp(w, "quota") == 0) {
+        snprintf(p->quota_text, sizeof p->quota_text, "%s", eq);
+        return conf_parse_quota(eq, &p->quota, &p->quota_window);
+    }
+    return "has an option other than req_rate, req_burst or quota";
+}
+
+/* The plans file:
+ *   plan NAME [req_rate=N/s] [req_burst=N] [quota=N/d]
+ *   key NAME VALUE          (VALUE: the rest of the line, blanks trimmed)
+ * '#' starts a comment line. Returns NULL or the words of an error, with
+ * *lineno the line. */
+static const char *parse_plans(char *text, struct sl_plans *ps, int *lineno)
+{
+    *lineno = 0;
+    for (char *line = text, *next; line; line = next) {
+        ++*lineno;
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        size_t n = strlen(line);
+        while (n && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
+            line[--n] = 0;
+        while (*line == ' ' || *line == '\t')
+            line++;
+        if (!*line || *line == '#') continue;
+        char *save = NULL, *verb = strtok_r(line, " \t", &save);
+        char *name = strtok_r(NULL, " \t", &save);
+        if (!name) return "has a line without a plan name";
+        if (strcmp(verb, "plan") == 0) {
+            struct sl_plan p = {0};
+            uint64_t burst = 0;
+            snprintf(p.name, sizeof p.name, "%s", name);
+            for (char *w; (w = strtok_r(NULL, " \t", &save));) {
+                const char *bad = plan_word(w, &p, &burst);
+                if (bad) return bad;
+            }
+            if (p.req_limit.count &&
+                sl_limit_init(&p.req_limit, SL_ALG_GCRA, p.req_limit.count, p.req_limit.period_ns,
+                              burst ? burst : p.req_limit.count) != 0)
+                return "has a req_rate that cannot work";
+            if (sl_plans_add(ps, &p) < 0) return "names a plan twice, or more than 64 plans";
+        } else if (strcmp(verb, "key") == 0) {
+            char *value = save;
+            while (value && (*value == ' ' || *value == '\t'))
+                value++;
+            if (!value || !*value) return "has a key line without a value";
+            int idx = -1;
+            for (int i = 0; i < sl_plans_count(ps); i++)
+                if (strcmp(sl_plans_get(ps, i)->name, name) == 0) idx = i;
+            if (idx < 0) return "gives a key a plan not defined above";
+            int rc = sl_plans_add_key(ps, idx, value, strlen(value));
+            if (rc == -2) return "gives one key value two plans";
+            if (rc < 0) return "cannot be read: out of memory";
+        } else {
+            return "has a line that is neither plan nor key";
+        }
+    }
+    sl_plans_seal(ps);
+    return NULL;
+}
+
+int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
+{
+    r->request = conf_is_request_rule(sec);
+    if (!r->request) return 0;
+    const char *rate = cfg_getstr(sec, "req_rate");
+    if (rate) {
+        uint64_t count, period;
+        conf_parse_rate(rate, &count, &period);
+        snprintf(r->req_rate_text, sizeof r->req_rate_text, "%s", rate);
+        uint64_t burst =
+            cfg_size(sec, "req_burst") ? (uint64_t)cfg_getint(sec, "req_burst") : count;
+        sl_limit_init(&r->req_limit, SL_ALG_GCRA, count, period, burst);
+    }
+    r->cost = (uint32_t)cfg_getint(sec, "cost");
+    for (unsigned i = 0; i < cfg_size(sec, "route") && i < SL_MAX_ROUTES; i++)
+        snprintf(r->routes[r->nroutes++], SL_ROUTE_MAX, "%s", cfg_getnstr(sec, "route", i));
+    for (unsigned i = 0; i < cfg_size(sec, "method") && i < SL_MAX_METHODS; i++) {
+        char *m = r->methods[r->nmethods++];
+        snprintf(m, SL_METHOD_MAX, "%s", cfg_getnstr(sec, "method", i));
+        for (; *m; m++)
+            if (*m >= 'a' && *m <= 'z') *m = (char)(*m - 32);
+    }
+    for (unsigned i = 0; i < cfg_size(sec, "host") && i < SL_MAX_REQ_HOSTS; i++) {
+        char *h = r->req_hosts[r->nreq_hosts++];
+        snprintf(h, SL_HOST_MAX, "%s", cfg_getnstr(sec, "host", i));
+        for (; *h; h++)
+            if (*h >= 'A' && *h <= 'Z') *h = (char)(*h + 32);
+    }
+    const char *per = cfg_getstr(sec, "per"), *name;
+    if (per && conf_req_per(per, &r->req_per, &name))
+        snprintf(r->req_per_name, sizeof r->req_per_name, "%s", name);
+    int pm = 0;
+    conf_parse_enum(cfg_getstr(sec, "per_missing"), conf_per_missing_names, &pm);
+    r->per_missing = (enum sl_per_missing)pm;
+    const char *quota = cfg_getstr(sec, "quota");
+    if (quota) {
+        conf_parse_quota(quota, &r->quota, &r->quota_window);
+        snprintf(r->quota_text, sizeof r->quota_text, "%s", quota);
+    }
+    if (cfg_getstr(sec, "quota_offset"))
+        conf_parse_utc_offset(cfg_getstr(sec, "quota_offset"), &r->quota_offset_s);
+    const char *plans = cfg_getstr(sec, "plans");
+    if (plans) {
+        char *text = NULL;
+        size_t len;
+        const char *bad = conf_read_reply(plans, &text, &len, r->plans_path, sizeof r->plans_path);
+        struct sl_plans *ps = bad ? NULL : sl_plans_new();
+        int pline = 0;
+        if (!bad && !ps) bad = "cannot be read: out of memory";
+        if (!bad) bad = parse_plans(text, ps, &pline);
+        if (text) {
+            explicit_bzero(text, len);
+            sl_free(text);
+        }
+        if (bad) {
+            sl_plans_free(ps);
+            if (pline)
+                conf_fail(sec, line, "plans", plans, "line %d %s", pline, bad);
+            else
+                conf_fail(sec, line, "plans", plans, "%s", bad);
+            return -1;
+        }
+        r->plans = ps;
+    }
+    return 0;
+}
+
+static void put(FILE *out, const char *key)
+{
+    fprintf(out, "    %-11s = ", key);
+}
+
+static void put_list(FILE *out, const char *key, const char *items, size_t stride, int n)
+{
+    if (n == 0) return;
+    put(out, key);
+    fputc('{', out);
+    for (int i = 0; i < n; i++)
+        fprintf(out, "%s\"%s\"", i ? ", " : "", items + (size_t)i * stride);
+    fputs("}\n", out);
+}
+
+void conf_print_request(FILE *out, const struct sl_rule *r)
+{
+    if (!r->request) return;
+    if (r->req_limit.count) {
+        put(out, "req_rate");
+        fprintf(out, "\"%s\"\n", r->req_rate_text);
+        put(out, "req_burst");
+        fprintf(out, "%llu\n", (unsigned long long)r->req_limit.burst);
+    }
+    put(out, "cost");
+    fprintf(out, "%u\n", r->cost);
+    put_list(out, "route", &r->routes[0][0], SL_ROUTE_MAX, r->nroutes);
+    put_list(out, "method", &r->methods[0][0], SL_METHOD_MAX, r->nmethods);
+    put_list(out, "host", &r->req_hosts[0][0], SL_HOST_MAX, r->nreq_hosts);
+    put(out, "per_missing");
+    fprintf(out, "%s\n", conf_per_missing_names[r->per_missing]);
+    if (r->quota) {
+        put(out, "quota");
+        fprintf(out, "\"%s\"\n", r->quota_text);
+    }
+    if (r->quota_offset_s) {
+        int32_t o = r->quota_offset_s < 0 ? -r->quota_offset_s : r->quota_offset_s;
+        put(out, "quota_offset");
+        fprintf(out, "\"%c%d:%02d\"\n", r->quota_offset_s < 0 ? '-' : '+', o / 3600, o % 3600 / 60);
+    }
+    if (r->plans) { /* key values are never printed: the file and counts only */
+        put(out, "plans");
+        fprintf(out, "\"%s\"\n", r->plans_path);
+        for (int i = 0; i < sl_plans_count(r->plans); i++)
+            fprintf(out, "    # plan %s: %u keys\n", sl_plans_get(r->plans, i)->name,
+                    sl_plans_keys(r->plans, i));
+    }
+}
+
+/* `per` as printed: a request key, or the address enumeration. */
+const char *conf_per_text(const struct sl_rule *r, char *buf, size_t len)
+{
+    if (r->req_per == SL_REQ_PER_ADDRESS) return conf_per_names[r->per];
+    snprintf(buf, len, "\"%s%s\"", req_per_prefix[r->req_per], r->req_per_name);
+    return buf;
+}

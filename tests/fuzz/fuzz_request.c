@@ -1,0 +1,80 @@
+/* fuzz_request.c - a connection's bytes through sl_req_admit, shown in
+ * pieces whose sizes and timing come from the input, with a request rule
+ * keyed by a header, routes, a quota and delay. Checks: admit never grants
+ * more than it was shown, never passes a byte past a denied head, and
+ * a denial stays at the same offset. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/log.h"
+#include "../../core/request.h"
+#include "../../core/table.h"
+
+static struct sl_config cfg;
+static struct sl_table *table;
+static struct sl_runtime rt;
+
+static void setup(void)
+{
+    sl_log_setup(SL_LOG_NONE, SL_LOG_ERROR);
+    struct sl_rule *r = &cfg.rules[cfg.nrules++];
+    strcpy(r->name, "fuzz");
+    r->id = sl_name_hash(r->name);
+    r->dir = SL_IN;
+    r->prefix4 = 32;
+    r->prefix6 = 64;
+    r->request = true;
+    r->cost = 1;
+    r->action = SL_ACT_DELAY;
+    r->max_delay_ns = 1000000000ull;
+    r->req_per = SL_REQ_PER_HEADER;
+    strcpy(r->req_per_name, "X-Key");
+    strcpy(r->routes[r->nroutes++], "/a");
+    strcpy(r->routes[r->nroutes++], "/b/*");
+    r->quota = 50;
+    r->quota_window = SL_QUOTA_DAY;
+    sl_limit_init(&r->req_limit, SL_ALG_GCRA, 100, 1000000000ull, 5);
+    char err[256];
+    table = sl_table_open(1024, NULL, SL_FULL_SHARED, err, sizeof err);
+    if (!table || sl_runtime_init(&rt, &cfg, table, err, sizeof err) != 0) abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!table) setup();
+    if (size < 2) return 0;
+    struct sl_req_conn *c = malloc(sl_req_conn_size());
+    struct sl_addr peer = {.v4 = true};
+    if (!sl_req_conn_init(c, &rt, SL_IN, NULL, &peer, 1)) abort();
+    /* the first byte steers piece sizes and time steps */
+    uint8_t steer = data[0];
+    const uint8_t *s = data + 1;
+    size_t len = size - 1, passed = 0, shown = 0;
+    uint64_t now = 1000000000000ull;
+    bool denied = false;
+    size_t stop = 0; /* after a denial: the stream offset nothing passes beyond */
+    for (int round = 0; round < 4096 && passed < len; round++) {
+        size_t step = (size_t)(steer % 7) + 1;
+        steer = (uint8_t)(steer * 13 + 7);
+        shown = shown + step > len ? len : shown + step;
+        struct sl_req_verdict v;
+        size_t n = sl_req_admit(c, s + passed, shown - passed, now, &v);
+        if (n > shown - passed) abort();
+        if (denied && passed + n > stop) abort();
+        if (v.status == SL_REQ_DENY) {
+            if (!denied) stop = passed + n;
+            if (passed + n != stop) abort(); /* a denial stays where it was */
+            denied = true;
+            if (v.action == SL_ACT_REPLY && (!v.reply || !v.reply_len)) abort();
+        }
+        if (v.status == SL_REQ_HOLD && v.wait_ns == 0) abort();
+        sl_req_passed(c, s + passed, n / 2 + (n & 1)); /* short reads too */
+        passed += n / 2 + (n & 1);
+        now += (uint64_t)(steer & 3) * 50000000ull;
+        if (shown == len && n == 0 && v.status != SL_REQ_HOLD) break;
+    }
+    sl_req_conn_fini(c);
+    free(c);
+    return 0;
+}

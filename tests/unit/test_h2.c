@@ -1,0 +1,319 @@
+/* test_h2.c - the HTTP/2 request scanner: requests are HEADERS opening new
+ * client streams; frames split anywhere, CONTINUATION, padding and
+ * priority, several streams in one write, trailers, the dynamic table
+ * kept across blocks. Header blocks are made with nghttp2's deflater. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <nghttp2/nghttp2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/h2.h"
+#include "testutil.h"
+
+#define PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+struct out {
+    uint8_t buf[8192];
+    size_t len;
+};
+
+static void frame(struct out *o, uint8_t type, uint8_t flags, uint32_t stream, const void *payload,
+                  size_t len)
+{
+    uint8_t h[9] = {(uint8_t)(len >> 16),
+                    (uint8_t)(len >> 8),
+                    (uint8_t)len,
+                    type,
+                    flags,
+                    (uint8_t)(stream >> 24),
+                    (uint8_t)(stream >> 16),
+                    (uint8_t)(stream >> 8),
+                    (uint8_t)stream};
+    memcpy(o->buf + o->len, h, 9);
+    memcpy(o->buf + o->len + 9, payload, len);
+    o->len += 9 + len;
+}
+
+#define NV(n, v)                                                                                   \
+    {                                                                                              \
+        (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, NGHTTP2_NV_FLAG_NONE         \
+    }
+
+static size_t block(nghttp2_hd_deflater *d, const nghttp2_nv *nv, size_t n, uint8_t *out)
+{
+    ssize_t r = nghttp2_hd_deflate_hd(d, out, 4096, nv, n);
+    assert_true(r > 0);
+    return (size_t)r;
+}
+
+/* A client's connection: preface, SETTINGS, then requests on streams 1, 3,
+ * 5, 7 with DATA, CONTINUATION, padding + priority, trailers between. */
+static void client_stream(struct out *o, size_t *starts, size_t *ends)
+{
+    nghttp2_hd_deflater *d;
+    assert_int_equal(nghttp2_hd_deflate_new(&d, 4096), 0);
+    uint8_t b[4096];
+    o->len = 0;
+    memcpy(o->buf, PREFACE, 24);
+    o->len = 24;
+    frame(o, 4, 0, 0, "\x00\x03\x00\x00\x00\x64", 6); /* SETTINGS */
+
+    nghttp2_nv r1[] = {NV(":method", "GET"),
+                       NV(":scheme", "https"),
+                       NV(":authority", "api.example"),
+                       NV(":path", "/v1/search?q=x&apikey=qk1"),
+                       NV("x-api-key", "k1"),
+                       NV("cookie", "a=1"),
+                       NV("cookie", "sid=c1")};
+    size_t n = block(d, r1, 7, b);
+    starts[0] = o->len;
+    frame(o, 1, 0x4, 1, b, n); /* HEADERS, END_HEADERS */
+    ends[0] = o->len;
+    frame(o, 0, 0, 1, "body", 4);
+
+    nghttp2_nv r3[] = {NV(":method", "POST"),           NV(":scheme", "https"),
+                       NV(":authority", "api.example"), NV(":path", "/v1/export"),
+                       NV("x-api-key", "k2"),           NV("idempotency-key", "idem-3")};
+    n = block(d, r3, 6, b);
+    starts[1] = o->len;
+    frame(o, 1, 0, 3, b, 3);           /* HEADERS without END_HEADERS */
+    frame(o, 9, 0, 3, b + 3, 2);       /* CONTINUATION */
+    frame(o, 9, 0x4, 3, b + 5, n - 5); /* CONTINUATION, END_HEADERS */
+    ends[1] = o->len;
+    frame(o, 8, 0, 0, "\x00\x00\x10\x00", 4); /* WINDOW_UPDATE */
+
+    nghttp2_nv trailers[] = {NV("x-checksum", "abc")};
+    n = block(d, trailers, 1, b);
+    frame(o, 1, 0x5, 1, b, n); /* trailers on stream 1: not a request */
+
+    nghttp2_nv r5[] = {NV(":method", "GET"), NV(":scheme", "https"),
+                       NV(":authority", "api.example"), NV(":path", "/v1/search?q=y"),
+                       NV("x-api-key", "k1")};
+    n = block(d, r5, 5, b);
+    uint8_t padded[4096];
+    padded[0] = 3;                                 /* pad length */
+    memcpy(padded + 1, "\x00\x00\x00\x01\x10", 5); /* priority */
+    memcpy(padded + 6, b, n);
+    memset(padded + 6 + n, 0, 3);
+    starts[2] = o->len;
+    frame(o, 1, 0x4 | 0x8 | 0x20, 5, padded, n + 9);
+    ends[2] = o->len;
+
+    /* Stream 7 repeats stream 1's fields: the deflater sends table indexes. */
+    n = block(d, r1, 7, b);
+    starts[3] = o->len;
+    frame(o, 1, 0x5, 7, b, n);
+    ends[3] = o->len;
+    frame(o, 6, 0, 0, "pingping", 8);
+    nghttp2_hd_deflate_del(d);
+}
+
+struct seen {
+    int count;
+    struct sl_h1_head head[8];
+    uint32_t stream[8];
+    bool passthrough;
+};
+
+static void scan(struct seen *r, enum sl_h1_key_kind kind, const char *name, const uint8_t *buf,
+                 size_t len, uint64_t *split)
+{
+    struct sl_h2 s;
+    sl_h2_init(&s, kind, name, 0, false);
+    memset(r, 0, sizeof *r);
+    size_t off = 0;
+    while (off < len) {
+        size_t piece = split ? 1 + rnd(split) % 11 : len - off;
+        if (piece > len - off) piece = len - off;
+        size_t end = off + piece;
+        while (off < end) {
+            enum sl_h2_event ev;
+            size_t n = sl_h2_feed(&s, buf + off, end - off, &ev);
+            off += n;
+            assert_int_equal(sl_h2_pos(&s), off);
+            if (ev == SL_H2_REQUEST) {
+                assert_true(r->count < 8);
+                r->stream[r->count] = sl_h2_stream(&s);
+                r->head[r->count++] = *sl_h2_head(&s);
+            }
+            if (ev == SL_H2_PASSTHROUGH) r->passthrough = true;
+            if (ev == SL_H2_MORE) assert_int_equal(off, end);
+        }
+    }
+    sl_h2_fini(&s);
+}
+
+static void requests_in_one_write_are_the_headers_that_open_streams(void **unused)
+{
+    (void)unused;
+    static struct out o;
+    size_t starts[4], ends[4];
+    client_stream(&o, starts, ends);
+    struct seen r;
+    scan(&r, SL_H1_KEY_HEADER, "X-API-Key", o.buf, o.len, NULL);
+    assert_false(r.passthrough);
+    assert_int_equal(r.count, 4);
+    const uint32_t streams[] = {1, 3, 5, 7};
+    const char *keys[] = {"k1", "k2", "k1", "k1"};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(r.stream[i], streams[i]);
+        assert_int_equal(r.head[i].start, starts[i]);
+        assert_int_equal(r.head[i].end, ends[i]);
+        assert_string_equal(r.head[i].key, keys[i]);
+        assert_string_equal(r.head[i].host, "api.example");
+        assert_int_equal(r.head[i].http_major, 2);
+    }
+    assert_string_equal(r.head[0].method, "GET");
+    assert_memory_equal(r.head[0].url + r.head[0].path_off, "/v1/search", 10);
+    assert_int_equal(r.head[0].path_len, 10);
+    assert_string_equal(r.head[1].method, "POST");
+    assert_string_equal(r.head[1].url, "/v1/export");
+    assert_string_equal(r.head[1].idem, "idem-3");
+    assert_true(r.head[0].body);  /* HEADERS without END_STREAM, DATA follows */
+    assert_false(r.head[3].body); /* END_STREAM */
+    assert_false(r.head[0].idem_info.present);
+    /* stream 7 was sent as dynamic-table indexes: the table survived */
+    assert_string_equal(r.head[3].url, "/v1/search?q=x&apikey=qk1");
+}
+
+static void query_and_cookie_keys_are_found_in_http2_requests(void **unused)
+{
+    (void)unused;
+    static struct out o;
+    size_t starts[4], ends[4];
+    client_stream(&o, starts, ends);
+    struct seen r;
+    scan(&r, SL_H1_KEY_QUERY, "apikey", o.buf, o.len, NULL);
+    assert_string_equal(r.head[0].key, "qk1");
+    assert_false(r.head[2].key_info.present);
+    scan(&r, SL_H1_KEY_COOKIE, "sid", o.buf, o.len, NULL);
+    assert_string_equal(r.head[0].key, "c1"); /* from the second cookie crumb */
+    assert_false(r.head[1].key_info.present);
+}
+
+static void frames_split_anywhere_report_the_same_requests(void **unused)
+{
+    (void)unused;
+    static struct out o;
+    size_t starts[4], ends[4];
+    client_stream(&o, starts, ends);
+    struct seen whole, part;
+    scan(&whole, SL_H1_KEY_HEADER, "x-api-key", o.buf, o.len, NULL);
+    uint64_t seed = 99;
+    for (int round = 0; round < 200; round++) {
+        scan(&part, SL_H1_KEY_HEADER, "x-api-key", o.buf, o.len, &seed);
+        assert_int_equal(part.count, whole.count);
+        for (int i = 0; i < whole.count; i++) {
+            assert_int_equal(part.head[i].start, whole.head[i].start);
+            assert_int_equal(part.head[i].end, whole.head[i].end);
+            assert_string_equal(part.head[i].url, whole.head[i].url);
+            assert_string_equal(part.head[i].key, whole.head[i].key);
+            assert_string_equal(part.head[i].method, whole.head[i].method);
+        }
+    }
+}
+
+static void a_request_cut_short_is_in_head_from_its_frame_start(void **unused)
+{
+    (void)unused;
+    static struct out o;
+    size_t starts[4], ends[4];
+    client_stream(&o, starts, ends);
+    struct sl_h2 s;
+    sl_h2_init(&s, SL_H1_KEY_NONE, NULL, 0, false);
+    enum sl_h2_event ev;
+    size_t cut = starts[1] + 14; /* inside the first CONTINUATION of stream 3 */
+    size_t off = 0;
+    while (off < cut) {
+        off += sl_h2_feed(&s, o.buf + off, cut - off, &ev);
+    }
+    assert_int_equal(ev, SL_H2_MORE);
+    assert_int_equal(sl_h2_state(&s), SL_H2_IN_HEAD);
+    assert_int_equal(sl_h2_head_start(&s), starts[1]);
+    assert_int_equal(sl_h2_feed(&s, o.buf + off, o.len - off, &ev), ends[1] - off);
+    assert_int_equal(ev, SL_H2_REQUEST);
+    assert_int_equal(sl_h2_stream(&s), 3);
+    sl_h2_fini(&s);
+}
+
+static void a_scanner_started_after_the_preface_reads_frames_at_once(void **unused)
+{
+    (void)unused;
+    static struct out o;
+    size_t starts[4], ends[4];
+    client_stream(&o, starts, ends);
+    struct sl_h2 s;
+    sl_h2_init(&s, SL_H1_KEY_NONE, NULL, 24, true);
+    enum sl_h2_event ev;
+    size_t n = sl_h2_feed(&s, o.buf + 24, o.len - 24, &ev);
+    assert_int_equal(ev, SL_H2_REQUEST);
+    assert_int_equal(24 + n, ends[0]);
+    assert_int_equal(sl_h2_head(&s)->start, starts[0]);
+    sl_h2_fini(&s);
+}
+
+static void the_http1_scanner_hands_a_preface_stream_to_the_h2_scanner(void **unused)
+{
+    (void)unused;
+    static struct out o;
+    size_t starts[4], ends[4];
+    client_stream(&o, starts, ends);
+    struct sl_h1 h1;
+    sl_h1_init(&h1, SL_H1_KEY_HEADER, "x-api-key");
+    enum sl_h1_event ev1 = SL_H1_MORE;
+    size_t off = 0;
+    for (int i = 0; i < 24 && ev1 != SL_H1_H2; i++) /* the preface arrives byte by byte */
+        off += sl_h1_feed(&h1, o.buf + off, 1, &ev1);
+    assert_int_equal(ev1, SL_H1_H2);
+    assert_int_equal(sl_h1_pos(&h1), 24);
+    struct sl_h2 s;
+    sl_h2_init(&s, SL_H1_KEY_HEADER, "x-api-key", sl_h1_pos(&h1), true);
+    enum sl_h2_event ev;
+    off += sl_h2_feed(&s, o.buf + off, o.len - off, &ev);
+    assert_int_equal(ev, SL_H2_REQUEST);
+    assert_int_equal(off, ends[0]);
+    assert_string_equal(sl_h2_head(&s)->key, "k1");
+    sl_h2_fini(&s);
+}
+
+static void a_wrong_preface_or_a_broken_block_passes_through(void **unused)
+{
+    (void)unused;
+    struct seen r;
+    const char *h1 = "GET / HTTP/1.1\r\n\r\n";
+    scan(&r, SL_H1_KEY_NONE, NULL, (const uint8_t *)h1, strlen(h1), NULL);
+    assert_true(r.passthrough);
+    assert_int_equal(r.count, 0);
+    static struct out o;
+    memcpy(o.buf, PREFACE, 24);
+    o.len = 24;
+    frame(&o, 1, 0x4, 1, "\xff\xff\xff\xff\xff\xff", 6); /* an index far past the table */
+    frame(&o, 1, 0x4, 3, "\x82", 1);
+    scan(&r, SL_H1_KEY_NONE, NULL, o.buf, o.len, NULL);
+    assert_true(r.passthrough);
+    assert_int_equal(r.count, 0);
+    o.len = 24;
+    frame(&o, 9, 0x4, 1, "\x82", 1); /* CONTINUATION with no open block */
+    scan(&r, SL_H1_KEY_NONE, NULL, o.buf, o.len, NULL);
+    assert_true(r.passthrough);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(requests_in_one_write_are_the_headers_that_open_streams),
+        cmocka_unit_test(query_and_cookie_keys_are_found_in_http2_requests),
+        cmocka_unit_test(frames_split_anywhere_report_the_same_requests),
+        cmocka_unit_test(a_request_cut_short_is_in_head_from_its_frame_start),
+        cmocka_unit_test(a_scanner_started_after_the_preface_reads_frames_at_once),
+        cmocka_unit_test(the_http1_scanner_hands_a_preface_stream_to_the_h2_scanner),
+        cmocka_unit_test(a_wrong_preface_or_a_broken_block_passes_through),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL) != 0;
+}

@@ -1,0 +1,210 @@
+/* test_reqconf.c - the request options in files and inline rules: values,
+ * defaults, errors, and `sluice check` output that reloads to itself. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../conf/conf.h"
+#include "../../core/plan.h"
+#include "../../core/quota.h"
+
+static struct sl_config *load(const char *rules, char *err, size_t errlen)
+{
+    enum sl_on_error on_error;
+    return sl_conf_load(NULL, rules, &on_error, err, errlen);
+}
+
+static void request_options_fill_the_rule(void **unused)
+{
+    (void)unused;
+    char err[512] = "";
+    struct sl_config *c =
+        load("in name=api port=8080 req_rate=20/s req_burst=5 per=header:X-API-Key "
+             "route=/export,/api/*/dump method=get,POST host=API.example.com cost=10 "
+             "per_missing=rule quota=10000/d action=reply",
+             err, sizeof err);
+    if (!c) fail_msg("%s", err);
+    const struct sl_rule *r = &c->rules[0];
+    assert_true(r->request);
+    assert_int_equal(r->req_limit.count, 20);
+    assert_int_equal(r->req_limit.burst, 5);
+    assert_int_equal(r->req_limit.period_ns, 1000000000ull);
+    assert_int_equal(r->req_per, SL_REQ_PER_HEADER);
+    assert_string_equal(r->req_per_name, "X-API-Key");
+    assert_int_equal(r->per, SL_PER_PEER); /* the fallback keeps the address default */
+    assert_int_equal(r->nroutes, 2);
+    assert_string_equal(r->routes[1], "/api/*/dump");
+    assert_int_equal(r->nmethods, 2);
+    assert_string_equal(r->methods[0], "GET");
+    assert_string_equal(r->req_hosts[0], "api.example.com");
+    assert_int_equal(r->cost, 10);
+    assert_int_equal(r->per_missing, SL_MISSING_RULE);
+    assert_int_equal(r->quota, 10000);
+    assert_int_equal(r->quota_window, SL_QUOTA_DAY);
+    sl_conf_free(c);
+}
+
+static void defaults_are_cost_one_and_fallback_to_the_peer(void **unused)
+{
+    (void)unused;
+    char err[512] = "";
+    struct sl_config *c = load("in port=80 req_rate=3/s; in port=81 rate=3/s", err, sizeof err);
+    if (!c) fail_msg("%s", err);
+    assert_true(c->rules[0].request);
+    assert_int_equal(c->rules[0].cost, 1);
+    assert_int_equal(c->rules[0].req_limit.burst, 3);
+    assert_int_equal(c->rules[0].per_missing, SL_MISSING_PEER);
+    assert_int_equal(c->rules[0].req_per, SL_REQ_PER_ADDRESS);
+    assert_false(c->rules[1].request);
+    sl_conf_free(c);
+}
+
+static void a_request_option_alone_makes_a_valid_rule(void **unused)
+{
+    (void)unused;
+    char err[512] = "";
+    struct sl_config *c = load("in port=80 quota=5/month per=cookie:sid", err, sizeof err);
+    if (!c) fail_msg("%s", err);
+    assert_int_equal(c->rules[0].quota_window, SL_QUOTA_MONTH);
+    assert_int_equal(c->rules[0].req_per, SL_REQ_PER_COOKIE);
+    sl_conf_free(c);
+}
+
+static void bad_values_are_refused_with_the_option_named(void **unused)
+{
+    (void)unused;
+    static const char *const bad[][2] = {
+        {"in port=80 req_rate=20/q", "req_rate"},
+        {"in port=80 req_rate=2/s quota=10/week", "quota"},
+        {"in port=80 req_rate=2/s route=export", "route"},
+        {"in port=80 req_rate=2/s method=GE@T", "method"},
+        {"in port=80 req_rate=2/s per=header:", "per"},
+        {"in port=80 req_rate=2/s per_missing=maybe", "per_missing"},
+        {"in port=80 req_rate=2/s cost=-1", "cost"},
+        {"in port=80 quota=5/d quota_offset=+15", "quota_offset"},
+        {"in port=80 quota=5/d quota_offset=5:75", "quota_offset"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char err[512] = "";
+        struct sl_config *c = load(bad[i][0], err, sizeof err);
+        if (c) fail_msg("accepted: %s", bad[i][0]);
+        if (!strstr(err, bad[i][1]))
+            fail_msg("%s: message names no %s: %s", bad[i][0], bad[i][1], err);
+    }
+}
+
+static void check_output_reloads_to_itself(void **unused)
+{
+    (void)unused;
+    char err[512] = "";
+    struct sl_config *c =
+        load("in name=api port=8080 req_rate=20/s per=query:key route=/a,/b* method=GET "
+             "host=*.example.com cost=0 per_missing=deny quota=7/month quota_offset=-5:30 "
+             "action=reply",
+             err, sizeof err);
+    if (!c) fail_msg("%s", err);
+    char path[] = "/tmp/sluice-reqconf-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    sl_conf_print(c, f);
+    fclose(f);
+    enum sl_on_error on_error;
+    struct sl_config *again = sl_conf_load(path, NULL, &on_error, err, sizeof err);
+    if (!again) fail_msg("%s", err);
+    char *a = NULL, *b = NULL;
+    size_t alen, blen;
+    FILE *fa = open_memstream(&a, &alen), *fb = open_memstream(&b, &blen);
+    sl_conf_print(c, fa);
+    sl_conf_print(again, fb);
+    fclose(fa);
+    fclose(fb);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(a, "per         = \"query:key\""));
+    assert_non_null(strstr(a, "quota       = \"7/month\""));
+    assert_non_null(strstr(a, "cost        = 0"));
+    assert_non_null(strstr(a, "quota_offset = \"-5:30\""));
+    assert_int_equal(again->rules[0].quota_offset_s, -(5 * 3600 + 30 * 60));
+    free(a);
+    free(b);
+    unlink(path);
+    sl_conf_free(c);
+    sl_conf_free(again);
+}
+
+static void the_api_keys_example_loads(void **unused)
+{
+    (void)unused;
+    char err[512] = "";
+    enum sl_on_error on_error;
+    struct sl_config *c = sl_conf_load("examples/api-keys.conf", NULL, &on_error, err, sizeof err);
+    if (!c) fail_msg("%s", err);
+    assert_int_equal(c->nrules, 2);
+    assert_int_equal(c->rules[0].quota, 10000);
+    assert_int_equal(c->rules[1].cost, 10);
+    sl_conf_free(c);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void a_plans_file_maps_hashed_key_values_to_plans(void **unused)
+{
+    (void)unused;
+    const char *path = "/tmp/sluice-test-plans.txt";
+    write_file(path, "# plans\n"
+                     "plan gold req_rate=100/s req_burst=20 quota=1000000/month\n"
+                     "plan free req_rate=3/s\n"
+                     "key gold  sk_gold\n"
+                     "key free sk free 2  \n");
+    char err[512] = "", rules[256];
+    snprintf(rules, sizeof rules, "in port=80 req_rate=10/s per=header:K plans=%s", path);
+    struct sl_config *c = load(rules, err, sizeof err);
+    if (!c) fail_msg("%s", err);
+    const struct sl_plans *ps = c->rules[0].plans;
+    assert_non_null(ps);
+    const struct sl_plan *gold = sl_plans_find(ps, "sk_gold", 7);
+    assert_non_null(gold);
+    assert_string_equal(gold->name, "gold");
+    assert_int_equal(gold->req_limit.burst, 20);
+    assert_int_equal(gold->quota, 1000000);
+    assert_int_equal(gold->quota_window, SL_QUOTA_MONTH);
+    assert_string_equal(sl_plans_find(ps, "sk free 2", 9)->name, "free");
+    assert_int_equal(sl_plans_find(ps, "sk free 2", 9)->req_limit.burst, 3);
+    assert_null(sl_plans_find(ps, "sk_other", 8));
+    sl_conf_free(c);
+
+    write_file(path, "plan gold req_rate=100/s\nkey silver sk\n");
+    c = load(rules, err, sizeof err);
+    assert_null(c);
+    assert_non_null(strstr(err, "plans"));
+    assert_non_null(strstr(err, "line 2"));
+    assert_null(strstr(err, "sk")); /* a key value never reaches a message */
+    unlink(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(request_options_fill_the_rule),
+        cmocka_unit_test(defaults_are_cost_one_and_fallback_to_the_peer),
+        cmocka_unit_test(a_request_option_alone_makes_a_valid_rule),
+        cmocka_unit_test(bad_values_are_refused_with_the_option_named),
+        cmocka_unit_test(check_output_reloads_to_itself),
+        cmocka_unit_test(the_api_keys_example_loads),
+        cmocka_unit_test(a_plans_file_maps_hashed_key_values_to_plans),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL) != 0;
+}
