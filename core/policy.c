@@ -111,21 +111,6 @@ static bool out_matches(const struct sl_runtime *rt, int rule, const struct sl_a
     return false;
 }
 
-uint64_t sl_rules_matching(const struct sl_runtime *rt, enum sl_dir dir,
-                           const struct sl_addr *local, const struct sl_addr *addr)
-{
-    const struct sl_config *c = rt->cfg;
-    uint64_t m = 0;
-    for (int i = 0; i < c->nrules && i < 64; i++) {
-        const struct sl_rule *r = &c->rules[i];
-        if (r->dir != dir) continue;
-        if (dir == SL_IN ? !in_matches(r, local, addr) : !out_matches(rt, i, addr)) continue;
-        if (r->nexempt && sl_cidr_list_contains(r->exempt, r->nexempt, addr->a)) continue;
-        m |= 1ull << i;
-    }
-    return m;
-}
-
 bool sl_out_matches(const struct sl_runtime *rt, const struct sl_addr *dst)
 {
     const struct sl_config *c = rt->cfg;

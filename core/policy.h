@@ -96,11 +96,6 @@ uint64_t sl_bytes_take(struct sl_runtime *rt, int rule, const struct sl_key *k, 
 void sl_bytes_refund(struct sl_runtime *rt, int rule, const struct sl_key *k, int io, uint64_t now,
                      uint64_t n);
 
-/* The rules of direction dir (bit i: rule i) whose ports and addresses
- * match a connection and do not exempt it; `local` may be NULL outbound. */
-uint64_t sl_rules_matching(const struct sl_runtime *rt, enum sl_dir dir,
-                           const struct sl_addr *local, const struct sl_addr *addr);
-
 /* True when some outbound rule matches dst: the caller then checks the
  * socket type, which costs a system call. */
 bool sl_out_matches(const struct sl_runtime *rt, const struct sl_addr *dst);
