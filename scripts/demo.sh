@@ -1,10 +1,74 @@
 #!/usr/bin/env bash
-# The built-in demo: no config to write. Runs python3's http.server under
-# sluice with one inline inbound rule, floods it from one client, and shows
-# what the client saw; then paces outbound connects with a delay rule.
+# The built-in demo: no config to write. First request limits: a keep-alive
+# HTTP/1.1 server under an inline request rule keyed by API key, flooded by
+# two clients over one connection each. Then python3's http.server under a
+# connection rule, outbound connects paced by a delay rule, and a download
+# capped by a byte rate.
 set -eu
 cd "$(dirname "$0")/.."
 port=${DEMO_PORT:-18080}
+rport=$((port + 2))
+rrule="port=$rport req_rate=10/s req_burst=5 per=header:X-API-Key action=reply"
+echo "== requests: build/sluice run --in '$rrule' -- (a keep-alive HTTP/1.1 server)"
+build/sluice run --in "$rrule" -- python3 -c '
+import sys
+from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "3"); self.end_headers()
+        self.wfile.write(b"ok\n")
+        sys.stderr.write("served\n"); sys.stderr.flush()
+    def log_message(self, *a): pass
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+' "$rport" >/dev/null 2>/tmp/sluice-demo-req.log &
+rserver=$!
+trap 'kill $rserver 2>/dev/null; wait $rserver 2>/dev/null || true' EXIT
+python3 - "$rport" <<'PY'
+import socket, sys, threading, time
+port = int(sys.argv[1])
+for _ in range(100):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close(); break
+    except OSError:
+        time.sleep(0.05)
+def read(f):
+    line = f.readline()
+    if not line:
+        return None, ""
+    head = [line.decode().strip()]
+    n = 0
+    while (l := f.readline().decode().strip()):
+        head.append(l)
+        if l.lower().startswith("content-length:"):
+            n = int(l.split(":")[1])
+    f.read(n)
+    return int(line.split()[1]), "\n  ".join(head)
+counts, sample, lock = {}, [None], threading.Lock()
+def client(key):
+    start, s = time.monotonic(), None
+    while time.monotonic() - start < 2.0:
+        if s is None:
+            s = socket.create_connection(("127.0.0.1", port), timeout=5); f = s.makefile("rb")
+        s.sendall(f"GET /orders HTTP/1.1\r\nHost: demo\r\nX-API-Key: {key}\r\n\r\n".encode())
+        status, head = read(f)
+        with lock:
+            counts[(key, status)] = counts.get((key, status), 0) + 1
+            if status == 429 and sample[0] is None:
+                sample[0] = head
+        if status != 200:
+            s.close(); s = None   # a 429 closes the connection: reconnect
+ts = [threading.Thread(target=client, args=(k,)) for k in ("key-alpha", "key-beta")]
+[t.start() for t in ts]; [t.join() for t in ts]
+for k in ("key-alpha", "key-beta"):
+    print(f"  {k}: {counts.get((k, 200), 0)} answered 200, {counts.get((k, 429), 0)} answered 429")
+print("  expected per key about burst + rate*T = 5 + 10*2 = 25 answered 200")
+print("  a denied client saw:\n  " + (sample[0] or "(none)"))
+PY
+sleep 0.3
+echo "  requests that reached the server: $(grep -c '^served' /tmp/sluice-demo-req.log)"
+kill $rserver 2>/dev/null; wait $rserver 2>/dev/null || true
+echo
 rule="port=$port rate=5/s burst=5 action=reply"
 echo "== inbound: build/sluice run --in '$rule' -- python3 -m http.server $port"
 build/sluice run --in "$rule" -- python3 -m http.server "$port" --bind 127.0.0.1 \
