@@ -157,13 +157,7 @@ static void head_end(struct sl_h2 *s)
         h->query_off = end + 1;
         h->query_len = strcspn(h->url + end + 1, "#");
     }
-    if (s->key_kind == SL_H1_KEY_QUERY && !h->url_info.truncated) {
-        const char *v;
-        size_t n;
-        if (sl_h1_param(h->url + h->query_off, h->query_len, '&', s->key_name, s->key_name_len, &v,
-                        &n))
-            sl_h1_text_set(h->key, sizeof h->key, &h->key_info, v, n);
-    }
+    if (s->key_kind == SL_H1_KEY_QUERY) sl_h1_query_key(h, s->key_name, s->key_name_len);
     h->start = s->head_start;
     h->end = s->pos;
 }

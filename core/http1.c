@@ -65,6 +65,15 @@ static bool name_is(const char *name, size_t len, const char *want)
     return strlen(want) == len && strncasecmp(name, want, len) == 0;
 }
 
+void sl_h1_query_key(struct sl_h1_head *h, const char *name, size_t name_len)
+{
+    const char *v;
+    size_t n;
+    if (!h->url_info.truncated &&
+        sl_h1_param(h->url + h->query_off, h->query_len, '&', name, name_len, &v, &n))
+        sl_h1_text_set(h->key, sizeof h->key, &h->key_info, v, n);
+}
+
 bool sl_h1_param(const char *s, size_t len, char sep, const char *name, size_t name_len,
                  const char **val, size_t *val_len)
 {
@@ -245,13 +254,7 @@ static int on_headers_complete(http_parser *p)
     h->body = h->chunked || h->content_length > 0;
     h->keep_alive = http_should_keep_alive(p) != 0;
     h->upgrade = p->upgrade != 0;
-    if (s->key_kind == SL_H1_KEY_QUERY && !h->url_info.truncated) {
-        const char *v;
-        size_t n;
-        if (sl_h1_param(h->url + h->query_off, h->query_len, '&', s->key_name, s->key_name_len, &v,
-                        &n))
-            sl_h1_text_set(h->key, sizeof h->key, &h->key_info, v, n);
-    }
+    if (s->key_kind == SL_H1_KEY_QUERY) sl_h1_query_key(h, s->key_name, s->key_name_len);
     /* per=header:Host or header:Idempotency-Key: the same value. */
     if (s->key_kind == SL_H1_KEY_HEADER && !h->key_info.present) {
         if (name_is(s->key_name, s->key_name_len, "host") && h->host_info.present)

@@ -131,6 +131,10 @@ const struct sl_h1_head *sl_h1_head(const struct sl_h1 *s);
 
 /* Shared with core/h2.c. A bounded copy of n bytes into buf (cap bytes). */
 void sl_h1_text_set(char *buf, size_t cap, struct sl_h1_text *t, const char *at, size_t n);
+/* The head's key from its query string (per = query:NAME), if the URL was
+ * not cut: shared by the HTTP/1 and HTTP/2 scanners. */
+void sl_h1_query_key(struct sl_h1_head *h, const char *name, size_t name_len);
+
 /* Finds `name` in a list "a=1<sep>b=2" (query: '&'; cookies: ';' with
  * optional spaces); the first occurrence wins; no percent-decoding. */
 bool sl_h1_param(const char *s, size_t len, char sep, const char *name, size_t name_len,

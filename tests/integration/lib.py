@@ -415,3 +415,22 @@ http {{
 """)
     return conf, [NGINX, "-p", tmp.path, "-e", tmp.join("error.log"), "-c", conf,
                   "-g", "daemon off;"]
+
+
+def nginx_sendfile_site(tmp, port, files):
+    """A private nginx (epoll, sendfile on) serving `files` ({name: size},
+    incompressible) from tmp/www on 127.0.0.1:port. Returns its argv."""
+    www = tmp.join("www")
+    os.mkdir(www)
+    os.chmod(www, 0o755)
+    for name, size in files.items():
+        make_file(os.path.join(www, name), size)
+    _, argv = nginx_config(tmp, events="use epoll;", http=f"""
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    server {{
+        listen 127.0.0.1:{port};
+        root {www};
+    }}""")
+    return argv

@@ -35,19 +35,7 @@ FAST = 64 * 1024 * 1024     # unthrottled: tens of ms
 
 port = free_port()
 with TempDir() as tmp:
-    www = tmp.join("www")
-    os.mkdir(www)
-    os.chmod(www, 0o755)
-    make_file(os.path.join(www, "big"), BIG)
-    make_file(os.path.join(www, "fast"), FAST)
-    conf, nginx = nginx_config(tmp, events="use epoll;", http=f"""
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    server {{
-        listen 127.0.0.1:{port};
-        root {www};
-    }}""")
+    nginx = nginx_sendfile_site(tmp, port, {"big": BIG, "fast": FAST})
     argv = sluice_argv(nginx, ins=[f"port={port} send_rate={TEXT} from=127.0.0.1/32"])
     with Proc(argv, cwd=tmp.path) as srv:
         wait_listen(port)

@@ -29,19 +29,7 @@ SIZE = 2_000_000
 
 port = free_port()
 with TempDir() as tmp:
-    www = tmp.join("www")
-    os.mkdir(www)
-    os.chmod(www, 0o755)
-    make_file(os.path.join(www, "a"), SIZE)
-    make_file(os.path.join(www, "b"), SIZE)
-    conf, nginx = nginx_config(tmp, events="use epoll;", http=f"""
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    server {{
-        listen 127.0.0.1:{port};
-        root {www};
-    }}""")
+    nginx = nginx_sendfile_site(tmp, port, {"a": SIZE, "b": SIZE})
     argv = sluice_argv(nginx, ins=[f"port={port} send_rate={TEXT}"])
     with Proc(argv, cwd=tmp.path) as srv:
         wait_listen(port)
