@@ -57,6 +57,12 @@ extra() {  # extra NAME SCRIPT
         status=1
     fi
 }
+echo "bench: requests (about 60 s)" >&2
+BUILD=$build bash bench/requests.sh "$tmp/targets-requests" >"$tmp/requests.md" 2>"$tmp/requests.err" || {
+    echo "requests bench failed: $(tail -5 "$tmp/requests.err")" >&2
+    printf '_requests bench failed._\n' >>"$tmp/requests.md"
+    status=1
+}
 extra bandwidth bench/bw.sh
 extra redis bench/redis.sh
 extra cluster bench/cluster.sh
@@ -83,6 +89,8 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
         echo "| table targets | not measured | not measured |"
     cat "$tmp/targets-nginx" 2>/dev/null ||
         echo "| nginx req/s under the shim with a matching rule >= 0.98 x plain | not measured | not measured |"
+    cat "$tmp/targets-requests" 2>/dev/null ||
+        echo "| request targets | not measured | not measured |"
     echo
     echo "## Decisions: sluice's table against a sharded-mutex map"
     echo
@@ -112,6 +120,14 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "\`/proc/PID/schedstat\` (user + system time) divided by the requests wrk completed."
     echo
     cat "$tmp/nginx.md"
+    echo
+    echo "## Requests: a keep-alive server, beside nginx's limit_req"
+    echo
+    echo "\`bench/requests.sh\` (its opening comment is the full method): nginx 1 worker, keep-alive, a 13-byte file;"
+    echo "wrk \`-t1 -c32\` with an X-API-Key header; plain, under a request rule keyed by that header that never"
+    echo "limits, and with nginx's own \`limit_req\` keyed the same way; ${REQ_ROUNDS:-5} interleaved rounds of ${REQ_SECONDS:-4} s."
+    echo
+    cat "$tmp/requests.md"
     echo
     echo "## Bandwidth: sluice beside trickle"
     echo

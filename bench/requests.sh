@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# requests.sh - what request limits cost a keep-alive server, beside
+# nginx's own limit_req, and how exact they are.
+#
+# Cost: three nginx instances from bench/nginx-keepalive.conf (1 worker,
+# keep-alive on, a 13-byte file), each on its own free loopback port:
+#   plain      nginx alone;
+#   sluice     nginx under `sluice run --in 'port=PORT req_rate=1000000000/s
+#              req_burst=1000000000 per=header:X-API-Key'`: every request
+#              is scanned, keyed and decided, none is limited;
+#   limit_req  nginx alone with its own `limit_req` at the same setting
+#              (a zone keyed by the same header, a rate no client reaches).
+# wrk -t1 -c32 with an X-API-Key header runs against them in turn, A B C A
+# B C ..., ROUNDS rounds after a warm-up; the ratios are per round (the
+# neighbouring runs share the machine's load), the worker's CPU per request
+# comes from /proc/PID/schedstat.
+#
+# Accuracy: nginx under `req_rate=R/s req_burst=1 per=header:X-API-Key
+# action=reply`, flooded by wrk with one key for SECONDS; admitted = 2xx
+# answers wrk counted, due = burst + R x elapsed.
+#
+# Prints markdown; with a file argument, writes the target rows there.
+# Knobs: BUILD (build), REQ_SECONDS (4) per wrk run, REQ_ROUNDS (5).
+set -u
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-build}
+case $build in /*) ;; *) build=$root/$build ;; esac
+secs=${REQ_SECONDS:-4}
+rounds=${REQ_ROUNDS:-5}
+targets=${1:-/dev/null}
+
+work=$(mktemp -d /tmp/sluice-bench-req.XXXXXX)
+chmod 755 "$work"
+pids=()
+stop_all() {
+    local p i
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    for p in "${pids[@]}"; do
+        for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$p" 2>/dev/null; then
+            pkill -KILL -P "$p" 2>/dev/null
+            kill -KILL "$p" 2>/dev/null
+        fi
+        wait "$p" 2>/dev/null
+    done
+    pids=()
+}
+trap 'stop_all; rm -rf "$work"' EXIT
+trap 'exit 1' INT TERM
+
+skip() {
+    echo "_Not measured: $1._"
+    echo "| nginx keep-alive req/s under a request rule >= 0.95 x plain | not measured ($1) | not measured |" >"$targets"
+    exit 0
+}
+for tool in nginx wrk curl python3; do
+    command -v $tool >/dev/null || skip "$tool is not installed"
+done
+[ -x "$build/sluice" ] && [ -f "$build/libsluice.so" ] || skip "sluice is not built"
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+declare -A port dir
+# start NAME KIND [RULE]: KIND plain | sluice | limit_req.
+start() {
+    local name=$1 kind=$2 rule=${3:-} d=$work/$1 p limit=""
+    p=$(free_port)
+    mkdir -p "$d/www" "$d/tmp"
+    chmod 755 "$d" "$d/www"
+    printf 'sluice bench\n' >"$d/www/small.txt"
+    if [ "$kind" = limit_req ]; then
+        limit=${LIMIT:-'limit_req_zone $http_x_api_key zone=keys:10m rate=1000000r/s; limit_req zone=keys burst=100000 nodelay;'}
+    fi
+    sed "s|@DIR@|$d|g; s|@PORT@|$p|g; s|@LIMIT@|$limit|" "$root/bench/nginx-keepalive.conf" >"$d/nginx.conf"
+    local cmd=(nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off;')
+    case $kind in
+    sluice) "$build/sluice" run --in "port=$p $rule" -- "${cmd[@]}" 2>>"$d/stderr" & ;;
+    *) "${cmd[@]}" 2>>"$d/stderr" & ;;
+    esac
+    pids+=($!)
+    port[$name]=$p
+    dir[$name]=$d
+    for _ in $(seq 50); do
+        curl -s -o /dev/null --max-time 1 -H 'X-API-Key: warm' "http://127.0.0.1:$p/small.txt" && return 0
+        sleep 0.1
+    done
+    echo "nginx ($name) did not answer on port $p: $(tail -3 "$d/error.log" "$d/stderr" 2>/dev/null)" >&2
+    return 1
+}
+
+worker() { pgrep -P "$1" | head -1; }
+cpu_ns() { awk '{print $1}' "/proc/$1/schedstat" 2>/dev/null || echo 0; }
+
+# run IDX SECONDS KEY: one wrk run; sets RPS, CPU (µs per request), N
+# (requests completed), BAD (non-2xx), ELAPSED (s).
+declare -A master
+run() {
+    local out w c0 c1 t0 t1
+    w=$(worker "${master[$1]}")
+    c0=$(cpu_ns "$w")
+    t0=$(date +%s.%N)
+    out=$(timeout $(($2 + 10)) wrk -t1 -c32 -d"$2s" -H "X-API-Key: $3" \
+        "http://127.0.0.1:${port[$1]}/small.txt" 2>&1)
+    t1=$(date +%s.%N)
+    c1=$(cpu_ns "$w")
+    RPS=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+    RPS=${RPS:-0}
+    N=$(awk '/ requests in / {print $1}' <<<"$out")
+    N=${N:-0}
+    BAD=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' <<<"$out")
+    BAD=${BAD:-0}
+    ELAPSED=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')
+    CPU=$(awk -v a="$c0" -v b="$c1" -v n="$N" 'BEGIN {printf "%.2f", (n > 0) ? (b - a) / n / 1000 : 0}')
+}
+
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b > 0) ? a / b : 0}'; }
+
+never="req_rate=1000000000/s req_burst=1000000000 per=header:X-API-Key"
+names=(plain sluice limit_req)
+start plain plain || skip "nginx did not start"
+master[plain]=${pids[-1]}
+start sluice sluice "$never" || skip "nginx under sluice did not start"
+master[sluice]=${pids[-1]}
+start limit_req limit_req || skip "nginx with limit_req did not start"
+master[limit_req]=${pids[-1]}
+for n in "${names[@]}"; do run "$n" 1 warm; done
+
+declare -A rps cpu
+for r in $(seq "$rounds"); do
+    for n in "${names[@]}"; do
+        run "$n" "$secs" "key-$r"
+        rps[$n,$r]=$RPS
+        cpu[$n,$r]=$CPU
+    done
+done
+
+echo "### Cost on a keep-alive server"
+echo
+echo "| configuration | median req/s | median of per-round ratios to plain | worker CPU µs per request (median) |"
+echo "|---|---:|---:|---:|"
+declare -A pmed cmed
+for n in "${names[@]}"; do
+    vals=() pr=() cp=()
+    for r in $(seq "$rounds"); do
+        vals+=("${rps[$n,$r]}")
+        pr+=("$(ratio "${rps[$n,$r]}" "${rps[plain,$r]}")")
+        cp+=("${cpu[$n,$r]}")
+    done
+    pmed[$n]=$(median "${pr[@]}")
+    cmed[$n]=$(median "${cp[@]}")
+    printf '| %s | %.0f | %s | %s |\n' "$n" "$(median "${vals[@]}")" "${pmed[$n]}" "${cmed[$n]}"
+done
+echo
+stop_all
+
+echo "### Accuracy per key, beside nginx's limit_req"
+echo
+echo "| limit | limiter | wrk -c32 for | admitted (2xx) | due (burst + rate x elapsed) | admitted / due | refused (429) |"
+echo "|---|---|---:|---:|---:|---:|---:|"
+acc=()
+for rate in 100 10000; do
+    burst=$((rate / 20))
+    for kind in sluice limit_req; do
+        name=acc$rate$kind
+        if [ $kind = sluice ]; then
+            start "$name" sluice "req_rate=$rate/s req_burst=$burst per=header:X-API-Key action=reply" || continue
+        else
+            LIMIT="limit_req_zone \$http_x_api_key zone=keys:10m rate=${rate}r/s; limit_req zone=keys burst=$burst nodelay; limit_req_status 429;" \
+                start "$name" limit_req || continue
+        fi
+        master[$name]=${pids[-1]}
+        run "$name" "$secs" "acc-$rate"
+        ok=$((N - BAD))
+        due=$(awk -v r="$rate" -v b="$burst" -v t="$ELAPSED" 'BEGIN {printf "%.0f", b + r * t}')
+        a=$(ratio "$ok" "$due")
+        [ $kind = sluice ] && acc+=("$rate/s: $a")
+        echo "| $rate/s, burst $burst | $kind | ${ELAPSED} s | $ok | $due | $a | $BAD |"
+        stop_all
+    done
+done
+echo
+echo "Admitted counts every 2xx wrk completed; elapsed is wrk's whole run (a ratio a little under 1 is expected:"
+echo "requests in flight when wrk stops are due but not counted). sluice answers a denied request with a 429 and"
+echo "closes that connection (so the program never reads past it); nginx keeps it open; both count every request."
+echo
+
+ok=$(awk -v x="${pmed[sluice]}" 'BEGIN {print (x >= 0.95) ? "met" : "**not met**"}')
+vs=$(awk -v a="${cmed[sluice]}" -v b="${cmed[limit_req]}" 'BEGIN {print (a <= b) ? "met" : "**not met**"}')
+{
+    echo "| nginx keep-alive req/s under a request rule that never limits >= 0.95 x plain (median of per-round ratios) | ${pmed[sluice]} (limit_req: ${pmed[limit_req]}) | $ok |"
+    echo "| worker CPU per request under sluice <= under nginx's own limit_req | ${cmed[sluice]} vs ${cmed[limit_req]} µs (plain ${cmed[plain]}) | $vs |"
+    echo "| request accuracy per key (admitted / due) | ${acc[*]} | $(awk -v s="${acc[*]}" 'BEGIN {n = split(s, f, " "); m = "met"; for (i = 2; i <= n; i += 2) if (f[i] < 0.95 || f[i] > 1.05) m = "**not met**"; print m}') |"
+} >"$targets"
+exit 0
