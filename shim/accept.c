@@ -14,6 +14,7 @@
  * A call that passes leaves errno exactly as libc set it.
  */
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include "fd.h"
 #include "req.h"
 #include "shim.h"
+#include "wait.h"
 
 static void deny(const struct sl_runtime *rt, int fd, const struct sl_decision *d)
 {
@@ -70,7 +72,7 @@ static bool local_of(int fd, struct sl_addr *out)
 
 /* The verdict for one connection accepted from lfd. */
 static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_storage *ss,
-                  socklen_t len, struct sl_decision *d)
+                  socklen_t len, uint64_t now, struct sl_decision *d)
 {
     struct sl_addr peer, local = {0}, *lp = NULL;
     bool pass;
@@ -93,7 +95,7 @@ static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_
         local.port = (uint16_t)(p1 - 1);
         if (p1) lp = &local;
     }
-    sl_decide_in(rt, lp, &peer, sl_clock_now(), d);
+    sl_decide_in(rt, lp, &peer, now, d);
     pass = d->outcome == SL_PASS;
     if (pass) sl_req_accept(rt, fd, lp, &peer);
     return pass;
@@ -106,8 +108,17 @@ static int sl_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, int fla
         return four ? REAL(accept4)(lfd, addr, addrlen, flags) : REAL(accept)(lfd, addr, addrlen);
 
     int saved = errno;
+    uint64_t start = sl_clock_now();
     sl_linger_service();
-    for (;;) {
+    uint64_t deadline = 0;
+    for (bool denied = false;; denied = true) {
+        /* After a denial a blocking accept goes on waiting, as the kernel's
+         * would: its SO_RCVTIMEO counts from the start of the call and a
+         * signal ends it as the kernel's would (shim/wait.h). */
+        if (denied && !sl_fd_nonblocking(lfd)) {
+            if (!deadline) deadline = sl_wait_deadline(lfd, SO_RCVTIMEO, start);
+            if (sl_wait_fd(lfd, POLLIN, deadline) != 0) return -1;
+        }
         struct sockaddr_storage ss;
         socklen_t len = sizeof ss;
         int fd = four ? REAL(accept4)(lfd, (struct sockaddr *)&ss, &len, flags)
@@ -115,7 +126,7 @@ static int sl_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, int fla
         if (fd < 0) return fd;
 
         struct sl_decision d;
-        if (admit(rt, lfd, fd, &ss, len, &d)) {
+        if (admit(rt, lfd, fd, &ss, len, denied ? sl_clock_now() : start, &d)) {
             sl_fd_carry(fd, &d);
             if (addr) {
                 memcpy(addr, &ss, len < *addrlen ? len : *addrlen);
