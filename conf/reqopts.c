@@ -152,10 +152,12 @@ static const char *plan_word(char *w, struct sl_plan *p, uint64_t *burst)
 
 /* The plans file:
  *   plan NAME [req_rate=N/s] [req_burst=N] [quota=N/d]
+ * (a plan without req_rate has the rule's, with its own req_burst if given)
  *   key NAME VALUE          (VALUE: the rest of the line, blanks trimmed)
  * '#' starts a comment line. Returns NULL or the words of an error, with
  * *lineno the line. */
-static const char *parse_plans(char *text, struct sl_plans *ps, int *lineno)
+static const char *parse_plans(char *text, struct sl_plans *ps, const struct sl_limit *rule,
+                               int *lineno)
 {
     *lineno = 0;
     for (char *line = text, *next; line; line = next) {
@@ -178,6 +180,10 @@ static const char *parse_plans(char *text, struct sl_plans *ps, int *lineno)
             for (char *w; (w = strtok_r(NULL, " \t", &save));) {
                 const char *bad = plan_word(w, &p, &burst);
                 if (bad) return bad;
+            }
+            if (!p.req_limit.count && burst && rule->count) { /* the rule's rate, its own burst */
+                p.req_limit.count = rule->count;
+                p.req_limit.period_ns = rule->period_ns;
             }
             if (p.req_limit.count &&
                 sl_limit_init(&p.req_limit, SL_ALG_GCRA, p.req_limit.count, p.req_limit.period_ns,
@@ -253,7 +259,7 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
         struct sl_plans *ps = bad ? NULL : sl_plans_new();
         int pline = 0;
         if (!bad && !ps) bad = "cannot be read: out of memory";
-        if (!bad) bad = parse_plans(text, ps, &pline);
+        if (!bad) bad = parse_plans(text, ps, &r->req_limit, &pline);
         if (text) {
             explicit_bzero(text, len);
             sl_free(text);

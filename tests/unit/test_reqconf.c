@@ -167,8 +167,10 @@ static void a_plans_file_maps_hashed_key_values_to_plans(void **unused)
     write_file(path, "# plans\n"
                      "plan gold req_rate=100/s req_burst=20 quota=1000000/month\n"
                      "plan free req_rate=3/s\n"
+                     "plan wide req_burst=40\n"
                      "key gold  sk_gold\n"
-                     "key free sk free 2  \n");
+                     "key free sk free 2  \n"
+                     "key wide sk_wide\n");
     char err[512] = "", rules[256];
     snprintf(rules, sizeof rules, "in port=80 req_rate=10/s per=header:K plans=%s", path);
     struct sl_config *c = load(rules, err, sizeof err);
@@ -183,6 +185,11 @@ static void a_plans_file_maps_hashed_key_values_to_plans(void **unused)
     assert_int_equal(gold->quota_window, SL_QUOTA_MONTH);
     assert_string_equal(sl_plans_find(ps, "sk free 2", 9)->name, "free");
     assert_int_equal(sl_plans_find(ps, "sk free 2", 9)->req_limit.burst, 3);
+    /* a plan with a burst alone keeps the rule's rate */
+    const struct sl_plan *wide = sl_plans_find(ps, "sk_wide", 7);
+    assert_int_equal(wide->req_limit.burst, 40);
+    assert_int_equal(wide->req_limit.count, 10);
+    assert_int_equal(wide->req_limit.period_ns, 1000000000ull);
     assert_null(sl_plans_find(ps, "sk_other", 8));
     sl_conf_free(c);
 
