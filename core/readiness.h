@@ -17,6 +17,8 @@
 #define SL_RD_RECV 1u /* recv budget empty: not readable */
 #define SL_RD_SEND 2u /* send budget empty: not writable */
 #define SL_RD_PARK 4u /* a held-back connect: the socket is not even connected */
+#define SL_RD_HELD                                                                                 \
+    8u /* sluice holds bytes the program may read now: readable, whatever the kernel says */
 
 #define SL_RD_FOREVER UINT64_MAX
 

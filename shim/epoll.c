@@ -57,7 +57,8 @@
 #include "shim.h"
 #include "wait.h"
 
-#define DUE_MAX 64 /* registrations restored per pass (more: another pass at once) */
+#define DUE_MAX  64 /* registrations restored per pass (more: another pass at once) */
+#define HELD_MAX 64 /* descriptors with held bytes to announce (more: not announced) */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -68,6 +69,15 @@ static struct sl_rd_table tab; /* under lock */
  * skip the lock when there is nothing to do (a stale read costs one call
  * its virtualisation, never correctness of the table). */
 static _Atomic uint32_t nregs_hint, nlist_hint;
+/* Descriptors whose held bytes (ready.h: sl_ready_held) are to be reported
+ * as an EPOLLIN edge from `at` on, to whichever epfd waits first (under
+ * lock; nheld_hint as the hints above). */
+static struct {
+    int fd;
+    uint64_t at;
+} held[HELD_MAX];
+static uint32_t nheld;
+static _Atomic uint32_t nheld_hint;
 
 static void prefork(void)
 {
@@ -103,6 +113,7 @@ static void take(void)
 
 static void give(void)
 {
+    atomic_store_explicit(&nheld_hint, nheld, memory_order_relaxed);
     atomic_store_explicit(&nregs_hint, tab.n, memory_order_relaxed);
     atomic_store_explicit(&nlist_hint, tab.nlist, memory_order_relaxed);
     pthread_mutex_unlock(&lock);
@@ -224,6 +235,12 @@ static void helper_kick(void)
 
 /* ---- ready.h's part ---- */
 
+/* Under lock. */
+static void held_drop(uint32_t i)
+{
+    held[i] = held[--nheld];
+}
+
 void sl_epoll_throttle(int fd, uint64_t now)
 {
     if (!atomic_load_explicit(&nregs_hint, memory_order_relaxed)) return;
@@ -245,7 +262,64 @@ void sl_epoll_forget(int fd)
     if (!atomic_load_explicit(&nregs_hint, memory_order_relaxed)) return;
     take();
     sl_rd_remove_fd(&tab, fd);
+    for (uint32_t i = 0; i < nheld;)
+        if (held[i].fd == fd)
+            held_drop(i);
+        else
+            i++;
     give();
+}
+
+void sl_epoll_held(int fd, uint64_t at)
+{
+    if (!at && !atomic_load_explicit(&nheld_hint, memory_order_relaxed)) return;
+    take();
+    uint32_t i = 0;
+    while (i < nheld && held[i].fd != fd)
+        i++;
+    if (!at) {
+        if (i < nheld) held_drop(i);
+    } else if (i < nheld) {
+        held[i].at = at;
+    } else if (nheld < HELD_MAX) {
+        held[nheld].fd = fd;
+        held[nheld++].at = at;
+    }
+    give();
+}
+
+/* The earliest time a held descriptor registered on epfd for reading is
+ * to be announced (under lock). */
+static uint64_t held_next(int epfd)
+{
+    uint64_t next = SL_RD_FOREVER;
+    for (uint32_t i = 0; i < nheld; i++) {
+        struct sl_rd_reg *r = sl_rd_find(&tab, epfd, held[i].fd);
+        if (r && (r->events & EPOLLIN) && held[i].at < next) next = held[i].at;
+    }
+    return next;
+}
+
+/* Adds the due announcements of epfd to the n events the kernel gave. */
+static int held_report(int epfd, struct epoll_event *evs, int n, int max, uint64_t now)
+{
+    take();
+    for (uint32_t i = 0; i < nheld;) {
+        struct sl_rd_reg *r = sl_rd_find(&tab, epfd, held[i].fd);
+        if (!r || !(r->events & EPOLLIN) || held[i].at > now) {
+            i++;
+            continue;
+        }
+        int k = 0;
+        while (k < n && evs[k].data.u64 != r->data)
+            k++;
+        if (k == n && n == max) break; /* no room: the next call */
+        if (k == n) evs[n++] = (struct epoll_event){.events = 0, .data.u64 = r->data};
+        evs[k].events |= EPOLLIN;
+        held_drop(i);
+    }
+    give();
+    return n;
 }
 
 void sl_epoll_after_fork_child(void)
@@ -364,8 +438,16 @@ struct waiting {
 static uint64_t mask(void *ctx, uint64_t now)
 {
     struct waiting *w = ctx;
-    if (!atomic_load_explicit(&nlist_hint, memory_order_relaxed)) return SL_RD_FOREVER;
-    return restore(w->epfd, now, false);
+    uint64_t next = SL_RD_FOREVER;
+    if (atomic_load_explicit(&nlist_hint, memory_order_relaxed))
+        next = restore(w->epfd, now, false);
+    if (atomic_load_explicit(&nheld_hint, memory_order_relaxed)) {
+        take();
+        uint64_t h = held_next(w->epfd);
+        give();
+        if (h < next) next = h > now ? h : now;
+    }
+    return next;
 }
 
 static int wait_call(void *ctx, uint64_t now, uint64_t wait)
@@ -377,7 +459,13 @@ static int wait_call(void *ctx, uint64_t now, uint64_t wait)
         w->entered = true;
         errno = saved;
     }
-    return call(w->k, w->epfd, w->evs, w->max, wait, w->sigmask);
+    int rc = call(w->k, w->epfd, w->evs, w->max, wait, w->sigmask);
+    if (rc >= 0 && atomic_load_explicit(&nheld_hint, memory_order_relaxed)) {
+        int saved = errno;
+        rc = held_report(w->epfd, w->evs, rc, w->max, sl_clock_now());
+        errno = saved;
+    }
+    return rc;
 }
 
 static int wait_events(enum kind k, int epfd, struct epoll_event *evs, int max, int64_t timeout_ns,

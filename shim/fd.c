@@ -37,6 +37,7 @@ static void reset(struct sl_fd *e)
     e->conn_rec[0] = e->conn_rec[1] = -1;
     atomic_store(&e->ready_at[0], 0);
     atomic_store(&e->ready_at[1], 0);
+    atomic_store(&e->held_at, 0);
     atomic_store(&e->pending_connect, 0);
     atomic_store(&e->connect_error, 0);
     e->redecide = false;

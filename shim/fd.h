@@ -33,6 +33,10 @@ struct sl_fd {
     struct sl_key bytes_key[2];   /* that rule's key for this connection */
     int32_t conn_rec[2];          /* concurrency records to release at the last close, -1 */
     _Atomic uint64_t ready_at[2]; /* recv / send throttled until (CLOCK_MONOTONIC ns), 0: not */
+    /* sluice holds bytes the program may read from this time on (the
+     * kernel does not know: they were read already, e.g. decrypted by
+     * OpenSSL); 0: none. The wait wrappers report the fd readable then. */
+    _Atomic uint64_t held_at;
     /* A non-blocking connect held back by a delay rule: performed at
      * connect_at (pending_connect 1; 2 while a thread decides it). With
      * redecide set, the rules are asked again then (a window or a conns

@@ -36,15 +36,23 @@
 
 /* Copies fds into cp with throttled bits taken away; returns the earliest
  * refill that matters (SL_RD_FOREVER: nothing was taken). */
-static uint64_t masked(const struct pollfd *fds, struct pollfd *cp, nfds_t n, uint64_t now)
+static uint64_t masked(const struct pollfd *fds, struct pollfd *cp, bool *held, nfds_t n,
+                       uint64_t now)
 {
     uint64_t wake = SL_RD_FOREVER;
     for (nfds_t i = 0; i < n; i++) {
         cp[i] = fds[i];
         cp[i].revents = 0;
+        held[i] = false;
         uint64_t w = SL_RD_FOREVER;
         sl_ready_step(fds[i].fd, now);
         unsigned st = sl_ready_state(fds[i].fd, now, &w);
+        if (w < wake && (fds[i].events & POLLIN)) wake = w; /* held bytes due then */
+        if ((st & SL_RD_HELD) && (fds[i].events & POLLIN)) {
+            held[i] = true; /* readable now: the real call only adds to it */
+            wake = now;
+        }
+        st &= ~SL_RD_HELD;
         if (!st) continue;
         short m = sl_rd_poll_mask(st);
         if (st & SL_RD_PARK)
@@ -61,6 +69,7 @@ static uint64_t masked(const struct pollfd *fds, struct pollfd *cp, nfds_t n, ui
 struct polling {
     bool pp;
     struct pollfd *fds, *cp;
+    bool *held;
     nfds_t n;
     const sigset_t *sigmask;
 };
@@ -68,25 +77,37 @@ struct polling {
 static uint64_t mask(void *ctx, uint64_t now)
 {
     struct polling *p = ctx;
-    return masked(p->fds, p->cp, p->n, now);
+    return masked(p->fds, p->cp, p->held, p->n, now);
 }
 
 static int call(void *ctx, uint64_t now, uint64_t wait_ns)
 {
     struct polling *p = ctx;
     (void)now;
-    if (!p->pp) return REAL(poll)(p->cp, p->n, sl_rd_ms(wait_ns));
-    struct timespec ts = sl_ns_to_timespec(wait_ns);
-    return REAL(ppoll)(p->cp, p->n, wait_ns == SL_RD_FOREVER ? NULL : &ts, p->sigmask);
+    int rc;
+    if (!p->pp) {
+        rc = REAL(poll)(p->cp, p->n, sl_rd_ms(wait_ns));
+    } else {
+        struct timespec ts = sl_ns_to_timespec(wait_ns);
+        rc = REAL(ppoll)(p->cp, p->n, wait_ns == SL_RD_FOREVER ? NULL : &ts, p->sigmask);
+    }
+    for (nfds_t i = 0; rc >= 0 && i < p->n; i++) {
+        if (!p->held[i]) continue;
+        if (!p->cp[i].revents) rc++;
+        p->cp[i].revents |= POLLIN;
+    }
+    return rc;
 }
 
 static int wait_fds(bool pp, struct pollfd *fds, nfds_t n, int64_t timeout_ns,
                     const struct timespec *ts, int timeout_ms, const sigset_t *sigmask)
 {
     struct pollfd local[LOCAL];
-    struct pollfd *cp = n <= LOCAL ? local : sl_alloc(n * sizeof *cp);
+    bool local_held[LOCAL];
+    struct pollfd *cp = n <= LOCAL ? local : sl_alloc(n * (sizeof *cp + sizeof(bool)));
     if (!cp) return pp ? REAL(ppoll)(fds, n, ts, sigmask) : REAL(poll)(fds, n, timeout_ms);
-    struct polling p = {.pp = pp, .fds = fds, .cp = cp, .n = n, .sigmask = sigmask};
+    bool *held = cp == local ? local_held : (bool *)(void *)(cp + n);
+    struct polling p = {.pp = pp, .fds = fds, .cp = cp, .held = held, .n = n, .sigmask = sigmask};
     struct sl_ready_wait w = {.mask = mask, .call = call, .ctx = &p};
     uint64_t deadline;
     int rc = sl_ready_wait(&w, timeout_ns, &deadline);
@@ -112,7 +133,9 @@ static bool any_throttled(const struct pollfd *fds, nfds_t n)
     for (; i < n && !any; i++) {
         if (!sl_fd_get(fds[i].fd)) continue;
         unsigned st = sl_ready_state(fds[i].fd, now, &w);
-        any = (st & SL_RD_PARK) || (fds[i].events & sl_rd_poll_mask(st));
+        any = (st & SL_RD_PARK) || (fds[i].events & sl_rd_poll_mask(st)) ||
+              ((fds[i].events & POLLIN) &&
+               atomic_load_explicit(&sl_fd_get(fds[i].fd)->held_at, memory_order_relaxed));
     }
     errno = saved;
     return any;

@@ -25,7 +25,13 @@ unsigned sl_ready_state(int fd, uint64_t now, uint64_t *wake)
     /* pairs with the stores in io.c's budget() and pending.c */
     uint64_t r = atomic_load_explicit(&e->ready_at[SL_IO_RECV], memory_order_relaxed);
     uint64_t s = atomic_load_explicit(&e->ready_at[SL_IO_SEND], memory_order_relaxed);
-    return sl_rd_throttled(r, s, now, wake);
+    uint64_t h = atomic_load_explicit(&e->held_at, memory_order_relaxed);
+    unsigned st = sl_rd_throttled(r, s, now, wake);
+    if (h && h <= now)
+        st |= SL_RD_HELD;
+    else if (h && h < *wake)
+        *wake = h;
+    return st;
 }
 
 void sl_ready_step(int fd, uint64_t now)
@@ -57,6 +63,14 @@ void sl_ready_throttle(int fd, enum sl_io io, uint64_t until_ns)
     (void)until_ns; /* ready_at, already set, is the truth: read it again under epoll.c's lock */
     int saved = errno;
     sl_epoll_throttle(fd, sl_clock_now());
+    errno = saved;
+}
+
+void sl_ready_held(int fd, struct sl_fd *e, uint64_t at)
+{
+    int saved = errno;
+    atomic_store(&e->held_at, at);
+    sl_epoll_held(fd, at);
     errno = saved;
 }
 

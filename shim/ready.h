@@ -21,6 +21,13 @@
  * EAGAIN because of a budget, and by connect for a held-back connect. */
 void sl_ready_throttle(int fd, enum sl_io io, uint64_t until_ns);
 
+/* sluice holds bytes of fd that the program may read from `at` on (0: no
+ * more), which the kernel cannot report: poll/select report fd readable
+ * from then on while they are held, epoll once per call of this (an
+ * edge), to a wait of the thread that made it or any later one. A wait
+ * already blocked in another thread is not woken (documented). */
+void sl_ready_held(int fd, struct sl_fd *e, uint64_t at);
+
 /* fd is being closed. */
 void sl_ready_forget(int fd);
 

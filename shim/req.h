@@ -51,6 +51,37 @@ bool sl_req_close(int fd, struct sl_fd *e);
  * first. */
 void sl_req_shutdown(int fd, struct sl_fd *e);
 
+/* Requests read through a TLS library (shim/tls.c): how it is called. */
+struct sl_tls_ops {
+    int (*read)(void *ssl, void *buf, int n);        /* the real read: > 0, or <= 0 failed */
+    bool (*retry)(void *ssl, int ret);               /* that failure is want-read/want-write */
+    int (*write)(void *ssl, const void *buf, int n); /* the real write */
+};
+
+/* What the program's call to the library's error function must then say. */
+enum sl_tls_how {
+    SL_TLS_REAL,      /* whatever the library says: the result is its own */
+    SL_TLS_WANT_READ, /* try again later (held, or a blocking wait ended) */
+    SL_TLS_EOF,       /* a clean end of the stream: a denied request */
+    SL_TLS_RESET,     /* a reset (reject): errno ECONNRESET */
+};
+
+/* tls.c, for the program's SSL_read on fd (a request connection) into
+ * buf: the bytes it gets (> 0), or 0 / -1 with *how. */
+int sl_req_tls_read(int fd, struct sl_fd *e, void *ssl, void *buf, int num,
+                    const struct sl_tls_ops *ops, enum sl_tls_how *how);
+
+/* tls.c, as the program ends the TLS session (shutdown or free): a 429 due
+ * is written through it first. */
+void sl_req_tls_end(struct sl_fd *e, void *ssl, const struct sl_tls_ops *ops);
+
+/* tls.c: the session is freed. */
+void sl_req_tls_free(struct sl_fd *e, void *ssl);
+
+/* tls.c: the session's requests ended in a denial (reported as the peer's
+ * close_notify). */
+bool sl_req_tls_denied(struct sl_fd *e, const void *ssl);
+
 /* fd.c: the entry is forgotten; frees the request state. */
 void sl_req_free(struct sl_fd *e);
 

@@ -27,6 +27,8 @@
 struct sets {
     fd_set *r, *w, *x; /* the program's, each may be NULL */
     fd_set cr, cw, cx; /* what the real call gets */
+    fd_set held;       /* readable for bytes sluice holds (ready.h), whatever the call says */
+    int nheld;
 };
 
 static bool in_any(const struct sets *s, int fd)
@@ -44,12 +46,25 @@ static uint64_t masked(struct sets *s, int nfds, uint64_t now, bool probe)
         if (s->r) s->cr = *s->r;
         if (s->w) s->cw = *s->w;
         if (s->x) s->cx = *s->x;
+        FD_ZERO(&s->held);
+        s->nheld = 0;
     }
     for (int fd = 0; fd < nfds; fd++) {
         if (!in_any(s, fd) || !sl_fd_get(fd)) continue;
         uint64_t w = SL_RD_FOREVER;
         if (!probe) sl_ready_step(fd, now);
         unsigned st = sl_ready_state(fd, now, &w);
+        bool in_r = s->r && FD_ISSET(fd, s->r);
+        if (in_r && (st & SL_RD_HELD)) {
+            if (probe) return now;
+            FD_SET(fd, &s->held);
+            s->nheld++;
+            wake = now;
+        } else if (in_r && atomic_load_explicit(&sl_fd_get(fd)->held_at, memory_order_relaxed)) {
+            if (probe) return w;
+            if (w < wake) wake = w;
+        }
+        st &= ~SL_RD_HELD;
         bool rd = (st & (SL_RD_RECV | SL_RD_PARK)) && s->r && FD_ISSET(fd, s->r);
         bool wr = (st & (SL_RD_SEND | SL_RD_PARK)) && s->w && FD_ISSET(fd, s->w);
         bool ex = (st & SL_RD_PARK) && s->x && FD_ISSET(fd, s->x);
@@ -83,13 +98,28 @@ static int call(void *ctx, uint64_t now, uint64_t wait_ns)
     (void)now;
     fd_set *r = s->r ? &s->cr : NULL, *w = s->w ? &s->cw : NULL, *x = s->x ? &s->cx : NULL;
     bool forever = wait_ns == SL_RD_FOREVER;
+    int rc;
     if (c->ps) {
         struct timespec ts = sl_ns_to_timespec(wait_ns);
-        return REAL(pselect)(c->nfds, r, w, x, forever ? NULL : &ts, c->sigmask);
+        rc = REAL(pselect)(c->nfds, r, w, x, forever ? NULL : &ts, c->sigmask);
+    } else {
+        uint64_t us = wait_ns / 1000 + (wait_ns % 1000 != 0);
+        struct timeval tv = {.tv_sec = (time_t)(us / 1000000), .tv_usec = (long)(us % 1000000)};
+        rc = REAL(select)(c->nfds, r, w, x, forever ? NULL : &tv);
     }
-    uint64_t us = wait_ns / 1000 + (wait_ns % 1000 != 0);
-    struct timeval tv = {.tv_sec = (time_t)(us / 1000000), .tv_usec = (long)(us % 1000000)};
-    return REAL(select)(c->nfds, r, w, x, forever ? NULL : &tv);
+    if (rc >= 0 && s->nheld) {
+        if (rc == 0) { /* the copies still hold what was asked */
+            if (r) FD_ZERO(r);
+            if (w) FD_ZERO(w);
+            if (x) FD_ZERO(x);
+        }
+        for (int fd = 0; fd < c->nfds; fd++)
+            if (FD_ISSET(fd, &s->held) && !FD_ISSET(fd, r)) {
+                FD_SET(fd, r);
+                rc++;
+            }
+    }
+    return rc;
 }
 
 static int wait_sets(bool ps, int nfds, struct sets *s, int64_t timeout_ns, struct timeval *tv,

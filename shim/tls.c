@@ -1,0 +1,189 @@
+/* tls.c - requests on connections the program decrypts with OpenSSL.
+ *
+ * A server that terminates TLS itself (nginx `ssl`, python's ssl module)
+ * reads requests with SSL_read or SSL_read_ex, not with recv: the bytes
+ * shim/req.c would look at are ciphertext. So those two are interposed
+ * too, on a connection an inbound request rule matches, and hand the
+ * decrypted bytes to req.c (sl_req_tls_read), which gives the program
+ * only what may pass, exactly as for plain connections. What the program
+ * then asks of the library about that call is answered for it:
+ *   - SSL_get_error: want-read while a request is held (the socket is
+ *     announced readable when its turn comes, ready.h), zero-return for a
+ *     denied request (the program ends the session as if the client had),
+ *     syscall with ECONNRESET for a rejected one;
+ *   - SSL_get_shutdown: the client's close_notify "received" after a
+ *     denial (python reads end-of-file only then);
+ *   - SSL_set_shutdown, SSL_shutdown, SSL_free: the 429 due is written
+ *     through the session first, after every response the program wrote.
+ * The session is tied to its socket by SSL_get_rfd: a session over a
+ * memory BIO (python's asyncio) has none and is not seen.
+ *
+ * The real functions are found lazily, at the first call: a program that
+ * never loads libssl never gets here, and one that loads it later with
+ * dlopen(RTLD_LOCAL) (python) is found through sl_resolve_next's NOLOAD
+ * lookup. These exports carry no symbol version (shim/exports.map is an
+ * anonymous version node), so they satisfy references to
+ * SSL_read@OPENSSL_3.0.0; the real ones are fetched with that version.
+ * SSL_read_early_data and the write side pass untouched.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <openssl/ssl.h>
+#include <stdatomic.h>
+
+#include "fd.h"
+#include "req.h"
+#include "shim.h"
+
+#define SSL_VERSION "OPENSSL_3.0.0"
+#define SSL_LIB     "libssl.so.3"
+
+static struct {
+    int (*read)(SSL *, void *, int);
+    int (*read_ex)(SSL *, void *, size_t, size_t *);
+    int (*write)(SSL *, const void *, int);
+    int (*get_error)(const SSL *, int);
+    int (*get_rfd)(const SSL *);
+    int (*get_shutdown)(const SSL *);
+    void (*set_shutdown)(SSL *, int);
+    int (*shutdown)(SSL *);
+    void (*free)(SSL *);
+} real;
+
+static void *find(void *_Atomic *slot, const char *name, void *ours)
+{
+    void *p = atomic_load_explicit(slot, memory_order_acquire);
+    if (!p) {
+        p = sl_resolve_next(name, SSL_VERSION, SSL_LIB, ours);
+        if (!p) p = sl_resolve_next(name, NULL, SSL_LIB, ours); /* a libssl without versions */
+        atomic_store_explicit(slot, p, memory_order_release);
+    }
+    return p;
+}
+
+#define REAL_SSL(field, name, ours)                                                                \
+    ((__typeof__(real.field))find((void *_Atomic *)&real.field, name, (void *)(ours)))
+
+/* The thread's last call this file answered for the library. */
+static _Thread_local struct {
+    const SSL *ssl;
+    enum sl_tls_how how;
+} last;
+
+/* The descriptor entry of a session whose requests are counted, or NULL. */
+static struct sl_fd *tracked(const SSL *ssl, int *fd)
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    if (!rt || !rt->any_req_in || !ssl) return NULL;
+    int (*get_rfd)(const SSL *) = REAL_SSL(get_rfd, "SSL_get_rfd", NULL);
+    if (!get_rfd) return NULL;
+    int saved = errno;
+    *fd = get_rfd(ssl);
+    errno = saved;
+    struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
+    return e && e->req ? e : NULL;
+}
+
+static int read_plain(void *ssl, void *buf, int n)
+{
+    return REAL_SSL(read, "SSL_read", SSL_read)(ssl, buf, n);
+}
+
+static bool retry(void *ssl, int ret)
+{
+    int e = REAL_SSL(get_error, "SSL_get_error", SSL_get_error)(ssl, ret);
+    return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
+}
+
+static int write_plain(void *ssl, const void *buf, int n)
+{
+    int (*w)(SSL *, const void *, int) = REAL_SSL(write, "SSL_write", NULL);
+    return w ? w(ssl, buf, n) : -1;
+}
+
+static const struct sl_tls_ops ops = {.read = read_plain, .retry = retry, .write = write_plain};
+
+SL_EXPORT int SSL_read(SSL *ssl, void *buf, int num)
+{
+    int fd;
+    struct sl_fd *e = tracked(ssl, &fd);
+    last.ssl = NULL;
+    if (!e) return REAL_SSL(read, "SSL_read", SSL_read)(ssl, buf, num);
+    enum sl_tls_how how;
+    int n = sl_req_tls_read(fd, e, ssl, buf, num, &ops, &how);
+    if (how != SL_TLS_REAL) last.ssl = ssl, last.how = how;
+    return n;
+}
+
+SL_EXPORT int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *readbytes)
+{
+    int fd;
+    struct sl_fd *e = tracked(ssl, &fd);
+    last.ssl = NULL;
+    if (!e) return REAL_SSL(read_ex, "SSL_read_ex", SSL_read_ex)(ssl, buf, num, readbytes);
+    /* SSL_read with an int count reads the same records */
+    enum sl_tls_how how;
+    int n = sl_req_tls_read(fd, e, ssl, buf, num > INT_MAX ? INT_MAX : (int)num, &ops, &how);
+    if (how != SL_TLS_REAL) last.ssl = ssl, last.how = how;
+    if (readbytes) *readbytes = n > 0 ? (size_t)n : 0;
+    return n > 0;
+}
+
+SL_EXPORT int SSL_get_error(const SSL *ssl, int ret)
+{
+    if (ret <= 0 && last.ssl && last.ssl == ssl) {
+        switch (last.how) {
+        case SL_TLS_WANT_READ:
+            return SSL_ERROR_WANT_READ;
+        case SL_TLS_EOF:
+            return SSL_ERROR_ZERO_RETURN;
+        case SL_TLS_RESET:
+            errno = ECONNRESET;
+            return SSL_ERROR_SYSCALL;
+        case SL_TLS_REAL:
+            break;
+        }
+    }
+    return REAL_SSL(get_error, "SSL_get_error", SSL_get_error)(ssl, ret);
+}
+
+SL_EXPORT int SSL_get_shutdown(const SSL *ssl)
+{
+    int mode = REAL_SSL(get_shutdown, "SSL_get_shutdown", SSL_get_shutdown)(ssl);
+    int fd;
+    struct sl_fd *e = tracked(ssl, &fd);
+    if (e && sl_req_tls_denied(e, ssl)) mode |= SSL_RECEIVED_SHUTDOWN;
+    return mode;
+}
+
+/* The program ends the session: a 429 due goes first. */
+static void ending(SSL *ssl)
+{
+    int fd;
+    struct sl_fd *e = tracked(ssl, &fd);
+    if (e) sl_req_tls_end(e, ssl, &ops);
+}
+
+SL_EXPORT void SSL_set_shutdown(SSL *ssl, int mode)
+{
+    ending(ssl);
+    REAL_SSL(set_shutdown, "SSL_set_shutdown", SSL_set_shutdown)(ssl, mode);
+}
+
+SL_EXPORT int SSL_shutdown(SSL *ssl)
+{
+    ending(ssl);
+    return REAL_SSL(shutdown, "SSL_shutdown", SSL_shutdown)(ssl);
+}
+
+SL_EXPORT void SSL_free(SSL *ssl)
+{
+    int fd;
+    struct sl_fd *e = tracked(ssl, &fd);
+    if (e) {
+        sl_req_tls_end(e, ssl, &ops);
+        sl_req_tls_free(e, ssl);
+    }
+    if (last.ssl == ssl) last.ssl = NULL;
+    REAL_SSL(free, "SSL_free", SSL_free)(ssl);
+}
