@@ -383,6 +383,24 @@ static int call_iov(const struct call *c, struct iovec *one, const struct iovec 
 static ssize_t request_read(struct sl_runtime *rt, struct sl_fd *e, struct call *c)
 {
     if (c->k == K_SPLICE) return real_call(c, c->len); /* not seen: bytes the program never reads */
+    int flags = has_msg_flags(c) ? c->flags : 0;
+    if ((e->bytes_rule[SL_IO_RECV] < 0 && !(flags & MSG_WAITALL)) || sl_req_stashed(e)) {
+        /* one buffer (the first of several: a short read), one real recv */
+        struct iovec one;
+        const struct iovec *iov;
+        int cnt = call_iov(c, &one, &iov), i = 0;
+        while (i < cnt - 1 && iov[i].iov_len == 0)
+            i++;
+        ssize_t n = sl_req_read(c->fd, e, cnt ? iov[i].iov_base : NULL, cnt ? iov[i].iov_len : 0,
+                                flags & ~MSG_WAITALL);
+        if (n >= 0 && c->k == K_RECVFROM && c->from && c->fromlen) *c->fromlen = 0; /* as TCP's */
+        if (n >= 0 && c->k == K_RECVMSG) {
+            c->msg->msg_namelen = 0;
+            c->msg->msg_controllen = 0;
+            c->msg->msg_flags = 0;
+        }
+        return n;
+    }
     ssize_t cap = sl_req_before_read(c->fd, e, c->len, nonblocking(c));
     if (cap <= 0) return cap;
     size_t want = c->len;

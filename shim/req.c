@@ -1,5 +1,6 @@
 /* req.c - requests on inbound connections: see req.h. */
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -184,66 +185,115 @@ void sl_req_free(struct sl_fd *e)
     sl_free(r);
 }
 
-/* ---- requests read through a TLS library (shim/tls.c) ----
+/* ---- reading through the stash ----
  *
- * OpenSSL reads ciphertext from the socket itself, so a peek shows
- * nothing readable. Instead the library's own read fills a stash of
- * decrypted bytes, the stash is decided like a peek, and the program gets
- * only what may pass. What is held stays in the stash: the kernel cannot
- * tell the program when its turn comes, so ready.h announces it
- * (sl_ready_held). */
+ * The common read goes straight into the program's buffer (one system
+ * call, as without sluice) and is decided there: when every byte it got
+ * may pass, that is all. When it got a head that may not pass yet (held,
+ * denied, or incomplete), the bytes from that head on are kept in the
+ * connection's stash, and later reads are served from the stash first.
+ * The kernel no longer knows about stashed bytes, so when they may pass
+ * (a held head's turn; bytes left over after a short read) the readiness
+ * layer announces them (ready.h: sl_ready_held). The same loop serves a
+ * TLS library's reads (OpenSSL decrypts into its own buffers: a peek at
+ * the socket would show ciphertext). Blocking and timeouts are the
+ * source's own (the real read blocks as the program asked), except while
+ * a held head waits its turn (shim/wait.h). */
 
-/* The first read through the library: what the plain scanner saw was the
- * TLS handshake (and passed it through), so the requests start afresh. */
-static bool tls_begin(struct sl_req_fd *r)
+/* Where bytes come from: the socket (recv), or the TLS library. */
+struct src {
+    ssize_t (*read)(const struct src *s, void *buf, size_t n); /* > 0, or <= 0 failed */
+    bool (*retry)(const struct src *s, ssize_t ret);           /* that failure: try again later */
+    int fd, flags;
+    void *ssl;
+    const struct sl_tls_ops *ops;
+};
+
+static bool stash_room(struct sl_req_fd *r)
 {
-    sl_req_conn_fini(CONN(r));
-    r->tls = true;
-    if (!sl_req_conn_init(CONN(r), r->rt, SL_IN, r->has_local ? &r->local : NULL, &r->peer,
-                          sl_clock_now()))
-        return false; /* cannot happen: it matched at accept */
-    return (r->stash = sl_alloc(STASH_MAX)) != NULL;
+    return r->stash || (r->stash = sl_alloc(STASH_MAX)) != NULL;
 }
 
-/* Gives up to num stashed bytes the program may have (ok of them). */
-static int tls_give(int fd, struct sl_fd *e, void *buf, int num, size_t ok, uint64_t now)
+/* A held head on a non-blocking descriptor: nothing to read until `until`,
+ * when the readiness layer announces it (new bytes wake nobody early). */
+static void hold(int fd, struct sl_fd *e, uint64_t until)
+{
+    atomic_store(&e->ready_at[SL_IO_RECV], until);
+    sl_ready_throttle(fd, SL_IO_RECV, until);
+    sl_ready_held(fd, e, until);
+}
+
+/* What stopped the bytes the program got, told when it is due: bytes that
+ * may pass are left (now), a denial (end of stream: now), a held head (at
+ * its turn); an incomplete head waits for the kernel to tell. */
+static void announce(int fd, struct sl_fd *e, const struct sl_req_verdict *v, bool left,
+                     uint64_t now)
+{
+    if (left || v->status == SL_REQ_DENY)
+        sl_ready_held(fd, e, now);
+    else if (v->status == SL_REQ_HOLD)
+        hold(fd, e, now + v->wait_ns);
+    else
+        sl_ready_held(fd, e, 0);
+}
+
+/* Gives up to num of the ok stashed bytes that may pass (peek: copies
+ * them and keeps them). */
+static ssize_t give(int fd, struct sl_fd *e, void *buf, size_t num, size_t ok, bool peek,
+                    const struct sl_req_verdict *v, uint64_t now)
 {
     struct sl_req_fd *r = e->req;
-    size_t n = ok < (size_t)num ? ok : (size_t)num;
+    size_t n = ok < num ? ok : num;
     memcpy(buf, r->stash, n);
+    if (peek) return (ssize_t)n;
     sl_req_passed(CONN(r), r->stash, n);
     memmove(r->stash, r->stash + n, r->stash_len - n);
     r->stash_len -= n;
-    /* bytes that may pass are left: the program is told, as for bytes
-     * the library itself keeps after a short read */
-    sl_ready_held(fd, e, ok > n ? now : 0);
-    return (int)n;
+    announce(fd, e, v, ok > n, now);
+    return (ssize_t)n;
 }
 
-int sl_req_tls_read(int fd, struct sl_fd *e, void *ssl, void *buf, int num,
-                    const struct sl_tls_ops *ops, enum sl_tls_how *how)
+/* Reads up to num bytes the program may have into buf: > 0, or 0 (end of
+ * stream), or -1 with errno; *how says what a TLS caller reports. */
+static ssize_t stash_read(int fd, struct sl_fd *e, void *buf, size_t num, bool peek,
+                          const struct src *src, enum sl_tls_how *how)
 {
     struct sl_req_fd *r = e->req;
     *how = SL_TLS_REAL;
-    if (!r->tls && !tls_begin(r)) {
-        r->phase = OPEN; /* no memory: this connection's requests pass */
-        return ops->read(ssl, buf, num);
-    }
-    r->ssl = ssl;
     if (r->phase == ENDED) return *how = SL_TLS_EOF, 0;
     if (r->phase == RESET) return *how = SL_TLS_RESET, errno = ECONNRESET, -1;
-    if (num <= 0 || (r->stash_len == 0 && sl_req_done(CONN(r)))) return ops->read(ssl, buf, num);
-    int saved = errno;
-    bool nonblock = sl_fd_nonblocking(fd);
-    uint64_t deadline = nonblock ? 0 : sl_wait_deadline(fd, SO_RCVTIMEO, sl_clock_now());
+    int saved = errno, nonblock = -1;
+    uint64_t deadline = 0;
     for (;;) {
-        uint64_t now = sl_clock_now();
         struct sl_req_verdict v = {.status = SL_REQ_NEED_MORE};
-        size_t ok = r->stash_len ? sl_req_admit(CONN(r), r->stash, r->stash_len, now, &v) : 0;
-        if (ok > 0 ||
-            r->stash_len == STASH_MAX) { /* full: cannot happen (heads over 16 KiB pass) */
-            errno = saved;
-            return tls_give(fd, e, buf, num, ok ? ok : r->stash_len, now);
+        size_t ok = 0;
+        uint64_t now;
+        if (r->stash_len == 0 && !peek) { /* the common read: straight into buf */
+            ssize_t n = src->read(src, buf, num);
+            if (n <= 0) return n;
+            now = sl_clock_now();
+            ok = sl_req_admit(CONN(r), buf, (size_t)n, now, &v);
+            if (ok == (size_t)n || !stash_room(r)) { /* no memory: these pass as they are */
+                sl_req_passed(CONN(r), buf, (size_t)n);
+                errno = saved;
+                return n;
+            }
+            memcpy(r->stash, (char *)buf + ok, (size_t)n - ok);
+            r->stash_len = (size_t)n - ok;
+            if (ok > 0) {
+                sl_req_passed(CONN(r), buf, ok);
+                announce(fd, e, &v, false, now);
+                errno = saved;
+                return (ssize_t)ok;
+            }
+        } else {
+            now = sl_clock_now();
+            if (r->stash_len) ok = sl_req_admit(CONN(r), r->stash, r->stash_len, now, &v);
+            if (ok > 0 ||
+                r->stash_len == STASH_MAX) { /* full: cannot happen (heads over 16 KiB pass) */
+                errno = saved;
+                return give(fd, e, buf, num, ok ? ok : r->stash_len, peek, &v, now);
+            }
         }
         if (v.status == SL_REQ_DENY) {
             denied(r, &v);
@@ -256,30 +306,99 @@ int sl_req_tls_read(int fd, struct sl_fd *e, void *ssl, void *buf, int num,
         }
         if (v.status == SL_REQ_HOLD) {
             uint64_t until = now + v.wait_ns;
+            if (nonblock < 0) nonblock = (src->flags & MSG_DONTWAIT) || sl_fd_nonblocking(fd);
             if (nonblock) {
-                atomic_store(&e->ready_at[SL_IO_RECV], until); /* new records wake nobody early */
-                sl_ready_throttle(fd, SL_IO_RECV, until);
-                sl_ready_held(fd, e, until);
+                hold(fd, e, until);
                 errno = EAGAIN;
                 return *how = SL_TLS_WANT_READ, -1;
             }
+            if (!deadline) deadline = sl_wait_deadline(fd, SO_RCVTIMEO, now);
             if (sl_wait_until(until, deadline) != 0) return *how = SL_TLS_WANT_READ, -1;
             continue;
         }
-        /* an incomplete head, or nothing yet: more from the library */
-        int n = ops->read(ssl, r->stash + r->stash_len, (int)(STASH_MAX - r->stash_len));
+        /* an incomplete head: more from the source, no more than the
+         * program asked for (what may pass then fits its buffer) */
+        if (!stash_room(r)) return src->read(src, buf, num); /* no memory: unscanned */
+        size_t room = STASH_MAX - r->stash_len;
+        size_t want = num > r->stash_len ? num - r->stash_len : 1;
+        ssize_t n = src->read(src, r->stash + r->stash_len, want < room ? want : room);
         if (n <= 0) {
-            /* the library's answer stands (want-read: the kernel tells the
+            /* the source's answer stands (try again: the kernel tells the
              * program when more comes); at the end of the stream a partial
              * head goes to the program, as it would have without sluice */
-            if (r->stash_len && !ops->retry(ssl, n)) {
+            if (r->stash_len && !src->retry(src, n)) {
                 errno = saved;
-                return tls_give(fd, e, buf, num, r->stash_len, now);
+                v.status = SL_REQ_PASS;
+                return give(fd, e, buf, num, r->stash_len, peek, &v, sl_clock_now());
             }
             return n;
         }
         r->stash_len += (size_t)n;
     }
+}
+
+/* ---- the plain socket ---- */
+
+static ssize_t sock_read(const struct src *s, void *buf, size_t n)
+{
+    return REAL(recv)(s->fd, buf, n, s->flags);
+}
+
+static bool sock_retry(const struct src *s, ssize_t ret)
+{
+    (void)s;
+    return ret < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+}
+
+ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
+{
+    struct sl_req_fd *r = e->req;
+    if (r->tls || (r->stash_len == 0 && sl_req_done(CONN(r))))
+        return REAL(recv)(fd, buf, len, flags);
+    struct src s = {.read = sock_read, .retry = sock_retry, .fd = fd, .flags = flags & ~MSG_PEEK};
+    enum sl_tls_how how;
+    return stash_read(fd, e, buf, len, (flags & MSG_PEEK) != 0, &s, &how);
+}
+
+bool sl_req_stashed(const struct sl_fd *e)
+{
+    return e->req->stash_len != 0;
+}
+
+/* ---- requests read through a TLS library (shim/tls.c) ---- */
+
+/* The first read through the library: what the plain scanner saw was the
+ * TLS handshake (and passed it through), so the requests start afresh. */
+static bool tls_begin(struct sl_req_fd *r)
+{
+    sl_req_conn_fini(CONN(r));
+    r->tls = true;
+    r->stash_len = 0;
+    return sl_req_conn_init(CONN(r), r->rt, SL_IN, r->has_local ? &r->local : NULL, &r->peer,
+                            sl_clock_now()); /* true: it matched at accept */
+}
+
+static ssize_t tls_read(const struct src *s, void *buf, size_t n)
+{
+    return s->ops->read(s->ssl, buf, n > INT_MAX ? INT_MAX : (int)n);
+}
+
+static bool tls_retry(const struct src *s, ssize_t ret)
+{
+    return s->ops->retry(s->ssl, (int)ret);
+}
+
+int sl_req_tls_read(int fd, struct sl_fd *e, void *ssl, void *buf, int num,
+                    const struct sl_tls_ops *ops, enum sl_tls_how *how)
+{
+    struct sl_req_fd *r = e->req;
+    *how = SL_TLS_REAL;
+    if (!r->tls && !tls_begin(r)) return ops->read(ssl, buf, num);
+    r->ssl = ssl;
+    if (num <= 0 || (r->stash_len == 0 && r->phase == OPEN && sl_req_done(CONN(r))))
+        return ops->read(ssl, buf, num);
+    struct src s = {.read = tls_read, .retry = tls_retry, .fd = fd, .ssl = ssl, .ops = ops};
+    return (int)stash_read(fd, e, buf, (size_t)num, false, &s, how);
 }
 
 void sl_req_tls_end(struct sl_fd *e, void *ssl, const struct sl_tls_ops *ops)

@@ -38,6 +38,15 @@ void sl_req_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
  * many bytes the read may take (> 0); 0 for end-of-file; -1 with errno. */
 ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock);
 
+/* io.c, for a read of up to len bytes into one buffer (recv flags; a read
+ * of a request connection that no byte rule limits): the program gets
+ * only bytes that may pass, straight from one real recv when they all may
+ * (see req.c). Returns as recv. */
+ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags);
+
+/* True when bytes of fd are kept by req.c: every read must come through it. */
+bool sl_req_stashed(const struct sl_fd *e);
+
 /* io.c, after the read took `got` bytes into iov (MSG_PEEK reads: not). */
 void sl_req_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, size_t got);
 
