@@ -187,7 +187,9 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
             bool written = cfg_getopt(sec, "algorithm")->flags & CFGF_MODIFIED;
             if (written && alg != SL_ALG_SLIDING) {
                 conf_fail(sec, seen->line, "algorithm", cfg_getstr(sec, "algorithm"),
-                          "is not available with scope = cluster or redis (they count a sliding window)");
+                          r->scope == SL_SCOPE_CLUSTER
+                              ? "is not available with scope = cluster (it counts a sliding window)"
+                              : "is not available with scope = redis (it counts a sliding window)");
                 return -1;
             }
             alg = SL_ALG_SLIDING;

@@ -611,7 +611,9 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
     const char *scope = cfg_getstr(sec, "scope");
     if (!rate && strcmp(scope, "local") != 0) {
         conf_fail(sec, line, "scope", scope,
-                  "needs a rate (a fleet shares the connection rate only)");
+                  strcmp(scope, "cluster") == 0
+                      ? "needs a rate (a cluster shares the connection rate only)"
+                      : "needs a rate (redis shares the connection rate only)");
         return -1;
     }
     if (byte_limit_fits(sec, line, "recv_rate", "recv_burst") != 0 ||

@@ -436,11 +436,11 @@ void sl_redis_check(struct sl_redis_state *s, uint64_t now)
     if (e && now < e + SL_NS_PER_SEC) return;
     if (!atomic_compare_exchange_strong(&s->hdr->elect_ns, &e, now)) return;
     char err[128];
-    if (sl_redis_start(s, err, sizeof err) == 0 && hb)
+    if (sl_redis_start(s, err, sizeof err) != 0)
+        sl_log(SL_LOG_WARN, "%s", err);
+    else if (hb) /* a sender before us died */
         sl_log(SL_LOG_INFO, "redis: this process (%d) now syncs with %s", (int)getpid(),
                rc->address);
-    else
-        sl_log(SL_LOG_WARN, "%s", err);
 }
 
 struct sl_redis_state *sl_redis_open(const struct sl_config *cfg, char *err, size_t errlen)
