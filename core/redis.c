@@ -98,6 +98,7 @@ static void drop(struct conn *c)
     c->s->fd = -1;
     if (c->reader) redisReaderFree(c->reader);
     c->reader = NULL;
+    c->outlen = 0; /* what was not sent is not sent on the next connection */
 }
 
 static int fail(struct conn *c, const char *what, int err)
@@ -330,11 +331,14 @@ static void say_state(struct conn *c, int *state, int now_ok)
 {
     if (*state == now_ok) return;
     const struct sl_redis *rc = &c->s->cfg->redis;
-    if (now_ok)
-        sl_log(SL_LOG_INFO, "redis: %s answers; redis rules count with the fleet again",
-               rc->address);
+    if (now_ok && *state < 0)
+        sl_log_state(SL_LOG_INFO, "redis: %s connected; redis rules count with the fleet",
+                     rc->address);
+    else if (now_ok)
+        sl_log_state(SL_LOG_INFO, "redis: %s answers; redis rules count with the fleet again",
+                     rc->address);
     else
-        sl_log(SL_LOG_WARN, "redis: %s: %s; redis rules: on_backend_error = %s%s", rc->address,
+        sl_log_state(SL_LOG_WARN, "redis: %s: %s; redis rules: on_backend_error = %s%s", rc->address,
                c->why,
                rc->on_error == SL_BACKEND_LOCAL    ? "local ("
                : rc->on_error == SL_BACKEND_OPEN   ? "open"

@@ -42,7 +42,7 @@ class Redis:
     def start(self):
         argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                 "--appendonly", "no", "--protected-mode", "no", "--dir", self.tmp.path,
-                "--loglevel", "warning"]
+                "--loglevel", "warning", "--enable-debug-command", "local"]
         self.proc = Proc(argv)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
