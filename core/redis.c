@@ -287,8 +287,9 @@ static void add_call(struct conn *c, struct sl_rentry *e, uint64_t wn)
     sl_win_counts(own, cur, &op, &oc);
     char k1[256], k2[256], a3[24], a4[24], ttl[24];
     const char *pre = cfg->redis.prefix;
-    snprintf(k1, sizeof k1, "%s%s:%llu", pre, e->name, (unsigned long long)cur);
-    snprintf(k2, sizeof k2, "%s%s:%llu", pre, e->name, (unsigned long long)(cur - 1));
+    /* {hash tag}: both windows of a key in one slot, as Redis Cluster needs */
+    snprintf(k1, sizeof k1, "%s{%s}:%llu", pre, e->name, (unsigned long long)cur);
+    snprintf(k2, sizeof k2, "%s{%s}:%llu", pre, e->name, (unsigned long long)(cur - 1));
     snprintf(a3, sizeof a3, "%llu", (unsigned long long)oc);
     snprintf(a4, sizeof a4, "%llu", (unsigned long long)op);
     snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)(2 * W / 1000000 + 1000));

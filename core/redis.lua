@@ -1,6 +1,6 @@
 -- sluice's fleet counter (docs/redis.md): a sliding window counter over
 -- windows of W, one hash per key and window, one field per counting node.
--- KEYS[1]: PREFIX..RULE..":"..KEY..":"..WINDOW      (this window)
+-- KEYS[1]: PREFIX.."{"..RULE..":"..KEY.."}:"..WINDOW  (this window)
 -- KEYS[2]: the same for WINDOW - 1                  (the previous one)
 -- ARGV[1]: the node's id (a field name; sluice uses "HOSTNAME:PID:RANDOM")
 -- ARGV[2]: "add": count ARGV[3] more if the fleet estimate stays within

@@ -71,11 +71,11 @@ with TempDir() as tmp:
         back = time.monotonic() - tr
         def fields():
             w = int(time.time())
-            return int(redis.cli("HLEN", f"sluice:web:{CLIENT}:{w}") or 0)
+            return int(redis.cli("HLEN", f"sluice:{{web:{CLIENT}}}:{w}") or 0)
         try:
             wait_for(lambda: fields() >= 2, 1.0, "both programs' counts back in Redis")
         except AssertionError:
-            print(redis.cli("KEYS", "*"), redis.cli("HGETALL", f"sluice:web:{CLIENT}:{int(time.time())}"))
+            print(redis.cli("KEYS", "*"), redis.cli("HGETALL", f"sluice:{{web:{CLIENT}}}:{int(time.time())}"))
             raise
         tb = time.monotonic()
         time.sleep(2.5)

@@ -42,8 +42,8 @@ with TempDir() as tmp:
                 now = time.time()
                 w = int(now // WINDOW)
                 weight = int(1e6 * (1 - (now - w * WINDOW) / WINDOW))
-                out = redis.cli("EVALSHA", sha, "2", f"sluice:web:{CLIENT}:{w}",
-                                f"sluice:web:{CLIENT}:{w - 1}", "svc-1", "add", "1", "0",
+                out = redis.cli("EVALSHA", sha, "2", f"sluice:{{web:{CLIENT}}}:{w}",
+                                f"sluice:{{web:{CLIENT}}}:{w - 1}", "svc-1", "add", "1", "0",
                                 str(svc["limit"]), str(weight), "3000").split()
                 svc["tries"] += 1
                 if out and out[0] == "1":
@@ -78,8 +78,8 @@ with TempDir() as tmp:
         print(f"the service checking: {svc['ok']} of {svc['tries']} allowed")
         check(svc["tries"] >= 20 and svc["ok"] <= 0.25 * svc["tries"],
               "the service does not see the pair's counts")
-        keys = redis.cli("KEYS", "sluice:web:*").split()
-        check(keys and all(k.startswith(f"sluice:web:{CLIENT}:") for k in keys),
+        keys = redis.cli("KEYS", "sluice:*").split()
+        check(keys and all(k.startswith(f"sluice:{{web:{CLIENT}}}:") for k in keys),
               f"unexpected key layout: {keys}")
         for i in range(2):
             err = progs.stderr(i)

@@ -10,7 +10,7 @@ with TempDir() as tmp:
     try:
         sha = redis.cli("SCRIPT", "LOAD", open(SCRIPT).read()).strip()
         check(len(sha) == 40, f"SCRIPT LOAD: {sha!r}")
-        cur, prev = "sluice:web:10.0.0.1:1001", "sluice:web:10.0.0.1:1000"
+        cur, prev = "sluice:{web:10.0.0.1}:1001", "sluice:{web:10.0.0.1}:1000"
 
         def call(node, op, n, p=0, limit=0, weight=0, ttl=3000):
             out = redis.cli("EVALSHA", sha, "2", cur, prev, node, op, str(n), str(p), str(limit),
