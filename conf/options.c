@@ -609,11 +609,14 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
     }
 
     const char *scope = cfg_getstr(sec, "scope");
-    if (!rate && strcmp(scope, "local") != 0) {
+    bool req_rate = cfg_getstr(sec, "req_rate") != NULL;
+    if (!rate && strcmp(scope, "cluster") == 0) {
         conf_fail(sec, line, "scope", scope,
-                  strcmp(scope, "cluster") == 0
-                      ? "needs a rate (a cluster shares the connection rate only)"
-                      : "needs a rate (redis shares the connection rate only)");
+                  "needs a rate (a cluster shares the connection rate only)");
+        return -1;
+    }
+    if (!rate && !req_rate && strcmp(scope, "redis") == 0) {
+        conf_fail(sec, line, "scope", scope, "needs a rate or a req_rate (what redis shares)");
         return -1;
     }
     if (byte_limit_fits(sec, line, "recv_rate", "recv_burst") != 0 ||

@@ -276,8 +276,9 @@ static void add_call(struct conn *c, struct sl_rentry *e, uint64_t wn)
     uint64_t tag = atomic_load_explicit(&e->tag, memory_order_acquire);
     if (tag < 2 || m == 0 || m > (uint32_t)cfg->nrules) return;
     const struct sl_rule *r = &cfg->rules[m - 1];
-    if (r->scope != SL_SCOPE_REDIS || !r->limit.count) return;
-    const uint64_t W = r->limit.period_ns, cur = wn / W;
+    const struct sl_limit *l = sl_redis_entry_limit(r, e);
+    if (r->scope != SL_SCOPE_REDIS || !l->count) return;
+    const uint64_t W = l->period_ns, cur = wn / W;
     uint64_t own = atomic_load_explicit(&e->own, memory_order_relaxed);
     uint64_t rest = atomic_load_explicit(&e->rest, memory_order_relaxed);
     bool live = (own && sl_win_diff(cur, sl_win_index(own)) <= 1) ||
@@ -312,8 +313,10 @@ static int round_trip(struct conn *c, uint64_t now)
     uint64_t wn = sl_redis_wall(s, now);
     c->ncalls = 0;
     c->outlen = 0;
-    for (int i = 0; i < s->cfg->nrules; i++)
+    for (int i = 0; i < s->cfg->nrules; i++) {
         add_call(c, &s->ovf[i], wn);
+        add_call(c, &s->ovf[i + SL_MAX_RULES], wn);
+    }
     for (uint32_t i = 0; i <= s->mask; i++)
         add_call(c, &s->ents[i], wn);
     if (c->ncalls == 0) { /* nothing to say: a PING keeps the state honest */

@@ -24,7 +24,9 @@ struct sl_redis_state;
  * message in err on failure. */
 struct sl_redis_state *sl_redis_open(const struct sl_config *cfg, char *err, size_t errlen);
 
-/* Decides `cost` events of a redis-scoped rule (index `rule` in cfg). */
+/* Decides `cost` events of a redis-scoped rule (index `rule` in cfg):
+ * connections against r->limit, or requests (a key made by reqkey.c)
+ * against r->req_limit. */
 void sl_redis_decide(struct sl_redis_state *s, int rule, const struct sl_rule *r,
                      const struct sl_key *k, uint64_t now, uint64_t cost, struct sl_verdict *v);
 

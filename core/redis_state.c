@@ -42,6 +42,7 @@
 #include "clock.h"
 #include "mem.h"
 #include "redis_int.h"
+#include "reqkey.h"
 #include "window.h"
 
 uint64_t sl_redis_wall(const struct sl_redis_state *s, uint64_t now)
@@ -51,8 +52,14 @@ uint64_t sl_redis_wall(const struct sl_redis_state *s, uint64_t now)
 
 /* ---- key names ----------------------------------------------------------- */
 
+static bool is_req(const struct sl_key *k)
+{
+    return (k->extra & SL_REQ_KEY_BUCKET) != 0;
+}
+
 /* "RULE:KEY" as docs/redis.md lays it out: the peer address, the prefix
- * in CIDR form, the destination with its port, or "*" for per = rule. */
+ * in CIDR form, the destination with its port, or "*" for per = rule;
+ * request counts are "RULE:req:KEY". */
 static void key_name(const struct sl_rule *r, const struct sl_key *k, char *buf, size_t len)
 {
     uint8_t a[16];
@@ -62,16 +69,17 @@ static void key_name(const struct sl_rule *r, const struct sl_key *k, char *buf,
     unsigned port = (unsigned)(k->extra >> 8 & 0xffff);
     static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
     bool v4 = memcmp(a, v4mapped, 12) == 0 && plen >= 96;
-    char addr[64];
+    char addr[64], rule[SL_NAME_MAX + 8];
     sl_addr_format(a, addr, sizeof addr);
+    snprintf(rule, sizeof rule, is_req(k) ? "%s:req" : "%s", r->name);
     if (plen == 0)
-        snprintf(buf, len, "%s:*", r->name);
+        snprintf(buf, len, "%s:*", rule);
     else if (port)
-        snprintf(buf, len, v4 ? "%s:%s:%u" : "%s:[%s]:%u", r->name, addr, port);
+        snprintf(buf, len, v4 ? "%s:%s:%u" : "%s:[%s]:%u", rule, addr, port);
     else if (plen == 128)
-        snprintf(buf, len, "%s:%s", r->name, addr);
+        snprintf(buf, len, "%s:%s", rule, addr);
     else
-        snprintf(buf, len, "%s:%s/%u", r->name, addr, v4 ? plen - 96 : plen);
+        snprintf(buf, len, "%s:%s/%u", rule, addr, v4 ? plen - 96 : plen);
 }
 
 /* ---- entries --------------------------------------------------------------- */
@@ -80,7 +88,7 @@ static bool entry_idle(const struct sl_redis_state *s, struct sl_rentry *e, uint
 {
     uint32_t m = atomic_load_explicit(&e->meta, memory_order_acquire);
     if (m == 0 || m > (uint32_t)s->cfg->nrules) return false;
-    uint64_t cur = wn / s->cfg->rules[m - 1].limit.period_ns;
+    uint64_t cur = wn / sl_redis_entry_limit(&s->cfg->rules[m - 1], e)->period_ns;
     uint64_t w[2] = {atomic_load_explicit(&e->own, memory_order_relaxed),
                      atomic_load_explicit(&e->rest, memory_order_relaxed)};
     for (int i = 0; i < 2; i++)
@@ -93,6 +101,7 @@ static void setup(struct sl_rentry *e, int rule, const struct sl_rule *r, const 
 {
     atomic_store_explicit(&e->own, 0, memory_order_relaxed);
     atomic_store_explicit(&e->rest, 0, memory_order_relaxed);
+    e->req = is_req(k);
     key_name(r, k, e->name, sizeof e->name);
     atomic_store_explicit(&e->meta, (uint32_t)rule + 1, memory_order_relaxed);
     atomic_store_explicit(&e->tag, hash, memory_order_release);
@@ -143,9 +152,10 @@ void sl_redis_decide(struct sl_redis_state *s, int rule, const struct sl_rule *r
                      const struct sl_key *k, uint64_t now, uint64_t cost, struct sl_verdict *v)
 {
     sl_redis_check(s, now);
-    const uint64_t W = r->limit.period_ns;
+    const struct sl_limit *l = is_req(k) ? &r->req_limit : &r->limit;
+    const uint64_t W = l->period_ns;
     uint64_t wn = sl_redis_wall(s, now), cur = wn / W, el = wn % W;
-    uint64_t n = r->limit.count, P = 0, C = 0;
+    uint64_t n = l->count, P = 0, C = 0;
     struct sl_rentry *e = find(s, rule, r, k, wn, true);
     if (!e) {
         sl_redis_count(s, SL_RC_OVERFLOW, 1);
@@ -154,7 +164,7 @@ void sl_redis_decide(struct sl_redis_state *s, int rule, const struct sl_rule *r
             *v = (struct sl_verdict){.allowed = ok, .limit = n, .retry_ns = ok ? 0 : W};
             return;
         }
-        e = &s->ovf[rule];
+        e = &s->ovf[rule + (is_req(k) ? SL_MAX_RULES : 0)];
     }
     if (backend_ok(s, now)) {
         sl_win_counts(atomic_load_explicit(&e->rest, memory_order_relaxed), cur, &P, &C);
@@ -201,11 +211,12 @@ void sl_redis_decide(struct sl_redis_state *s, int rule, const struct sl_rule *r
 void sl_redis_refund(struct sl_redis_state *s, int rule, const struct sl_rule *r,
                      const struct sl_key *k, uint64_t now, uint64_t cost)
 {
-    uint64_t wn = sl_redis_wall(s, now), cur = wn / r->limit.period_ns;
+    const struct sl_limit *l = is_req(k) ? &r->req_limit : &r->limit;
+    uint64_t wn = sl_redis_wall(s, now), cur = wn / l->period_ns;
     struct sl_rentry *e = find(s, rule, r, k, wn, false);
     if (!e) {
         if (s->cfg->on_full != SL_FULL_SHARED) return;
-        e = &s->ovf[rule];
+        e = &s->ovf[rule + (is_req(k) ? SL_MAX_RULES : 0)];
     }
     uint64_t own = atomic_load_explicit(&e->own, memory_order_relaxed);
     for (;;) {
@@ -225,7 +236,9 @@ struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size
     uint32_t n = 1024;
     while (n < cfg->table_slots / 4 && n < (1u << 22))
         n <<= 1;
-    size_t bytes = sizeof(struct sl_rhdr) + (size_t)(SL_MAX_RULES + n) * sizeof(struct sl_rentry);
+    /* overflow entries: connections [0, SL_MAX_RULES), requests after */
+    size_t bytes =
+        sizeof(struct sl_rhdr) + (size_t)(2 * SL_MAX_RULES + n) * sizeof(struct sl_rentry);
     void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED) {
         snprintf(err, errlen, "mmap %zu bytes: %s", bytes, strerror(errno));
@@ -240,7 +253,7 @@ struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size
     s->cfg = cfg;
     s->hdr = map;
     s->ovf = (struct sl_rentry *)((char *)map + sizeof(struct sl_rhdr));
-    s->ents = s->ovf + SL_MAX_RULES;
+    s->ents = s->ovf + 2 * SL_MAX_RULES;
     s->mask = n - 1;
     s->bytes = bytes;
     s->fd = -1;
@@ -254,9 +267,13 @@ struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size
     atomic_store(&s->hdr->offset_ns, sl_clock_wall_offset());
     for (int i = 0; i < cfg->nrules; i++) {
         const struct sl_rule *r = &cfg->rules[i];
-        snprintf(s->ovf[i].name, sizeof s->ovf[i].name, "%s:overflow", r->name);
-        atomic_store(&s->ovf[i].meta, (uint32_t)i + 1);
-        atomic_store(&s->ovf[i].tag, 2);
+        for (int q = 0; q < 2; q++) {
+            struct sl_rentry *e = &s->ovf[i + q * SL_MAX_RULES];
+            snprintf(e->name, sizeof e->name, q ? "%s:req:overflow" : "%s:overflow", r->name);
+            e->req = (uint32_t)q;
+            atomic_store(&e->meta, (uint32_t)i + 1);
+            atomic_store(&e->tag, 2);
+        }
     }
     return s;
 }
