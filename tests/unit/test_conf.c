@@ -733,7 +733,7 @@ static void byte_and_conns_errors_each_get_their_own_words(void **state)
                  "inline rule 1: inbound \"in-1\": option 'conns': '-1' is not a whole number");
     assert_error(NULL, "in rate=1/s scope=global",
                  "inline rule 1: inbound \"in-1\": option 'scope': 'global' is not one of local, "
-                 "cluster");
+                 "cluster, redis");
 }
 
 static void a_cluster_rule_needs_a_gossip_section_and_a_rate(void **state)
