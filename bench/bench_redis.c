@@ -25,8 +25,8 @@ static double cpu_s(void)
 
 static struct sl_key key_of(const struct sl_rule *r, uint64_t i)
 {
-    struct sl_key k = {.rule = r->id, .hi = 0, .lo = 0xffff00000000ull | (i & 0xffffffffu),
-                       .extra = 128};
+    struct sl_key k = {
+        .rule = r->id, .hi = 0, .lo = 0xffff00000000ull | (i & 0xffffffffu), .extra = 128};
     return k;
 }
 
@@ -43,8 +43,8 @@ int main(int argc, char **argv)
     r->scope = SL_SCOPE_REDIS;
     r->per = SL_PER_PEER;
     sl_limit_init(&r->limit, SL_ALG_SLIDING, 1000000, 1000000000ull, 0);
-    cfg.redis = (struct sl_redis){.enabled = true, .interval_ns = 20000000, .timeout_ns = 200000000,
-                                  .local_share_pct = 50};
+    cfg.redis = (struct sl_redis){
+        .enabled = true, .interval_ns = 20000000, .timeout_ns = 200000000, .local_share_pct = 50};
     char err[256];
     struct sl_redis_state *s = sl_redis_map(&cfg, err, sizeof err);
     struct sl_table *t = sl_table_open(cfg.table_slots, "", SL_FULL_SHARED, err, sizeof err);
@@ -52,7 +52,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_redis: %s\n", err);
         return 1;
     }
-    atomic_store(&s->running, 1); /* no sender: decisions must not start one */
+    atomic_store(&s->running, 1);                 /* no sender: decisions must not start one */
     atomic_store(&s->hdr->ok_at, UINT64_MAX / 2); /* "Redis answered": never stale here */
     int tr = sl_table_rule(t, r->id, r->name);
     const size_t nkeys[] = {1, 100000};
@@ -79,8 +79,9 @@ int main(int argc, char **argv)
         }
         printf("| %zu | %.1f | %.1f | %.2fx |\n", nkeys[c], ns[0], ns[1], ns[1] / ns[0]);
     }
-    printf("\n_One thread, CPU time per decision, `now` given; the same sliding-window rule in both. "
-           "The redis decision reads one more word (the rest of the fleet's counts) and whether Redis "
-           "answered lately; it never waits for Redis._\n");
+    printf(
+        "\n_One thread, CPU time per decision, `now` given; the same sliding-window rule in both. "
+        "The redis decision reads one more word (the rest of the fleet's counts) and whether Redis "
+        "answered lately; it never waits for Redis._\n");
     return 0;
 }

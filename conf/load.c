@@ -293,7 +293,8 @@ static void build_redis(cfg_t *sec, struct sl_redis *r)
     snprintf(r->prefix, sizeof r->prefix, "%s", cfg_getstr(sec, "prefix"));
     conf_parse_duration(cfg_getstr(sec, "interval"), &r->interval_ns);
     conf_parse_duration(cfg_getstr(sec, "timeout"), &r->timeout_ns);
-    r->on_error = (enum sl_backend_error)enum_value(sec, "on_backend_error", conf_backend_error_names);
+    r->on_error =
+        (enum sl_backend_error)enum_value(sec, "on_backend_error", conf_backend_error_names);
     r->local_share_pct = (uint32_t)cfg_getint(sec, "local_share");
 }
 

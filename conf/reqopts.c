@@ -224,8 +224,8 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
         /* a fleet shares window counts (core/redis_state.c): a sliding window */
         bool fleet = r->scope == SL_SCOPE_REDIS;
         if (fleet && count > SL_SLIDING_MAX_COUNT) {
-            conf_fail(sec, line, "req_rate", rate, "is too many for one sliding window (at most %u)",
-                      SL_SLIDING_MAX_COUNT);
+            conf_fail(sec, line, "req_rate", rate,
+                      "is too many for one sliding window (at most %u)", SL_SLIDING_MAX_COUNT);
             return -1;
         }
         sl_limit_init(&r->req_limit, fleet ? SL_ALG_SLIDING : SL_ALG_GCRA, count, period, burst);

@@ -45,9 +45,9 @@
 #include "sys.h"
 #include "window.h"
 
-#define BACKOFF_MIN  100000000ull  /* 100 ms */
-#define BACKOFF_MAX  2000000000ull /* 2 s */
-#define ROUND_MAX    65536         /* keys synced per round */
+#define BACKOFF_MIN 100000000ull  /* 100 ms */
+#define BACKOFF_MAX 2000000000ull /* 2 s */
+#define ROUND_MAX   65536         /* keys synced per round */
 
 /* One call of a round: which entry, as it was, for which window. */
 struct call {
@@ -263,9 +263,9 @@ static int on_counts(struct conn *c, size_t i, redisReply *r)
     sl_redis_count(c->s, SL_RC_CALLS, 1);
     const struct call *x = &c->calls[i];
     if (atomic_load_explicit(&x->e->tag, memory_order_acquire) != x->tag) return 0; /* reused */
-    atomic_store_explicit(&x->e->rest,
-                          sl_win_pack(x->window, sub0(k.prev, k.own_prev), sub0(k.curr, k.own_curr)),
-                          memory_order_relaxed);
+    atomic_store_explicit(
+        &x->e->rest, sl_win_pack(x->window, sub0(k.prev, k.own_prev), sub0(k.curr, k.own_curr)),
+        memory_order_relaxed);
     return 0;
 }
 
@@ -342,15 +342,14 @@ static void say_state(struct conn *c, int *state, int now_ok)
         sl_log_state(SL_LOG_INFO, "redis: %s answers; redis rules count with the fleet again",
                      rc->address);
     else
-        sl_log_state(SL_LOG_WARN, "redis: %s: %s; redis rules: on_backend_error = %s%s", rc->address,
-               c->why,
-               rc->on_error == SL_BACKEND_LOCAL    ? "local ("
-               : rc->on_error == SL_BACKEND_OPEN   ? "open"
-                                                   : "closed",
-               rc->on_error == SL_BACKEND_LOCAL ? "local_share of each limit)" : "");
+        sl_log_state(SL_LOG_WARN, "redis: %s: %s; redis rules: on_backend_error = %s%s",
+                     rc->address, c->why,
+                     rc->on_error == SL_BACKEND_LOCAL  ? "local ("
+                     : rc->on_error == SL_BACKEND_OPEN ? "open"
+                                                       : "closed",
+                     rc->on_error == SL_BACKEND_LOCAL ? "local_share of each limit)" : "");
     *state = now_ok;
 }
-
 
 static void *sender(void *arg)
 {

@@ -12,17 +12,17 @@
 
 #include "redis.h"
 
-#define SL_REDIS_PROBE   8  /* entries a key may live in */
-#define SL_REDIS_KEY_MAX 160/* "RULE:KEY" as it appears in Redis keys */
+#define SL_REDIS_PROBE   8   /* entries a key may live in */
+#define SL_REDIS_KEY_MAX 160 /* "RULE:KEY" as it appears in Redis keys */
 
 enum sl_redis_counter {
-    SL_RC_SYNCS,      /* rounds that got every reply */
-    SL_RC_CALLS,      /* EVALSHA replies read */
-    SL_RC_FAILURES,   /* rounds or connects that failed or timed out */
-    SL_RC_CONNECTS,   /* connections made (with the script loaded) */
-    SL_RC_FALLBACK,   /* decisions made under on_backend_error */
-    SL_RC_OVERFLOW,   /* keys that found no entry */
-    SL_RC_BAD_REPLY,  /* replies not of the script's shape */
+    SL_RC_SYNCS,     /* rounds that got every reply */
+    SL_RC_CALLS,     /* EVALSHA replies read */
+    SL_RC_FAILURES,  /* rounds or connects that failed or timed out */
+    SL_RC_CONNECTS,  /* connections made (with the script loaded) */
+    SL_RC_FALLBACK,  /* decisions made under on_backend_error */
+    SL_RC_OVERFLOW,  /* keys that found no entry */
+    SL_RC_BAD_REPLY, /* replies not of the script's shape */
     SL_RC_NCOUNTERS
 };
 

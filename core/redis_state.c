@@ -131,9 +131,8 @@ static struct sl_rentry *find(struct sl_redis_state *s, int rule, const struct s
             idle_tag = t;
         }
     }
-    if (!idle || !atomic_compare_exchange_strong_explicit(&idle->tag, &idle_tag, 1,
-                                                          memory_order_acquire,
-                                                          memory_order_relaxed))
+    if (!idle || !atomic_compare_exchange_strong_explicit(
+                     &idle->tag, &idle_tag, 1, memory_order_acquire, memory_order_relaxed))
         return NULL;
     atomic_store_explicit(&idle->meta, 0, memory_order_relaxed);
     setup(idle, rule, r, k, hash);
