@@ -15,10 +15,10 @@ from redis_fleet import *  # noqa: E402
 SECONDS = float(os.environ.get("FLEET_SECONDS", "7"))
 
 
-def evalsha_calls(redis):
+def evalsha_stat(redis, what="calls"):
     for line in redis.cli("INFO", "commandstats").splitlines():
         if line.startswith("cmdstat_evalsha:"):
-            return int(line.split("calls=")[1].split(",")[0])
+            return float(line.split(what + "=")[1].split(",")[0])
     return 0
 
 
@@ -34,10 +34,10 @@ def redis_case(tmp, n):
     redis = Redis(tmp)
     progs = Programs(tmp, redis.port, n=n)
     try:
-        c0, t0 = evalsha_calls(redis), time.monotonic()
+        c0, t0 = evalsha_stat(redis), time.monotonic()
         rate, attempts = measure(HOSTS[:n], progs.port)
-        ops = (evalsha_calls(redis) - c0) / (time.monotonic() - t0) / n
-        return rate, attempts, ops
+        ops = (evalsha_stat(redis) - c0) / (time.monotonic() - t0) / n
+        return rate, attempts, (ops, evalsha_stat(redis, "usec_per_call"))
     finally:
         progs.stop()
         redis.stop()
@@ -85,11 +85,12 @@ with TempDir() as tmp:
         r_rate, r_att, ops = redis_case(tmp, n)
         rows.append((n, g_rate, g_att, r_rate, r_att, ops))
     print(f"| programs | gossip: admitted/s (limit {LIMIT}) | gossip ratio | redis: admitted/s | "
-          f"redis ratio | redis bound (docs/redis.md) | Redis calls/s per program |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for n, g, ga, r, ra, ops in rows:
+          f"redis ratio | redis bound (docs/redis.md) | Redis calls/s per program | "
+          f"Redis CPU per call |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for n, g, ga, r, ra, (ops, us) in rows:
         print(f"| {n} | {g:.1f} | {g / LIMIT:.3f} | {r:.1f} | {r / LIMIT:.3f} | "
-              f"<= {1 + redis_bound(n):.3f} | {ops:.0f} |")
+              f"<= {1 + redis_bound(n):.3f} | {ops:.0f} | {us:.1f} us |")
     print(f"\n_One client address flooding (6 threads, {rows[0][2]}-{rows[-1][4]} attempts per run), "
           f"interval {int(INTERVAL * 1000)} ms for both backends, {SECONDS - 2:.0f} s measured after "
           f"2 s; a program sends one EVALSHA per live key per interval (one key here)._")

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,43 @@ static void keys_are_named_as_docs_redis_md_says(void **st)
     free(cfg);
 }
 
+struct hammer {
+    struct sl_redis_state *s;
+    const struct sl_config *cfg;
+    struct sl_key k;
+    int allowed;
+};
+
+static void *hammer_main(void *arg)
+{
+    struct hammer *h = arg;
+    h->allowed = admit(h->s, h->cfg, &h->k, T0 + MS, 1000);
+    return NULL;
+}
+
+static void threads_deciding_on_one_key_admit_exactly_the_limit_minus_the_rest(void **st)
+{
+    struct sl_config *cfg = config(1000, SL_BACKEND_LOCAL);
+    struct sl_redis_state *s = state(cfg);
+    struct sl_key k = peer_key(cfg, "10.0.0.1");
+    atomic_store(&s->hdr->ok_at, T0);
+    assert_int_equal(admit(s, cfg, &k, T0 + MS, 1), 1);
+    atomic_store(&entry_named(s, "web:10.0.0.1")->rest, sl_win_pack(T0 / SEC, 0, 99));
+    struct hammer h[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        h[i] = (struct hammer){s, cfg, k, 0};
+        assert_int_equal(pthread_create(&t[i], NULL, hammer_main, &h[i]), 0);
+    }
+    int total = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        total += h[i].allowed;
+    }
+    assert_int_equal(total, 1000 - 99 - 1);
+    free(cfg);
+}
+
 static int read_reply(const char *wire, struct sl_redis_counts *out)
 {
     redisReader *r = redisReaderCreate();
@@ -212,6 +250,7 @@ int main(void)
         cmocka_unit_test(open_passes_everything_and_closed_nothing_while_redis_is_silent),
         cmocka_unit_test(a_refund_gives_a_place_back),
         cmocka_unit_test(keys_are_named_as_docs_redis_md_says),
+        cmocka_unit_test(threads_deciding_on_one_key_admit_exactly_the_limit_minus_the_rest),
         cmocka_unit_test(only_replies_of_the_scripts_shape_are_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
