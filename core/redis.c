@@ -117,6 +117,12 @@ static int remaining_ms(uint64_t deadline)
     return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
 }
 
+static uint64_t progress(uint64_t deadline, uint64_t timeout, uint64_t last)
+{
+    uint64_t d = sl_clock_now() + timeout;
+    return d > last ? last : d > deadline ? d : deadline;
+}
+
 static int wait_fd(int fd, short ev, uint64_t deadline)
 {
     int ms = remaining_ms(deadline);
@@ -128,10 +134,15 @@ static int wait_fd(int fd, short ev, uint64_t deadline)
 }
 
 /* Writes c->out and reads `want` replies, handing each to fn; -1 on any
- * failure or when `deadline` passes. */
+ * failure, or when Redis makes no progress (reads nothing of ours, answers
+ * nothing) until `deadline`, which each piece of progress moves to
+ * `timeout` later: a large round is not a slow Redis. At most 8 timeouts
+ * in all. */
 typedef int (*reply_fn)(struct conn *c, size_t i, redisReply *r);
 static int exchange(struct conn *c, size_t want, uint64_t deadline, reply_fn fn)
 {
+    const uint64_t timeout = c->s->cfg->redis.timeout_ns;
+    const uint64_t last = deadline + 7 * timeout;
     size_t sent = 0, got = 0;
     char buf[16384];
     while (got < want) {
@@ -147,6 +158,7 @@ static int exchange(struct conn *c, size_t want, uint64_t deadline, reply_fn fn)
                                       MSG_NOSIGNAL | MSG_DONTWAIT, NULL, 0);
             if (n < 0 && errno != EAGAIN && errno != EINTR) return fail(c, "send", errno);
             if (n > 0) sent += (size_t)n;
+            if (n > 0) deadline = progress(deadline, timeout, last);
         }
         if (rev & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t n = sl_sys_recvfrom(c->fd, buf, sizeof buf, MSG_DONTWAIT);
@@ -155,6 +167,7 @@ static int exchange(struct conn *c, size_t want, uint64_t deadline, reply_fn fn)
                 if (errno == EAGAIN || errno == EINTR) continue;
                 return fail(c, "recv", errno);
             }
+            deadline = progress(deadline, timeout, last);
             if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK)
                 return fail(c, "reply too large", 0);
             for (;;) {
@@ -262,6 +275,9 @@ static int on_counts(struct conn *c, size_t i, redisReply *r)
     }
     sl_redis_count(c->s, SL_RC_CALLS, 1);
     const struct call *x = &c->calls[i];
+    /* Redis answers: a long round keeps the rules counting with the fleet */
+    if ((i & 255) == 255)
+        atomic_store_explicit(&c->s->hdr->ok_at, sl_clock_now(), memory_order_release);
     if (atomic_load_explicit(&x->e->tag, memory_order_acquire) != x->tag) return 0; /* reused */
     atomic_store_explicit(
         &x->e->rest, sl_win_pack(x->window, sub0(k.prev, k.own_prev), sub0(k.curr, k.own_curr)),
@@ -376,7 +392,8 @@ static void *sender(void *arg)
             uint64_t start = sl_clock_now();
             rc_ = round_trip(&c, start);
             if (rc_ == 0) {
-                atomic_store_explicit(&s->hdr->ok_at, start, memory_order_release);
+                if (start > atomic_load_explicit(&s->hdr->ok_at, memory_order_relaxed))
+                    atomic_store_explicit(&s->hdr->ok_at, start, memory_order_release);
                 sl_redis_count(s, SL_RC_SYNCS, 1);
                 backoff = BACKOFF_MIN;
                 say_state(&c, &state, 1);
@@ -442,12 +459,14 @@ void sl_redis_check(struct sl_redis_state *s, uint64_t now)
     uint64_t e = atomic_load_explicit(&s->hdr->elect_ns, memory_order_relaxed);
     if (e && now < e + SL_NS_PER_SEC) return;
     if (!atomic_compare_exchange_strong(&s->hdr->elect_ns, &e, now)) return;
+    int saved = errno; /* on the program's call path: leave errno as it was */
     char err[128];
     if (sl_redis_start(s, err, sizeof err) != 0)
         sl_log(SL_LOG_WARN, "%s", err);
     else if (hb) /* a sender before us died */
         sl_log(SL_LOG_INFO, "redis: this process (%d) now syncs with %s", (int)getpid(),
                rc->address);
+    errno = saved;
 }
 
 struct sl_redis_state *sl_redis_open(const struct sl_config *cfg, char *err, size_t errlen)
