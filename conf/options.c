@@ -175,7 +175,7 @@ static const struct option options[] = {
     {"user",         STR,  NULL,     REDIS,       0,        0,              0,            check_redis_text, NULL,            NULL},          /* ACL user; none: AUTH with the password only */
     {"password",     STR,  NULL,     REDIS,       0,        0,              0,            check_redis_text, NULL,            NULL},          /* none: no AUTH; never printed or logged */
     {"prefix",       STR,  "sluice:", REDIS,      0,        0,              0,            check_redis_text, NULL,            NULL},          /* of every key sluice writes */
-    {"timeout",      STR,  "200ms",  REDIS,       1 * MSEC, 10 * SEC,       0,            check_duration,   NULL,            NULL},          /* connect, and one sync round */
+    {"timeout",      STR,  "200ms",  REDIS,       1 * MSEC, 10 * SEC,       0,            check_duration,   NULL,            NULL},          /* connect; a sync round without progress */
     {"on_backend_error", STR, "local", REDIS,     0,        0,              0,            check_enum,       &backend_error_enum, NULL},      /* while Redis does not answer */
     {"local_share",  INT,  "50",     REDIS,       1,        100,            0,            NULL,             NULL,            NULL},          /* % of the limit, on_backend_error = local */
 };

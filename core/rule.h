@@ -201,7 +201,7 @@ struct sl_redis {
     char password[256];
     char prefix[64];
     uint64_t interval_ns; /* how often counts are synced */
-    uint64_t timeout_ns;  /* connect and one sync round */
+    uint64_t timeout_ns;  /* connect; a sync round without progress */
     enum sl_backend_error on_error;
     uint32_t local_share_pct;
 };
