@@ -65,7 +65,8 @@ struct conn {
     size_t outlen, outcap;
     struct call *calls;
     size_t ncalls;
-    char why[160]; /* the last failure, for the log */
+    char why[160];        /* the last failure, for the log */
+    uint64_t fallback_at; /* SL_RC_FALLBACK when Redis went away */
 };
 
 static bool append(struct conn *c, int argc, const char **argv, const size_t *len)
@@ -248,7 +249,9 @@ static int connect_redis(struct conn *c)
     size_t lens[3] = {6, 4, sizeof sl_redis_lua - 1};
     if (!append(c, 3, argv, lens)) return fail(c, "out of memory", 0);
     c->sha[0] = 0;
-    if (exchange(c, want, deadline, on_hello) != 0) return -1;
+    int done = exchange(c, want, deadline, on_hello);
+    if (c->out) explicit_bzero(c->out, c->outcap); /* it held the password */
+    if (done != 0) return -1;
     if (!c->sha[0]) return fail(c, "SCRIPT LOAD answered no digest", 0);
     sl_redis_count(c->s, SL_RC_CONNECTS, 1);
     return 0;
@@ -351,19 +354,29 @@ static void say_state(struct conn *c, int *state, int now_ok)
 {
     if (*state == now_ok) return;
     const struct sl_redis *rc = &c->s->cfg->redis;
+    uint64_t fallback =
+        atomic_load_explicit(&c->s->hdr->counters[SL_RC_FALLBACK], memory_order_relaxed);
+    char share[48];
+    snprintf(share, sizeof share, "%u%% of each limit, on this program's counts",
+             rc->local_share_pct);
     if (now_ok && *state < 0)
         sl_log_state(SL_LOG_INFO, "redis: %s connected; redis rules count with the fleet",
                      rc->address);
     else if (now_ok)
-        sl_log_state(SL_LOG_INFO, "redis: %s answers; redis rules count with the fleet again",
-                     rc->address);
+        sl_log_state(SL_LOG_INFO,
+                     "redis: %s answers; redis rules count with the fleet again (%llu decisions "
+                     "made under on_backend_error meanwhile)",
+                     rc->address, (unsigned long long)(fallback - c->fallback_at));
     else
-        sl_log_state(SL_LOG_WARN, "redis: %s: %s; redis rules: on_backend_error = %s%s",
+        sl_log_state(SL_LOG_WARN, "redis: %s: %s; redis rules: on_backend_error = %s (%s)",
                      rc->address, c->why,
-                     rc->on_error == SL_BACKEND_LOCAL  ? "local ("
+                     rc->on_error == SL_BACKEND_LOCAL  ? "local"
                      : rc->on_error == SL_BACKEND_OPEN ? "open"
                                                        : "closed",
-                     rc->on_error == SL_BACKEND_LOCAL ? "local_share of each limit)" : "");
+                     rc->on_error == SL_BACKEND_LOCAL  ? share
+                     : rc->on_error == SL_BACKEND_OPEN ? "no limit"
+                                                       : "everything denied");
+    if (!now_ok) c->fallback_at = fallback;
     *state = now_ok;
 }
 
