@@ -41,6 +41,7 @@ struct conf_ctx {
     int gossip_line;    /* where the gossip section opens; 0: none yet */
     bool gossip_inline; /* ... and gossip_line is an inline rule number */
     int redis_line;     /* where the redis section opens; 0: none yet */
+    bool redis_inline;  /* ... and redis_line is an inline rule number */
     int nseen;
     struct conf_seen seen[SL_MAX_RULES + 1];
 };

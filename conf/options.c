@@ -706,8 +706,8 @@ static int validate_redis(cfg_t *parent, cfg_opt_t *opt)
     conf_ctx->section = NULL;
     int line = conf_section_line(sec);
     if (conf_ctx->redis_line) {
-        conf_fail(sec, line, NULL, NULL, "there is already a redis section on line %d",
-                  conf_ctx->redis_line);
+        conf_fail(sec, line, NULL, NULL, "there is already a redis section %s %d",
+                  conf_ctx->redis_inline ? "in inline rule" : "on line", conf_ctx->redis_line);
         return -1;
     }
     if (cfg_size(sec, "address") == 0) {
@@ -719,6 +719,7 @@ static int validate_redis(cfg_t *parent, cfg_opt_t *opt)
         return -1;
     }
     conf_ctx->redis_line = line;
+    conf_ctx->redis_inline = conf_ctx->is_inline;
     return 0;
 }
 

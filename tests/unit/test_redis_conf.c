@@ -125,12 +125,32 @@ static void redis_errors_name_the_line_the_option_and_the_value(void **st)
                  "2: redis: there is already a redis section on line 1");
 }
 
+static void a_redis_section_can_be_inline(void **st)
+{
+    enum sl_on_error oe;
+    char err[512];
+    struct sl_config *c = sl_conf_load(
+        NULL, "redis address=127.0.0.1:6390 interval=20ms; in port=80 rate=9/s scope=redis", &oe,
+        err, sizeof err);
+    assert_non_null(c);
+    assert_string_equal(c->redis.address, "127.0.0.1:6390");
+    assert_int_equal(c->redis.interval_ns, 20 * MS);
+    assert_int_equal(c->rules[0].scope, SL_SCOPE_REDIS);
+    sl_conf_free(c);
+    c = sl_conf_load(NULL, "redis address=127.0.0.1:1; redis address=127.0.0.1:2", &oe, err,
+                     sizeof err);
+    assert_null(c);
+    assert_string_equal(err,
+                        "inline rule 2: redis: there is already a redis section in inline rule 1");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_redis_section_has_defaults_for_all_but_the_address),
         cmocka_unit_test(every_redis_option_is_read),
         cmocka_unit_test(redis_errors_name_the_line_the_option_and_the_value),
+        cmocka_unit_test(a_redis_section_can_be_inline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
