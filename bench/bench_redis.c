@@ -55,6 +55,7 @@ int main(int argc, char **argv)
     atomic_store(&s->running, 1);                 /* no sender: decisions must not start one */
     atomic_store(&s->hdr->ok_at, UINT64_MAX / 2); /* "Redis answered": never stale here */
     int tr = sl_table_rule(t, r->id, r->name);
+    const struct sl_redis_what w = {.limit = &r->limit};
     const size_t nkeys[] = {1, 100000};
     printf("| keys | sluice local table ns/decision | scope = redis ns/decision | ratio |\n");
     printf("|---|---:|---:|---:|\n");
@@ -71,7 +72,7 @@ int main(int argc, char **argv)
                     if (which == 0)
                         sl_table_decide(t, tr, &k, &r->limit, now, 1, 0, &v);
                     else
-                        sl_redis_decide(s, 0, r, &k, now, 1, &v);
+                        sl_redis_decide(s, 0, r, &w, &k, now, 1, &v);
                 }
                 el = cpu_s() - t0;
             } while (el < secs);

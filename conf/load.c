@@ -249,7 +249,15 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
             r->err = r->action == SL_ACT_DELAY ? ETIMEDOUT : ECONNREFUSED;
     }
     r->dry_run = cfg_size(sec, "dry_run") ? cfg_getbool(sec, "dry_run") : c->dry_run;
-    return conf_build_request(sec, r, seen->line);
+    if (conf_build_request(sec, r, seen->line) != 0) return -1;
+    if (r->request && r->scope == SL_SCOPE_REDIS && r->req_per != SL_REQ_PER_ADDRESS &&
+        !*c->redis.key_file) {
+        /* a key value must be named alike by every program: a shared key */
+        conf_fail(sec, seen->line, "per", cfg_getstr(sec, "per"),
+                  "needs a key_file in the redis section with scope = redis");
+        return -1;
+    }
+    return 0;
 }
 
 /* The gossip section, checked when it was read; fills the defaults that
@@ -279,7 +287,7 @@ static int build_gossip(cfg_t *sec, struct sl_gossip *g)
 }
 
 /* The redis section, checked when it was read. */
-static void build_redis(cfg_t *sec, struct sl_redis *r)
+static int build_redis(cfg_t *sec, struct sl_redis *r)
 {
     r->enabled = true;
     const char *a = cfg_getstr(sec, "address");
@@ -296,6 +304,14 @@ static void build_redis(cfg_t *sec, struct sl_redis *r)
     r->on_error =
         (enum sl_backend_error)enum_value(sec, "on_backend_error", conf_backend_error_names);
     r->local_share_pct = (uint32_t)cfg_getint(sec, "local_share");
+    const char *key_file = cfg_getstr(sec, "key_file");
+    const char *bad =
+        key_file ? conf_read_key(key_file, r->key, r->key_file, sizeof r->key_file) : NULL;
+    if (bad) { /* changed since it was read a moment ago */
+        conf_fail(sec, conf_section_line(sec), "key_file", key_file, "%s", bad);
+        return -1;
+    }
+    return 0;
 }
 
 static int build(cfg_t *cfg, struct conf_ctx *ctx, const char *dir, struct sl_config *c)
@@ -313,7 +329,8 @@ static int build(cfg_t *cfg, struct conf_ctx *ctx, const char *dir, struct sl_co
         ctx->dir = ctx->gossip_inline ? NULL : dir;
         if (build_gossip(cfg_getnsec(cfg, "gossip", 0), &c->gossip) != 0) return -1;
     }
-    if (cfg_size(cfg, "redis")) build_redis(cfg_getnsec(cfg, "redis", 0), &c->redis);
+    if (cfg_size(cfg, "redis") && build_redis(cfg_getnsec(cfg, "redis", 0), &c->redis) != 0)
+        return -1;
     for (int i = 0; i < ctx->nseen; i++) {
         const struct conf_seen *s = &ctx->seen[i];
         cfg_t *sec = cfg_gettsec(cfg, s->dir == SL_IN ? "inbound" : "outbound", s->name);
@@ -449,5 +466,6 @@ void sl_conf_free(struct sl_config *c)
     }
     explicit_bzero(c->gossip.key, sizeof c->gossip.key);
     explicit_bzero(c->redis.password, sizeof c->redis.password);
+    explicit_bzero(c->redis.key, sizeof c->redis.key);
     sl_free(c);
 }

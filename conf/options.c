@@ -169,7 +169,7 @@ static const struct option options[] = {
     {"interval",     STR,  "100ms",  GOSSIP|REDIS,    1 * MSEC, 10 * SEC,       0,            check_duration,   NULL,            NULL},
     {"peer_timeout", STR,  NULL,     GOSSIP,      0,        0,              0,            check_duration,   NULL,            NULL},          /* 10 x interval; checked against it at the section's end */
     {"alone_share",  INT,  NULL,     GOSSIP,      1,        100,            0,            NULL,             NULL,            NULL},          /* %; ceil(100 / (peers + 1)) */
-    {"key_file",     STR,  NULL,     GOSSIP,      0,        0,              0,            check_key_file,   NULL,            NULL},          /* required: 64 hex characters, mode 600 */
+    {"key_file",     STR,  NULL,     GOSSIP|REDIS, 0,        0,              0,            check_key_file,   NULL,            NULL},          /* gossip: required; redis: for request keys by value. 64 hex characters, mode 600 */
     /* redis (core/redis.c; interval above) */
     {"address",      STR,  NULL,     REDIS,       0,        0,              0,            check_redis_address, NULL,         NULL},          /* required: "host:port" or "unix:/path" */
     {"user",         STR,  NULL,     REDIS,       0,        0,              0,            check_redis_text, NULL,            NULL},          /* ACL user; none: AUTH with the password only */

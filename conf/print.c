@@ -139,7 +139,13 @@ static void put_redis(FILE *out, const struct sl_redis *r)
     conf_format_duration(r->timeout_ns, buf, sizeof buf);
     fprintf(out, "    %-16s = %s\n", "timeout", buf);
     fprintf(out, "    %-16s = %s\n", "on_backend_error", conf_backend_error_names[r->on_error]);
-    fprintf(out, "    %-16s = %u\n}\n", "local_share", r->local_share_pct);
+    fprintf(out, "    %-16s = %u\n", "local_share", r->local_share_pct);
+    if (*r->key_file) {
+        fprintf(out, "    %-16s = ", "key_file");
+        put_string(out, r->key_file);
+        fputc('\n', out);
+    }
+    fputs("}\n", out);
 }
 
 static void put_rule(FILE *out, const struct sl_rule *r)

@@ -248,14 +248,6 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
     const char *per = cfg_getstr(sec, "per"), *name;
     if (per && conf_req_per(per, &r->req_per, &name))
         snprintf(r->req_per_name, sizeof r->req_per_name, "%s", name);
-    if (r->scope == SL_SCOPE_REDIS && r->req_per != SL_REQ_PER_ADDRESS) {
-        /* a key value is hashed under this program's own secret: another
-         * program could not name the same key in Redis */
-        conf_fail(sec, line, "per", per,
-                  "is not available with scope = redis (it shares requests per peer, prefix or "
-                  "rule)");
-        return -1;
-    }
     if (r->scope == SL_SCOPE_REDIS && r->action == SL_ACT_DELAY) {
         conf_fail(sec, line, "action", "delay",
                   "is not available for requests with scope = redis (a fleet's turn cannot be "

@@ -295,9 +295,8 @@ static void add_call(struct conn *c, struct sl_rentry *e, uint64_t wn)
     uint64_t tag = atomic_load_explicit(&e->tag, memory_order_acquire);
     if (tag < 2 || m == 0 || m > (uint32_t)cfg->nrules) return;
     const struct sl_rule *r = &cfg->rules[m - 1];
-    const struct sl_limit *l = sl_redis_entry_limit(r, e);
-    if (r->scope != SL_SCOPE_REDIS || !l->count) return;
-    const uint64_t W = l->period_ns, cur = wn / W;
+    if (r->scope != SL_SCOPE_REDIS || !e->period_ns) return;
+    const uint64_t W = e->period_ns, cur = wn / W;
     uint64_t own = atomic_load_explicit(&e->own, memory_order_relaxed);
     uint64_t rest = atomic_load_explicit(&e->rest, memory_order_relaxed);
     bool live = (own && sl_win_diff(cur, sl_win_index(own)) <= 1) ||

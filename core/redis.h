@@ -24,14 +24,24 @@ struct sl_redis_state;
  * message in err on failure. */
 struct sl_redis_state *sl_redis_open(const struct sl_config *cfg, char *err, size_t errlen);
 
-/* Decides `cost` events of a redis-scoped rule (index `rule` in cfg):
- * connections against r->limit, or requests (a key made by reqkey.c)
- * against r->req_limit. */
+/* What a key is, for its name in Redis: the limit it counts against (the
+ * rule's rate, req_rate, or a plan's), and for a request key by value
+ * (header:, query:, cookie:) that value; NULL for keys by address. */
+struct sl_redis_what {
+    const struct sl_limit *limit;
+    const char *value;
+    size_t value_len;
+};
+
+/* Decides `cost` events of a redis-scoped rule (index `rule` in cfg) for
+ * key k: a connection key (key.c) or a request key (reqkey.c). */
 void sl_redis_decide(struct sl_redis_state *s, int rule, const struct sl_rule *r,
-                     const struct sl_key *k, uint64_t now, uint64_t cost, struct sl_verdict *v);
+                     const struct sl_redis_what *w, const struct sl_key *k, uint64_t now,
+                     uint64_t cost, struct sl_verdict *v);
 
 /* Gives back what sl_redis_decide let through. */
 void sl_redis_refund(struct sl_redis_state *s, int rule, const struct sl_rule *r,
-                     const struct sl_key *k, uint64_t now, uint64_t cost);
+                     const struct sl_redis_what *w, const struct sl_key *k, uint64_t now,
+                     uint64_t cost);
 
 #endif

@@ -13,7 +13,7 @@
 #include "redis.h"
 
 #define SL_REDIS_PROBE   8   /* entries a key may live in */
-#define SL_REDIS_KEY_MAX 160 /* "RULE:KEY" as it appears in Redis keys */
+#define SL_REDIS_KEY_MAX 152 /* "RULE:KEY" as it appears in Redis keys */
 
 enum sl_redis_counter {
     SL_RC_SYNCS,     /* rounds that got every reply */
@@ -34,7 +34,8 @@ enum sl_redis_counter {
 struct sl_rentry {
     _Atomic uint64_t tag;
     _Atomic uint32_t meta; /* rule index + 1 */
-    uint32_t req;          /* counts requests (the rule's req_rate), not connections */
+    uint32_t req;          /* counts requests, not connections */
+    uint64_t period_ns;    /* W of the limit it counts against */
     _Atomic uint64_t own;
     _Atomic uint64_t rest;
     char name[SL_REDIS_KEY_MAX];
@@ -68,13 +69,6 @@ struct sl_redis_state {
 
 /* Maps the state (redis_state.c); the sender is not started. */
 struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size_t errlen);
-
-/* The limit an entry counts against. */
-static inline const struct sl_limit *sl_redis_entry_limit(const struct sl_rule *r,
-                                                          const struct sl_rentry *e)
-{
-    return e->req ? &r->req_limit : &r->limit;
-}
 
 /* Wall-clock ns at monotonic now (windows are numbered on it). */
 uint64_t sl_redis_wall(const struct sl_redis_state *s, uint64_t now);

@@ -34,6 +34,7 @@
 #include "redis.h"
 
 #include <errno.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -60,8 +61,18 @@ static bool is_req(const struct sl_key *k)
 /* "RULE:KEY" as docs/redis.md lays it out: the peer address, the prefix
  * in CIDR form, the destination with its port, or "*" for per = rule;
  * request counts are "RULE:req:KEY". */
-static void key_name(const struct sl_rule *r, const struct sl_key *k, char *buf, size_t len)
+static void key_name(const struct sl_redis_state *s, const struct sl_rule *r,
+                     const struct sl_redis_what *w, const struct sl_key *k, char *buf, size_t len)
 {
+    if (w->value) { /* "RULE:req:#" and 32 hex digits: BLAKE2b-128 under the fleet's key */
+        uint8_t h[16];
+        crypto_generichash(h, sizeof h, (const uint8_t *)w->value, w->value_len, s->cfg->redis.key,
+                           sizeof s->cfg->redis.key);
+        int n = snprintf(buf, len, "%s:req:#", r->name);
+        for (size_t i = 0; i < sizeof h && n > 0 && (size_t)n + 2 < len; i++)
+            n += snprintf(buf + n, len - (size_t)n, "%02x", h[i]);
+        return;
+    }
     uint8_t a[16];
     memcpy(a, &k->hi, 8);
     memcpy(a + 8, &k->lo, 8);
@@ -88,7 +99,7 @@ static bool entry_idle(const struct sl_redis_state *s, struct sl_rentry *e, uint
 {
     uint32_t m = atomic_load_explicit(&e->meta, memory_order_acquire);
     if (m == 0 || m > (uint32_t)s->cfg->nrules) return false;
-    uint64_t cur = wn / sl_redis_entry_limit(&s->cfg->rules[m - 1], e)->period_ns;
+    uint64_t cur = wn / e->period_ns;
     uint64_t w[2] = {atomic_load_explicit(&e->own, memory_order_relaxed),
                      atomic_load_explicit(&e->rest, memory_order_relaxed)};
     for (int i = 0; i < 2; i++)
@@ -96,19 +107,22 @@ static bool entry_idle(const struct sl_redis_state *s, struct sl_rentry *e, uint
     return true;
 }
 
-static void setup(struct sl_rentry *e, int rule, const struct sl_rule *r, const struct sl_key *k,
+static void setup(const struct sl_redis_state *s, struct sl_rentry *e, int rule,
+                  const struct sl_rule *r, const struct sl_redis_what *w, const struct sl_key *k,
                   uint64_t hash)
 {
     atomic_store_explicit(&e->own, 0, memory_order_relaxed);
     atomic_store_explicit(&e->rest, 0, memory_order_relaxed);
     e->req = is_req(k);
-    key_name(r, k, e->name, sizeof e->name);
+    e->period_ns = w->limit->period_ns;
+    key_name(s, r, w, k, e->name, sizeof e->name);
     atomic_store_explicit(&e->meta, (uint32_t)rule + 1, memory_order_relaxed);
     atomic_store_explicit(&e->tag, hash, memory_order_release);
 }
 
 static struct sl_rentry *find(struct sl_redis_state *s, int rule, const struct sl_rule *r,
-                              const struct sl_key *k, uint64_t wn, bool claim)
+                              const struct sl_redis_what *w, const struct sl_key *k, uint64_t wn,
+                              bool claim)
 {
     uint64_t hash = sl_key_hash(k, s->secret);
     struct sl_rentry *idle = NULL;
@@ -121,7 +135,7 @@ static struct sl_rentry *find(struct sl_redis_state *s, int rule, const struct s
             if (!claim) return NULL;
             if (atomic_compare_exchange_strong_explicit(&e->tag, &t, 1, memory_order_acquire,
                                                         memory_order_acquire)) {
-                setup(e, rule, r, k, hash);
+                setup(s, e, rule, r, w, k, hash);
                 return e;
             }
             if (t == hash) return e;
@@ -135,7 +149,7 @@ static struct sl_rentry *find(struct sl_redis_state *s, int rule, const struct s
                      &idle->tag, &idle_tag, 1, memory_order_acquire, memory_order_relaxed))
         return NULL;
     atomic_store_explicit(&idle->meta, 0, memory_order_relaxed);
-    setup(idle, rule, r, k, hash);
+    setup(s, idle, rule, r, w, k, hash);
     return idle;
 }
 
@@ -148,14 +162,15 @@ static bool backend_ok(const struct sl_redis_state *s, uint64_t now)
 }
 
 void sl_redis_decide(struct sl_redis_state *s, int rule, const struct sl_rule *r,
-                     const struct sl_key *k, uint64_t now, uint64_t cost, struct sl_verdict *v)
+                     const struct sl_redis_what *w, const struct sl_key *k, uint64_t now,
+                     uint64_t cost, struct sl_verdict *v)
 {
     sl_redis_check(s, now);
-    const struct sl_limit *l = is_req(k) ? &r->req_limit : &r->limit;
+    const struct sl_limit *l = w->limit;
     const uint64_t W = l->period_ns;
     uint64_t wn = sl_redis_wall(s, now), cur = wn / W, el = wn % W;
     uint64_t n = l->count, P = 0, C = 0;
-    struct sl_rentry *e = find(s, rule, r, k, wn, true);
+    struct sl_rentry *e = find(s, rule, r, w, k, wn, true);
     if (!e) {
         sl_redis_count(s, SL_RC_OVERFLOW, 1);
         if (s->cfg->on_full != SL_FULL_SHARED) {
@@ -208,11 +223,11 @@ void sl_redis_decide(struct sl_redis_state *s, int rule, const struct sl_rule *r
 }
 
 void sl_redis_refund(struct sl_redis_state *s, int rule, const struct sl_rule *r,
-                     const struct sl_key *k, uint64_t now, uint64_t cost)
+                     const struct sl_redis_what *w, const struct sl_key *k, uint64_t now,
+                     uint64_t cost)
 {
-    const struct sl_limit *l = is_req(k) ? &r->req_limit : &r->limit;
-    uint64_t wn = sl_redis_wall(s, now), cur = wn / l->period_ns;
-    struct sl_rentry *e = find(s, rule, r, k, wn, false);
+    uint64_t wn = sl_redis_wall(s, now), cur = wn / w->limit->period_ns;
+    struct sl_rentry *e = find(s, rule, r, w, k, wn, false);
     if (!e) {
         if (s->cfg->on_full != SL_FULL_SHARED) return;
         e = &s->ovf[rule + (is_req(k) ? SL_MAX_RULES : 0)];
@@ -270,6 +285,7 @@ struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size
             struct sl_rentry *e = &s->ovf[i + q * SL_MAX_RULES];
             snprintf(e->name, sizeof e->name, q ? "%s:req:overflow" : "%s:overflow", r->name);
             e->req = (uint32_t)q;
+            e->period_ns = q ? r->req_limit.period_ns : r->limit.period_ns;
             atomic_store(&e->meta, (uint32_t)i + 1);
             atomic_store(&e->tag, 2);
         }

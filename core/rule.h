@@ -204,6 +204,8 @@ struct sl_redis {
     uint64_t timeout_ns;  /* connect; a sync round without progress */
     enum sl_backend_error on_error;
     uint32_t local_share_pct;
+    char key_file[256]; /* "": request keys by value (header:, query:, cookie:) stay local */
+    uint8_t key[32];    /* names those keys in Redis: BLAKE2b-128 of the value under it */
 };
 
 struct sl_config {

@@ -74,7 +74,8 @@ static int admit(struct sl_redis_state *s, const struct sl_config *cfg, const st
     int n = 0;
     for (int i = 0; i < tries; i++) {
         struct sl_verdict v;
-        sl_redis_decide(s, 0, &cfg->rules[0], k, now, 1, &v);
+        sl_redis_decide(s, 0, &cfg->rules[0],
+                        &(struct sl_redis_what){.limit = &cfg->rules[0].limit}, k, now, 1, &v);
         n += v.allowed;
     }
     return n;
@@ -159,7 +160,8 @@ static void a_refund_gives_a_place_back(void **st)
     struct sl_key k = peer_key(cfg, "10.0.0.9");
     atomic_store(&s->hdr->ok_at, T0);
     assert_int_equal(admit(s, cfg, &k, T0, 5), 3);
-    sl_redis_refund(s, 0, &cfg->rules[0], &k, T0, 1);
+    sl_redis_refund(s, 0, &cfg->rules[0], &(struct sl_redis_what){.limit = &cfg->rules[0].limit},
+                    &k, T0, 1);
     assert_int_equal(admit(s, cfg, &k, T0, 5), 1);
     free(cfg);
 }

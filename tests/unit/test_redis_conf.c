@@ -119,8 +119,8 @@ static void redis_errors_name_the_line_the_option_and_the_value(void **st)
     assert_error("redis { address = \"127.0.0.1:6379\" }\n"
                  "inbound \"api\" { port = 80 req_rate = \"6/s\" per = \"header:X-Key\" scope = "
                  "redis }\n",
-                 "2: inbound \"api\": option 'per': 'header:X-Key' is not available with scope = "
-                 "redis (it shares requests per peer, prefix or rule)");
+                 "2: inbound \"api\": option 'per': 'header:X-Key' needs a key_file in the redis "
+                 "section with scope = redis");
     assert_error("redis { address = \"127.0.0.1:6379\" }\nredis { address = \"127.0.0.1:6380\" }\n",
                  "2: redis: there is already a redis section on line 1");
 }
