@@ -30,7 +30,12 @@ enum sl_redis_counter {
  * program admitted (own: CAS by every decider) and what the rest of the
  * fleet did as Redis last said (rest: stored by the sender only, read by
  * deciders). tag: 0 never used, 1 being set up, else the key's hash,
- * published with release after meta and name. */
+ * published with release after meta, req, period_ns and name, which the
+ * decider that claims the entry writes and nobody changes while the tag
+ * stands. The sender reads them after loading the tag with acquire and
+ * checks the tag again when the reply comes: an entry reused meanwhile
+ * (its key idle two windows) may have one round's call sent under a torn
+ * name, whose reply is dropped and whose key expires unused. */
 struct sl_rentry {
     _Atomic uint64_t tag;
     _Atomic uint32_t meta; /* rule index + 1 */
@@ -43,7 +48,7 @@ struct sl_rentry {
 
 struct sl_rhdr {
     /* written by the sender each loop, read by deciders */
-    _Atomic uint64_t ok_at;     /* monotonic ns of the last round with every reply; 0 never */
+    _Atomic uint64_t ok_at;     /* monotonic ns Redis last answered a round; 0 never */
     _Atomic uint64_t heartbeat; /* monotonic ns of the sender's last loop */
     _Atomic int64_t offset_ns;  /* realtime - monotonic */
     _Atomic int32_t sender_pid;
@@ -54,7 +59,7 @@ struct sl_rhdr {
 struct sl_redis_state {
     const struct sl_config *cfg;
     struct sl_rhdr *hdr;
-    struct sl_rentry *ovf;  /* one per rule */
+    struct sl_rentry *ovf;  /* per rule: connections [0, SL_MAX_RULES), requests after */
     struct sl_rentry *ents; /* mask + 1 */
     uint32_t mask;
     size_t bytes;
