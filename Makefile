@@ -45,7 +45,13 @@ ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURC
 # needed, and its symbols stay local, so a host defining its own cannot interpose them.
 # libnghttp2 (HPACK for HTTP/2) is linked dynamically: its Debian archive is not PIC.
 # It needs only libc, and curl's own dependency puts it on most machines.
-LIBS     = $(PKG_LIBS) -l:libhttp_parser.a $(shell pkg-config --libs libnghttp2) -ldl -lpthread
+# hiredis (the Redis backend) is linked statically from a copy of Debian's
+# archive (PIC) whose malloc/calloc/realloc/free/strdup are renamed to
+# core/redis_alloc.c's, so it allocates from sluice's arena, never from the
+# program's heap; its symbols stay local (shim/exports.map).
+HIREDIS_A  := $(shell $(CC) -print-file-name=libhiredis.a)
+HIREDIS_SL  = $(BUILD)/gen/libhiredis-sl.a
+LIBS     = $(PKG_LIBS) -l:libhttp_parser.a $(HIREDIS_SL) $(shell pkg-config --libs libnghttp2) -ldl -lpthread
 VERSION  = 0.1.0
 
 CORE_SRC := $(wildcard core/*.c)
@@ -78,6 +84,19 @@ $(BUILD)/obj/%.o: %.c $(BUILD)/.flags
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -DSL_VERSION_TEXT='"$(VERSION)"' -c $< -o $@
+
+$(HIREDIS_SL): $(HIREDIS_A)
+	@mkdir -p $(@D)
+	$(Q)objcopy $(foreach f,malloc calloc realloc free strdup,--redefine-sym $(f)=sl_hi_$(f)) $< $@
+
+# core/redis.lua, as the C string sl_redis_lua (core/redis.c sends it with SCRIPT LOAD).
+$(BUILD)/gen/redis_lua.h: core/redis.lua
+	@mkdir -p $(@D)
+	$(Q){ echo 'static const char sl_redis_lua[] ='; \
+	      sed 's/\\/\\\\/g; s/"/\\"/g; s/.*/    "&\\n"/' $<; echo '    ;'; } > $@
+$(BUILD)/obj/core/redis.o: $(BUILD)/gen/redis_lua.h
+$(BUILD)/obj/core/redis.o: ALL_CFLAGS += -I$(BUILD)/gen
+$(LIB_OBJ): | $(HIREDIS_SL)
 
 $(BUILD)/libsluice.so: $(SHIM_OBJ) $(LIB_OBJ) shim/exports.map
 	@$(if $(Q),echo "  LD      $@")

@@ -66,6 +66,10 @@ BUILD=$build bash bench/requests.sh "$tmp/targets-requests" >"$tmp/requests.md" 
 extra bandwidth bench/bw.sh
 extra redis bench/redis.sh
 extra cluster bench/cluster.sh
+extra redis-fleet bench/redis_fleet.sh
+echo "bench: redis decisions" >&2
+"$build/bench/bench_redis" >"$tmp/redis-decide.md" 2>"$tmp/redis-decide.err" ||
+    { printf '_bench_redis failed._\n' >>"$tmp/redis-decide.md"; status=1; }
 
 model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 {
@@ -149,6 +153,18 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "## Cluster: fleet accuracy and gossip traffic"
     echo
     cat "$tmp/cluster.md"
+    echo
+    echo "## Redis backend: fleet accuracy beside gossip, Redis traffic, decision cost"
+    echo
+    echo "\`bench/redis_fleet.py\` (its opening comment is the method): real programs on 127.0.0.2-4, one"
+    echo "client address flooding, the same rule shared through gossip (\`scope = cluster\`) and through"
+    echo "Redis (\`scope = redis\`); the bound is docs/redis.md's steady-state one."
+    echo
+    cat "$tmp/redis-fleet.md"
+    echo
+    echo "\`build/bench/bench_redis\` (source \`bench/bench_redis.c\`):"
+    echo
+    cat "$tmp/redis-decide.md"
 } >"$tmp/BENCH.md"
 mv "$tmp/BENCH.md" "$root/BENCH.md"
 echo "bench: wrote BENCH.md ($(($(date +%s) - start)) s)" >&2

@@ -40,6 +40,8 @@ struct conf_ctx {
     cfg_t *section;     /* the rule section being parsed */
     int gossip_line;    /* where the gossip section opens; 0: none yet */
     bool gossip_inline; /* ... and gossip_line is an inline rule number */
+    int redis_line;     /* where the redis section opens; 0: none yet */
+    bool redis_inline;  /* ... and redis_line is an inline rule number */
     int nseen;
     struct conf_seen seen[SL_MAX_RULES + 1];
 };
@@ -121,6 +123,7 @@ extern const char *const conf_alg_names[];
 extern const char *const conf_per_names[];
 extern const char *const conf_action_names[];
 extern const char *const conf_scope_names[];
+extern const char *const conf_backend_error_names[];
 const char *conf_errno_name(int err);
 void conf_format_duration(uint64_t ns, char *buf, size_t len);
 

@@ -96,7 +96,7 @@ static void convert_rule(const char **pp, int num, int counts[2], struct conf_bu
     struct conf_buf body = {0};
     char name[WORD_MAX] = "";
     bool named = false;
-    enum { NONE, IN, OUT, GLOBAL, GOSSIP, BAD } kind = NONE;
+    enum { NONE, IN, OUT, GLOBAL, GOSSIP, REDIS, BAD } kind = NONE;
     const char *bad;
 
     for (;;) {
@@ -118,8 +118,10 @@ static void convert_rule(const char **pp, int num, int counts[2], struct conf_bu
                 kind = GLOBAL;
             else if (strcmp(k, "gossip") == 0)
                 kind = GOSSIP;
+            else if (strcmp(k, "redis") == 0)
+                kind = REDIS;
             else {
-                conf_fail(NULL, num, NULL, w.c, "is not in, out, global or gossip");
+                conf_fail(NULL, num, NULL, w.c, "is not in, out, global, gossip or redis");
                 kind = BAD;
             }
             continue;
@@ -171,8 +173,8 @@ static void convert_rule(const char **pp, int num, int counts[2], struct conf_bu
         conf_buf_putc(out, '}');
     } else if (kind == GLOBAL && body.s) {
         conf_buf_puts(out, body.s);
-    } else if (kind == GOSSIP) {
-        conf_buf_puts(out, "gossip { ");
+    } else if (kind == GOSSIP || kind == REDIS) {
+        conf_buf_puts(out, kind == GOSSIP ? "gossip { " : "redis { ");
         if (body.s) conf_buf_puts(out, body.s);
         conf_buf_putc(out, '}');
     }

@@ -171,6 +171,10 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
         conf_fail(sec, seen->line, "scope", "cluster", "needs a gossip section");
         return -1;
     }
+    if (r->scope == SL_SCOPE_REDIS && !c->redis.enabled) {
+        conf_fail(sec, seen->line, "scope", "redis", "needs a redis section");
+        return -1;
+    }
     if (cfg_getstr(sec, "rate")) { /* none: limit stays zeroed, burst and algorithm unused */
         uint64_t count, period;
         conf_parse_rate(cfg_getstr(sec, "rate"), &count, &period);
@@ -179,11 +183,13 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
         /* A cluster shares per-origin window counts (core/cluster.c): its
          * algorithm is the sliding window, and another one written is an
          * error rather than silently replaced. */
-        if (r->scope == SL_SCOPE_CLUSTER) {
+        if (r->scope != SL_SCOPE_LOCAL) {
             bool written = cfg_getopt(sec, "algorithm")->flags & CFGF_MODIFIED;
             if (written && alg != SL_ALG_SLIDING) {
                 conf_fail(sec, seen->line, "algorithm", cfg_getstr(sec, "algorithm"),
-                          "is not available with scope = cluster (it counts a sliding window)");
+                          r->scope == SL_SCOPE_CLUSTER
+                              ? "is not available with scope = cluster (it counts a sliding window)"
+                              : "is not available with scope = redis (it counts a sliding window)");
                 return -1;
             }
             alg = SL_ALG_SLIDING;
@@ -243,7 +249,15 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
             r->err = r->action == SL_ACT_DELAY ? ETIMEDOUT : ECONNREFUSED;
     }
     r->dry_run = cfg_size(sec, "dry_run") ? cfg_getbool(sec, "dry_run") : c->dry_run;
-    return conf_build_request(sec, r, seen->line);
+    if (conf_build_request(sec, r, seen->line) != 0) return -1;
+    if (r->request && r->scope == SL_SCOPE_REDIS && r->req_per != SL_REQ_PER_ADDRESS &&
+        !*c->redis.key_file) {
+        /* a key value must be named alike by every program: a shared key */
+        conf_fail(sec, seen->line, "per", cfg_getstr(sec, "per"),
+                  "needs a key_file in the redis section with scope = redis");
+        return -1;
+    }
+    return 0;
 }
 
 /* The gossip section, checked when it was read; fills the defaults that
@@ -272,6 +286,34 @@ static int build_gossip(cfg_t *sec, struct sl_gossip *g)
     return 0;
 }
 
+/* The redis section, checked when it was read. */
+static int build_redis(cfg_t *sec, struct sl_redis *r)
+{
+    r->enabled = true;
+    const char *a = cfg_getstr(sec, "address");
+    if (strncmp(a, "unix:", 5) == 0)
+        snprintf(r->address, sizeof r->address, "%s", a);
+    else
+        conf_parse_hostport(a, r->address, sizeof r->address);
+    if (cfg_getstr(sec, "user")) snprintf(r->user, sizeof r->user, "%s", cfg_getstr(sec, "user"));
+    if (cfg_getstr(sec, "password"))
+        snprintf(r->password, sizeof r->password, "%s", cfg_getstr(sec, "password"));
+    snprintf(r->prefix, sizeof r->prefix, "%s", cfg_getstr(sec, "prefix"));
+    conf_parse_duration(cfg_getstr(sec, "interval"), &r->interval_ns);
+    conf_parse_duration(cfg_getstr(sec, "timeout"), &r->timeout_ns);
+    r->on_error =
+        (enum sl_backend_error)enum_value(sec, "on_backend_error", conf_backend_error_names);
+    r->local_share_pct = (uint32_t)cfg_getint(sec, "local_share");
+    const char *key_file = cfg_getstr(sec, "key_file");
+    const char *bad =
+        key_file ? conf_read_key(key_file, r->key, r->key_file, sizeof r->key_file) : NULL;
+    if (bad) { /* changed since it was read a moment ago */
+        conf_fail(sec, conf_section_line(sec), "key_file", key_file, "%s", bad);
+        return -1;
+    }
+    return 0;
+}
+
 static int build(cfg_t *cfg, struct conf_ctx *ctx, const char *dir, struct sl_config *c)
 {
     c->table_slots = (uint32_t)cfg_getint(cfg, "table_slots");
@@ -287,6 +329,8 @@ static int build(cfg_t *cfg, struct conf_ctx *ctx, const char *dir, struct sl_co
         ctx->dir = ctx->gossip_inline ? NULL : dir;
         if (build_gossip(cfg_getnsec(cfg, "gossip", 0), &c->gossip) != 0) return -1;
     }
+    if (cfg_size(cfg, "redis") && build_redis(cfg_getnsec(cfg, "redis", 0), &c->redis) != 0)
+        return -1;
     for (int i = 0; i < ctx->nseen; i++) {
         const struct conf_seen *s = &ctx->seen[i];
         cfg_t *sec = cfg_gettsec(cfg, s->dir == SL_IN ? "inbound" : "outbound", s->name);
@@ -421,5 +465,7 @@ void sl_conf_free(struct sl_config *c)
         sl_plans_free((struct sl_plans *)c->rules[i].plans);
     }
     explicit_bzero(c->gossip.key, sizeof c->gossip.key);
+    explicit_bzero(c->redis.password, sizeof c->redis.password);
+    explicit_bzero(c->redis.key, sizeof c->redis.key);
     sl_free(c);
 }

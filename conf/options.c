@@ -41,7 +41,7 @@
 #include "../core/mem.h"
 
 /* Where an option may appear. */
-enum where { IN = 1, OUT = 2, RULE = IN | OUT, GLOBAL = 4, GOSSIP = 8 };
+enum where { IN = 1, OUT = 2, RULE = IN | OUT, GLOBAL = 4, GOSSIP = 8, REDIS = 16 };
 
 enum type { STR, LIST, INT, BOOL };
 
@@ -83,6 +83,8 @@ static const char *check_port(const struct option *o, const char *v, enum sl_dir
 static const char *check_cidr(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_dest(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_hostport(const struct option *o, const char *v, enum sl_dir dir);
+static const char *check_redis_address(const struct option *o, const char *v, enum sl_dir dir);
+static const char *check_redis_text(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_table_name(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_reply(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_key_file(const struct option *o, const char *v, enum sl_dir dir);
@@ -106,6 +108,7 @@ static const struct conf_enum action_enum = {conf_action_names, action_where};
 static const struct conf_enum on_error_enum = {conf_on_error_names, NULL};
 static const struct conf_enum on_full_enum = {conf_on_full_names, NULL};
 static const struct conf_enum per_missing_enum = {conf_per_missing_names, NULL};
+static const struct conf_enum backend_error_enum = {conf_backend_error_names, NULL};
 static const struct conf_enum log_enum = {conf_log_names, NULL};
 static const struct conf_enum log_level_enum = {conf_log_level_names, NULL};
 
@@ -163,10 +166,18 @@ static const struct option options[] = {
     /* gossip */
     {"listen",       STR,  NULL,     GOSSIP,      0,        0,              0,            check_hostport,   NULL,            NULL},          /* required */
     {"peers",        LIST, NULL,     GOSSIP,      0,        0,              SL_MAX_PEERS, check_hostport,   NULL,            no_peer_twice}, /* required */
-    {"interval",     STR,  "100ms",  GOSSIP,      1 * MSEC, 10 * SEC,       0,            check_duration,   NULL,            NULL},
+    {"interval",     STR,  "100ms",  GOSSIP|REDIS,    1 * MSEC, 10 * SEC,       0,            check_duration,   NULL,            NULL},
     {"peer_timeout", STR,  NULL,     GOSSIP,      0,        0,              0,            check_duration,   NULL,            NULL},          /* 10 x interval; checked against it at the section's end */
     {"alone_share",  INT,  NULL,     GOSSIP,      1,        100,            0,            NULL,             NULL,            NULL},          /* %; ceil(100 / (peers + 1)) */
-    {"key_file",     STR,  NULL,     GOSSIP,      0,        0,              0,            check_key_file,   NULL,            NULL},          /* required: 64 hex characters, mode 600 */
+    {"key_file",     STR,  NULL,     GOSSIP|REDIS, 0,        0,              0,            check_key_file,   NULL,            NULL},          /* gossip: required; redis: for request keys by value. 64 hex characters, mode 600 */
+    /* redis (core/redis.c; interval above) */
+    {"address",      STR,  NULL,     REDIS,       0,        0,              0,            check_redis_address, NULL,         NULL},          /* required: "host:port" or "unix:/path" */
+    {"user",         STR,  NULL,     REDIS,       0,        0,              0,            check_redis_text, NULL,            NULL},          /* ACL user; none: AUTH with the password only */
+    {"password",     STR,  NULL,     REDIS,       0,        0,              0,            check_redis_text, NULL,            NULL},          /* none: no AUTH; never printed or logged */
+    {"prefix",       STR,  "sluice:", REDIS,      0,        0,              0,            check_redis_text, NULL,            NULL},          /* of every key sluice writes */
+    {"timeout",      STR,  "200ms",  REDIS,       1 * MSEC, 10 * SEC,       0,            check_duration,   NULL,            NULL},          /* connect; a sync round without progress */
+    {"on_backend_error", STR, "local", REDIS,     0,        0,              0,            check_enum,       &backend_error_enum, NULL},      /* while Redis does not answer */
+    {"local_share",  INT,  "50",     REDIS,       1,        100,            0,            NULL,             NULL,            NULL},          /* % of the limit, on_backend_error = local */
 };
 /* clang-format on */
 
@@ -299,6 +310,23 @@ static const char *check_hostport(const struct option *o, const char *v, enum sl
 {
     char text[128];
     return conf_parse_hostport(v, text, sizeof text);
+}
+
+static const char *check_redis_address(const struct option *o, const char *v, enum sl_dir dir)
+{
+    if (strncmp(v, "unix:", 5) == 0) {
+        if (v[5] != '/') return "is not unix:/ABSOLUTE/PATH";
+        if (strlen(v) >= 5 + 108) return "is too long a socket path";
+        return NULL;
+    }
+    return check_hostport(o, v, dir);
+}
+static const char *check_redis_text(const struct option *o, const char *v, enum sl_dir dir)
+{
+    if (strlen(v) >= 128) return "is too long (at most 127 characters)";
+    for (const char *p = v; *p; p++)
+        if ((unsigned char)*p < 0x21 || *p == 0x7f) return "has spaces or control characters";
+    return NULL;
 }
 
 static const char *check_table_name(const struct option *o, const char *v, enum sl_dir dir)
@@ -581,9 +609,14 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
     }
 
     const char *scope = cfg_getstr(sec, "scope");
+    bool req_rate = cfg_getstr(sec, "req_rate") != NULL;
     if (!rate && strcmp(scope, "cluster") == 0) {
         conf_fail(sec, line, "scope", scope,
                   "needs a rate (a cluster shares the connection rate only)");
+        return -1;
+    }
+    if (!rate && !req_rate && strcmp(scope, "redis") == 0) {
+        conf_fail(sec, line, "scope", scope, "needs a rate or a req_rate (what redis shares)");
         return -1;
     }
     if (byte_limit_fits(sec, line, "recv_rate", "recv_burst") != 0 ||
@@ -665,6 +698,31 @@ static int validate_gossip(cfg_t *parent, cfg_opt_t *opt)
     return 0;
 }
 
+/* Checks the redis section once its closing brace is read: at most one,
+ * with an address. */
+static int validate_redis(cfg_t *parent, cfg_opt_t *opt)
+{
+    cfg_t *sec = cfg_opt_getnsec(opt, opt->nvalues - 1);
+    conf_ctx->section = NULL;
+    int line = conf_section_line(sec);
+    if (conf_ctx->redis_line) {
+        conf_fail(sec, line, NULL, NULL, "there is already a redis section %s %d",
+                  conf_ctx->redis_inline ? "in inline rule" : "on line", conf_ctx->redis_line);
+        return -1;
+    }
+    if (cfg_size(sec, "address") == 0) {
+        conf_fail(sec, line, NULL, NULL, "option 'address' is missing");
+        return -1;
+    }
+    if (cfg_getstr(sec, "user") && !cfg_getstr(sec, "password")) {
+        conf_fail(sec, line, "user", cfg_getstr(sec, "user"), "needs a password");
+        return -1;
+    }
+    conf_ctx->redis_line = line;
+    conf_ctx->redis_inline = conf_ctx->is_inline;
+    return 0;
+}
+
 /* ---- libconfuse's option arrays, made from the table --------------------- */
 
 static cfg_opt_t to_cfg_opt(const struct option *o, bool in_rule)
@@ -700,7 +758,8 @@ static void make_opts(cfg_opt_t *out, unsigned where, const cfg_opt_t *extra, si
 cfg_t *conf_cfg_new(void)
 {
     /* made once, under the load lock; libconfuse copies them at cfg_init */
-    static cfg_opt_t rule_opts[NOPTIONS + 2], gossip_opts[NOPTIONS + 2], global_opts[NOPTIONS + 4];
+    static cfg_opt_t rule_opts[NOPTIONS + 2], gossip_opts[NOPTIONS + 2], redis_opts[NOPTIONS + 2],
+        global_opts[NOPTIONS + 5];
     static bool made;
     if (!made) {
         const cfg_opt_t line[] = {
@@ -708,12 +767,14 @@ cfg_t *conf_cfg_new(void)
         };
         const cfg_opt_t sections[] = {
             CFG_SEC("gossip", gossip_opts, CFGF_MULTI), /* at most one (checked) */
+            CFG_SEC("redis", redis_opts, CFGF_MULTI),   /* at most one (checked) */
             CFG_SEC("inbound", rule_opts, CFGF_MULTI | CFGF_TITLE),
             CFG_SEC("outbound", rule_opts, CFGF_MULTI | CFGF_TITLE),
         };
         make_opts(rule_opts, RULE, line, 1);
         make_opts(gossip_opts, GOSSIP, line, 1);
-        make_opts(global_opts, GLOBAL, sections, 3);
+        make_opts(redis_opts, REDIS, line, 1);
+        make_opts(global_opts, GLOBAL, sections, 4);
         made = true;
     }
     cfg_t *cfg = cfg_init(global_opts, CFGF_NONE);
@@ -725,6 +786,10 @@ cfg_t *conf_cfg_new(void)
         if (o->where & GLOBAL) cfg_set_validate_func(cfg, o->name, validate_option);
         if (o->where & GOSSIP) {
             snprintf(path, sizeof path, "gossip|%s", o->name);
+            cfg_set_validate_func(cfg, path, validate_option);
+        }
+        if (o->where & REDIS) {
+            snprintf(path, sizeof path, "redis|%s", o->name);
             cfg_set_validate_func(cfg, path, validate_option);
         }
         if (o->where & RULE) {
@@ -739,5 +804,6 @@ cfg_t *conf_cfg_new(void)
     cfg_set_validate_func(cfg, "inbound", validate_rule);
     cfg_set_validate_func(cfg, "outbound", validate_rule);
     cfg_set_validate_func(cfg, "gossip", validate_gossip);
+    cfg_set_validate_func(cfg, "redis", validate_redis);
     return cfg;
 }

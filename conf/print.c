@@ -14,6 +14,8 @@
 #include "../core/key.h"
 #include "conf_int.h"
 
+#include <sodium.h>
+
 static void put_string(FILE *out, const char *s)
 {
     fputc('"', out);
@@ -113,6 +115,39 @@ static void put_gossip(FILE *out, const struct sl_gossip *g)
     fputs("\n}\n", out);
 }
 
+/* The redis section: a password is a secret, shown as 6 hex digits of its
+ * SHA-256, in a comment (the printed file names no password). */
+static void put_redis(FILE *out, const struct sl_redis *r)
+{
+    char buf[32];
+    fputs("\nredis {\n", out);
+    fprintf(out, "    %-16s = ", "address");
+    put_string(out, r->address);
+    if (*r->user) {
+        fprintf(out, "\n    %-16s = ", "user");
+        put_string(out, r->user);
+    }
+    if (*r->password) {
+        unsigned char h[crypto_hash_sha256_BYTES];
+        crypto_hash_sha256(h, (const unsigned char *)r->password, strlen(r->password));
+        fprintf(out, "\n    # password is set (sha-256 %02x%02x%02x...)", h[0], h[1], h[2]);
+    }
+    fprintf(out, "\n    %-16s = ", "prefix");
+    put_string(out, r->prefix);
+    conf_format_duration(r->interval_ns, buf, sizeof buf);
+    fprintf(out, "\n    %-16s = %s\n", "interval", buf);
+    conf_format_duration(r->timeout_ns, buf, sizeof buf);
+    fprintf(out, "    %-16s = %s\n", "timeout", buf);
+    fprintf(out, "    %-16s = %s\n", "on_backend_error", conf_backend_error_names[r->on_error]);
+    fprintf(out, "    %-16s = %u\n", "local_share", r->local_share_pct);
+    if (*r->key_file) {
+        fprintf(out, "    %-16s = ", "key_file");
+        put_string(out, r->key_file);
+        fputc('\n', out);
+    }
+    fputs("}\n", out);
+}
+
 static void put_rule(FILE *out, const struct sl_rule *r)
 {
     char buf[64];
@@ -199,6 +234,7 @@ void sl_conf_print(const struct sl_config *c, FILE *out)
     put_key(out, "", "log_level");
     fprintf(out, "%s\n", conf_log_level_names[c->log_level]);
     if (c->gossip.enabled) put_gossip(out, &c->gossip);
+    if (c->redis.enabled) put_redis(out, &c->redis);
     for (int i = 0; i < c->nrules; i++)
         put_rule(out, &c->rules[i]);
 }

@@ -221,7 +221,14 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
         snprintf(r->req_rate_text, sizeof r->req_rate_text, "%s", rate);
         uint64_t burst =
             cfg_size(sec, "req_burst") ? (uint64_t)cfg_getint(sec, "req_burst") : count;
-        sl_limit_init(&r->req_limit, SL_ALG_GCRA, count, period, burst);
+        /* a fleet shares window counts (core/redis_state.c): a sliding window */
+        bool fleet = r->scope == SL_SCOPE_REDIS;
+        if (fleet && count > SL_SLIDING_MAX_COUNT) {
+            conf_fail(sec, line, "req_rate", rate,
+                      "is too many for one sliding window (at most %u)", SL_SLIDING_MAX_COUNT);
+            return -1;
+        }
+        sl_limit_init(&r->req_limit, fleet ? SL_ALG_SLIDING : SL_ALG_GCRA, count, period, burst);
     }
     r->cost = (uint32_t)cfg_getint(sec, "cost");
     for (unsigned i = 0; i < cfg_size(sec, "route") && i < SL_MAX_ROUTES; i++)
@@ -241,6 +248,12 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
     const char *per = cfg_getstr(sec, "per"), *name;
     if (per && conf_req_per(per, &r->req_per, &name))
         snprintf(r->req_per_name, sizeof r->req_per_name, "%s", name);
+    if (r->scope == SL_SCOPE_REDIS && r->action == SL_ACT_DELAY) {
+        conf_fail(sec, line, "action", "delay",
+                  "is not available for requests with scope = redis (a fleet's turn cannot be "
+                  "reserved locally)");
+        return -1;
+    }
     int pm = 0;
     conf_parse_enum(cfg_getstr(sec, "per_missing"), conf_per_missing_names, &pm);
     r->per_missing = (enum sl_per_missing)pm;

@@ -29,7 +29,8 @@ const char *const conf_alg_names[] = {"gcra", "sliding", "fixed", NULL};
 /* In the order of enum sl_per and enum sl_action. */
 const char *const conf_per_names[] = {"peer", "prefix", "destination", "rule", NULL};
 const char *const conf_action_names[] = {"reject", "reply", "delay", NULL};
-const char *const conf_scope_names[] = {"local", "cluster", NULL};
+const char *const conf_scope_names[] = {"local", "cluster", "redis", NULL};
+const char *const conf_backend_error_names[] = {"local", "open", "closed", NULL};
 
 static bool parse_u64(const char *s, const char **end, uint64_t *out)
 {

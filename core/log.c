@@ -75,11 +75,29 @@ static void emit(const char *buf, size_t n)
     }
 }
 
+static void vlog(enum sl_log_level level, bool limited, const char *fmt, va_list ap);
+
 void sl_log(enum sl_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, true, fmt, ap);
+    va_end(ap);
+}
+
+void sl_log_state(enum sl_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, false, fmt, ap);
+    va_end(ap);
+}
+
+static void vlog(enum sl_log_level level, bool limited, const char *fmt, va_list ap)
 {
     if (level > threshold || target == SL_LOG_NONE) return;
     int saved = errno;
-    if (!admit()) {
+    if (limited && !admit()) {
         atomic_fetch_add_explicit(&suppressed, 1, memory_order_relaxed);
         errno = saved;
         return;
@@ -89,10 +107,7 @@ void sl_log(enum sl_log_level level, const char *fmt, ...)
     uint64_t lost = atomic_exchange_explicit(&suppressed, 0, memory_order_relaxed);
     if (target == SL_LOG_STDERR)
         n = snprintf(msg, sizeof msg, "sluice[%d]: %s: ", (int)getpid(), level_names[level]);
-    va_list ap;
-    va_start(ap, fmt);
     int m = vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
-    va_end(ap);
     n = m < 0 ? n : n + m;
     if (n > (int)sizeof msg - 64) n = (int)sizeof msg - 64;
     if (lost)

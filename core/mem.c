@@ -40,6 +40,16 @@ void sl_free(void *p)
     if (p) dallocx(p, flags());
 }
 
+void *sl_realloc(void *p, size_t n)
+{
+    if (!p) return sl_alloc(n);
+    if (n == 0) {
+        sl_free(p);
+        return NULL;
+    }
+    return rallocx(p, n, flags());
+}
+
 char *sl_strdup(const char *s)
 {
     size_t n = strlen(s) + 1;

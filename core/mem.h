@@ -13,6 +13,7 @@
 void *sl_alloc(size_t n); /* zeroed; NULL on failure */
 void sl_free(void *p);
 char *sl_strdup(const char *s);
+void *sl_realloc(void *p, size_t n); /* as realloc; the grown part is not zeroed */
 
 /* Test hook: the next `n` allocations succeed, then all fail; -1 disables. */
 void sl_mem_fail_after(long n);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "redis.h"
 #include "log.h"
 #include "mem.h"
 #include "reply.h"
@@ -166,6 +167,8 @@ static void rate_decide(struct sl_runtime *rt, int i, const struct sl_rule *r,
 {
     if (r->scope == SL_SCOPE_CLUSTER && rt->cluster)
         sl_cluster_decide(rt->cluster, i, r, k, now, 1, v);
+    else if (r->scope == SL_SCOPE_REDIS && rt->redis)
+        sl_redis_decide(rt->redis, i, r, &(struct sl_redis_what){.limit = &r->limit}, k, now, 1, v);
     else
         sl_table_decide(rt->table, rt->table_rule[i], k, &r->limit, now, 1, slack, v);
 }
@@ -175,6 +178,8 @@ static void rate_refund(struct sl_runtime *rt, int i, const struct sl_rule *r,
 {
     if (r->scope == SL_SCOPE_CLUSTER && rt->cluster)
         sl_cluster_refund(rt->cluster, i, r, k, now, 1);
+    else if (r->scope == SL_SCOPE_REDIS && rt->redis)
+        sl_redis_refund(rt->redis, i, r, &(struct sl_redis_what){.limit = &r->limit}, k, now, 1);
     else
         sl_table_refund(rt->table, rt->table_rule[i], k, &r->limit, now, 1);
 }

@@ -32,6 +32,7 @@ struct sl_runtime {
     const struct sl_config *cfg;
     struct sl_table *table;
     struct sl_cluster *cluster;   /* NULL: no gossip; cluster rules then count locally */
+    struct sl_redis_state *redis; /* NULL: no redis section; redis rules then count locally */
     int table_rule[SL_MAX_RULES]; /* the rule's entry in the table, -1 if none */
     bool any_in, any_out, any_hosts;
     bool in_needs_local;      /* some inbound rule looks at the local port or address */

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "plan.h"
 #include "quota.h"
+#include "redis.h"
 #include "reqkey.h"
 #include "reqmatch.h"
 #include "table.h"
@@ -133,7 +134,11 @@ static void give_back(struct sl_runtime *rt, const struct sl_req_rules *x, const
 {
     const struct sl_rule *r = &rt->cfg->rules[g->rule];
     int e = x->entry[g->rule];
-    if (g->rate) sl_table_refund(rt->table, e, &g->key, g->rate, now, r->cost);
+    if (g->rate && r->scope == SL_SCOPE_REDIS && rt->redis)
+        sl_redis_refund(rt->redis, g->rule, r, &(struct sl_redis_what){.limit = g->rate}, &g->key,
+                        now, r->cost);
+    else if (g->rate)
+        sl_table_refund(rt->table, e, &g->key, g->rate, now, r->cost);
     if (g->quota_end) {
         struct sl_key qk;
         quota_key(&qk, &g->key);
@@ -198,7 +203,13 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
     }
     if (rate->count) {
         uint64_t slack = r->action == SL_ACT_DELAY ? r->max_delay_ns : 0;
-        sl_table_decide(rt->table, e, &g->key, rate, now, r->cost, slack, v);
+        if (r->scope == SL_SCOPE_REDIS && rt->redis) {
+            /* a value (header:, query:, cookie:) names the key in Redis */
+            struct sl_redis_what w = {rate, val, vlen};
+            sl_redis_decide(rt->redis, i, r, &w, &g->key, now, r->cost, v);
+        } else {
+            sl_table_decide(rt->table, e, &g->key, rate, now, r->cost, slack, v);
+        }
         *pol = (struct sl_reply_policy){
             .name = pname, .quota = rate->count, .window_s = window_seconds(rate->period_ns)};
         if (v->allowed) {

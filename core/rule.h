@@ -67,6 +67,7 @@ enum sl_on_error { SL_ON_ERROR_OPEN, SL_ON_ERROR_CLOSED };
 enum sl_scope {
     SL_SCOPE_LOCAL,   /* counts on this host only */
     SL_SCOPE_CLUSTER, /* counts shared with the gossip peers (see core/cluster.h) */
+    SL_SCOPE_REDIS,   /* counts shared through a Redis server (see core/redis.h) */
 };
 
 enum sl_on_full {
@@ -185,6 +186,28 @@ struct sl_gossip {
     uint8_t key[32];
 };
 
+/* What a rule with scope = redis does while Redis does not answer. */
+enum sl_backend_error {
+    SL_BACKEND_LOCAL,  /* local_share % of the limit, on this program's counts */
+    SL_BACKEND_OPEN,   /* everything passes */
+    SL_BACKEND_CLOSED, /* everything is denied */
+};
+
+/* The redis section (scope = redis rules). */
+struct sl_redis {
+    bool enabled;
+    char address[256]; /* "host:port" (numeric) or "unix:/path" */
+    char user[128];    /* "": no ACL user (AUTH with the password only) */
+    char password[256];
+    char prefix[64];
+    uint64_t interval_ns; /* how often counts are synced */
+    uint64_t timeout_ns;  /* connect; a sync round without progress */
+    enum sl_backend_error on_error;
+    uint32_t local_share_pct;
+    char key_file[256]; /* "": request keys by value (header:, query:, cookie:) stay local */
+    uint8_t key[32];    /* names those keys in Redis: BLAKE2b-128 of the value under it */
+};
+
 struct sl_config {
     uint32_t table_slots;
     char shared[SL_NAME_MAX]; /* "" : private to this program's processes */
@@ -197,6 +220,7 @@ struct sl_config {
     int nrules;
     struct sl_rule rules[SL_MAX_RULES];
     struct sl_gossip gossip;
+    struct sl_redis redis;
     /* Where it came from, for messages: "app.conf", "--in rule 1", ... */
     char source[256];
 };

@@ -117,6 +117,16 @@ static inline ssize_t sl_sys_recvfrom(int fd, void *buf, size_t n, int flags)
     return syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
 }
 
+static inline int sl_sys_connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+    return (int)syscall(SYS_connect, fd, sa, len);
+}
+
+static inline int sl_sys_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+    return (int)syscall(SYS_getsockopt, fd, level, name, val, len);
+}
+
 /* The kernel's sigset is 8 bytes, not sizeof(sigset_t). */
 static inline int sl_sys_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts)
 {

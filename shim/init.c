@@ -23,6 +23,7 @@
 
 #include "../conf/conf.h"
 #include "../core/cluster.h"
+#include "../core/redis.h"
 #include "../core/log.h"
 #include "../core/mem.h"
 #include "fd.h"
@@ -192,6 +193,16 @@ __attribute__((constructor)) static void sl_init(void)
                 _exit(78);
             }
             sl_log(SL_LOG_ERROR, "gossip: %s; cluster rules count on this host only", err);
+        }
+    }
+    if (cfg->redis.enabled) { /* the sender only fails to start; Redis itself is never waited for */
+        rt->redis = sl_redis_open(cfg, err, sizeof err);
+        if (!rt->redis) {
+            if (cfg->on_error == SL_ON_ERROR_CLOSED) {
+                sl_log(SL_LOG_ERROR, "redis: %s; on_error = closed: refusing to start", err);
+                _exit(78);
+            }
+            sl_log(SL_LOG_ERROR, "redis: %s; redis rules count on this host only", err);
         }
     }
     pthread_atfork(before_fork, NULL, after_fork_child);

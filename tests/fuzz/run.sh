@@ -8,7 +8,11 @@ secs=${1:-20}
 out=build/fuzz
 mkdir -p "$out"
 flags="-g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
-pkg="$(pkg-config --cflags --libs libconfuse jemalloc libsodium) -lhttp_parser -lnghttp2 -ldl -lpthread"
+# hiredis dynamically here (its malloc, which ASan watches); core/redis.c
+# needs the script header the Makefile generates.
+pkg="$(pkg-config --cflags --libs libconfuse jemalloc libsodium) -lhttp_parser -lnghttp2 -lhiredis -ldl -lpthread"
+make -s build/gen/redis_lua.h || exit 1
+flags="$flags -Ibuild/gen"
 status=0
 for src in tests/fuzz/fuzz_*.c; do
     [ -e "$src" ] || continue

@@ -733,7 +733,7 @@ static void byte_and_conns_errors_each_get_their_own_words(void **state)
                  "inline rule 1: inbound \"in-1\": option 'conns': '-1' is not a whole number");
     assert_error(NULL, "in rate=1/s scope=global",
                  "inline rule 1: inbound \"in-1\": option 'scope': 'global' is not one of local, "
-                 "cluster");
+                 "cluster, redis");
 }
 
 static void a_cluster_rule_needs_a_gossip_section_and_a_rate(void **state)
@@ -949,7 +949,7 @@ static void inline_errors_name_the_rule_by_its_number(void **state)
                  "inline rule 3: inbound \"in-2\": option 'rate': '1/x' is not a rate "
                  "(N/s, N/m, N/h, N/d or N/<duration>)");
     assert_error(NULL, "in rate=1/s; sideways rate=1/s",
-                 "inline rule 2: 'sideways' is not in, out, global or gossip");
+                 "inline rule 2: 'sideways' is not in, out, global, gossip or redis");
     assert_error(NULL, "in rate", "inline rule 1: 'rate' is not key=value");
     assert_error(NULL, "in rate='1/s", "inline rule 1: has an unterminated quote");
     assert_error(NULL, "in rate=1/s ratee=2/s",

@@ -1,0 +1,160 @@
+"""Helpers for the redis integration tests: a redis-server from Debian on
+a free loopback port (--save '' --appendonly no), and python3 http.server
+programs under the shim on 127.0.0.2, .3 ... with a `scope = redis` rule of
+LIMIT connections a second per client address, syncing every INTERVAL. One
+client address (127.0.0.9) floods them. Everything is bounded in time and
+killed on exit."""
+import os
+import subprocess
+import sys
+import threading
+import time
+
+from lib import *
+
+HOSTS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+CLIENT = "127.0.0.9"
+LIMIT = 60
+WINDOW = 1.0
+INTERVAL = 0.020
+TIMEOUT = 0.200
+SCRIPT = os.path.join(ROOT, "core", "redis.lua")
+
+
+def redis_bound(n, interval=INTERVAL, window=WINDOW, rtt=0.002):
+    """docs/redis.md: programs see the rest of the fleet's counts at most
+    s = 2 * interval + rtt late (one interval until the other program
+    writes, one until this one reads); the steady overshoot of n programs
+    sharing the load is eps = (n-1) s / (n W - (n-1) s)."""
+    s = 2 * interval + rtt
+    return (n - 1) * s / (n * window - (n - 1) * s)
+
+
+class Redis:
+    """redis-server on a free port; stop() kills it (SIGKILL when asked)."""
+
+    def __init__(self, tmp, port=None):
+        self.tmp = tmp
+        self.port = port or free_port()
+        self.proc = None
+        self.start()
+
+    def start(self):
+        argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                "--appendonly", "no", "--protected-mode", "no", "--dir", self.tmp.path,
+                "--loglevel", "warning", "--enable-debug-command", "local"]
+        self.proc = Proc(argv)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.cli("PING").strip() == "PONG":
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"redis-server on port {self.port} did not start")
+
+    def cli(self, *args, timeout=5):
+        r = subprocess.run(["redis-cli", "-p", str(self.port)] + list(args), capture_output=True,
+                           text=True, timeout=timeout)
+        return r.stdout
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.proc and self.proc.p.poll() is None:
+            os.killpg(self.proc.p.pid, sig)
+            self.proc.p.wait(5)
+        self.proc = None
+
+    def stop(self):
+        if self.proc:
+            self.proc.stop()
+            self.proc = None
+
+
+class Programs:
+    """n http.servers under the shim, each its own program (no shared table)."""
+
+    def __init__(self, tmp, redis_port, n=2, on_error="local", port=None, extra=""):
+        self.port = port or free_port()
+        self.conf = tmp.write("redis-fleet.conf", f"""
+redis {{
+    address          = "127.0.0.1:{redis_port}"
+    interval         = {int(INTERVAL * 1000)}ms
+    timeout          = {int(TIMEOUT * 1000)}ms
+    on_backend_error = {on_error}
+    {extra}
+}}
+inbound "web" {{
+    port   = {self.port}
+    rate   = "{LIMIT}/s"
+    scope  = redis
+    action = reject
+}}
+""")
+        self.procs = []
+        for i in range(n):
+            argv = [SLUICE, "run", "-c", self.conf, "--", sys.executable, "-m", "http.server",
+                    str(self.port), "--bind", HOSTS[i]]
+            self.procs.append(Proc(argv, cwd=SERVE_DIR))
+        for i in range(n):
+            wait_listen(self.port, HOSTS[i])
+
+    def stderr(self, i):
+        return self.procs[i].stderr()
+
+    def stop(self):
+        for p in self.procs:
+            p.stop()
+
+
+def connect_once(host, port):
+    """One connection from CLIENT: (admitted, seconds it took)."""
+    t = time.monotonic()
+    try:
+        with socket.socket() as s:
+            s.settimeout(5)
+            s.bind((CLIENT, 0))
+            s.connect((host, port))
+            s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            ok = s.recv(64).split(b"\r\n")[0].endswith((b" 200 OK", b" 200"))
+    except OSError:
+        ok = False
+    return ok, time.monotonic() - t
+
+
+class Flood:
+    """Clients connecting as fast as they can to `hosts` round robin.
+    Records (start, admitted, duration) of every attempt."""
+
+    def __init__(self, hosts, port, threads=6):
+        self.hosts, self.port = list(hosts), port
+        self.log = []
+        self.lock = threading.Lock()
+        self.stop_flag = False
+        self.ts = [threading.Thread(target=self._client, args=(k,), daemon=True)
+                   for k in range(threads)]
+        for t in self.ts:
+            t.start()
+
+    def _client(self, k):
+        while not self.stop_flag:
+            host = self.hosts[k % len(self.hosts)]
+            k += 1
+            t = time.monotonic()
+            ok, took = connect_once(host, self.port)
+            with self.lock:
+                self.log.append((t, ok, took))
+
+    def rate(self, t0, t1):
+        with self.lock:
+            return sum(1 for t, ok, _ in self.log if ok and t0 <= t < t1) / (t1 - t0)
+
+    def attempts(self, t0, t1):
+        with self.lock:
+            return sum(1 for t, _, _ in self.log if t0 <= t < t1)
+
+    def slowest(self, t0, t1):
+        with self.lock:
+            return max((d for t, _, d in self.log if t0 <= t < t1), default=0.0)
+
+    def stop(self):
+        self.stop_flag = True
+        for t in self.ts:
+            t.join(10)

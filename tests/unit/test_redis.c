@@ -1,0 +1,259 @@
+/* test_redis.c - the Redis backend's decisions (core/redis_state.c) and
+ * its reading of the script's replies (core/redis_reply.c). No Redis and
+ * no sender: the test plays the sender's part, storing `rest` words and
+ * ok_at; the clock is injected and the wall clock offset is 0, so `now`
+ * numbers the windows. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/key.h"
+#include "../../core/redis_int.h"
+#include "../../core/window.h"
+#include "testutil.h"
+
+static struct sl_config *config(uint64_t count, enum sl_backend_error on_error)
+{
+    struct sl_config *c = calloc(1, sizeof *c);
+    c->table_slots = 4096;
+    c->on_full = SL_FULL_SHARED;
+    c->nrules = 1;
+    struct sl_rule *r = &c->rules[0];
+    snprintf(r->name, sizeof r->name, "web");
+    r->id = sl_name_hash(r->name);
+    r->dir = SL_IN;
+    r->scope = SL_SCOPE_REDIS;
+    r->per = SL_PER_PEER;
+    r->prefix4 = 32;
+    r->prefix6 = 64;
+    if (sl_limit_init(&r->limit, SL_ALG_SLIDING, count, SEC, 0) != 0) abort();
+    c->redis = (struct sl_redis){.enabled = true,
+                                 .interval_ns = 20 * MS,
+                                 .timeout_ns = 200 * MS,
+                                 .on_error = on_error,
+                                 .local_share_pct = 50};
+    snprintf(c->redis.address, sizeof c->redis.address, "127.0.0.1:6379");
+    snprintf(c->redis.prefix, sizeof c->redis.prefix, "sluice:");
+    return c;
+}
+
+static struct sl_redis_state *state(const struct sl_config *cfg)
+{
+    char err[128];
+    struct sl_redis_state *s = sl_redis_map(cfg, err, sizeof err);
+    assert_non_null(s);
+    atomic_store(&s->hdr->offset_ns, 0);
+    atomic_store(&s->running, 1); /* as if a sender ran: decisions start none */
+    return s;
+}
+
+static struct sl_key peer_key(const struct sl_config *cfg, const char *ip)
+{
+    struct sl_addr a = {.v4 = true};
+    a.a[10] = a.a[11] = 0xff;
+    unsigned b[4];
+    sscanf(ip, "%u.%u.%u.%u", &b[0], &b[1], &b[2], &b[3]);
+    for (int i = 0; i < 4; i++)
+        a.a[12 + i] = (uint8_t)b[i];
+    struct sl_key k;
+    sl_key_make(&k, &cfg->rules[0], &a);
+    return k;
+}
+
+static int admit(struct sl_redis_state *s, const struct sl_config *cfg, const struct sl_key *k,
+                 uint64_t now, int tries)
+{
+    int n = 0;
+    for (int i = 0; i < tries; i++) {
+        struct sl_verdict v;
+        sl_redis_decide(s, 0, &cfg->rules[0],
+                        &(struct sl_redis_what){.limit = &cfg->rules[0].limit}, k, now, 1, &v);
+        n += v.allowed;
+    }
+    return n;
+}
+
+static struct sl_rentry *entry_named(struct sl_redis_state *s, const char *name)
+{
+    for (uint32_t i = 0; i <= s->mask; i++)
+        if (atomic_load(&s->ents[i].tag) > 1 && strcmp(s->ents[i].name, name) == 0)
+            return &s->ents[i];
+    return NULL;
+}
+
+static void with_redis_fresh_the_program_alone_gets_the_whole_limit(void **st)
+{
+    struct sl_config *cfg = config(60, SL_BACKEND_LOCAL);
+    struct sl_redis_state *s = state(cfg);
+    struct sl_key k = peer_key(cfg, "10.0.0.1");
+    atomic_store(&s->hdr->ok_at, T0);
+    assert_int_equal(admit(s, cfg, &k, T0 + MS, 100), 60);
+    assert_non_null(entry_named(s, "web:10.0.0.1"));
+    free(cfg);
+}
+
+static void what_the_rest_of_the_fleet_counted_leaves_less(void **st)
+{
+    struct sl_config *cfg = config(60, SL_BACKEND_LOCAL);
+    struct sl_redis_state *s = state(cfg);
+    struct sl_key k = peer_key(cfg, "10.0.0.1");
+    atomic_store(&s->hdr->ok_at, T0);
+    assert_int_equal(admit(s, cfg, &k, T0 + MS, 1), 1);
+    struct sl_rentry *e = entry_named(s, "web:10.0.0.1");
+    assert_non_null(e);
+    atomic_store(&e->rest, sl_win_pack(T0 / SEC, 0, 40)); /* the sender's store */
+    assert_int_equal(admit(s, cfg, &k, T0 + 2 * MS, 100), 19);
+    /* next window, half way: prev 60 weighs 30, so 30 more pass */
+    atomic_store(&s->hdr->ok_at, T0 + SEC + SEC / 2);
+    assert_int_equal(admit(s, cfg, &k, T0 + SEC + SEC / 2, 100), 30);
+    free(cfg);
+}
+
+static void a_silent_redis_leaves_the_local_share(void **st)
+{
+    struct sl_config *cfg = config(60, SL_BACKEND_LOCAL);
+    struct sl_redis_state *s = state(cfg);
+    struct sl_key k = peer_key(cfg, "10.0.0.1");
+    atomic_store(&s->hdr->ok_at, T0);
+    /* stale after timeout + 2 intervals = 240 ms */
+    assert_int_equal(admit(s, cfg, &k, T0 + 241 * MS, 100), 30);
+    assert_int_equal(atomic_load(&s->hdr->counters[SL_RC_FALLBACK]), 100);
+    free(cfg);
+}
+
+static void a_redis_never_heard_is_silent_too(void **st)
+{
+    struct sl_config *cfg = config(60, SL_BACKEND_LOCAL);
+    struct sl_redis_state *s = state(cfg);
+    struct sl_key k = peer_key(cfg, "10.0.0.1");
+    assert_int_equal(admit(s, cfg, &k, T0, 100), 30);
+    free(cfg);
+}
+
+static void open_passes_everything_and_closed_nothing_while_redis_is_silent(void **st)
+{
+    struct sl_config *cfg = config(60, SL_BACKEND_OPEN);
+    struct sl_redis_state *s = state(cfg);
+    struct sl_key k = peer_key(cfg, "10.0.0.1");
+    assert_int_equal(admit(s, cfg, &k, T0, 100), 100);
+    free(cfg);
+    cfg = config(60, SL_BACKEND_CLOSED);
+    s = state(cfg);
+    assert_int_equal(admit(s, cfg, &k, T0, 100), 0);
+    atomic_store(&s->hdr->ok_at, T0);
+    assert_int_equal(admit(s, cfg, &k, T0, 100), 60);
+    free(cfg);
+}
+
+static void a_refund_gives_a_place_back(void **st)
+{
+    struct sl_config *cfg = config(3, SL_BACKEND_LOCAL);
+    struct sl_redis_state *s = state(cfg);
+    struct sl_key k = peer_key(cfg, "10.0.0.9");
+    atomic_store(&s->hdr->ok_at, T0);
+    assert_int_equal(admit(s, cfg, &k, T0, 5), 3);
+    sl_redis_refund(s, 0, &cfg->rules[0], &(struct sl_redis_what){.limit = &cfg->rules[0].limit},
+                    &k, T0, 1);
+    assert_int_equal(admit(s, cfg, &k, T0, 5), 1);
+    free(cfg);
+}
+
+static void keys_are_named_as_docs_redis_md_says(void **st)
+{
+    struct sl_config *cfg = config(60, SL_BACKEND_LOCAL);
+    cfg->rules[0].per = SL_PER_PREFIX;
+    cfg->rules[0].prefix4 = 24;
+    struct sl_redis_state *s = state(cfg);
+    struct sl_key k = peer_key(cfg, "192.168.7.33");
+    atomic_store(&s->hdr->ok_at, T0);
+    admit(s, cfg, &k, T0, 1);
+    assert_non_null(entry_named(s, "web:192.168.7.0/24"));
+    free(cfg);
+}
+
+struct hammer {
+    struct sl_redis_state *s;
+    const struct sl_config *cfg;
+    struct sl_key k;
+    int allowed;
+};
+
+static void *hammer_main(void *arg)
+{
+    struct hammer *h = arg;
+    h->allowed = admit(h->s, h->cfg, &h->k, T0 + MS, 1000);
+    return NULL;
+}
+
+static void threads_deciding_on_one_key_admit_exactly_the_limit_minus_the_rest(void **st)
+{
+    struct sl_config *cfg = config(1000, SL_BACKEND_LOCAL);
+    struct sl_redis_state *s = state(cfg);
+    struct sl_key k = peer_key(cfg, "10.0.0.1");
+    atomic_store(&s->hdr->ok_at, T0);
+    assert_int_equal(admit(s, cfg, &k, T0 + MS, 1), 1);
+    atomic_store(&entry_named(s, "web:10.0.0.1")->rest, sl_win_pack(T0 / SEC, 0, 99));
+    struct hammer h[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        h[i] = (struct hammer){s, cfg, k, 0};
+        assert_int_equal(pthread_create(&t[i], NULL, hammer_main, &h[i]), 0);
+    }
+    int total = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        total += h[i].allowed;
+    }
+    assert_int_equal(total, 1000 - 99 - 1);
+    free(cfg);
+}
+
+static int read_reply(const char *wire, struct sl_redis_counts *out)
+{
+    redisReader *r = redisReaderCreate();
+    void *reply = NULL;
+    redisReaderFeed(r, wire, strlen(wire));
+    assert_int_equal(redisReaderGetReply(r, &reply), REDIS_OK);
+    int rc = sl_redis_reply_counts(reply, out);
+    if (reply) freeReplyObject(reply);
+    redisReaderFree(r);
+    return rc;
+}
+
+static void only_replies_of_the_scripts_shape_are_read(void **st)
+{
+    struct sl_redis_counts k;
+    assert_int_equal(read_reply("*5\r\n:1\r\n:7\r\n:2\r\n:3\r\n:0\r\n", &k), 0);
+    assert_int_equal(k.curr, 7);
+    assert_int_equal(k.own_curr, 3);
+    assert_int_equal(read_reply("-NOSCRIPT No matching script\r\n", &k), -1);
+    assert_int_equal(read_reply("*4\r\n:1\r\n:7\r\n:2\r\n:3\r\n", &k), -1);
+    assert_int_equal(read_reply("*5\r\n:1\r\n:7\r\n$1\r\n2\r\n:3\r\n:0\r\n", &k), -1);
+    assert_int_equal(read_reply("*5\r\n:1\r\n:-7\r\n:2\r\n:3\r\n:0\r\n", &k), -1);
+    assert_int_equal(read_reply("*5\r\n:1\r\n:2\r\n:2\r\n:3\r\n:0\r\n", &k), -1); /* own > total */
+    assert_int_equal(read_reply("*-1\r\n", &k), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(with_redis_fresh_the_program_alone_gets_the_whole_limit),
+        cmocka_unit_test(what_the_rest_of_the_fleet_counted_leaves_less),
+        cmocka_unit_test(a_silent_redis_leaves_the_local_share),
+        cmocka_unit_test(a_redis_never_heard_is_silent_too),
+        cmocka_unit_test(open_passes_everything_and_closed_nothing_while_redis_is_silent),
+        cmocka_unit_test(a_refund_gives_a_place_back),
+        cmocka_unit_test(keys_are_named_as_docs_redis_md_says),
+        cmocka_unit_test(threads_deciding_on_one_key_admit_exactly_the_limit_minus_the_rest),
+        cmocka_unit_test(only_replies_of_the_scripts_shape_are_read),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
