@@ -169,6 +169,8 @@ bool conf_req_per(const char *text, enum sl_req_per *kind, const char **name);
 const char *conf_parse_req_per_name(const char *name);
 const char *conf_parse_quota(const char *text, uint64_t *n, enum sl_quota_window *w);
 const char *conf_parse_utc_offset(const char *text, int32_t *seconds);
+/* "2026-12-01" or "2026-12-01T09:30[:00][Z]", UTC, as unix seconds. */
+const char *conf_parse_utc_time(const char *text, int64_t *unix_s);
 const char *conf_parse_route(const char *text);
 const char *conf_parse_method(const char *text);
 const char *conf_parse_req_host(const char *text);

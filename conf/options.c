@@ -93,6 +93,7 @@ static const char *check_quota(const struct option *o, const char *v, enum sl_di
 static const char *check_route(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_utc_offset(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_method(const struct option *o, const char *v, enum sl_dir dir);
+static const char *check_utc_time(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_req_host(const struct option *o, const char *v, enum sl_dir dir);
 static const char *count_dests(cfg_opt_t *opt, const char *last);
 static const char *no_peer_twice(cfg_opt_t *opt, const char *last);
@@ -149,6 +150,10 @@ static const struct option options[] = {
     {"quota_offset", STR,  NULL,     RULE,        0,        0,              0,            check_utc_offset, NULL,            NULL},          /* quota windows from UTC midnight: +5:30, -8; 0 */
     {"plans",        STR,  NULL,     RULE,        0,        0,              0,            NULL,             NULL,            NULL},          /* a plans file; none */
     {"quota",        STR,  NULL,     RULE,        0,        0,              0,            check_quota,      NULL,            NULL},          /* N/d or N/month (UTC); none */
+    {"ramp_to",      STR,  NULL,     RULE,        0,        0,              0,            check_rate,       NULL,            NULL},          /* req_rate steps towards this; none: no ramp */
+    {"ramp_from",    STR,  NULL,     RULE,        0,        0,              0,            check_utc_time,   NULL,            NULL},          /* when the ramp starts: 2026-12-01 (UTC) */
+    {"ramp_over",    STR,  NULL,     RULE,        0,        0,              0,            check_duration,   NULL,            NULL},          /* reaching ramp_to this long after ramp_from */
+    {"ramp_every",   STR,  "1d",     RULE,        0,        0,              0,            check_duration,   NULL,            NULL},          /* one step each */
     /* rules: what a denial does */
     {"action",       STR,  NULL,     RULE,        0,        0,              0,            check_enum,       &action_enum,    NULL},          /* inbound reject, outbound delay */
     {"reply",        STR,  NULL,     IN,          0,        0,              0,            check_reply,      NULL,            NULL},          /* none: built-in 429 */
@@ -227,6 +232,14 @@ static const char *check_quota(const struct option *o, const char *v, enum sl_di
     uint64_t n;
     enum sl_quota_window w;
     return conf_parse_quota(v, &n, &w);
+}
+
+static const char *check_utc_time(const struct option *o, const char *v, enum sl_dir dir)
+{
+    (void)o;
+    (void)dir;
+    int64_t t;
+    return conf_parse_utc_time(v, &t);
 }
 
 static const char *check_utc_offset(const struct option *o, const char *v, enum sl_dir dir)

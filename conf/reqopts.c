@@ -113,7 +113,8 @@ static bool given(cfg_t *sec, const char *name)
 bool conf_is_request_rule(cfg_t *sec)
 {
     static const char *const opts[] = {"req_rate", "req_burst", "cost",        "route",
-                                       "method",   "host",      "per_missing", "quota"};
+                                       "method",   "host",      "per_missing", "quota",
+                                       "ramp_to",  "ramp_from", "ramp_over"};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         if (given(sec, opts[i])) return true;
     const char *per = cfg_getstr(sec, "per");
@@ -210,6 +211,51 @@ static const char *parse_plans(char *text, struct sl_plans *ps, const struct sl_
     return NULL;
 }
 
+/* ramp_to, ramp_from, ramp_over, ramp_every: all or none (ramp_every has
+ * a default), on a rule with a req_rate. */
+static int build_ramp(cfg_t *sec, struct sl_rule *r, int line)
+{
+    const char *to = cfg_getstr(sec, "ramp_to"), *from = cfg_getstr(sec, "ramp_from");
+    const char *over = cfg_getstr(sec, "ramp_over"), *every = cfg_getstr(sec, "ramp_every");
+    if (!to && !from && !over) return 0;
+    const char *missing = !r->req_limit.count ? "req_rate"
+                          : !to               ? "ramp_to"
+                          : !from             ? "ramp_from"
+                          : !over             ? "ramp_over"
+                                              : NULL;
+    if (missing) {
+        conf_fail(sec, line, NULL, NULL,
+                  "has a ramp without %s (a ramp needs req_rate, ramp_to, "
+                  "ramp_from and ramp_over)",
+                  missing);
+        return -1;
+    }
+    if (r->scope != SL_SCOPE_LOCAL) {
+        conf_fail(sec, line, "ramp_to", to, "works on local rules only");
+        return -1;
+    }
+    uint64_t count, period, over_ns, every_ns;
+    conf_parse_rate(to, &count, &period);
+    conf_parse_duration(over, &over_ns);
+    conf_parse_duration(every, &every_ns);
+    if (every_ns == 0 || over_ns < every_ns || over_ns / every_ns > 100000) {
+        conf_fail(sec, line, "ramp_over", over, "must be one to 100000 times ramp_every (%s)",
+                  every);
+        return -1;
+    }
+    /* the final N in the start rate's period, rounded, at least 1 */
+    long double n = (long double)count * r->req_limit.period_ns / period;
+    r->ramp.to_count = n < 1 ? 1 : (uint64_t)(n + 0.5L);
+    conf_parse_utc_time(from, &r->ramp.from_s);
+    r->ramp.every_ns = every_ns;
+    r->ramp.steps = (uint32_t)(over_ns / every_ns);
+    r->ramp.burst_given = cfg_size(sec, "req_burst") > 0;
+    snprintf(r->ramp_to_text, sizeof r->ramp_to_text, "%s", to);
+    snprintf(r->ramp_from_text, sizeof r->ramp_from_text, "%s", from);
+    r->ramp_over_ns = over_ns;
+    return 0;
+}
+
 int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
 {
     r->request = conf_is_request_rule(sec);
@@ -230,6 +276,7 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
         }
         sl_limit_init(&r->req_limit, fleet ? SL_ALG_SLIDING : SL_ALG_GCRA, count, period, burst);
     }
+    if (build_ramp(sec, r, line) != 0) return -1;
     r->cost = (uint32_t)cfg_getint(sec, "cost");
     for (unsigned i = 0; i < cfg_size(sec, "route") && i < SL_MAX_ROUTES; i++)
         snprintf(r->routes[r->nroutes++], SL_ROUTE_MAX, "%s", cfg_getnstr(sec, "route", i));
@@ -311,8 +358,23 @@ void conf_print_request(FILE *out, const struct sl_rule *r)
     if (r->req_limit.count) {
         put(out, "req_rate");
         fprintf(out, "\"%s\"\n", r->req_rate_text);
-        put(out, "req_burst");
-        fprintf(out, "%llu\n", (unsigned long long)r->req_limit.burst);
+        if (!r->ramp.steps || r->ramp.burst_given) { /* a ramp's burst follows its rate */
+            put(out, "req_burst");
+            fprintf(out, "%llu\n", (unsigned long long)r->req_limit.burst);
+        }
+    }
+    if (r->ramp.steps) {
+        char d[32];
+        put(out, "ramp_to");
+        fprintf(out, "\"%s\"\n", r->ramp_to_text);
+        put(out, "ramp_from");
+        fprintf(out, "\"%s\"\n", r->ramp_from_text);
+        conf_format_duration(r->ramp_over_ns, d, sizeof d);
+        put(out, "ramp_over");
+        fprintf(out, "%s\n", d);
+        conf_format_duration(r->ramp.every_ns, d, sizeof d);
+        put(out, "ramp_every");
+        fprintf(out, "%s\n", d);
     }
     put(out, "cost");
     fprintf(out, "%u\n", r->cost);

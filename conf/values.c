@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "../core/hostport.h"
 #include "../core/key.h"
@@ -390,5 +391,38 @@ const char *conf_parse_hostport(const char *text, char *out, size_t outlen)
     if (bad) return bad;
     if (sl_hostport_format(&ss, out, outlen) != 0) /* cannot happen: 128 bytes hold any */
         return "is not address:port (like 10.0.0.2:7946 or [2001:db8::2]:7946; no host names)";
+    return NULL;
+}
+
+const char *conf_parse_utc_time(const char *text, int64_t *unix_s)
+{
+    static const char *const bad =
+        "is not a UTC date or time (like 2026-12-01 or 2026-12-01T09:30:00Z)";
+    struct tm tm = {0};
+    int y, mo, d, h = 0, mi = 0, sec = 0, n = 0;
+    if (sscanf(text, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3) return bad;
+    const char *rest = text + n;
+    if (*rest == 'T' || *rest == ' ') {
+        int m = 0;
+        if (sscanf(rest + 1, "%2d:%2d%n", &h, &mi, &m) != 2) return bad;
+        rest += 1 + m;
+        if (*rest == ':') {
+            if (sscanf(rest + 1, "%2d%n", &sec, &m) != 1) return bad;
+            rest += 1 + m;
+        }
+        if (*rest == 'Z') rest++;
+    }
+    if (*rest || y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
+        mi > 59 || sec > 60)
+        return bad;
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    time_t t = timegm(&tm);
+    if (tm.tm_mday != d) return bad; /* 2026-02-30 */
+    *unix_s = (int64_t)t;
     return NULL;
 }

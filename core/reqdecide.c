@@ -188,6 +188,12 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
     }
 
     const struct sl_limit *rate = plan && plan->req_limit.count ? &plan->req_limit : &r->req_limit;
+    struct sl_limit ramped;
+    if (r->ramp.steps && rate == &r->req_limit) { /* the rate in force today (core/ramp.h) */
+        sl_ramp_limit(rate, &r->ramp, sl_ramp_step(&r->ramp, (int64_t)now + x->wall_offset),
+                      &ramped);
+        rate = &ramped;
+    }
     uint64_t quota = plan && plan->quota ? plan->quota : r->quota;
     enum sl_quota_window qwin = plan && plan->quota ? plan->quota_window : r->quota_window;
     const char *pname = plan ? plan->name : r->name;

@@ -125,7 +125,7 @@ bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir 
         const struct sl_rule *r = &cfg->rules[i];
         if (!r->request || r->dir != dir || !conn_matches(r, dir, local, peer)) continue;
         match |= 1ull << i;
-        quota |= r->quota != 0 || r->plans != NULL;
+        quota |= r->quota != 0 || r->plans != NULL || r->ramp.steps != 0; /* wall time needed */
         if (!header && r->req_per == SL_REQ_PER_HEADER) header = r->req_per_name;
     }
     if (!match) return false;

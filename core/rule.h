@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "limit.h"
+#include "ramp.h"
 
 #define SL_MAX_RULES     64
 #define SL_MAX_PORTS     16
@@ -151,6 +152,9 @@ struct sl_rule {
     bool request;
     struct sl_limit req_limit; /* requests (counted by cost) per period; count 0: none */
     char req_rate_text[32];    /* as written, normalised: "20/s" */
+    struct sl_ramp ramp;       /* req_rate stepping to another value over time; steps 0: none */
+    char ramp_to_text[32], ramp_from_text[32];
+    uint64_t ramp_over_ns;
     uint32_t cost;             /* tokens a matching request takes: conf default 1;
                                   0: counted, never limited */
     char routes[SL_MAX_ROUTES][SL_ROUTE_MAX];    /* path prefixes; with * ? or [ a glob

@@ -1,0 +1,34 @@
+/* ramp.h - a request rate that steps from one value to another over time,
+ * for retiring an old API gradually ("100/s, then 90/s a day later, ...
+ * down to 10/s").
+ *
+ * The rule's own rate until `from` (UTC, unix seconds); then every `every`
+ * ns it moves one step of (to - start) / steps along a straight line,
+ * reaching `to` at from + steps x every and staying there.
+ * The burst follows the rate's N unless the rule gives one. Pure: the wall
+ * time is a parameter.
+ */
+#ifndef SL_RAMP_H
+#define SL_RAMP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "limit.h"
+
+struct sl_ramp {
+    uint64_t to_count; /* the final N, in the start rate's period */
+    int64_t from_s; /* when the ramp starts (unix seconds, UTC); the first step one `every` later */
+    uint64_t every_ns; /* between steps */
+    uint32_t steps;    /* 0: no ramp */
+    bool burst_given;  /* keep the start limit's burst */
+};
+
+/* The step in force at wall time `wall_ns` (unix ns): 0 .. steps. */
+uint32_t sl_ramp_step(const struct sl_ramp *r, int64_t wall_ns);
+
+/* The limit in force at step k of start's ramp. */
+void sl_ramp_limit(const struct sl_limit *start, const struct sl_ramp *r, uint32_t k,
+                   struct sl_limit *out);
+
+#endif
