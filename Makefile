@@ -37,6 +37,8 @@ endif
 Q := $(if $(filter 1,$(V)),,@)
 PKG_CFLAGS := $(shell pkg-config --cflags libconfuse jemalloc libsodium 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs libconfuse jemalloc libsodium 2>/dev/null)
+# the command alone serves metrics over HTTP; the library never links it
+CLI_LIBS   := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 CFLAGS  ?= -O2 -g
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE \
@@ -105,7 +107,7 @@ $(BUILD)/libsluice.so: $(SHIM_OBJ) $(LIB_OBJ) shim/exports.map
 
 $(BUILD)/sluice: $(call obj,$(CLI_SRC)) $(LIB_OBJ)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(SANFLAGS) -o $@ $^ $(LIBS)
+	$(Q)$(CC) $(SANFLAGS) -o $@ $^ $(LIBS) $(CLI_LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB_OBJ)
 	@mkdir -p $(@D)

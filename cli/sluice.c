@@ -14,6 +14,7 @@
 
 int sl_cmd_keygen(int argc, char **argv);        /* cluster.c */
 int sl_cmd_cluster_stats(int argc, char **argv); /* cluster.c */
+int sl_cmd_metrics(int argc, char **argv);       /* metrics.c */
 
 #ifndef SL_VERSION_TEXT
 #define SL_VERSION_TEXT "dev"
@@ -28,6 +29,7 @@ static const char usage[] =
     "       sluice stats (-c FILE | --shared NAME)\n"
     "       sluice keygen [FILE]\n"
     "       sluice cluster-stats (-c FILE | --listen ADDRESS:PORT)\n"
+    "       sluice metrics (-c FILE | --shared NAME) [--listen ADDRESS:PORT]\n"
     "       sluice version\n"
     "\n"
     "  run     runs COMMAND with libsluice.so preloaded and the rules given\n"
@@ -35,6 +37,7 @@ static const char usage[] =
     "  stats   prints the per-rule counters of a table named with `shared`\n"
     "  keygen  writes a new gossip key (64 hex characters, mode 0600)\n"
     "  cluster-stats  prints gossip counters and peers of a running node\n"
+    "  metrics prints a table's counters for Prometheus, or serves them (--listen)\n"
     "\n"
     "  -c, --config FILE   configuration file (libconfuse syntax, see README)\n"
     "  --in RULE           an inbound rule as key=value words: 'port=8080 rate=20/s burst=10'\n"
@@ -268,6 +271,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "stats")) return cmd_stats(argc - 1, argv + 1);
     if (!strcmp(cmd, "keygen")) return sl_cmd_keygen(argc - 1, argv + 1);
     if (!strcmp(cmd, "cluster-stats")) return sl_cmd_cluster_stats(argc - 1, argv + 1);
+    if (!strcmp(cmd, "metrics")) return sl_cmd_metrics(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("sluice %s\n", SL_VERSION_TEXT);
         return 0;

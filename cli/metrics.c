@@ -1,0 +1,230 @@
+/* metrics.c - `sluice metrics`: a running program's table in the
+ * Prometheus text exposition format (version 0.0.4), printed once, or
+ * served over HTTP with --listen for a Prometheus server to scrape.
+ *
+ * The server is this small separate process (libmicrohttpd, one thread
+ * polling), reading the shared table on each scrape: nothing runs inside
+ * the program under sluice. Counters are the table's per-rule counters
+ * (what `sluice stats` prints) as sluice_connections_total (a rule's
+ * connection decisions) and sluice_requests_total (its `<rule>:req` row),
+ * with rule, direction (from the configuration, when given with -c) and
+ * outcome labels; gauges give the table's size and use.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <microhttpd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../conf/conf.h"
+#include "../core/hostport.h"
+#include "../core/table.h"
+
+int sl_cmd_metrics(int argc, char **argv);
+
+struct source {
+    char name[SL_NAME_MAX];
+    const struct sl_config *cfg; /* NULL: directions unknown */
+};
+
+static const char *direction(const struct source *s, const char *rule)
+{
+    if (!s->cfg) return "";
+    for (int i = 0; i < s->cfg->nrules; i++)
+        if (strcmp(s->cfg->rules[i].name, rule) == 0)
+            return s->cfg->rules[i].dir == SL_IN ? "in" : "out";
+    return "";
+}
+
+/* Label values are rule names: escape as the format asks. */
+static void label(FILE *out, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"')
+            fprintf(out, "\\%c", *v);
+        else if (*v == '\n')
+            fputs("\\n", out);
+        else
+            fputc(*v, out);
+    }
+}
+
+/* Writes the exposition of one table; -1 when it cannot be opened. */
+static int expose(FILE *out, const struct source *s, char *err, size_t errlen)
+{
+    struct sl_table *t = sl_table_attach(s->name, err, errlen);
+    if (!t) return -1;
+    static const char *const kinds[2] = {"connections", "requests"};
+    static const char *const help[2] = {
+        "Connections decided per rule (accept or connect), by outcome.",
+        "HTTP requests decided per request rule, by outcome."};
+    for (int kind = 0; kind < 2; kind++) {
+        fprintf(out, "# HELP sluice_%s_total %s\n# TYPE sluice_%s_total counter\n", kinds[kind],
+                help[kind], kinds[kind]);
+        uint64_t id;
+        char rule[SL_NAME_MAX];
+        for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
+            size_t n = strlen(rule);
+            bool req = n > 4 && strcmp(rule + n - 4, ":req") == 0;
+            if (req != (kind == 1)) continue;
+            if (req) rule[n - 4] = 0;
+            for (int c = SL_C_ALLOWED; c <= SL_C_WOULD_LIMIT; c++) {
+                fprintf(out, "sluice_%s_total{rule=\"", kinds[kind]);
+                label(out, rule);
+                fprintf(out, "\",direction=\"%s\",outcome=\"%s\"} %llu\n", direction(s, rule),
+                        sl_counter_names[c],
+                        (unsigned long long)sl_table_counter(t, r, (enum sl_counter)c));
+            }
+        }
+    }
+    fputs("# HELP sluice_table_problems_total Decisions made without a slot (full table), or "
+          "failures inside the shim (which fail open), per rule.\n"
+          "# TYPE sluice_table_problems_total counter\n",
+          out);
+    uint64_t id;
+    char rule[SL_NAME_MAX];
+    for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++)
+        for (int c = SL_C_OVERFLOW; c < SL_NCOUNTERS; c++) {
+            if (c == SL_C_REUSED || c == SL_C_CLAIMED) continue;
+            fputs("sluice_table_problems_total{rule=\"", out);
+            label(out, rule);
+            fprintf(out, "\",problem=\"%s\"} %llu\n", sl_counter_names[c],
+                    (unsigned long long)sl_table_counter(t, r, (enum sl_counter)c));
+        }
+    fprintf(
+        out,
+        "# HELP sluice_table_slots Slots in the shared table.\n# TYPE sluice_table_slots gauge\n"
+        "sluice_table_slots %u\n"
+        "# HELP sluice_table_slots_used Slots holding a key.\n"
+        "# TYPE sluice_table_slots_used gauge\nsluice_table_slots_used %u\n"
+        "# HELP sluice_table_bytes Size of the shared table.\n"
+        "# TYPE sluice_table_bytes gauge\nsluice_table_bytes %zu\n",
+        sl_table_slots(t), sl_table_used(t), sl_table_bytes(t));
+    sl_table_close(t);
+    return 0;
+}
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *data,
+                              size_t *len, void **state)
+{
+    (void)version, (void)data, (void)len, (void)state;
+    const struct source *s = cls;
+    char *text = NULL, err[256];
+    size_t n = 0;
+    unsigned status = MHD_HTTP_OK;
+    FILE *out = open_memstream(&text, &n);
+    if (!out) return MHD_NO;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        status = MHD_HTTP_METHOD_NOT_ALLOWED;
+        fputs("only GET\n", out);
+    } else if (strcmp(url, "/metrics") != 0 && strcmp(url, "/") != 0) {
+        status = MHD_HTTP_NOT_FOUND;
+        fputs("the metrics are at /metrics\n", out);
+    } else if (expose(out, s, err, sizeof err) != 0) {
+        status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        fprintf(out, "table %s: %s\n", s->name, err);
+    }
+    fclose(out);
+    struct MHD_Response *r = MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    enum MHD_Result rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static volatile sig_atomic_t stopping;
+static void stop(int sig)
+{
+    (void)sig;
+    stopping = 1;
+}
+
+static int serve(const struct source *s, const char *listen)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    const char *bad = sl_hostport_parse(listen, &ss, &sslen);
+    if (bad) {
+        fprintf(stderr, "sluice metrics: --listen %s: %s\n", listen, bad);
+        return 2;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
+    uint16_t port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                   : ((struct sockaddr_in *)&ss)->sin_port);
+    struct sockaddr *sa = (struct sockaddr *)&ss;
+    struct MHD_Daemon *d =
+        MHD_start_daemon(flags, port, NULL, NULL, answer, (void *)s, MHD_OPTION_SOCK_ADDR, sa,
+                         MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "sluice metrics: cannot listen on %s: %s\n", listen, strerror(errno));
+        return 1;
+    }
+    signal(SIGINT, stop);
+    signal(SIGTERM, stop);
+    fprintf(stderr, "sluice metrics: table %s on http://%s/metrics\n", s->name, listen);
+    while (!stopping)
+        pause();
+    MHD_stop_daemon(d);
+    return 0;
+}
+
+int sl_cmd_metrics(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"shared", required_argument, NULL, 's'},
+        {"listen", required_argument, NULL, 'l'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *config = NULL, *shared = NULL, *listen = NULL;
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "c:s:l:", opts, NULL)) != -1;) {
+        if (c == 'c')
+            config = optarg;
+        else if (c == 's')
+            shared = optarg;
+        else if (c == 'l')
+            listen = optarg;
+        else
+            return 2;
+    }
+    struct source s = {0};
+    struct sl_config *cfg = NULL;
+    if (config) {
+        char err[1024];
+        enum sl_on_error on_error;
+        cfg = sl_conf_load(config, NULL, &on_error, err, sizeof err);
+        if (!cfg) {
+            fprintf(stderr, "sluice: %s\n", err);
+            return 1;
+        }
+        snprintf(s.name, sizeof s.name, "%s", cfg->shared);
+        s.cfg = cfg;
+    }
+    if (shared) snprintf(s.name, sizeof s.name, "%s", shared);
+    if (!*s.name) {
+        fprintf(stderr, "sluice metrics: the table must have a shared name (option `shared`, "
+                        "or --shared NAME)\n");
+        return 2;
+    }
+    int rc;
+    if (listen) {
+        rc = serve(&s, listen);
+    } else {
+        char err[256];
+        rc = expose(stdout, &s, err, sizeof err) == 0 ? 0 : 1;
+        if (rc) fprintf(stderr, "sluice metrics: %s: %s\n", s.name, err);
+    }
+    if (cfg) sl_conf_free(cfg);
+    return rc;
+}

@@ -1,0 +1,112 @@
+"""`sluice metrics` (issue 13): a running program's counters in the
+Prometheus text format, printed and served over HTTP.
+
+A python http.server runs under a config file with a named table and two
+inbound rules on its port, each counting its own kind: "conn" (rate=5/10s
+burst=5 action=reply: connections) and "api" (req_rate=1/10s req_burst=2
+per=header:X-API-Key action=reply: requests). The test makes 8
+connections, each with one request carrying a key: the connection rule
+admits 5 and refuses 3 (429), the request rule then sees the 5 admitted
+requests and admits 2: the client sees 2 x 200 and 6 x 429.
+Then:
+- `sluice metrics -c FILE` parses with python3-prometheus-client's
+  text_string_to_metric_families, and the counters equal what the client
+  saw: connections allowed 5 / limited 3, requests allowed 2 / limited 3,
+  with direction="in";
+- `sluice metrics --shared NAME --listen 127.0.0.1:P` answers curl with
+  the same numbers (Content-Type text/plain; version=0.0.4), 404 elsewhere;
+  it is its own process (the server under sluice opens no such port).
+"""
+import sys
+
+try:
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:  # a python3 other than Debian's: its package is pure python
+    sys.path.append("/usr/lib/python3/dist-packages")
+    from prometheus_client.parser import text_string_to_metric_families
+
+from lib import *
+
+SERVER = r"""
+import sys
+from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    wbufsize = -1
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        self.wfile.write(b"ok\n")
+    def log_message(self, *a):
+        pass
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def samples(text):
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def value(got, name, **labels):
+    return got.get((name, tuple(sorted(labels.items()))))
+
+
+name = f"it-metrics-{os.getpid()}"
+port = free_port()
+with TempDir() as tmp:
+    conf = tmp.write("m.conf", f"""
+shared = "{name}"
+inbound "conn" {{ port = {port}  rate = "5/10s"  burst = 5  action = reply }}
+inbound "api" {{ port = {port}  req_rate = "1/10s"  req_burst = 2  per = "header:X-API-Key"
+                 action = reply }}
+""")
+    try:
+        with Proc(sluice_argv([sys.executable, "-c", SERVER, str(port)], config=conf)):
+            wait_listen(port)
+            codes = []
+            for i in range(8):
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                    s.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nX-API-Key: k\r\nConnection: close\r\n\r\n")
+                    data = b""
+                    while True:
+                        c = s.recv(65536)
+                        if not c:
+                            break
+                        data += c
+                codes.append(int(data.split()[1]) if data else None)
+            check(codes.count(200) == 2 and codes.count(429) == 6, f"the client saw {codes}")
+
+            r = run([SLUICE, "metrics", "-c", conf])
+            check(r.returncode == 0, f"sluice metrics: {r.stderr}")
+            got = samples(r.stdout)
+            want = {("sluice_connections_total", "conn", "allowed"): 5,
+                    ("sluice_connections_total", "conn", "limited"): 3,
+                    ("sluice_requests_total", "api", "allowed"): 2,
+                    ("sluice_requests_total", "api", "limited"): 3}
+            for (metric, rule, outcome), n in want.items():
+                v = value(got, metric, rule=rule, direction="in", outcome=outcome)
+                check(v == n, f"{metric}{{rule={rule},outcome={outcome}}} = {v}, the client saw {n}\n{r.stdout}")
+            check(value(got, "sluice_table_slots") and value(got, "sluice_table_slots_used") >= 1,
+                  f"table gauges: {r.stdout}")
+
+            mport = free_port()
+            with Proc([SLUICE, "metrics", "--shared", name, "--listen", f"127.0.0.1:{mport}"]) as m:
+                wait_listen(mport)
+                r = run(["curl", "-sS", "-i", f"http://127.0.0.1:{mport}/metrics"])
+                head, _, body = r.stdout.partition("\n\n")  # text mode: CRLF read as LF
+                check(head.startswith("HTTP/1.1 200"), f"curl /metrics: {head}")
+                check("text/plain; version=0.0.4" in head, f"content type: {head}")
+                got = samples(body)
+                v = value(got, "sluice_connections_total", rule="conn", direction="", outcome="limited")
+                check(v == 3, f"served over HTTP: limited = {v}\n{body}")
+                r = run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+                         f"http://127.0.0.1:{mport}/other"])
+                check(r.stdout == "404", f"elsewhere: {r.stdout}")
+    finally:
+        shm_cleanup(name)
+print("ok")
