@@ -29,6 +29,7 @@ static const char usage[] =
     "       sluice stats (-c FILE | --shared NAME)\n"
     "       sluice keygen [FILE]\n"
     "       sluice cluster-stats (-c FILE | --listen ADDRESS:PORT)\n"
+    "       sluice reload -c FILE\n"
     "       sluice metrics (-c FILE | --shared NAME) [--listen ADDRESS:PORT]\n"
     "       sluice version\n"
     "\n"
@@ -37,6 +38,7 @@ static const char usage[] =
     "  stats   prints the per-rule counters of a table named with `shared`\n"
     "  keygen  writes a new gossip key (64 hex characters, mode 0600)\n"
     "  cluster-stats  prints gossip counters and peers of a running node\n"
+    "  reload  publishes an edited FILE to the running program (no restart)\n"
     "  metrics prints a table's counters for Prometheus, or serves them (--listen)\n"
     "\n"
     "  -c, --config FILE   configuration file (libconfuse syntax, see README)\n"
@@ -217,6 +219,57 @@ static int cmd_check(int argc, char **argv)
     return 0;
 }
 
+/* Publishes a validated configuration to the running program through its
+ * shared table; each process loads it again at its next decision
+ * (shim/reload.h says what may change). */
+static int cmd_reload(int argc, char **argv)
+{
+    struct args a;
+    parse_args(argc, argv, &a);
+    if (!a.config) {
+        fprintf(stderr, "sluice reload: -c FILE: the file the program was started with, edited\n");
+        return 2;
+    }
+    struct sl_config *cfg = load(&a);
+    if (!cfg) return 1; /* load() said why: nothing changes */
+    int rc = 0;
+    char err[256], path[PATH_MAX];
+    struct sl_table *t = NULL;
+    if (!*cfg->shared) {
+        fprintf(stderr, "sluice reload: %s: the program is found through its table: set `shared`\n",
+                a.config);
+        rc = 2;
+    } else if (cfg->gossip.enabled || cfg->redis.enabled) {
+        fprintf(stderr,
+                "sluice reload: %s: a gossip or redis section changes only with a "
+                "restart\n",
+                a.config);
+        rc = 1;
+    } else if (!(t = sl_table_attach_rw(cfg->shared, err, sizeof err))) {
+        fprintf(stderr, "sluice reload: table %s: %s (is the program running?)\n", cfg->shared,
+                err);
+        rc = 1;
+    } else if (sl_table_slots(t) < cfg->table_slots) {
+        fprintf(stderr,
+                "sluice reload: %s: table_slots changes only with a restart (the running "
+                "table has %u)\n",
+                a.config, sl_table_slots(t));
+        rc = 1;
+    } else if (!realpath(a.config, path) || !sl_table_config_publish(t, path)) {
+        fprintf(stderr, "sluice reload: %s: cannot name it by an absolute path of under 1 KiB\n",
+                a.config);
+        rc = 1;
+    } else {
+        uint32_t gen = sl_table_config_gen(t);
+        printf("published %s as generation %u of table %s: each process of the program takes it "
+               "at its next decision (errors go to the program's log)\n",
+               a.config, gen, cfg->shared);
+    }
+    if (t) sl_table_close(t);
+    sl_conf_free(cfg);
+    return rc;
+}
+
 static int cmd_stats(int argc, char **argv)
 {
     struct args a;
@@ -269,6 +322,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "stats")) return cmd_stats(argc - 1, argv + 1);
+    if (!strcmp(cmd, "reload")) return cmd_reload(argc - 1, argv + 1);
     if (!strcmp(cmd, "keygen")) return sl_cmd_keygen(argc - 1, argv + 1);
     if (!strcmp(cmd, "cluster-stats")) return sl_cmd_cluster_stats(argc - 1, argv + 1);
     if (!strcmp(cmd, "metrics")) return sl_cmd_metrics(argc - 1, argv + 1);

@@ -45,6 +45,7 @@ struct sl_runtime {
     struct sl_learned_host *learned;
     int host_base[SL_MAX_RULES];
     _Atomic int learn_busy;
+    uint32_t config_gen; /* the table's configuration generation this runtime was made for */
 };
 
 enum sl_outcome { SL_PASS, SL_DENY };

@@ -259,6 +259,17 @@ bool sl_req_done(const struct sl_req_conn *c)
     return c->pass && !c->denied && c->nahead == 0;
 }
 
+void sl_req_conn_rebind(struct sl_req_conn *c, struct sl_runtime *rt)
+{
+    c->rules.rt = rt;
+    sl_req_rules_entries(&c->rules);
+}
+
+struct sl_runtime *sl_req_conn_runtime(const struct sl_req_conn *c)
+{
+    return c->rules.rt;
+}
+
 void sl_req_conn_fini(struct sl_req_conn *c)
 {
     (void)c; /* nothing held: the table keeps no per-connection state */

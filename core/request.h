@@ -76,6 +76,14 @@ void sl_req_passed(struct sl_req_conn *c, const void *buf, size_t n);
  * through, see sl_req_admit): the caller may stop calling. */
 bool sl_req_done(const struct sl_req_conn *c);
 
+/* A reloaded configuration (shim/reload.c) replaced the runtime: later
+ * decisions on the connection use rt's limits (its rules keep their
+ * places: the ones the connection matched stay the ones it matches). */
+void sl_req_conn_rebind(struct sl_req_conn *c, struct sl_runtime *rt);
+
+/* The runtime the connection decides with. */
+struct sl_runtime *sl_req_conn_runtime(const struct sl_req_conn *c);
+
 void sl_req_conn_fini(struct sl_req_conn *c);
 
 #endif

@@ -161,7 +161,7 @@ static void init_named(void *map, void *arg)
 }
 
 static struct sl_table *open_named(uint32_t nslots, const char *shared, enum sl_on_full on_full,
-                                   bool create, char *err, size_t errlen)
+                                   bool create, bool writable, char *err, size_t errlen)
 {
     char name[128];
     shm_name(name, sizeof name, shared);
@@ -169,7 +169,7 @@ static struct sl_table *open_named(uint32_t nslots, const char *shared, enum sl_
                                .hdr_len = sizeof(struct sl_header),
                                .bytes = sl_table_layout_bytes(nslots),
                                .create = create,
-                               .readonly = !create,
+                               .readonly = !create && !writable,
                                .judge = judge,
                                .init = init_named,
                                .arg = &nslots};
@@ -189,7 +189,7 @@ struct sl_table *sl_table_open(uint32_t slots, const char *shared, enum sl_on_fu
                                char *err, size_t errlen)
 {
     uint32_t nslots = round_slots(slots);
-    if (shared && *shared) return open_named(nslots, shared, on_full, true, err, errlen);
+    if (shared && *shared) return open_named(nslots, shared, on_full, true, true, err, errlen);
 
     size_t bytes = sl_table_layout_bytes(nslots);
     void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -208,7 +208,12 @@ struct sl_table *sl_table_open(uint32_t slots, const char *shared, enum sl_on_fu
 
 struct sl_table *sl_table_attach(const char *shared, char *err, size_t errlen)
 {
-    return open_named(0, shared, SL_FULL_SHARED, false, err, errlen);
+    return open_named(0, shared, SL_FULL_SHARED, false, false, err, errlen);
+}
+
+struct sl_table *sl_table_attach_rw(const char *shared, char *err, size_t errlen)
+{
+    return open_named(0, shared, SL_FULL_SHARED, false, true, err, errlen);
 }
 
 void sl_table_close(struct sl_table *t)
@@ -216,6 +221,24 @@ void sl_table_close(struct sl_table *t)
     if (!t) return;
     munmap(t->hdr, t->bytes);
     sl_free(t);
+}
+
+uint32_t sl_table_config_gen(const struct sl_table *t)
+{
+    return atomic_load_explicit(&t->hdr->config_gen, memory_order_acquire);
+}
+
+uint32_t sl_table_config_publish(struct sl_table *t, const char *path)
+{
+    size_t n = strlen(path);
+    if (n >= sizeof t->hdr->config_path) return 0;
+    memcpy(t->hdr->config_path, path, n + 1);
+    return atomic_fetch_add_explicit(&t->hdr->config_gen, 1, memory_order_acq_rel) + 1;
+}
+
+void sl_table_config_path(const struct sl_table *t, char *out, size_t len)
+{
+    snprintf(out, len, "%.*s", (int)sizeof t->hdr->config_path, t->hdr->config_path);
 }
 
 uint32_t sl_table_slots(const struct sl_table *t)

@@ -116,4 +116,17 @@ bool sl_table_rule_info(const struct sl_table *t, int rule, uint64_t *id, char *
 /* Slots currently holding a key (a scan: for stats and tests only). */
 uint32_t sl_table_used(const struct sl_table *t);
 
+/* The configuration generation: `sluice reload` bumps it after validating
+ * a new configuration, and every process of the program loads it again at
+ * its next decision (shim/reload.c). */
+uint32_t sl_table_config_gen(const struct sl_table *t);
+/* Publishes the configuration file `path` (absolute) as the next
+ * generation; returns it (0: the path is too long). */
+uint32_t sl_table_config_publish(struct sl_table *t, const char *path);
+/* The file last published ("" : none yet). */
+void sl_table_config_path(const struct sl_table *t, char *out, size_t len);
+
+/* As sl_table_attach, writable (for sl_table_config_publish). */
+struct sl_table *sl_table_attach_rw(const char *shared, char *err, size_t errlen);
+
 #endif

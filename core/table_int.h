@@ -48,7 +48,9 @@ struct sl_header {
     uint32_t version;
     uint32_t nslots;
     uint64_t secret[4];
-    _Atomic uint32_t ready; /* writer: the creator, last (release) */
+    _Atomic uint32_t ready;      /* writer: the creator, last (release) */
+    _Atomic uint32_t config_gen; /* writer: `sluice reload` (bumps); readers: every decision */
+    char config_path[1024];      /* writer: `sluice reload`, before it bumps config_gen */
 };
 
 /* A connection holding a place under a `conns` limit. pid[] lists the

@@ -23,6 +23,7 @@
 #include "../core/reply.h"
 #include "fd.h"
 #include "req.h"
+#include "reload.h"
 #include "shim.h"
 #include "wait.h"
 
@@ -104,6 +105,7 @@ static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_
 static int sl_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, int flags, bool four)
 {
     struct sl_runtime *rt = sl_runtime();
+    if (rt) rt = sl_reload_check(rt); /* `sluice reload` published a new configuration */
     if (!rt || !rt->any_in || (addr && !addrlen))
         return four ? REAL(accept4)(lfd, addr, addrlen, flags) : REAL(accept)(lfd, addr, addrlen);
 

@@ -49,6 +49,7 @@
 #include "fd.h"
 #include "pending.h"
 #include "ready.h"
+#include "reload.h"
 #include "shim.h"
 #include "wait.h"
 
@@ -124,6 +125,7 @@ SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
     struct sl_runtime *rt = sl_runtime();
     struct sl_addr dst;
     struct sl_fd *e;
+    if (rt) rt = sl_reload_check(rt); /* `sluice reload` published a new configuration */
     if (!rt || !rt->any_out || !sl_addr_from_sockaddr(&dst, sa, len) || !sl_out_matches(rt, &dst))
         return REAL(connect)(fd, sa, len);
     if ((e = sl_fd_get(fd)) && sl_pending_held(e)) return sl_pending_again(e);

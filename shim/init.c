@@ -28,6 +28,7 @@
 #include "../core/mem.h"
 #include "fd.h"
 #include "ready.h"
+#include "reload.h"
 #include "shim.h"
 
 struct sl_real sl_real;
@@ -208,6 +209,8 @@ __attribute__((constructor)) static void sl_init(void)
     pthread_atfork(before_fork, NULL, after_fork_child);
     sl_log(SL_LOG_DEBUG, "%d rules from %s, table of %u slots%s%s", cfg->nrules, cfg->source,
            sl_table_slots(table), *cfg->shared ? " shared as " : "", cfg->shared);
+    rt->config_gen = sl_table_config_gen(table);
+    sl_reload_remember(file, rules);
     atomic_store_explicit(&sl_runtime_ptr, rt, memory_order_release);
 out:
     sl_guard = 0;

@@ -63,6 +63,7 @@
 #include "pending.h"
 #include "req.h"
 #include "ready.h"
+#include "reload.h"
 #include "shim.h"
 #include "wait.h"
 
@@ -426,6 +427,7 @@ static ssize_t run(struct call *c, enum sl_io io, int fd)
     struct sl_runtime *rt = sl_runtime();
     struct sl_fd *e;
     if (!rt || !(rt->any_bytes || rt->any_out) || !(e = sl_fd_get(fd))) return real_call(c, c->len);
+    rt = sl_reload_check(rt);
     if (sl_pending_held(e) && sl_pending_io(c->fd, e) < 0) return -1;
     if (io == SL_IO_RECV && e->req && c->len) return request_read(rt, e, c);
     if (e->bytes_rule[io] < 0 || c->len == 0 || peeking(c)) return real_call(c, c->len);

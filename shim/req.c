@@ -12,6 +12,7 @@
 #include "fd.h"
 #include "ready.h"
 #include "req.h"
+#include "reload.h"
 #include "shim.h"
 #include "wait.h"
 
@@ -68,6 +69,15 @@ void sl_req_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
     errno = saved;
 }
 
+/* Decide with the newest configuration (shim/reload.h). */
+static void fresh(struct sl_req_fd *r)
+{
+    struct sl_runtime *rt = sl_runtime();
+    if (!rt || (rt = sl_reload_check(rt)) == sl_req_conn_runtime(CONN(r))) return;
+    r->rt = rt;
+    sl_req_conn_rebind(CONN(r), rt);
+}
+
 static void denied(struct sl_req_fd *r, const struct sl_req_verdict *v)
 {
     r->phase = v->action == SL_ACT_REJECT ? RESET : ENDED;
@@ -88,6 +98,7 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
 {
     struct sl_req_fd *r = e->req;
     if (r->tls) return (ssize_t)len; /* ciphertext: the library's reads are the requests */
+    fresh(r);
     if (r->phase == ENDED) return 0;
     if (r->phase == RESET) return errno = ECONNRESET, -1;
     if (sl_req_done(CONN(r))) return (ssize_t)len;
@@ -355,6 +366,7 @@ ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
     struct sl_req_fd *r = e->req;
     if (r->tls || (r->stash_len == 0 && sl_req_done(CONN(r))))
         return REAL(recv)(fd, buf, len, flags);
+    fresh(r);
     struct src s = {.read = sock_read, .retry = sock_retry, .fd = fd, .flags = flags & ~MSG_PEEK};
     enum sl_tls_how how;
     return stash_read(fd, e, buf, len, (flags & MSG_PEEK) != 0, &s, &how);
@@ -395,6 +407,7 @@ int sl_req_tls_read(int fd, struct sl_fd *e, void *ssl, void *buf, int num,
     *how = SL_TLS_REAL;
     if (!r->tls && !tls_begin(r)) return ops->read(ssl, buf, num);
     r->ssl = ssl;
+    fresh(r);
     if (num <= 0 || (r->stash_len == 0 && r->phase == OPEN && sl_req_done(CONN(r))))
         return ops->read(ssl, buf, num);
     struct src s = {.read = tls_read, .retry = tls_retry, .fd = fd, .ssl = ssl, .ops = ops};
