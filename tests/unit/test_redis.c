@@ -242,9 +242,25 @@ static void only_replies_of_the_scripts_shape_are_read(void **st)
     assert_int_equal(read_reply("*-1\r\n", &k), -1);
 }
 
+/* A reply announcing a huge array fails as out of memory (core/redis_alloc.c
+ * caps one allocation) instead of allocating gigabytes in the program. */
+static void a_reply_announcing_a_huge_array_is_refused(void **unused)
+{
+    (void)unused;
+    redisReader *r = redisReaderCreate();
+    assert_non_null(r);
+    static const char huge[] = "*333333331\r\n$3\r\nabc\r\n";
+    assert_int_equal(redisReaderFeed(r, huge, sizeof huge - 1), REDIS_OK);
+    void *reply = NULL;
+    assert_int_equal(redisReaderGetReply(r, &reply), REDIS_ERR);
+    assert_null(reply);
+    redisReaderFree(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_reply_announcing_a_huge_array_is_refused),
         cmocka_unit_test(with_redis_fresh_the_program_alone_gets_the_whole_limit),
         cmocka_unit_test(what_the_rest_of_the_fleet_counted_leaves_less),
         cmocka_unit_test(a_silent_redis_leaves_the_local_share),
