@@ -36,6 +36,11 @@ def overshoot_bound(n, interval, window=WINDOW, delay=0.005, lost_in_a_row=0):
     return (n - 1) * s / (n * window - (n - 1) * s)
 
 
+def flood_bound(limit, n=3, interval=0.100, lost_in_a_row=0):
+    """docs/cluster.md: the relative overshoot in any window under a flood."""
+    return overshoot_bound(n, interval, lost_in_a_row=lost_in_a_row)
+
+
 def fnv(text):
     h = 0xcbf29ce484222325
     for b in text.encode():
@@ -53,7 +58,7 @@ def datagram(key, node, boot, seq, ts_ms, records=(), flags=0, version=1):
 
 
 class Fleet:
-    def __init__(self, tmp, nodes=3, extra_env=None):
+    def __init__(self, tmp, nodes=3, extra_env=None, rate=None, interval=None):
         self.tmp = tmp
         self.key_path = tmp.join("cluster.key")
         r = run([SLUICE, "keygen", self.key_path])
@@ -66,6 +71,12 @@ class Fleet:
         for i in range(nodes):
             text = open(os.path.join(EXAMPLES, f"cluster-node{i + 1}.conf")).read()
             check("/etc/sluice/cluster.key" in text, "example lost its key_file line")
+            if rate is not None:  # e.g. "60/s"
+                check('rate = "100/s"' in text, "example lost its rate line")
+                text = text.replace('rate = "100/s"', f'rate = "{rate}"')
+            if interval is not None:  # "" for the default
+                check("interval = 20ms" in text, "example lost its interval line")
+                text = text.replace("interval = 20ms", f"interval = {interval}" if interval else "")
             self.confs.append(tmp.write(f"node{i + 1}.conf",
                                         text.replace("/etc/sluice/cluster.key", self.key_path)))
         self.cleanup_shm()
