@@ -223,6 +223,28 @@ static struct sl_centry *entry_for(struct sl_cluster *c, int rule, const struct 
     return e ? e : &c->ovf[rule];
 }
 
+/* Early sends. Sent only on the sender's tick, a node's admissions reach
+ * its peers up to one interval late, and under a flood a node admits a
+ * whole limit in less than that: every node did, in the first window, when
+ * none had heard the others. So when a key's own count in this window is
+ * c->early[rule] (L / (16 n), at least 1) ahead of what was last sent, the
+ * decision flags the urgent word and the sender sends at once: what a peer
+ * has not heard is then bounded by admissions, not by the clock. Only the
+ * decision that raises the flag wakes the sender, so a flood costs one
+ * wake-up per early share, not one per connection. */
+static void send_early(struct sl_cluster *c, struct sl_centry *e, int rule, uint64_t ocur,
+                       uint64_t curr)
+{
+    uint64_t s = atomic_load_explicit(&e->sent, memory_order_relaxed);
+    uint64_t sent = s && sl_win_index(s) == sl_win_index(sl_win_pack(ocur, 0, 0))
+                        ? sl_win_curr(s)
+                        : 0;
+    if (curr < sent + c->early[rule]) return;
+    if (atomic_load_explicit(&c->hdr->urgent, memory_order_relaxed)) return;
+    if (atomic_exchange_explicit(&c->hdr->urgent, 1, memory_order_relaxed)) return;
+    sl_gossip_wake(c);
+}
+
 void sl_cluster_decide(struct sl_cluster *c, int rule, const struct sl_rule *r,
                        const struct sl_key *k, uint64_t now, uint64_t cost, struct sl_verdict *v)
 {
@@ -259,6 +281,7 @@ void sl_cluster_decide(struct sl_cluster *c, int rule, const struct sl_rule *r,
         uint64_t next = sl_win_pack(ocur, op, oc + cost);
         if (atomic_compare_exchange_weak_explicit(&e->w[0], &own, next, memory_order_relaxed,
                                                   memory_order_relaxed)) {
+            send_early(c, e, rule, ocur, oc + cost);
             *v = (struct sl_verdict){
                 .allowed = true, .remaining = remaining, .limit = n, .reset_ns = (W - el) + W};
             return;

@@ -33,6 +33,7 @@ enum sl_cluster_counter {
     SL_CC_REMOTE_OVERFLOW,  /* remote records that found no entry (full table) */
     SL_CC_LOCAL_OVERFLOW,   /* local decisions that found no entry */
     SL_CC_REUSED,           /* idle entries given to a new key */
+    SL_CC_TX_EARLY,         /* sends before the tick: a key passed its early share */
     SL_CC_NCOUNTERS
 };
 
@@ -107,5 +108,9 @@ void sl_gossip_stop(struct sl_cluster *c);
 /* Called on the decision path: re-elects a sender if the current one has
  * been silent for long (at most one attempt per second per host). */
 void sl_gossip_check(struct sl_cluster *c, uint64_t now);
+/* Called by a decision that set the urgent word: when this process runs
+ * the sender, wakes it with an empty datagram to itself (non-blocking, one
+ * system call, errno kept); elsewhere the sender sees the word by itself. */
+void sl_gossip_wake(struct sl_cluster *c);
 
 #endif

@@ -21,7 +21,7 @@ typedef unsigned __int128 u128;
 
 const char *const sl_cluster_counter_names[SL_CC_NCOUNTERS] = {
     "tx_packets", "tx_bytes",         "tx_errors", "tx_test_dropped", "rx_packets",     "rx_bytes",
-    "rx_records", "rec_unknown_rule", "rec_old",   "remote_overflow", "local_overflow", "reused",
+    "rx_records", "rec_unknown_rule", "rec_old",   "remote_overflow", "local_overflow", "reused", "tx_early",
 };
 
 _Static_assert(sizeof(struct sl_chdr) <= 4096, "shm.c reads at most a page of header");
@@ -204,6 +204,9 @@ struct sl_cluster *sl_cluster_create(const struct sl_config *cfg, const char *sh
         c->ovf_tag[i] = sl_key_hash(&k, c->secret);
         uint64_t a = (uint64_t)((u128)r->limit.count * share / 100);
         c->alone[i] = a ? a : 1;
+        /* Early share: see sl_cluster_decide. */
+        uint64_t e = r->limit.count / (16 * (uint64_t)(g->npeers + 1));
+        c->early[i] = e ? e : 1;
         atomic_store_explicit(&c->ovf[i].meta, (uint32_t)i + 1, memory_order_relaxed);
         atomic_store_explicit(&c->ovf[i].tag, c->ovf_tag[i], memory_order_release);
     }

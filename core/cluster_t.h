@@ -14,7 +14,7 @@
 #include "cluster_int.h"
 
 #define SL_CLUSTER_MAGIC   0x534c434c55535452ull /* "SLCLUSTR" */
-#define SL_CLUSTER_VERSION 1
+#define SL_CLUSTER_VERSION 2
 
 /* Per peer, one cache line. last_heard is written (release) by the sender
  * thread when a datagram from the peer is accepted and read (acquire) by
@@ -42,6 +42,9 @@ struct sl_chdr {
     _Atomic uint64_t rx_at;     /* monotonic ns up to which every datagram was read */
     _Atomic int32_t sender_pid;
     _Atomic uint64_t elect_ns; /* last election attempt, CAS by deciders */
+    /* Set by a decider whose key has its early share unsent, cleared by
+     * the sender when it sends early (sl_cluster_decide). */
+    _Atomic uint32_t urgent;
 
     struct sl_cpeer peer[SL_CLUSTER_ORIGINS]; /* [0] unused: origin 0 is us */
     _Atomic uint64_t counters[SL_CC_NCOUNTERS] __attribute__((aligned(64)));
@@ -77,6 +80,7 @@ struct sl_cluster {
     uint64_t peer_timeout_ns;
     uint64_t ovf_tag[SL_MAX_RULES];
     uint64_t alone[SL_MAX_RULES]; /* the rule's limit when no peer is alive */
+    uint64_t early[SL_MAX_RULES]; /* unsent own admissions that trigger a send */
 
     /* The sender (process-local; only meaningful in the process that runs it). */
     uint64_t boot, seq;
@@ -88,6 +92,8 @@ struct sl_cluster {
     uint64_t rng;
     struct sockaddr_storage peer_sa[SL_MAX_PEERS];
     socklen_t peer_salen[SL_MAX_PEERS];
+    struct sockaddr_storage self_sa; /* listen: the wake-up datagram's target */
+    socklen_t self_salen;
     bool elect; /* re-election from the decision path (sl_cluster_open only) */
 };
 

@@ -22,7 +22,12 @@
  *
  * Each interval the thread sends what changed (and every second all live
  * counts, so a restarted peer converges), then waits in ppoll for
- * datagrams until the next send.
+ * datagrams until the next send. Between ticks it sends early when a
+ * decision raised the urgent word (a key's count ran its early share ahead
+ * of what was sent, cluster.c): a decision in this process wakes it with
+ * an empty datagram to its own socket; for deciders in other processes it
+ * looks at the word every millisecond, but only within an interval of its
+ * last early send (keys are hot), so an idle host is not woken.
  *
  * This file is the gossip backend of cluster.c (see cluster_t.h for what a
  * backend may use): datagrams built from this node's words and merged into
@@ -183,6 +188,18 @@ static void send_all(void *arg, const uint8_t *pkt, size_t len)
     }
 }
 
+void sl_gossip_wake(struct sl_cluster *c)
+{
+    if (!atomic_load_explicit(&c->running, memory_order_relaxed) || c->fd < 0) return;
+    int saved = errno;
+    static const uint8_t none[1];
+    sl_sys_sendto(c->fd, none, 0, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&c->self_sa,
+                  c->self_salen);
+    errno = saved;
+}
+
+#define HOT_POLL_NS 1000000ull /* how often a hot sender looks at the urgent word */
+
 static void *sender(void *arg)
 {
     struct sl_cluster *c = arg;
@@ -190,9 +207,11 @@ static void *sender(void *arg)
         c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns : 100000000ull;
     const uint64_t full_every = interval >= SL_NS_PER_SEC ? 1 : SL_NS_PER_SEC / interval;
     static uint8_t buf[SL_WIRE_MAX + 1];
-    uint64_t next = sl_clock_now(), tick = 0;
+    uint64_t next = sl_clock_now(), tick = 0, hot_until = 0;
     while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
         uint64_t now = sl_clock_now();
+        bool urgent = atomic_load_explicit(&c->hdr->urgent, memory_order_relaxed) &&
+                      atomic_exchange_explicit(&c->hdr->urgent, 0, memory_order_relaxed);
         if (now >= next) {
             atomic_store_explicit(&c->hdr->offset_ns, sl_clock_wall_offset(), memory_order_relaxed);
             sl_cluster_build(c, now, tick % full_every == 0, send_all, c);
@@ -200,8 +219,13 @@ static void *sender(void *arg)
             next += interval;
             if (next <= now) next = now + interval;
             atomic_store_explicit(&c->hdr->heartbeat, now, memory_order_relaxed);
+        } else if (urgent) {
+            sl_cluster_build(c, now, false, send_all, c);
+            sl_cluster_count(c, SL_CC_TX_EARLY, 1);
         }
+        if (urgent) hot_until = now + interval;
         uint64_t wait = next > now ? next - now : 0;
+        if (now < hot_until && wait > HOT_POLL_NS) wait = HOT_POLL_NS;
         struct timespec ts = {(time_t)(wait / SL_NS_PER_SEC), (long)(wait % SL_NS_PER_SEC)};
         struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
         sl_sys_ppoll(&pfd, 1, &ts);
@@ -212,6 +236,7 @@ static void *sender(void *arg)
                 atomic_store_explicit(&c->hdr->rx_at, drain_start, memory_order_release);
                 break;
             }
+            if (n == 0) continue; /* a wake-up (sl_gossip_wake): send early, at the loop's top */
             /* MSG_TRUNC: n is the datagram's real length, so an oversized
              * one is seen as such (the decoder reads nothing past 1200). */
             sl_cluster_receive(c, buf, (size_t)n, sl_clock_now());
@@ -248,6 +273,8 @@ int sl_gossip_start(struct sl_cluster *c, char *err, size_t errlen)
             return -1;
         }
     }
+    c->self_sa = ss;
+    c->self_salen = len;
     int fd = sl_sys_socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         snprintf(err, errlen, "gossip: socket: %s", strerror(errno));
