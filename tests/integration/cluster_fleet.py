@@ -36,9 +36,18 @@ def overshoot_bound(n, interval, window=WINDOW, delay=0.005, lost_in_a_row=0):
     return (n - 1) * s / (n * window - (n - 1) * s)
 
 
-def flood_bound(limit, n=3, interval=0.100, lost_in_a_row=0):
-    """docs/cluster.md: the relative overshoot in any window under a flood."""
-    return overshoot_bound(n, interval, lost_in_a_row=lost_in_a_row)
+def early_share(limit, n):
+    """core/cluster.c: a key's unsent count that triggers an early send."""
+    return max(1, limit // (16 * n))
+
+
+def flood_bound(limit, n=3, lost_in_a_row=0, woken=2):
+    """docs/cluster.md: the relative overshoot in any window, any arrival
+    pattern, with early sends: each other node's unheard admissions are at
+    most (k + 1) early shares plus what it admits while its sender wakes
+    and the datagram travels (`woken`: 2 connections, a few ms of a
+    flooded python server)."""
+    return (n - 1) * ((lost_in_a_row + 1) * early_share(limit, n) + woken) / limit
 
 
 def fnv(text):

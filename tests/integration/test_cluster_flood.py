@@ -47,8 +47,8 @@ def main():
         for t in admitted:
             per_window[int(t)] = per_window.get(int(t), 0) + 1
         stats = [fleet.stats(i) for i in range(3)]
-    # 100 ms views, 5 ms delivery under load, 3 losses in a row with loss
-    bound = flood_bound(L) if not LOSS else flood_bound(L, lost_in_a_row=3)
+    # with loss: up to three early sends lost in a row (0.2^4 = 0.16 %)
+    bound = flood_bound(L, lost_in_a_row=3 if LOSS else 0)
     worst = max(per_window.values())
     print(f"attempts {attempts}, admitted {len(admitted)} in {SECONDS:.0f} s "
           f"(limit {L}/s), per realtime window {[per_window[k] for k in sorted(per_window)]}, "
@@ -57,6 +57,8 @@ def main():
         print(f"node {i + 1}: tx {s['tx_packets']} rx {s['rx_packets']} "
               f"early {s.get('tx_early', '-')} dropped {s['tx_test_dropped']}")
     check(attempts > 20 * L * SECONDS, "client too slow to flood")
+    # + 2: a connection is counted in the window of its client-side start,
+    # the node counts it at accept, a moment later, maybe in the next window
     check(worst <= L * (1 + bound) + 2, f"a window admitted {worst}, over the documented bound")
     print("ok")
 
