@@ -102,6 +102,76 @@ static double accuracy(int n, uint64_t interval)
     return (double)admitted / (8.0 * LIMIT);
 }
 
+/* The worst realtime window, over 6 s of requests that start mid-window
+ * (the first window included), as a share of the limit: n nodes, limit
+ * `limit`/s, `rate` requests/s in all spread round robin over the nodes,
+ * ticks every 100 ms; with `early`, a node whose decision raised the
+ * urgent word sends at once, heard WAKE + DELAY later (its sender's
+ * wake-up and the network), as the sender thread does. */
+#define WAKE (1 * MS)
+static double worst_window(int n, uint64_t limit, uint64_t rate, bool early)
+{
+    struct sl_config *cfg[CU_MAX_NODES] = {0};
+    struct sl_cluster *c[CU_MAX_NODES] = {0};
+    char err[256];
+    const uint64_t interval = 100 * MS;
+    for (int i = 0; i < n; i++) {
+        cfg[i] = cu_config(i, n, limit, SEC, interval, 4096);
+        c[i] = sl_cluster_create(cfg[i], NULL, err, sizeof err);
+        if (!c[i]) {
+            fprintf(stderr, "%s\n", err);
+            exit(1);
+        }
+        sl_cluster_set_offset(c[i], 0);
+    }
+    struct sl_key k = cu_key(cfg[0], 1);
+    uint64_t next_send[CU_MAX_NODES], tick[CU_MAX_NODES] = {0}, per_win[8] = {0};
+    for (int i = 0; i < n; i++)
+        next_send[i] = T0 + interval * (uint64_t)i / (uint64_t)n;
+    nq = 0;
+    const uint64_t step = SEC / rate, start = T0 + SEC / 2;
+    int node = 0;
+    for (uint64_t now = T0; now < start + 6 * SEC; now += step) {
+        for (int i = 0; i < n; i++) {
+            if (now >= next_send[i]) {
+                emit_due = now + DELAY;
+                emit_from = i;
+                sl_cluster_build(c[i], now, tick[i]++ % 10 == 0, enqueue, NULL);
+                next_send[i] += interval;
+            }
+        }
+        int kept = 0;
+        for (int j = 0; j < nq; j++) {
+            if (q[j].due > now) {
+                if (kept != j) q[kept] = q[j];
+                kept++;
+                continue;
+            }
+            for (int i = 0; i < n; i++)
+                if (i != q[j].from) sl_cluster_receive(c[i], q[j].data, q[j].len, now);
+        }
+        nq = kept;
+        if (now < start) continue;
+        struct sl_verdict v;
+        sl_cluster_decide(c[node], 0, &cfg[node]->rules[0], &k, now, 1, &v);
+        if (v.allowed) per_win[(now - T0) / SEC]++;
+        if (sl_cluster_take_urgent(c[node]) && early) {
+            emit_due = now + WAKE + DELAY;
+            emit_from = node;
+            sl_cluster_build(c[node], now, false, enqueue, NULL);
+        }
+        node = (node + 1) % n;
+    }
+    uint64_t worst = 0;
+    for (int w = 0; w < 7; w++)
+        worst = per_win[w] > worst ? per_win[w] : worst;
+    for (int i = 0; i < n; i++) {
+        sl_cluster_close(c[i]);
+        free(cfg[i]);
+    }
+    return (double)worst / (double)limit;
+}
+
 static size_t bytes;
 static void count_bytes(void *arg, const uint8_t *pkt, size_t len)
 {
@@ -163,6 +233,29 @@ int main(void)
             fflush(stdout);
         }
         printf("\n");
+    }
+    printf("\n### Cluster limits: worst window under a flood, early sends on and off\n\n");
+    printf("Simulated fleet, interval 100 ms, requests spread round robin from the "
+           "middle of a window for 6 s: flood = 10 x the limit, steady = 1.2 x; worst "
+           "realtime window (the first included) / limit, early sends off -> on. "
+           "Bound with early sends: 1 + (n-1)(T + a)/L, T = max(1, L/16n), a = what "
+           "a node admits in the 2 ms wake-up + delay.\n\n");
+    printf("| nodes | limit/s | flood: off -> on | steady: off -> on | bound |\n"
+           "|---|---|---|---|---|\n");
+    static const int fleet[] = {2, 3, 5};
+    static const uint64_t limits[] = {100, 10000};
+    for (size_t li = 0; li < 2; li++) {
+        for (size_t ni = 0; ni < 3; ni++) {
+            int n = fleet[ni];
+            uint64_t L = limits[li], T = L / (16 * (uint64_t)n) ? L / (16 * (uint64_t)n) : 1;
+            double a = 10.0 * (double)L / (double)n * 0.002; /* flood, per node, 2 ms */
+            printf("| %d | %llu | %.3f -> %.3f | %.3f -> %.3f | %.3f |\n", n,
+                   (unsigned long long)L, worst_window(n, L, 10 * L, false),
+                   worst_window(n, L, 10 * L, true), worst_window(n, L, 12 * L / 10, false),
+                   worst_window(n, L, 12 * L / 10, true),
+                   1 + (double)(n - 1) * ((double)T + a) / (double)L);
+            fflush(stdout);
+        }
     }
     printf("\n### Cluster limits: gossip bytes per second per node (interval 100 ms)\n\n");
     printf("Every key changes every interval (the worst case for sending only what "

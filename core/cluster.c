@@ -329,6 +329,12 @@ void sl_cluster_estimate(struct sl_cluster *c, int rule, const struct sl_rule *r
 
 /* ---- for fleet backends (cluster_t.h) ------------------------------------ */
 
+bool sl_cluster_take_urgent(struct sl_cluster *c)
+{
+    return atomic_load_explicit(&c->hdr->urgent, memory_order_relaxed) &&
+           atomic_exchange_explicit(&c->hdr->urgent, 0, memory_order_relaxed);
+}
+
 uint64_t sl_cluster_wall(const struct sl_cluster *c, uint64_t now)
 {
     return wall(c, now);

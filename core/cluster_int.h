@@ -77,6 +77,10 @@ typedef void (*sl_cluster_emit_fn)(void *arg, const uint8_t *pkt, size_t len);
 size_t sl_cluster_build(struct sl_cluster *c, uint64_t now, bool full, sl_cluster_emit_fn emit,
                         void *arg);
 
+/* Takes the urgent word (a key ran its early share ahead of what was
+ * sent; cluster.c): true when the caller should build now. */
+bool sl_cluster_take_urgent(struct sl_cluster *c);
+
 /* The fleet estimate a decision would see now, in requests (rounded
  * down), and this node's own part. */
 void sl_cluster_estimate(struct sl_cluster *c, int rule, const struct sl_rule *r,

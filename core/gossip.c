@@ -210,8 +210,7 @@ static void *sender(void *arg)
     uint64_t next = sl_clock_now(), tick = 0, hot_until = 0;
     while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
         uint64_t now = sl_clock_now();
-        bool urgent = atomic_load_explicit(&c->hdr->urgent, memory_order_relaxed) &&
-                      atomic_exchange_explicit(&c->hdr->urgent, 0, memory_order_relaxed);
+        bool urgent = sl_cluster_take_urgent(c);
         if (now >= next) {
             atomic_store_explicit(&c->hdr->offset_ns, sl_clock_wall_offset(), memory_order_relaxed);
             sl_cluster_build(c, now, tick % full_every == 0, send_all, c);

@@ -161,9 +161,12 @@ def connect_once(host):
 class Flood:
     """Clients connecting as fast as they can to the hosts in `targets`
     (round robin; the list may be changed while running). Records the
-    start time of every admitted connection."""
+    start time of every admitted connection (its answer's time with
+    at_answer: under a flood a connection waits in the accept queue, and
+    the node decides when it accepts it, just before answering)."""
 
-    def __init__(self, targets, threads=6):
+    def __init__(self, targets, threads=6, at_answer=False):
+        self.at_answer = at_answer
         self.targets = list(targets)
         self.admitted = []
         self.attempts = 0
@@ -181,6 +184,8 @@ class Flood:
             k += 1
             t = time.monotonic()
             ok = connect_once(host)
+            if self.at_answer:
+                t = time.monotonic()
             with self.lock:
                 self.attempts += 1
                 if ok:
