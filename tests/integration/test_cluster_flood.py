@@ -62,7 +62,9 @@ def main():
     # + 2: a connection is counted in the window of its answer, the node
     # counts it at accept, a moment earlier, maybe in the window before
     check(worst <= L * (1 + bound) + 2, f"a window admitted {worst}, over the documented bound")
-    check(min(per_window[k] for k in sorted(per_window)[1:-1]) >= L * 0.9, "a window far below L")
+    # the flood covers 6 s from mid-window, answers trail it: windows 2-5 are full
+    full = [per_window[k] for k in sorted(per_window)[1:5]]
+    check(min(full) >= 0.9 * L, f"a full window admitted {min(full)}, far below {L}")
     print("ok")
 
 
