@@ -249,10 +249,9 @@ int main(void)
             int n = fleet[ni];
             uint64_t L = limits[li], T = L / (16 * (uint64_t)n) ? L / (16 * (uint64_t)n) : 1;
             double a = 10.0 * (double)L / (double)n * 0.002; /* flood, per node, 2 ms */
-            printf("| %d | %llu | %.3f -> %.3f | %.3f -> %.3f | %.3f |\n", n,
-                   (unsigned long long)L, worst_window(n, L, 10 * L, false),
-                   worst_window(n, L, 10 * L, true), worst_window(n, L, 12 * L / 10, false),
-                   worst_window(n, L, 12 * L / 10, true),
+            printf("| %d | %llu | %.3f -> %.3f | %.3f -> %.3f | %.3f |\n", n, (unsigned long long)L,
+                   worst_window(n, L, 10 * L, false), worst_window(n, L, 10 * L, true),
+                   worst_window(n, L, 12 * L / 10, false), worst_window(n, L, 12 * L / 10, true),
                    1 + (double)(n - 1) * ((double)T + a) / (double)L);
             fflush(stdout);
         }

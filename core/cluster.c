@@ -236,9 +236,8 @@ static void send_early(struct sl_cluster *c, struct sl_centry *e, int rule, uint
                        uint64_t curr)
 {
     uint64_t s = atomic_load_explicit(&e->sent, memory_order_relaxed);
-    uint64_t sent = s && sl_win_index(s) == sl_win_index(sl_win_pack(ocur, 0, 0))
-                        ? sl_win_curr(s)
-                        : 0;
+    uint64_t sent =
+        s && sl_win_index(s) == sl_win_index(sl_win_pack(ocur, 0, 0)) ? sl_win_curr(s) : 0;
     if (curr < sent + c->early[rule]) return;
     if (atomic_load_explicit(&c->hdr->urgent, memory_order_relaxed)) return;
     if (atomic_exchange_explicit(&c->hdr->urgent, 1, memory_order_relaxed)) return;

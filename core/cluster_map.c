@@ -20,8 +20,9 @@
 typedef unsigned __int128 u128;
 
 const char *const sl_cluster_counter_names[SL_CC_NCOUNTERS] = {
-    "tx_packets", "tx_bytes",         "tx_errors", "tx_test_dropped", "rx_packets",     "rx_bytes",
-    "rx_records", "rec_unknown_rule", "rec_old",   "remote_overflow", "local_overflow", "reused", "tx_early",
+    "tx_packets",     "tx_bytes",   "tx_errors",        "tx_test_dropped", "rx_packets",
+    "rx_bytes",       "rx_records", "rec_unknown_rule", "rec_old",         "remote_overflow",
+    "local_overflow", "reused",     "tx_early",
 };
 
 _Static_assert(sizeof(struct sl_chdr) <= 4096, "shm.c reads at most a page of header");

@@ -119,6 +119,41 @@ static void without_gossip_each_node_overshoots_by_what_it_has_not_heard(void **
     fleet_free(&f);
 }
 
+/* Early sends: a decision raises the urgent word when the key's own count
+ * is its early share (L/16n = 10 here) ahead of what was sent, not before;
+ * a node that sends whenever it is raised keeps every view within that
+ * share, so a flood of all three from the first instant admits at most
+ * L + (n-1) T, and the word is raised once per share, not per request. */
+static void early_sends_bound_what_peers_have_not_heard_by_admissions(void **st)
+{
+    struct fleet f;
+    fleet_make(&f, 3, 480, 65536);
+    uint64_t now = T0 + 1 * MS;
+    gossip_round(&f, now, true);
+    for (int i = 0; i < 9; i++)
+        assert_true(decide(&f, 0, 7, now));
+    assert_false(sl_cluster_take_urgent(f.c[0]));
+    assert_true(decide(&f, 0, 7, now));
+    assert_true(sl_cluster_take_urgent(f.c[0]));
+    assert_false(sl_cluster_take_urgent(f.c[0])); /* taken once */
+    int ok = 10, raised = 0;
+    for (int i = 0; i < 3000; i++) {
+        int node = i % 3;
+        ok += decide(&f, node, 7, now);
+        if (!sl_cluster_take_urgent(f.c[node])) continue;
+        raised++;
+        struct cu_pkts p = {0};
+        sl_cluster_build(f.c[node], now, false, cu_capture, &p);
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < p.n && j != node; k++)
+                assert_int_equal(sl_cluster_receive(f.c[j], p.data[k], p.len[k], now), SL_WIRE_OK);
+        cu_pkts_free(&p);
+    }
+    assert_true(ok >= 480 && ok <= 480 + 2 * 10);
+    assert_true(raised <= 480 / 10 + 3);
+    fleet_free(&f);
+}
+
 /* Node 0 admits in bursts over several windows; its datagrams reach node 1
  * in order and once, node 2 shuffled, duplicated and with a third lost
  * (then a full refresh). Both must end with the same totals. */
@@ -509,6 +544,7 @@ int main(void)
         cmocka_unit_test(a_node_hearing_nobody_admits_only_its_alone_share),
         cmocka_unit_test(the_fleet_admits_the_cluster_limit_once_peers_are_heard),
         cmocka_unit_test(without_gossip_each_node_overshoots_by_what_it_has_not_heard),
+        cmocka_unit_test(early_sends_bound_what_peers_have_not_heard_by_admissions),
         cmocka_unit_test(lost_duplicated_and_reordered_updates_converge),
         cmocka_unit_test(merging_is_order_and_duplicate_insensitive),
         cmocka_unit_test(window_rollover_weighs_the_previous_window),
