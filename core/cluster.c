@@ -29,8 +29,9 @@
  *
  * Local decisions CAS this node's own word (origin 0) only; the sender
  * thread CAS-joins what peers say into their words and reads our own word
- * to send it. Nothing on the decision path takes a lock or makes a system
- * call. A peer not heard for peer_timeout stops counting; with no peer
+ * to send it. Nothing on the decision path takes a lock; the one system
+ * call is the sender's wake-up, a non-blocking sendto once per early share
+ * of a key (send_early), in the sender's process only. A peer not heard for peer_timeout stops counting; with no peer
  * alive the limit is alone_share percent of the rule's, so a partition of
  * k isolated nodes admits at most k * alone_share% * L.
  *
