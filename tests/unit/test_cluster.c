@@ -507,6 +507,54 @@ static void threads_deciding_at_once_admit_exactly_the_limit(void **st)
 }
 
 /* The real sender thread on loopback: two nodes hear each other. */
+static uint64_t mono_now(void)
+{
+    struct timespec m;
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    return (uint64_t)m.tv_sec * SEC + (uint64_t)m.tv_nsec;
+}
+
+/* Waits (bounded: 1 s) until the sender has sent `want` early; returns
+ * how long it took. */
+static uint64_t wait_early(struct sl_cluster *c, uint64_t want)
+{
+    uint64_t t0 = mono_now();
+    for (int i = 0; i < 1000 && sl_cluster_counter(c, SL_CC_TX_EARLY) < want; i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_true(sl_cluster_counter(c, SL_CC_TX_EARLY) >= want);
+    return mono_now() - t0;
+}
+
+/* A real sender, interval 10 s so that no tick interferes: a decision in
+ * its process wakes it at once (an empty datagram to its socket); then,
+ * hot, it sees the urgent word raised with no wake-up (a decider in
+ * another process) within a few of its 1 ms looks. */
+static void the_sender_sends_early_when_woken_or_hot(void **st)
+{
+    char err[256];
+    struct sl_config *cfg = cu_config(0, 2, 100, W, 10 * SEC, 4096);
+    struct sl_cluster *c = sl_cluster_create(cfg, NULL, err, sizeof err);
+    assert_non_null(c);
+    assert_int_equal(sl_gossip_start(c, err, sizeof err), 0);
+    for (int i = 0; i < 1000 && sl_cluster_counter(c, SL_CC_TX_PACKETS) == 0; i++) {
+        struct timespec ts = {0, 1000000}; /* its first tick, which would take the word */
+        nanosleep(&ts, NULL);
+    }
+    assert_true(sl_cluster_counter(c, SL_CC_TX_PACKETS) > 0);
+    struct sl_key k = cu_key(cfg, 3);
+    struct sl_verdict v;
+    for (int i = 0; i < 3; i++) /* early share: 100 / (16 * 2) = 3 */
+        sl_cluster_decide(c, 0, &cfg->rules[0], &k, mono_now(), 1, &v);
+    assert_true(wait_early(c, 1) < 500 * MS); /* woken, not ticked (10 s) */
+    atomic_store(&c->hdr->urgent, 1);         /* as another process would */
+    assert_true(wait_early(c, 2) < 500 * MS);
+    assert_int_equal(sl_cluster_drops(c, SL_WIRE_TRUNCATED), 0); /* wake-ups are not drops */
+    sl_cluster_close(c);
+    free(cfg);
+}
+
 static void two_sender_threads_on_loopback_hear_each_other(void **st)
 {
     struct sl_config *cfg[2];
@@ -558,6 +606,7 @@ int main(void)
         cmocka_unit_test(a_node_in_its_own_peer_list_drops_its_own_datagrams),
         cmocka_unit_test(threads_deciding_at_once_admit_exactly_the_limit),
         cmocka_unit_test(two_sender_threads_on_loopback_hear_each_other),
+        cmocka_unit_test(the_sender_sends_early_when_woken_or_hot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
