@@ -788,7 +788,7 @@ static void gossip_errors_each_get_their_own_words(void **state)
     GOSSIP_ERROR("listen=10.0.0.1:1 peers=10.0.0.2:1 peer_timeout=10ms",
                  "option 'peer_timeout': '10ms' must be longer than interval (20ms)");
     GOSSIP_ERROR("listen=10.0.0.1:1 peers=10.0.0.2:1 peer_timeout=0",
-                 "option 'peer_timeout': '0' must be longer than interval (100ms)");
+                 "option 'peer_timeout': '0' must be longer than interval (20ms)");
     GOSSIP_ERROR("alone_share=0", "option 'alone_share': '0' is out of range (1..100)");
     GOSSIP_ERROR("alone_share=101", "option 'alone_share': '101' is out of range (1..100)");
     GOSSIP_ERROR("listn=10.0.0.1:1", "option 'listn' is unknown");
