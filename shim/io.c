@@ -442,14 +442,14 @@ static ssize_t request_write(struct sl_runtime *rt, struct sl_fd *e, struct call
                                               : real_call(c, c->len);
     }
     bool dontwait = has_msg_flags(c) && (c->flags & MSG_DONTWAIT);
-    ssize_t cap = sl_reqout_before_write(c->fd, e, buf, len, dontwait);
+    ssize_t cap = sl_reqout_before_write(c->fd, e, buf, len, dontwait, false);
     if (cap < 0) return -1;
     size_t want = c->len;
     c->len = (size_t)cap;
     ssize_t n =
         e->bytes_rule[SL_IO_SEND] >= 0 ? limited(rt, e, c, SL_IO_SEND) : real_call(c, (size_t)cap);
     c->len = want;
-    if (n > 0) sl_reqout_written(e, buf, (size_t)n);
+    if (n > 0) sl_reqout_written(e, buf, (size_t)n, false);
     return n;
 }
 

@@ -16,7 +16,9 @@
 #include "wait.h"
 
 struct sl_req_out {
-    uint64_t writes;                            /* writes scanned (for debugging) */
+    struct sl_runtime *rt;
+    struct sl_addr dst;
+    bool tls;                                   /* requests are written through SSL_write */
     _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn */
 };
 
@@ -35,15 +37,17 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
         return;
     }
     if (e->req_out) sl_reqout_free(e);
+    o->rt = rt;
+    o->dst = *dst;
     e->req_out = o;
     errno = saved;
 }
 
 ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
-                               bool nonblock_flag)
+                               bool nonblock_flag, bool tls)
 {
     struct sl_req_conn *c = CONN(e->req_out);
-    e->req_out->writes++;
+    if (e->req_out->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
     if (sl_req_done(c)) return (ssize_t)len;
     struct sl_runtime *rt = sl_runtime();
     if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
@@ -53,12 +57,18 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
         uint64_t now = sl_clock_now();
         struct sl_req_verdict v;
         size_t ok = sl_req_admit(c, buf, len, now, &v);
-        if (ok > 0 || v.status == SL_REQ_NEED_MORE || v.status == SL_REQ_PASS) {
+        if (ok == len || v.status == SL_REQ_NEED_MORE || v.status == SL_REQ_PASS) {
             atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
             errno = saved;
-            /* an incomplete head goes as it is written: decided at its end */
-            return v.status == SL_REQ_NEED_MORE ? (ssize_t)len : (ssize_t)(ok ? ok : len);
+            return (ssize_t)len; /* an incomplete head goes as it is written: decided at its end */
         }
+        if (ok > 0 && !tls) { /* a short write, up to the head that must wait */
+            errno = saved;
+            return (ssize_t)ok;
+        }
+        /* through TLS a write is all or nothing: the whole buffer waits for
+         * the last of its requests, or fails with it (a client writes one
+         * request at a time) */
         if (v.status == SL_REQ_DENY) {
             const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[v.rule];
             errno = r->err ? r->err : ECONNREFUSED;
@@ -77,9 +87,20 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
     }
 }
 
-void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n)
+void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls)
 {
-    sl_req_passed(CONN(e->req_out), buf, n);
+    if (e->req_out->tls == tls) sl_req_passed(CONN(e->req_out), buf, n);
+}
+
+bool sl_reqout_tls(struct sl_fd *e)
+{
+    struct sl_req_out *o = e->req_out;
+    if (o->tls) return true;
+    /* the plain scanner saw the handshake (and passed it through): the
+     * requests start afresh in what the program gives the library */
+    sl_req_conn_fini(CONN(o));
+    o->tls = true;
+    return sl_req_conn_init(CONN(o), o->rt, SL_OUT, NULL, &o->dst, sl_clock_now());
 }
 
 void sl_reqout_free(struct sl_fd *e)

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "../core/key.h"
 #include "fd.h"
 
 struct sl_runtime;
@@ -31,10 +32,16 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
 /* io.c, before a write of up to len bytes of buf: how many may go now
  * (> 0), or -1 with errno (EAGAIN held, EINTR, the rule's errno). */
 ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
-                               bool nonblock_flag);
+                               bool nonblock_flag, bool tls);
 
 /* io.c: n of those bytes were written. */
-void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n);
+void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls);
+
+/* tls.c: the program writes this connection's plaintext through OpenSSL
+ * (SSL_write): from now on the requests are read there (tls true in the
+ * calls above), never in the ciphertext the library sends. False when the
+ * connection can no longer be tracked. */
+bool sl_reqout_tls(struct sl_fd *e);
 
 /* fd.c: the entry is forgotten. */
 void sl_reqout_free(struct sl_fd *e);
