@@ -66,6 +66,7 @@
 #include "ready.h"
 #include "reload.h"
 #include "shim.h"
+#include "tls.h"
 #include "wait.h"
 
 #define IOV_LOCAL 64
@@ -514,6 +515,7 @@ SL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 SL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
     struct call c = {.k = K_SEND, .fd = fd, .cbuf = buf, .len = len, .flags = flags};
+    if (sl_tls_tying) sl_tls_tie(fd); /* tls.h: a TLS client's own BIO (curl) */
     return run(&c, SL_IO_SEND, fd);
 }
 

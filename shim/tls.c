@@ -42,6 +42,7 @@
 #include "req.h"
 #include "reqout.h"
 #include "shim.h"
+#include "tls.h"
 
 #define SSL_VERSION "OPENSSL_3.0.0"
 #define SSL_LIB     "libssl.so.3"
@@ -52,6 +53,8 @@ static struct {
     int (*write)(SSL *, const void *, int);
     int (*write_ex)(SSL *, const void *, size_t, size_t *);
     int (*get_wfd)(const SSL *);
+    int (*connect)(SSL *);
+    int (*do_handshake)(SSL *);
     int (*get_error)(const SSL *, int);
     int (*get_rfd)(const SSL *);
     int (*get_shutdown)(const SSL *);
@@ -142,9 +145,77 @@ SL_EXPORT int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *readbytes)
     return n > 0;
 }
 
+/* Sessions over a BIO of the program's own (curl's), which SSL_get_wfd
+ * cannot name, tied to the socket their handshake's first nested send
+ * reached (sl_tls_tie). A few hundred at once; beyond that, not seen. */
+#define TIES 256
+static struct {
+    const SSL *_Atomic ssl;
+    _Atomic int fd;
+} ties[TIES];
+
+_Thread_local void *sl_tls_tying;
+
+void sl_tls_tie(int fd)
+{
+    const SSL *ssl = sl_tls_tying;
+    sl_tls_tying = NULL; /* the first send is the session's socket */
+    for (int i = 0; i < TIES; i++) {
+        const SSL *none = NULL;
+        if (atomic_load_explicit(&ties[i].ssl, memory_order_relaxed) == ssl) {
+            atomic_store(&ties[i].fd, fd);
+            return;
+        }
+        if (atomic_compare_exchange_strong(&ties[i].ssl, &none, ssl)) {
+            atomic_store(&ties[i].fd, fd);
+            return;
+        }
+    }
+}
+
+static int tied_fd(const SSL *ssl)
+{
+    for (int i = 0; i < TIES; i++)
+        if (atomic_load_explicit(&ties[i].ssl, memory_order_acquire) == ssl)
+            return atomic_load(&ties[i].fd);
+    return -1;
+}
+
+static void untie(const SSL *ssl)
+{
+    for (int i = 0; i < TIES; i++) {
+        const SSL *mine = ssl;
+        if (atomic_compare_exchange_strong(&ties[i].ssl, &mine, NULL)) return;
+    }
+}
+
+/* The handshake: a session without a descriptor of its own is tied to the
+ * socket its first nested send reaches. */
+static int handshake(SSL *ssl, int (*real_call)(SSL *))
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    int (*get_wfd)(const SSL *) = REAL_SSL(get_wfd, "SSL_get_wfd", NULL);
+    bool tie = rt && rt->any_req_out && get_wfd && get_wfd(ssl) < 0 && tied_fd(ssl) < 0;
+    if (tie) sl_tls_tying = ssl;
+    int rc = real_call(ssl);
+    if (tie) sl_tls_tying = NULL;
+    return rc;
+}
+
+SL_EXPORT int SSL_connect(SSL *ssl)
+{
+    last.ssl = NULL;
+    return handshake(ssl, REAL_SSL(connect, "SSL_connect", SSL_connect));
+}
+
+SL_EXPORT int SSL_do_handshake(SSL *ssl)
+{
+    last.ssl = NULL;
+    return handshake(ssl, REAL_SSL(do_handshake, "SSL_do_handshake", SSL_do_handshake));
+}
+
 /* The descriptor entry of a session whose outbound requests are counted
- * (shim/reqout.h), or NULL. A session over a BIO of the program's own
- * (curl's) has no descriptor and is not seen. */
+ * (shim/reqout.h), or NULL. */
 static struct sl_fd *tracked_out(const SSL *ssl, int *fd)
 {
     struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
@@ -153,6 +224,7 @@ static struct sl_fd *tracked_out(const SSL *ssl, int *fd)
     if (!get_wfd) return NULL;
     int saved = errno;
     *fd = get_wfd(ssl);
+    if (*fd < 0) *fd = tied_fd(ssl); /* curl: its own BIO */
     errno = saved;
     struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
     return e && e->req_out && sl_reqout_tls(e) ? e : NULL;
@@ -263,5 +335,6 @@ SL_EXPORT void SSL_free(SSL *ssl)
         sl_req_tls_free(e, ssl);
     }
     if (last.ssl == ssl) last.ssl = NULL;
+    untie(ssl);
     REAL_SSL(free, "SSL_free", SSL_free)(ssl);
 }
