@@ -230,7 +230,7 @@ static void h2_client(struct h2out *o, size_t *starts)
     static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
     memcpy(o->buf, preface, sizeof preface - 1);
     o->len = sizeof preface - 1;
-    h2frame(o, 4, 0, 0, NULL, 0); /* SETTINGS */
+    h2frame(o, 4, 0, 0, "", 0); /* SETTINGS */
     nghttp2_nv nv[] = {H2NV(":method", "GET"), H2NV(":scheme", "http"), H2NV(":path", "/x"),
                        H2NV(":authority", "a"), H2NV("x-api-key", "k")};
     for (uint32_t i = 0; i < 3; i++) {
