@@ -270,6 +270,33 @@ static int cmd_reload(int argc, char **argv)
     return rc;
 }
 
+/* One section of `sluice stats`: connection rules, or request rules (kept
+ * in the table under "NAME:req", shown under their own name). */
+static void print_rules(const struct sl_table *t, bool req)
+{
+    uint64_t id;
+    char rule[SL_NAME_MAX];
+    bool any = false;
+    for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
+        size_t n = strlen(rule);
+        bool is_req = n > 4 && strcmp(rule + n - 4, ":req") == 0;
+        if (is_req != req) continue;
+        if (is_req) rule[n - 4] = 0;
+        if (!any) {
+            if (req) printf("\nrequests (HTTP requests decided by req_rate rules)\n");
+            printf("%-24s", "rule");
+            for (int c = 0; c < SL_NCOUNTERS; c++)
+                printf(" %12s", sl_counter_names[c]);
+            printf("\n");
+            any = true;
+        }
+        printf("%-24s", rule);
+        for (int c = 0; c < SL_NCOUNTERS; c++)
+            printf(" %12llu", (unsigned long long)sl_table_counter(t, r, (enum sl_counter)c));
+        printf("\n");
+    }
+}
+
 static int cmd_stats(int argc, char **argv)
 {
     struct args a;
@@ -295,18 +322,8 @@ static int cmd_stats(int argc, char **argv)
     }
     printf("table %s: %u slots, %u in use, %zu bytes\n", name, sl_table_slots(t), sl_table_used(t),
            sl_table_bytes(t));
-    printf("%-24s", "rule");
-    for (int c = 0; c < SL_NCOUNTERS; c++)
-        printf(" %12s", sl_counter_names[c]);
-    printf("\n");
-    uint64_t id;
-    char rule[SL_NAME_MAX];
-    for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
-        printf("%-24s", rule);
-        for (int c = 0; c < SL_NCOUNTERS; c++)
-            printf(" %12llu", (unsigned long long)sl_table_counter(t, r, (enum sl_counter)c));
-        printf("\n");
-    }
+    print_rules(t, false);
+    print_rules(t, true);
     sl_table_close(t);
     return 0;
 }

@@ -171,7 +171,7 @@ static const struct option options[] = {
     /* gossip */
     {"listen",       STR,  NULL,     GOSSIP,      0,        0,              0,            check_hostport,   NULL,            NULL},          /* required */
     {"peers",        LIST, NULL,     GOSSIP,      0,        0,              SL_MAX_PEERS, check_hostport,   NULL,            no_peer_twice}, /* required */
-    {"interval",     STR,  "100ms",  GOSSIP|REDIS,    1 * MSEC, 10 * SEC,       0,            check_duration,   NULL,            NULL},
+    {"interval",     STR,  "20ms",   GOSSIP|REDIS,    1 * MSEC, 10 * SEC,       0,            check_duration,   NULL,            NULL},
     {"peer_timeout", STR,  NULL,     GOSSIP,      0,        0,              0,            check_duration,   NULL,            NULL},          /* 10 x interval; checked against it at the section's end */
     {"alone_share",  INT,  NULL,     GOSSIP,      1,        100,            0,            NULL,             NULL,            NULL},          /* %; ceil(100 / (peers + 1)) */
     {"key_file",     STR,  NULL,     GOSSIP|REDIS, 0,        0,              0,            check_key_file,   NULL,            NULL},          /* gossip: required; redis: for request keys by value. 64 hex characters, mode 600 */

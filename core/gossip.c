@@ -204,7 +204,7 @@ static void *sender(void *arg)
 {
     struct sl_cluster *c = arg;
     const uint64_t interval =
-        c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns : 100000000ull;
+        c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns : 20000000ull;
     const uint64_t full_every = interval >= SL_NS_PER_SEC ? 1 : SL_NS_PER_SEC / interval;
     static uint8_t buf[SL_WIRE_MAX + 1];
     uint64_t next = sl_clock_now(), tick = 0, hot_until = 0;
@@ -326,7 +326,7 @@ void sl_gossip_stop(struct sl_cluster *c)
 void sl_gossip_check(struct sl_cluster *c, uint64_t now)
 {
     if (atomic_load_explicit(&c->running, memory_order_relaxed)) return;
-    uint64_t interval = c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns : 100000000ull;
+    uint64_t interval = c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns : 20000000ull;
     uint64_t hb = atomic_load_explicit(&c->hdr->heartbeat, memory_order_relaxed);
     if (now < hb + 3 * interval + 200000000ull) return;
     uint64_t e = atomic_load_explicit(&c->hdr->elect_ns, memory_order_relaxed);

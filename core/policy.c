@@ -37,7 +37,9 @@ int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct s
             return -1;
         }
         rt->any_req_in |= r->request && r->dir == SL_IN;
-        rt->any_bytes |= r->recv_limit.count || r->send_limit.count || rt->any_req_in;
+        rt->any_req_out |= r->request && r->dir == SL_OUT;
+        rt->any_bytes |=
+            r->recv_limit.count || r->send_limit.count || rt->any_req_in || rt->any_req_out;
         rt->any_conns |= r->conns > 0;
         if (r->dir == SL_IN) {
             rt->any_in = true;

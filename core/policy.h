@@ -40,6 +40,7 @@ struct sl_runtime {
     bool any_bytes;           /* some rule limits bytes or reads requests: the I/O hooks
                                  have work */
     bool any_req_in;          /* some inbound rule counts requests */
+    bool any_req_out;         /* some outbound rule counts requests */
     bool any_conns;           /* some rule limits connections at once */
     /* learned[host_base[rule] + i]: host i of the rule; NULL without host names */
     struct sl_learned_host *learned;

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "h2.h"
 #include "http1.h"
 #include "reply.h"
 #include "reqdecide.h"
@@ -43,6 +44,9 @@ struct sl_req_conn {
     bool pass; /* passthrough: nothing more is limited */
     char reply[SL_REPLY_MAX];
     struct sl_h1 scan;
+    bool is_h2; /* the HTTP/2 preface was seen: h2 scans from there on */
+    struct sl_h2 h2;
+    char header[SL_H1_NAME_MAX]; /* the key header, for the switch to h2 */
 };
 
 size_t sl_req_conn_size(void)
@@ -139,6 +143,8 @@ bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir 
     /* one header is extracted per connection: rules keyed by another
      * header count its requests as without a key (documented) */
     sl_h1_init(&c->scan, header ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE, header);
+    c->is_h2 = false;
+    if (header) snprintf(c->header, sizeof c->header, "%s", header);
     (void)now;
     return true;
 }
@@ -158,7 +164,7 @@ static void head_of(const struct sl_h1 *s, const struct sl_h1_head *h1, struct s
         h->host = h1->host;
         h->host_len = h1->host_info.len;
     }
-    if (s->cookie_info.present) {
+    if (s && s->cookie_info.present) {
         h->cookie = s->cookie;
         h->cookie_len = s->cookie_info.len;
     }
@@ -178,7 +184,8 @@ static void deny(struct sl_req_conn *c, uint64_t off, const struct sl_req_decisi
     c->denied = true;
     c->deny_off = off;
     c->deny = (struct sl_req_verdict){.status = SL_REQ_DENY, .rule = d->rule};
-    c->deny.action = r->action == SL_ACT_REJECT ? SL_ACT_REJECT : SL_ACT_REPLY;
+    /* an HTTP/1 429 has no place in an HTTP/2 stream: h2 denials reset */
+    c->deny.action = r->action == SL_ACT_REJECT || c->is_h2 ? SL_ACT_REJECT : SL_ACT_REPLY;
     if (c->deny.action != SL_ACT_REPLY) return;
     if (r->reply) {
         c->deny.reply = r->reply;
@@ -189,23 +196,63 @@ static void deny(struct sl_req_conn *c, uint64_t off, const struct sl_req_decisi
     }
 }
 
+/* The scanner's position and the start of the head it is inside, if any
+ * (UINT64_MAX: none), whichever protocol the connection speaks. */
+static uint64_t scan_pos(const struct sl_req_conn *c)
+{
+    return c->is_h2 ? sl_h2_pos(&c->h2) : sl_h1_pos(&c->scan);
+}
+
+static uint64_t scan_head_start(const struct sl_req_conn *c)
+{
+    if (c->is_h2)
+        return sl_h2_state(&c->h2) == SL_H2_IN_HEAD ? sl_h2_head_start(&c->h2) : UINT64_MAX;
+    return sl_h1_state(&c->scan) == SL_H1_IN_HEAD ? sl_h1_head_start(&c->scan) : UINT64_MAX;
+}
+
+/* Feeds the bytes of buf past the scanner's position: the next head
+ * found (true, *h1 and *s set), or false with nothing more to find now. */
+static bool next_head(struct sl_req_conn *c, const char *buf, size_t len,
+                      const struct sl_h1_head **h1, const struct sl_h1 **s)
+{
+    uint64_t at = scan_pos(c);
+    if (at >= c->pos + len) return false;
+    const char *p = buf + (at - c->pos);
+    size_t n = (size_t)(c->pos + len - at);
+    if (c->is_h2) {
+        enum sl_h2_event ev;
+        sl_h2_feed(&c->h2, p, n, &ev);
+        if (ev == SL_H2_PASSTHROUGH) c->pass = true;
+        if (ev != SL_H2_REQUEST) return false;
+        *h1 = sl_h2_head(&c->h2);
+        *s = NULL;
+        return true;
+    }
+    enum sl_h1_event ev;
+    sl_h1_feed(&c->scan, p, n, &ev);
+    if (ev == SL_H1_H2) { /* prior knowledge: the frames follow the preface */
+        c->is_h2 = true;
+        sl_h2_init(&c->h2, *c->header ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE,
+                   *c->header ? c->header : NULL, sl_h1_pos(&c->scan), true);
+        return next_head(c, buf, len, h1, s);
+    }
+    if (ev == SL_H1_PASSTHROUGH) c->pass = true;
+    if (ev != SL_H1_HEAD) return false;
+    *h1 = sl_h1_head(&c->scan);
+    *s = &c->scan;
+    return true;
+}
+
 /* Scans the bytes of buf past the scanner's position, deciding each head. */
 static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
 {
     while (!c->denied && !c->pass && c->nahead < SL_REQ_AHEAD) {
-        uint64_t at = sl_h1_pos(&c->scan);
-        if (at >= c->pos + len) return;
-        enum sl_h1_event ev;
-        sl_h1_feed(&c->scan, buf + (at - c->pos), (size_t)(c->pos + len - at), &ev);
-        if (ev == SL_H1_PASSTHROUGH || ev == SL_H1_H2) {
-            c->pass = true; /* HTTP/2 inbound: not limited yet (core/h2.h) */
-            return;
-        }
-        if (ev != SL_H1_HEAD) return;
-        const struct sl_h1_head *h1 = sl_h1_head(&c->scan);
+        const struct sl_h1_head *h1;
+        const struct sl_h1 *sc;
+        if (!next_head(c, buf, len, &h1, &sc)) return;
         struct sl_req_head h;
         struct sl_req_decision d;
-        head_of(&c->scan, h1, &h);
+        head_of(sc, h1, &h);
         sl_req_decide(&c->rules, &h, now, &d);
         if (!d.allowed) {
             deny(c, h1->start, &d);
@@ -223,10 +270,10 @@ size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t
     scan(c, buf, len, now);
     uint64_t limit = c->pos + len;
     if (!c->pass) {
-        uint64_t scanned = sl_h1_pos(&c->scan);
+        uint64_t scanned = scan_pos(c), head = scan_head_start(c);
         if (scanned < limit) limit = scanned;
-        if (sl_h1_state(&c->scan) == SL_H1_IN_HEAD && sl_h1_head_start(&c->scan) < limit) {
-            limit = sl_h1_head_start(&c->scan);
+        if (head < limit) {
+            limit = head;
             v->status = SL_REQ_NEED_MORE;
         }
     }
@@ -272,5 +319,6 @@ struct sl_runtime *sl_req_conn_runtime(const struct sl_req_conn *c)
 
 void sl_req_conn_fini(struct sl_req_conn *c)
 {
-    (void)c; /* nothing held: the table keeps no per-connection state */
+    if (c->is_h2) sl_h2_fini(&c->h2); /* its HPACK inflater */
+    c->is_h2 = false;
 }

@@ -59,6 +59,16 @@ static inline int sl_sys_fstat(int fd, struct stat *st)
     return (int)syscall(SYS_fstat, fd, st);
 }
 
+static inline int sl_sys_memfd(const char *name)
+{
+    return (int)syscall(SYS_memfd_create, name, 0u); /* no CLOEXEC: exec'd children open it */
+}
+
+static inline int sl_sys_dupfd(int fd, int lowest)
+{
+    return (int)syscall(SYS_fcntl, fd, F_DUPFD, lowest);
+}
+
 static inline int sl_sys_ftruncate(int fd, off_t len)
 {
     return (int)syscall(SYS_ftruncate, fd, len);

@@ -55,6 +55,7 @@
 #include "limit_gcra.h"
 #include "mem.h"
 #include "shm.h"
+#include "sys.h"
 #include "table_int.h"
 
 const char *const sl_counter_names[SL_NCOUNTERS] = {
@@ -203,6 +204,63 @@ struct sl_table *sl_table_open(uint32_t slots, const char *shared, enum sl_on_fu
         munmap(map, bytes);
         snprintf(err, errlen, "out of memory");
     }
+    return t;
+}
+
+/* An inherited descriptor that holds a table of this version. */
+static struct sl_table *open_fd(int fd, enum sl_on_full on_full)
+{
+    struct stat st;
+    struct sl_header h;
+    if (sl_sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < SL_HDR ||
+        sl_sys_pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.magic != SL_MAGIC ||
+        h.version != SL_VERSION || !h.ready || (off_t)sl_table_layout_bytes(h.nslots) != st.st_size)
+        return NULL;
+    size_t bytes = (size_t)st.st_size;
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) return NULL;
+    struct sl_table *t = wrap(map, bytes, on_full);
+    if (!t) munmap(map, bytes);
+    return t;
+}
+
+struct sl_table *sl_table_open_inherited(uint32_t slots, enum sl_on_full on_full, int inherited,
+                                         int *fd_out, char *err, size_t errlen)
+{
+    struct sl_table *t = inherited >= 0 ? open_fd(inherited, on_full) : NULL;
+    if (t) {
+        *fd_out = inherited;
+        return t;
+    }
+    *fd_out = -1;
+    uint32_t nslots = round_slots(slots);
+    size_t bytes = sl_table_layout_bytes(nslots);
+    int fd = sl_sys_memfd("sluice-table");
+    if (fd >= 0) {
+        int high = sl_sys_dupfd(fd, 512); /* out of the way of the program's own numbers */
+        if (high >= 0) {
+            sl_sys_close(fd);
+            fd = high;
+        }
+    }
+    if (fd < 0 || sl_sys_ftruncate(fd, (off_t)bytes) != 0) {
+        if (fd >= 0) sl_sys_close(fd);
+        return sl_table_open(slots, NULL, on_full, err, errlen); /* a private one */
+    }
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        sl_sys_close(fd);
+        return sl_table_open(slots, NULL, on_full, err, errlen);
+    }
+    header_init(map, nslots);
+    t = wrap(map, bytes, on_full);
+    if (!t) {
+        munmap(map, bytes);
+        sl_sys_close(fd);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    *fd_out = fd;
     return t;
 }
 

@@ -129,4 +129,11 @@ void sl_table_config_path(const struct sl_table *t, char *out, size_t len);
 /* As sl_table_attach, writable (for sl_table_config_publish). */
 struct sl_table *sl_table_attach_rw(const char *shared, char *err, size_t errlen);
 
+/* A table without a shared name that the programs this one starts with
+ * exec share: the one in the descriptor `inherited` when it holds one
+ * (-1: none), else a new memory file whose descriptor (*fd_out, not closed
+ * on exec; -1 when only a private table could be made) they inherit. */
+struct sl_table *sl_table_open_inherited(uint32_t slots, enum sl_on_full on_full, int inherited,
+                                         int *fd_out, char *err, size_t errlen);
+
 #endif

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The built-in demo: no config to write. First request limits: a keep-alive
 # HTTP/1.1 server under an inline request rule keyed by API key, flooded by
-# two clients over one connection each. Then python3's http.server under a
+# two clients over one connection each, and a client's calls to it paced by
+# an outbound request rule (a paid API). Then python3's http.server under a
 # connection rule, outbound connects paced by a delay rule, and a download
 # capped by a byte rate.
 set -eu
@@ -67,6 +68,19 @@ print("  a denied client saw:\n  " + (sample[0] or "(none)"))
 PY
 sleep 0.3
 echo "  requests that reached the server: $(grep -c '^served' /tmp/sluice-demo-req.log)"
+echo
+orule="to=127.0.0.1 port=$rport req_rate=4/s req_burst=1 action=delay"
+echo "== outbound requests (a paid API): 6 calls on one keep-alive connection through --out '$orule'"
+build/sluice run --out "$orule" -- python3 - "$rport" <<'PY'
+import http.client, sys, time
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
+start = time.monotonic()
+for i in range(6):
+    c.request("GET", "/orders", headers={"X-API-Key": "nightly-job"})
+    r = c.getresponse(); r.read()
+    print(f"  call {i + 1}: {r.status} at {time.monotonic() - start:5.2f} s")
+print("  (one every 0.25 s on a connection the client keeps open: queued, none failed)")
+PY
 kill $rserver 2>/dev/null; wait $rserver 2>/dev/null || true
 echo
 rule="port=$port rate=5/s burst=5 action=reply"

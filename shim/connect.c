@@ -50,6 +50,7 @@
 #include "pending.h"
 #include "ready.h"
 #include "reload.h"
+#include "reqout.h"
 #include "shim.h"
 #include "wait.h"
 
@@ -171,6 +172,8 @@ SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
         int en = errno;
         sl_fd_forget(fd);
         errno = en;
+    } else {
+        sl_reqout_connect(rt, fd, &dst); /* its requests, if an outbound request rule matches */
     }
     return rc;
 }

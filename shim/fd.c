@@ -9,6 +9,7 @@
 #include "fd.h"
 #include "pending.h"
 #include "req.h"
+#include "reqout.h"
 
 #include <errno.h>
 #include <string.h>
@@ -43,6 +44,7 @@ static void reset(struct sl_fd *e)
     e->redecide = false;
     e->peerlen = 0;
     e->req = NULL;
+    e->req_out = NULL;
 }
 
 struct sl_fd *sl_fd_track(int fd)
@@ -111,6 +113,7 @@ void sl_fd_forget(int fd)
     int32_t recs[SL_CONN_HOLDS] = {e->conn_rec[0], e->conn_rec[1]};
     sl_pending_drop(e);
     sl_req_free(e);
+    sl_reqout_free(e);
     atomic_store_explicit(&e->tracked, 0, memory_order_release);
     struct sl_runtime *rt = atomic_load(&sl_runtime_ptr);
     if (!rt) return;

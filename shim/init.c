@@ -116,7 +116,8 @@ void sl_shim_resolve(void)
 /* inherit = no: children started with exec run unlimited. */
 static void drop_inheritance(void)
 {
-    static const char *const vars[] = {"SLUICE_CONFIG", "SLUICE_RULES", "SLUICE_ON_ERROR"};
+    static const char *const vars[] = {"SLUICE_CONFIG", "SLUICE_RULES", "SLUICE_ON_ERROR",
+                                       "SLUICE_TABLE_FD"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
         unsetenv(vars[i]);
     const char *pre = getenv("LD_PRELOAD");
@@ -174,8 +175,18 @@ __attribute__((constructor)) static void sl_init(void)
     sl_log_setup(cfg->log, cfg->log_level);
     if (!cfg->inherit) drop_inheritance();
 
-    struct sl_table *table =
-        sl_table_open(cfg->table_slots, cfg->shared, cfg->on_full, err, sizeof err);
+    struct sl_table *table;
+    if (*cfg->shared || !cfg->inherit) {
+        table = sl_table_open(cfg->table_slots, cfg->shared, cfg->on_full, err, sizeof err);
+    } else { /* one table for the program and every program it starts with exec */
+        const char *inh = getenv("SLUICE_TABLE_FD");
+        int fd = -1;
+        table = sl_table_open_inherited(cfg->table_slots, cfg->on_full,
+                                        inh && *inh ? atoi(inh) : -1, &fd, err, sizeof err);
+        char num[16];
+        snprintf(num, sizeof num, "%d", fd);
+        if (fd >= 0) setenv("SLUICE_TABLE_FD", num, 1);
+    }
     struct sl_runtime *rt = table ? sl_alloc(sizeof *rt) : NULL;
     if (!rt || sl_runtime_init(rt, cfg, table, err, sizeof err) != 0) {
         if (table && !rt) snprintf(err, sizeof err, "out of memory"); /* else err says why */

@@ -62,9 +62,11 @@
 #include "fd.h"
 #include "pending.h"
 #include "req.h"
+#include "reqout.h"
 #include "ready.h"
 #include "reload.h"
 #include "shim.h"
+#include "tls.h"
 #include "wait.h"
 
 #define IOV_LOCAL 64
@@ -422,6 +424,36 @@ static ssize_t request_read(struct sl_runtime *rt, struct sl_fd *e, struct call 
     return n;
 }
 
+/* A write of a connection whose requests are counted (reqout.c): it sends
+ * only the bytes before a request head that waits its turn. */
+static ssize_t request_write(struct sl_runtime *rt, struct sl_fd *e, struct call *c)
+{
+    const void *buf = c->cbuf;
+    size_t len = c->len;
+    if (c->k == K_SENDMSG || c->k == K_WRITEV) { /* the first buffer: a short write */
+        const struct iovec *iov = c->k == K_WRITEV ? c->iov : c->cmsg->msg_iov;
+        int n = c->k == K_WRITEV ? c->iovcnt : (int)c->cmsg->msg_iovlen, i = 0;
+        while (i < n - 1 && iov[i].iov_len == 0)
+            i++;
+        buf = n ? iov[i].iov_base : NULL;
+        len = n ? iov[i].iov_len : 0;
+        if (!len) return real_call(c, c->len);
+    } else if (c->k == K_SENDFILE || c->k == K_SPLICE) { /* bodies from files: not scanned */
+        return e->bytes_rule[SL_IO_SEND] >= 0 ? limited(rt, e, c, SL_IO_SEND)
+                                              : real_call(c, c->len);
+    }
+    bool dontwait = has_msg_flags(c) && (c->flags & MSG_DONTWAIT);
+    ssize_t cap = sl_reqout_before_write(c->fd, e, buf, len, dontwait, false);
+    if (cap < 0) return -1;
+    size_t want = c->len;
+    c->len = (size_t)cap;
+    ssize_t n =
+        e->bytes_rule[SL_IO_SEND] >= 0 ? limited(rt, e, c, SL_IO_SEND) : real_call(c, (size_t)cap);
+    c->len = want;
+    if (n > 0) sl_reqout_written(e, buf, (size_t)n, false);
+    return n;
+}
+
 static ssize_t run(struct call *c, enum sl_io io, int fd)
 {
     struct sl_runtime *rt = sl_runtime();
@@ -430,6 +462,7 @@ static ssize_t run(struct call *c, enum sl_io io, int fd)
     rt = sl_reload_check(rt);
     if (sl_pending_held(e) && sl_pending_io(c->fd, e) < 0) return -1;
     if (io == SL_IO_RECV && e->req && c->len) return request_read(rt, e, c);
+    if (io == SL_IO_SEND && e->req_out && c->len) return request_write(rt, e, c);
     if (e->bytes_rule[io] < 0 || c->len == 0 || peeking(c)) return real_call(c, c->len);
     return limited(rt, e, c, io);
 }
@@ -482,6 +515,7 @@ SL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 SL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
     struct call c = {.k = K_SEND, .fd = fd, .cbuf = buf, .len = len, .flags = flags};
+    if (sl_tls_tying) sl_tls_tie(fd); /* tls.h: a TLS client's own BIO (curl) */
     return run(&c, SL_IO_SEND, fd);
 }
 

@@ -41,6 +41,8 @@ struct sl_req_fd {
     struct sl_addr local, peer;
     bool has_local;
     bool tls;    /* the requests are read through the TLS library */
+    bool first;  /* the first byte from the peer has been seen */
+    bool hello;  /* ... and it opened a TLS handshake */
     void *ssl;   /* that library's connection (an SSL *), NULL once freed */
     char *stash; /* TLS: decrypted bytes read, not given to the program yet */
     size_t stash_len;
@@ -187,6 +189,16 @@ void sl_req_free(struct sl_fd *e)
 {
     struct sl_req_fd *r = e->req;
     if (!r) return;
+    static _Atomic bool told;
+    if (r->hello && !r->tls && !atomic_exchange(&told, true)) {
+        char addr[64];
+        sl_addr_format(r->peer.a, addr, sizeof addr);
+        sl_log(SL_LOG_WARN,
+               "a connection from %s that an inbound request rule matches spoke TLS, and the "
+               "program decrypted it without OpenSSL 3's SSL_read (linked statically, or another "
+               "TLS library): its requests were not limited (said once)",
+               addr);
+    }
     e->req = NULL;
     sl_req_conn_fini(CONN(r));
     if (r->stash) {
@@ -213,6 +225,7 @@ void sl_req_free(struct sl_fd *e)
 
 /* Where bytes come from: the socket (recv), or the TLS library. */
 struct src {
+    struct sl_req_fd *r;
     ssize_t (*read)(const struct src *s, void *buf, size_t n); /* > 0, or <= 0 failed */
     bool (*retry)(const struct src *s, ssize_t ret);           /* that failure: try again later */
     int fd, flags;
@@ -352,7 +365,12 @@ static ssize_t stash_read(int fd, struct sl_fd *e, void *buf, size_t num, bool p
 
 static ssize_t sock_read(const struct src *s, void *buf, size_t n)
 {
-    return REAL(recv)(s->fd, buf, n, s->flags);
+    ssize_t got = REAL(recv)(s->fd, buf, n, s->flags);
+    if (got > 0 && !s->r->first) {
+        s->r->first = true;
+        s->r->hello = ((const unsigned char *)buf)[0] == 0x16; /* a TLS handshake record */
+    }
+    return got;
 }
 
 static bool sock_retry(const struct src *s, ssize_t ret)
@@ -367,7 +385,8 @@ ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
     if (r->tls || (r->stash_len == 0 && sl_req_done(CONN(r))))
         return REAL(recv)(fd, buf, len, flags);
     fresh(r);
-    struct src s = {.read = sock_read, .retry = sock_retry, .fd = fd, .flags = flags & ~MSG_PEEK};
+    struct src s = {
+        .r = r, .read = sock_read, .retry = sock_retry, .fd = fd, .flags = flags & ~MSG_PEEK};
     enum sl_tls_how how;
     return stash_read(fd, e, buf, len, (flags & MSG_PEEK) != 0, &s, &how);
 }
@@ -410,7 +429,7 @@ int sl_req_tls_read(int fd, struct sl_fd *e, void *ssl, void *buf, int num,
     fresh(r);
     if (num <= 0 || (r->stash_len == 0 && r->phase == OPEN && sl_req_done(CONN(r))))
         return ops->read(ssl, buf, num);
-    struct src s = {.read = tls_read, .retry = tls_retry, .fd = fd, .ssl = ssl, .ops = ops};
+    struct src s = {.r = r, .read = tls_read, .retry = tls_retry, .fd = fd, .ssl = ssl, .ops = ops};
     return (int)stash_read(fd, e, buf, (size_t)num, false, &s, how);
 }
 

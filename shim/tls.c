@@ -24,7 +24,14 @@
  * lookup. These exports carry no symbol version (shim/exports.map is an
  * anonymous version node), so they satisfy references to
  * SSL_read@OPENSSL_3.0.0; the real ones are fetched with that version.
- * SSL_read_early_data and the write side pass untouched.
+ * SSL_read_early_data passes untouched.
+ *
+ * Outbound (the program is a TLS client, shim/reqout.h): SSL_write and
+ * SSL_write_ex hand the plaintext to reqout.c before the library encrypts
+ * it; a request that must wait makes the write wait (blocking) or fail
+ * with want-write, and a rejected one fails it with the rule's errno. A
+ * write through the library is all or nothing, so it waits for its last
+ * request. The session is tied to its socket by SSL_get_wfd.
  */
 #include <errno.h>
 #include <limits.h>
@@ -33,7 +40,9 @@
 
 #include "fd.h"
 #include "req.h"
+#include "reqout.h"
 #include "shim.h"
+#include "tls.h"
 
 #define SSL_VERSION "OPENSSL_3.0.0"
 #define SSL_LIB     "libssl.so.3"
@@ -42,6 +51,10 @@ static struct {
     int (*read)(SSL *, void *, int);
     int (*read_ex)(SSL *, void *, size_t, size_t *);
     int (*write)(SSL *, const void *, int);
+    int (*write_ex)(SSL *, const void *, size_t, size_t *);
+    int (*get_wfd)(const SSL *);
+    int (*connect)(SSL *);
+    int (*do_handshake)(SSL *);
     int (*get_error)(const SSL *, int);
     int (*get_rfd)(const SSL *);
     int (*get_shutdown)(const SSL *);
@@ -64,10 +77,13 @@ static void *find(void *_Atomic *slot, const char *name, void *ours)
 #define REAL_SSL(field, name, ours)                                                                \
     ((__typeof__(real.field))find((void *_Atomic *)&real.field, name, (void *)(ours)))
 
-/* The thread's last call this file answered for the library. */
+/* The thread's last call this file answered for the library (a write
+ * held: want-write). */
+#define SL_TLS_WANT_WRITE ((enum sl_tls_how)100)
 static _Thread_local struct {
     const SSL *ssl;
     enum sl_tls_how how;
+    int err; /* SL_TLS_RESET: the errno to report (0: ECONNRESET) */
 } last;
 
 /* The descriptor entry of a session whose requests are counted, or NULL. */
@@ -111,7 +127,7 @@ SL_EXPORT int SSL_read(SSL *ssl, void *buf, int num)
     if (!e) return REAL_SSL(read, "SSL_read", SSL_read)(ssl, buf, num);
     enum sl_tls_how how;
     int n = sl_req_tls_read(fd, e, ssl, buf, num, &ops, &how);
-    if (how != SL_TLS_REAL) last.ssl = ssl, last.how = how;
+    if (how != SL_TLS_REAL) last.ssl = ssl, last.how = how, last.err = 0;
     return n;
 }
 
@@ -124,9 +140,141 @@ SL_EXPORT int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *readbytes)
     /* SSL_read with an int count reads the same records */
     enum sl_tls_how how;
     int n = sl_req_tls_read(fd, e, ssl, buf, num > INT_MAX ? INT_MAX : (int)num, &ops, &how);
-    if (how != SL_TLS_REAL) last.ssl = ssl, last.how = how;
+    if (how != SL_TLS_REAL) last.ssl = ssl, last.how = how, last.err = 0;
     if (readbytes) *readbytes = n > 0 ? (size_t)n : 0;
     return n > 0;
+}
+
+/* Sessions over a BIO of the program's own (curl's), which SSL_get_wfd
+ * cannot name, tied to the socket their handshake's first nested send
+ * reached (sl_tls_tie). A few hundred at once; beyond that, not seen. */
+#define TIES 256
+static struct {
+    const SSL *_Atomic ssl;
+    _Atomic int fd;
+} ties[TIES];
+
+_Thread_local void *sl_tls_tying;
+
+void sl_tls_tie(int fd)
+{
+    const SSL *ssl = sl_tls_tying;
+    sl_tls_tying = NULL; /* the first send is the session's socket */
+    for (int i = 0; i < TIES; i++) {
+        const SSL *none = NULL;
+        if (atomic_load_explicit(&ties[i].ssl, memory_order_relaxed) == ssl) {
+            atomic_store(&ties[i].fd, fd);
+            return;
+        }
+        if (atomic_compare_exchange_strong(&ties[i].ssl, &none, ssl)) {
+            atomic_store(&ties[i].fd, fd);
+            return;
+        }
+    }
+}
+
+static int tied_fd(const SSL *ssl)
+{
+    for (int i = 0; i < TIES; i++)
+        if (atomic_load_explicit(&ties[i].ssl, memory_order_acquire) == ssl)
+            return atomic_load(&ties[i].fd);
+    return -1;
+}
+
+static void untie(const SSL *ssl)
+{
+    for (int i = 0; i < TIES; i++) {
+        const SSL *mine = ssl;
+        if (atomic_compare_exchange_strong(&ties[i].ssl, &mine, NULL)) return;
+    }
+}
+
+/* The handshake: a session without a descriptor of its own is tied to the
+ * socket its first nested send reaches. */
+static int handshake(SSL *ssl, int (*real_call)(SSL *))
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    int (*get_wfd)(const SSL *) = REAL_SSL(get_wfd, "SSL_get_wfd", NULL);
+    bool tie = rt && rt->any_req_out && get_wfd && get_wfd(ssl) < 0 && tied_fd(ssl) < 0;
+    if (tie) sl_tls_tying = ssl;
+    int rc = real_call(ssl);
+    if (tie) sl_tls_tying = NULL;
+    return rc;
+}
+
+SL_EXPORT int SSL_connect(SSL *ssl)
+{
+    last.ssl = NULL;
+    return handshake(ssl, REAL_SSL(connect, "SSL_connect", SSL_connect));
+}
+
+SL_EXPORT int SSL_do_handshake(SSL *ssl)
+{
+    last.ssl = NULL;
+    return handshake(ssl, REAL_SSL(do_handshake, "SSL_do_handshake", SSL_do_handshake));
+}
+
+/* The descriptor entry of a session whose outbound requests are counted
+ * (shim/reqout.h), or NULL. */
+static struct sl_fd *tracked_out(const SSL *ssl, int *fd)
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    if (!rt || !rt->any_req_out || !ssl) return NULL;
+    int (*get_wfd)(const SSL *) = REAL_SSL(get_wfd, "SSL_get_wfd", NULL);
+    if (!get_wfd) return NULL;
+    int saved = errno;
+    *fd = get_wfd(ssl);
+    if (*fd < 0) *fd = tied_fd(ssl); /* curl: its own BIO */
+    errno = saved;
+    struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
+    return e && e->req_out && sl_reqout_tls(e) ? e : NULL;
+}
+
+/* Before the program's write of n bytes: 0 when they may go (all of them),
+ * else -1 with what SSL_get_error must say in `last`. */
+static int write_turn(SSL *ssl, int fd, struct sl_fd *e, const void *buf, size_t n)
+{
+    if (sl_reqout_before_write(fd, e, buf, n, false, true) >= 0) return 0;
+    last.ssl = ssl;
+    if (errno == EAGAIN || errno == EINTR) {
+        last.how = SL_TLS_WANT_WRITE; /* held (or a blocking wait was cut): try again */
+    } else {
+        last.how = SL_TLS_RESET; /* reject: the rule's errno */
+        last.err = errno;
+    }
+    return -1;
+}
+
+SL_EXPORT int SSL_write(SSL *ssl, const void *buf, int num)
+{
+    int fd;
+    struct sl_fd *e = num > 0 ? tracked_out(ssl, &fd) : NULL;
+    last.ssl = NULL;
+    int (*w)(SSL *, const void *, int) = REAL_SSL(write, "SSL_write", SSL_write);
+    if (!e) return w(ssl, buf, num);
+    if (write_turn(ssl, fd, e, buf, (size_t)num) != 0) return -1;
+    int n = w(ssl, buf, num);
+    if (n > 0) sl_reqout_written(e, buf, (size_t)n, true);
+    return n;
+}
+
+SL_EXPORT int SSL_write_ex(SSL *ssl, const void *buf, size_t num, size_t *written)
+{
+    int fd;
+    struct sl_fd *e = num > 0 ? tracked_out(ssl, &fd) : NULL;
+    last.ssl = NULL;
+    int (*w)(SSL *, const void *, size_t, size_t *) =
+        REAL_SSL(write_ex, "SSL_write_ex", SSL_write_ex);
+    if (!e) return w(ssl, buf, num, written);
+    if (write_turn(ssl, fd, e, buf, num) != 0) {
+        if (written) *written = 0;
+        return 0;
+    }
+    size_t got = 0;
+    int ok = w(ssl, buf, num, &got);
+    if (ok && got) sl_reqout_written(e, buf, got, true);
+    if (written) *written = got;
+    return ok;
 }
 
 SL_EXPORT int SSL_get_error(const SSL *ssl, int ret)
@@ -138,10 +286,12 @@ SL_EXPORT int SSL_get_error(const SSL *ssl, int ret)
         case SL_TLS_EOF:
             return SSL_ERROR_ZERO_RETURN;
         case SL_TLS_RESET:
-            errno = ECONNRESET;
+            errno = last.err ? last.err : ECONNRESET;
             return SSL_ERROR_SYSCALL;
         case SL_TLS_REAL:
             break;
+        default:
+            if (last.how == SL_TLS_WANT_WRITE) return SSL_ERROR_WANT_WRITE;
         }
     }
     return REAL_SSL(get_error, "SSL_get_error", SSL_get_error)(ssl, ret);
@@ -185,5 +335,6 @@ SL_EXPORT void SSL_free(SSL *ssl)
         sl_req_tls_free(e, ssl);
     }
     if (last.ssl == ssl) last.ssl = NULL;
+    untie(ssl);
     REAL_SSL(free, "SSL_free", SSL_free)(ssl);
 }

@@ -21,6 +21,9 @@ request rules on its routes, each independent of the others:
    all).
 4. /j/: req_burst=1 action=reject: the second request on a connection
    finds it reset (or closed) without an answer; nginx logged one.
+A program that reads the TLS handshake itself, not through OpenSSL 3 (a
+raw-socket server standing in for a statically linked TLS stack), makes
+the shim say once that those requests were not limited.
 Then python's ssl module (a ThreadingHTTPServer whose socket is wrapped,
 blocking sockets, SSL_read_ex) under req_rate=1/10s req_burst=2
 action=reply: 4 requests with curl get 200, 200, 429, 429 and the server
@@ -194,4 +197,21 @@ s.serve_forever()
         time.sleep(0.2)
         n = py.stderr().count("served ")
         check(n == 2, f"the python server served {n} requests:\n{py.stderr()}")
+    # a TLS stack the shim cannot see
+    port = free_port()
+    raw = tmp.write("raw.py", r"""
+import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+while True:
+    c, _ = s.accept(); c.recv(4096); c.close()
+""")
+    rule = f"port={port} req_rate=1/10s req_burst=2 action=reply"
+    with Proc(sluice_argv([sys.executable, raw, str(port)], ins=[rule])) as p:
+        wait_listen(port)
+        for _ in range(2):
+            run(["curl", "-sk", "--max-time", "5", f"https://127.0.0.1:{port}/"], timeout=10)
+        time.sleep(0.3)
+        err = p.stderr()
+        check(err.count("spoke TLS") == 1, f"said once that TLS it cannot read passed: {err}")
 print("ok")

@@ -618,8 +618,8 @@ static void gossip_three_nodes_file_fills_interval_timeout_and_share(void **stat
     assert_int_equal(g->npeers, 2);
     assert_string_equal(g->peers[0], "127.0.0.3:7946");
     assert_string_equal(g->peers[1], "127.0.0.4:7946");
-    assert_int_equal(g->interval_ns, 100 * MS);
-    assert_int_equal(g->peer_timeout_ns, SEC); /* 10 intervals */
+    assert_int_equal(g->interval_ns, 20 * MS);
+    assert_int_equal(g->peer_timeout_ns, 200 * MS); /* 10 intervals */
     assert_int_equal(g->alone_share_pct, 34);  /* ceil(100 / 3) */
     assert_true(g->key_file[0] == '/');
     assert_non_null(strstr(g->key_file, "/gossip.key"));
@@ -785,10 +785,10 @@ static void gossip_errors_each_get_their_own_words(void **state)
                                   "500ms, 10s, 2m, 1h, 1d)");
     GOSSIP_ERROR("listen=10.0.0.1:1 peers=10.0.0.2:1 interval=1s peer_timeout=1s",
                  "option 'peer_timeout': '1s' must be longer than interval (1s)");
-    GOSSIP_ERROR("listen=10.0.0.1:1 peers=10.0.0.2:1 peer_timeout=50ms",
-                 "option 'peer_timeout': '50ms' must be longer than interval (100ms)");
+    GOSSIP_ERROR("listen=10.0.0.1:1 peers=10.0.0.2:1 peer_timeout=10ms",
+                 "option 'peer_timeout': '10ms' must be longer than interval (20ms)");
     GOSSIP_ERROR("listen=10.0.0.1:1 peers=10.0.0.2:1 peer_timeout=0",
-                 "option 'peer_timeout': '0' must be longer than interval (100ms)");
+                 "option 'peer_timeout': '0' must be longer than interval (20ms)");
     GOSSIP_ERROR("alone_share=0", "option 'alone_share': '0' is out of range (1..100)");
     GOSSIP_ERROR("alone_share=101", "option 'alone_share': '101' is out of range (1..100)");
     GOSSIP_ERROR("listn=10.0.0.1:1", "option 'listn' is unknown");
@@ -1424,8 +1424,8 @@ static void printing_writes_new_options_and_never_the_key(void **state)
     assert_non_null(strstr(text, "\ngossip {\n"
                                  "    listen       = \"127.0.0.2:7946\"\n"
                                  "    peers        = {\"127.0.0.3:7946\", \"127.0.0.4:7946\"}\n"
-                                 "    interval     = 100ms\n"
-                                 "    peer_timeout = 1s\n"
+                                 "    interval     = 20ms\n"
+                                 "    peer_timeout = 200ms\n"
                                  "    alone_share  = 34\n"
                                  "    key_file     = \"/"));
     assert_non_null(strstr(text, "/gossip.key\"\n}\n"));

@@ -58,7 +58,7 @@ static void a_redis_section_has_defaults_for_all_but_the_address(void **st)
     assert_true(c->redis.enabled);
     assert_string_equal(c->redis.address, "127.0.0.1:6379");
     assert_string_equal(c->redis.prefix, "sluice:");
-    assert_int_equal(c->redis.interval_ns, 100 * MS);
+    assert_int_equal(c->redis.interval_ns, 20 * MS);
     assert_int_equal(c->redis.timeout_ns, 200 * MS);
     assert_int_equal(c->redis.on_error, SL_BACKEND_LOCAL);
     assert_int_equal(c->redis.local_share_pct, 50);

@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <nghttp2/nghttp2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,108 @@ static void a_connection_no_request_rule_matches_is_not_tracked(void **unused)
     world_free(w);
 }
 
+/* ---- HTTP/2 (prior knowledge): frames made here, header blocks by
+ * nghttp2's deflater ---- */
+
+struct h2out {
+    uint8_t buf[4096];
+    size_t len;
+};
+
+static void h2frame(struct h2out *o, uint8_t type, uint8_t flags, uint32_t stream,
+                    const void *payload, size_t len)
+{
+    uint8_t h[9] = {(uint8_t)(len >> 16),
+                    (uint8_t)(len >> 8),
+                    (uint8_t)len,
+                    type,
+                    flags,
+                    (uint8_t)(stream >> 24),
+                    (uint8_t)(stream >> 16),
+                    (uint8_t)(stream >> 8),
+                    (uint8_t)stream};
+    memcpy(o->buf + o->len, h, 9);
+    memcpy(o->buf + o->len + 9, payload, len);
+    o->len += 9 + len;
+}
+
+#define H2NV(n, v)                                                                                 \
+    {                                                                                              \
+        (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, NGHTTP2_NV_FLAG_NONE         \
+    }
+
+/* Preface, SETTINGS, then GETs on streams 1, 3, 5 (the second's block in
+ * HEADERS + CONTINUATION); starts[i]: where request i's first frame is. */
+static void h2_client(struct h2out *o, size_t *starts)
+{
+    nghttp2_hd_deflater *d;
+    assert_int_equal(nghttp2_hd_deflate_new(&d, 4096), 0);
+    static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    memcpy(o->buf, preface, sizeof preface - 1);
+    o->len = sizeof preface - 1;
+    h2frame(o, 4, 0, 0, "", 0); /* SETTINGS */
+    nghttp2_nv nv[] = {H2NV(":method", "GET"), H2NV(":scheme", "http"), H2NV(":path", "/x"),
+                       H2NV(":authority", "a"), H2NV("x-api-key", "k")};
+    for (uint32_t i = 0; i < 3; i++) {
+        uint8_t blk[512];
+        ssize_t n = nghttp2_hd_deflate_hd(d, blk, sizeof blk, nv, 5);
+        assert_true(n > 2);
+        starts[i] = o->len;
+        if (i == 1) { /* END_STREAM, then END_HEADERS on the CONTINUATION */
+            h2frame(o, 1, 0x1, 2 * i + 1, blk, 2);
+            h2frame(o, 9, 0x4, 2 * i + 1, blk + 2, (size_t)n - 2);
+        } else {
+            h2frame(o, 1, 0x5, 2 * i + 1, blk, (size_t)n);
+        }
+    }
+    nghttp2_hd_deflate_del(d);
+}
+
+static void h2_streams_in_one_write_are_each_counted_and_denial_resets(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 2, SL_ACT_REPLY);
+    struct h2out o = {0};
+    size_t starts[3];
+    h2_client(&o, starts);
+    struct sl_req_verdict v;
+    size_t n = drain(w, (const char *)o.buf, o.len, T0, &v);
+    assert_int_equal(n, starts[2]); /* two pass, the third is denied */
+    assert_int_equal(v.status, SL_REQ_DENY);
+    assert_int_equal(v.action, SL_ACT_REJECT); /* no HTTP/1 429 inside HTTP/2 */
+    world_free(w);
+}
+
+static void h2_frames_split_byte_by_byte_are_counted_once_and_held(void **unused)
+{
+    (void)unused;
+    struct world *w = world(10, 1, SL_ACT_DELAY); /* one now, then one per 100 ms */
+    struct h2out o = {0};
+    size_t starts[3];
+    h2_client(&o, starts);
+    struct sl_req_verdict v;
+    size_t done = 0;
+    uint64_t now = T0;
+    for (size_t end = 1; end <= o.len; end++) { /* the bytes come one at a time */
+        for (int k = 0; k < 10 && done < end; k++) {
+            size_t n = sl_req_admit(w->c, o.buf + done, end - done, now, &v);
+            if (n) {
+                sl_req_passed(w->c, o.buf + done, n);
+                done += n;
+            } else if (v.status == SL_REQ_HOLD) {
+                assert_true(done == starts[1] || done == starts[2]);
+                assert_true(v.wait_ns <= 100 * MS);
+                now += v.wait_ns;
+            } else {
+                break;
+            }
+        }
+    }
+    assert_int_equal(done, o.len);
+    assert_int_equal(now, T0 + 200 * MS); /* three requests at 10/s burst 1: 0.2 s */
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -199,6 +302,8 @@ int main(void)
         cmocka_unit_test(a_delayed_head_is_held_until_its_turn),
         cmocka_unit_test(an_upgraded_connection_passes_through),
         cmocka_unit_test(a_connection_no_request_rule_matches_is_not_tracked),
+        cmocka_unit_test(h2_streams_in_one_write_are_each_counted_and_denial_resets),
+        cmocka_unit_test(h2_frames_split_byte_by_byte_are_counted_once_and_held),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

@@ -1,0 +1,113 @@
+/* reqout.c - requests on outbound connections: see reqout.h. */
+#include "reqout.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "../core/clock.h"
+#include "../core/mem.h"
+#include "../core/request.h"
+#include "ready.h"
+#include "reload.h"
+#include "shim.h"
+#include "wait.h"
+
+struct sl_req_out {
+    struct sl_runtime *rt;
+    struct sl_addr dst;
+    bool tls;                                   /* requests are written through SSL_write */
+    _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn */
+};
+
+#define CONN(o) ((struct sl_req_conn *)(void *)(o)->conn)
+
+void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
+{
+    if (!rt->any_req_out) return;
+    int saved = errno;
+    struct sl_req_out *o = sl_alloc(sizeof *o + sl_req_conn_size());
+    struct sl_fd *e;
+    if (!o || !sl_req_conn_init(CONN(o), rt, SL_OUT, NULL, dst, sl_clock_now()) ||
+        !(e = sl_fd_track(fd))) {
+        sl_free(o);
+        errno = saved;
+        return;
+    }
+    if (e->req_out) sl_reqout_free(e);
+    o->rt = rt;
+    o->dst = *dst;
+    e->req_out = o;
+    errno = saved;
+}
+
+ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
+                               bool nonblock_flag, bool tls)
+{
+    struct sl_req_conn *c = CONN(e->req_out);
+    if (e->req_out->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
+    if (sl_req_done(c)) return (ssize_t)len;
+    struct sl_runtime *rt = sl_runtime();
+    if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
+    int saved = errno, nonblock = nonblock_flag ? 1 : -1;
+    uint64_t deadline = 0;
+    for (;;) {
+        uint64_t now = sl_clock_now();
+        struct sl_req_verdict v;
+        size_t ok = sl_req_admit(c, buf, len, now, &v);
+        if (ok == len || v.status == SL_REQ_NEED_MORE || v.status == SL_REQ_PASS) {
+            atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
+            errno = saved;
+            return (ssize_t)len; /* an incomplete head goes as it is written: decided at its end */
+        }
+        if (ok > 0 && !tls) { /* a short write, up to the head that must wait */
+            errno = saved;
+            return (ssize_t)ok;
+        }
+        /* through TLS a write is all or nothing: the whole buffer waits for
+         * the last of its requests, or fails with it (a client writes one
+         * request at a time) */
+        if (v.status == SL_REQ_DENY) {
+            const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[v.rule];
+            errno = r->err ? r->err : ECONNREFUSED;
+            return -1;
+        }
+        uint64_t until = now + v.wait_ns; /* HOLD: its turn */
+        if (nonblock < 0) nonblock = sl_fd_nonblocking(fd);
+        if (nonblock) {
+            atomic_store(&e->ready_at[SL_IO_SEND], until);
+            sl_ready_throttle(fd, SL_IO_SEND, until);
+            errno = EAGAIN;
+            return -1;
+        }
+        if (!deadline) deadline = sl_wait_deadline(fd, SO_SNDTIMEO, now);
+        if (sl_wait_until(until, deadline) != 0) return -1; /* EAGAIN at SO_SNDTIMEO, EINTR */
+    }
+}
+
+void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls)
+{
+    if (e->req_out->tls == tls) sl_req_passed(CONN(e->req_out), buf, n);
+}
+
+bool sl_reqout_tls(struct sl_fd *e)
+{
+    struct sl_req_out *o = e->req_out;
+    if (o->tls) return true;
+    /* the plain scanner saw the handshake (and passed it through): the
+     * requests start afresh in what the program gives the library */
+    sl_req_conn_fini(CONN(o));
+    o->tls = true;
+    return sl_req_conn_init(CONN(o), o->rt, SL_OUT, NULL, &o->dst, sl_clock_now());
+}
+
+void sl_reqout_free(struct sl_fd *e)
+{
+    struct sl_req_out *o = e->req_out;
+    if (!o) return;
+    e->req_out = NULL;
+    sl_req_conn_fini(CONN(o));
+    sl_free(o);
+}

@@ -1,0 +1,49 @@
+/* reqout.h - requests on the program's outbound connections: what it
+ * writes to a destination an outbound request rule matches (a paid API) is
+ * scanned for HTTP/1 request heads (core/request.h decides), and each head
+ * waits its turn before its bytes leave:
+ *   - delay (the default outbound action): a blocking write sleeps until
+ *     the turn (SO_SNDTIMEO and signals keep their meaning, shim/wait.h);
+ *     a non-blocking one gets EAGAIN and poll/select/epoll report the
+ *     socket writable only when the turn comes (shim/ready.h);
+ *   - reject (and reply, which is not in this build for outbound
+ *     requests): the write fails with the rule's errno.
+ * A write is shortened at a head that may not leave yet (a partial write
+ * is legal); the bytes are never changed. The bytes of a head still being
+ * written pass: its request is decided when its end is written, so the
+ * server has at most an incomplete head while it waits.
+ */
+#ifndef SL_REQOUT_H
+#define SL_REQOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "../core/key.h"
+#include "fd.h"
+
+struct sl_runtime;
+struct sl_addr;
+
+/* connect.c: fd is connecting (or connected) to dst. */
+void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst);
+
+/* io.c, before a write of up to len bytes of buf: how many may go now
+ * (> 0), or -1 with errno (EAGAIN held, EINTR, the rule's errno). */
+ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
+                               bool nonblock_flag, bool tls);
+
+/* io.c: n of those bytes were written. */
+void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls);
+
+/* tls.c: the program writes this connection's plaintext through OpenSSL
+ * (SSL_write): from now on the requests are read there (tls true in the
+ * calls above), never in the ciphertext the library sends. False when the
+ * connection can no longer be tracked. */
+bool sl_reqout_tls(struct sl_fd *e);
+
+/* fd.c: the entry is forgotten. */
+void sl_reqout_free(struct sl_fd *e);
+
+#endif

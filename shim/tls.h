@@ -1,0 +1,15 @@
+/* tls.h - what the rest of the shim tells tls.c (requests through OpenSSL).
+ *
+ * A TLS client that drives OpenSSL through a BIO of its own (curl) gives
+ * the library no descriptor: while its handshake runs, sl_tls_tying names
+ * the session, and the first send it makes ties the session to that
+ * socket. */
+#ifndef SL_TLS_H
+#define SL_TLS_H
+
+extern _Thread_local void *sl_tls_tying;
+
+/* send(): fd is the socket the session being tied writes to. */
+void sl_tls_tie(int fd);
+
+#endif
