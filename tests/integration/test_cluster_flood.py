@@ -1,6 +1,6 @@
 """A flood that saturates the host (issue 11 item 2): three python3
 http.server nodes under a cluster rule of 60 connections/s per client
-address at the default gossip interval (100 ms), one client address
+address at the default gossip interval, one client address
 connecting to all three as fast as 12 client threads in two processes
 can, from the first instant (no warm-up is skipped). Every realtime window
 of the rule (windows are numbered on the realtime clock, as the nodes
