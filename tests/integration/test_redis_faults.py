@@ -81,7 +81,9 @@ with TempDir() as tmp:
         time.sleep(2.5)
         up = flood.rate(tb + 0.5, tb + 2.5)
         print(f"redis back after {back:.2f} s: pair {up:.1f}/s")
-        check(abs(up - LIMIT) <= 0.1 * LIMIT, f"after the restart the pair admits {up:.1f}/s")
+        # 15 %: one CI run on the loaded 2-CPU machine measured 67/s here
+        # (the lead's note for issue 11); 60-63 is usual
+        check(abs(up - LIMIT) <= 0.15 * LIMIT, f"after the restart the pair admits {up:.1f}/s")
 
         # 3. DEBUG SLEEP 2
         sleeper = subprocess.Popen(["redis-cli", "-p", str(redis.port), "DEBUG", "SLEEP", "2"],
