@@ -306,8 +306,7 @@ static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, struct call *c, e
         if (atomic_load_explicit(&e->ready_at[io], memory_order_relaxed) == 0) at += turn_ns(l);
         if (*nb < 0) *nb = nonblocking(c);
         if (*nb) {
-            atomic_store(&e->ready_at[io], at);
-            sl_ready_throttle(c->fd, io, at);
+            sl_ready_throttle(c->fd, e, io, at);
             errno = EAGAIN;
             return 0;
         }

@@ -57,10 +57,9 @@ int sl_ready_wait(const struct sl_ready_wait *w, int64_t timeout_ns, uint64_t *d
     }
 }
 
-void sl_ready_throttle(int fd, enum sl_io io, uint64_t until_ns)
+void sl_ready_throttle(int fd, struct sl_fd *e, enum sl_io io, uint64_t until_ns)
 {
-    (void)io;
-    (void)until_ns; /* ready_at, already set, is the truth: read it again under epoll.c's lock */
+    atomic_store(&e->ready_at[io], until_ns); /* the truth epoll.c reads again under its lock */
     int saved = errno;
     sl_epoll_throttle(fd, sl_clock_now());
     errno = saved;

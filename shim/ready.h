@@ -16,10 +16,11 @@
 
 #include "fd.h"
 
-/* fd's io direction is throttled until `until_ns` (sl_fd's ready_at is
- * already set by the caller). Called by the I/O hooks when they return
- * EAGAIN because of a budget, and by connect for a held-back connect. */
-void sl_ready_throttle(int fd, enum sl_io io, uint64_t until_ns);
+/* fd's io direction is throttled until `until_ns` (stored in e's
+ * ready_at). Called by the I/O hooks when they return EAGAIN (a byte
+ * budget, a request that waits its turn), and by connect for a held-back
+ * connect. */
+void sl_ready_throttle(int fd, struct sl_fd *e, enum sl_io io, uint64_t until_ns);
 
 /* sluice holds bytes of fd that the program may read from `at` on (0: no
  * more), which the kernel cannot report: poll/select report fd readable

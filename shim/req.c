@@ -90,8 +90,7 @@ static void denied(struct sl_req_fd *r, const struct sl_req_verdict *v)
 /* EAGAIN until `until`: the readiness layer hides fd's reads until then. */
 static ssize_t not_yet(int fd, struct sl_fd *e, uint64_t until)
 {
-    atomic_store(&e->ready_at[SL_IO_RECV], until);
-    sl_ready_throttle(fd, SL_IO_RECV, until);
+    sl_ready_throttle(fd, e, SL_IO_RECV, until);
     errno = EAGAIN;
     return -1;
 }
@@ -242,8 +241,7 @@ static bool stash_room(struct sl_req_fd *r)
  * when the readiness layer announces it (new bytes wake nobody early). */
 static void hold(int fd, struct sl_fd *e, uint64_t until)
 {
-    atomic_store(&e->ready_at[SL_IO_RECV], until);
-    sl_ready_throttle(fd, SL_IO_RECV, until);
+    sl_ready_throttle(fd, e, SL_IO_RECV, until);
     sl_ready_held(fd, e, until);
 }
 

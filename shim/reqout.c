@@ -77,8 +77,7 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
         uint64_t until = now + v.wait_ns; /* HOLD: its turn */
         if (nonblock < 0) nonblock = sl_fd_nonblocking(fd);
         if (nonblock) {
-            atomic_store(&e->ready_at[SL_IO_SEND], until);
-            sl_ready_throttle(fd, SL_IO_SEND, until);
+            sl_ready_throttle(fd, e, SL_IO_SEND, until);
             errno = EAGAIN;
             return -1;
         }
