@@ -23,11 +23,15 @@
 #include "../conf/conf.h"
 #include "../core/hostport.h"
 #include "../core/table.h"
+#include "locate.h"
 
 int sl_cmd_metrics(int argc, char **argv);
 
 struct source {
-    char name[SL_NAME_MAX];
+    struct sl_place place;
+    char label[128];
+    const char *config; /* finds the program again after a restart */
+    int pid;
     const struct sl_config *cfg; /* NULL: directions unknown */
 };
 
@@ -54,9 +58,12 @@ static void label(FILE *out, const char *v)
 }
 
 /* Writes the exposition of one table; -1 when it cannot be opened. */
-static int expose(FILE *out, const struct source *s, char *err, size_t errlen)
+static int expose(FILE *out, struct source *s, char *err, size_t errlen)
 {
-    struct sl_table *t = sl_table_attach(s->name, err, errlen);
+    struct sl_table *t = sl_place_open(&s->place, false, err, errlen);
+    if (!t && s->config && !*s->place.shared &&
+        sl_locate(s->config, NULL, 0, &s->place, 1, err, errlen)) /* restarted: a new table */
+        t = sl_place_open(&s->place, false, err, errlen);
     if (!t) return -1;
     static const char *const kinds[2] = {"connections", "requests"};
     static const char *const help[2] = {
@@ -113,7 +120,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
                               size_t *len, void **state)
 {
     (void)version, (void)data, (void)len, (void)state;
-    const struct source *s = cls;
+    struct source *s = cls;
     char *text = NULL, err[256];
     size_t n = 0;
     unsigned status = MHD_HTTP_OK;
@@ -127,7 +134,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
         fputs("the metrics are at /metrics\n", out);
     } else if (expose(out, s, err, sizeof err) != 0) {
         status = MHD_HTTP_SERVICE_UNAVAILABLE;
-        fprintf(out, "table %s: %s\n", s->name, err);
+        fprintf(out, "table %s: %s\n", s->label, err);
     }
     fclose(out);
     struct MHD_Response *r = MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
@@ -148,7 +155,7 @@ static void stop(int sig)
     stopping = 1;
 }
 
-static int serve(const struct source *s, const char *listen)
+static int serve(struct source *s, const char *listen)
 {
     struct sockaddr_storage ss;
     socklen_t sslen;
@@ -171,7 +178,7 @@ static int serve(const struct source *s, const char *listen)
     }
     signal(SIGINT, stop);
     signal(SIGTERM, stop);
-    fprintf(stderr, "sluice metrics: table %s on http://%s/metrics\n", s->name, listen);
+    fprintf(stderr, "sluice metrics: table of %s on http://%s/metrics\n", s->label, listen);
     while (!stopping)
         pause();
     MHD_stop_daemon(d);
@@ -184,46 +191,61 @@ int sl_cmd_metrics(int argc, char **argv)
         {"config", required_argument, NULL, 'c'},
         {"shared", required_argument, NULL, 's'},
         {"listen", required_argument, NULL, 'l'},
+        {"pid", required_argument, NULL, 'p'},
         {NULL, 0, NULL, 0},
     };
     const char *config = NULL, *shared = NULL, *listen = NULL;
+    int pid = 0;
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "c:s:l:", opts, NULL)) != -1;) {
         if (c == 'c')
             config = optarg;
         else if (c == 's')
             shared = optarg;
+        else if (c == 'p')
+            pid = atoi(optarg);
         else if (c == 'l')
             listen = optarg;
         else
             return 2;
     }
-    struct source s = {0};
+    struct source s = {.config = config, .pid = pid};
     struct sl_config *cfg = NULL;
+    char err[1024];
     if (config) {
-        char err[1024];
         enum sl_on_error on_error;
         cfg = sl_conf_load(config, NULL, &on_error, err, sizeof err);
         if (!cfg) {
             fprintf(stderr, "sluice: %s\n", err);
             return 1;
         }
-        snprintf(s.name, sizeof s.name, "%s", cfg->shared);
         s.cfg = cfg;
     }
-    if (shared) snprintf(s.name, sizeof s.name, "%s", shared);
-    if (!*s.name) {
-        fprintf(stderr, "sluice metrics: the table must have a shared name (option `shared`, "
-                        "or --shared NAME)\n");
-        return 2;
+    struct sl_place found[2];
+    size_t n = sl_locate(config,
+                         shared                ? shared
+                         : cfg && *cfg->shared ? cfg->shared
+                                               : NULL,
+                         pid, found, 2, err, sizeof err);
+    if (n != 1) {
+        if (n > 1)
+            fprintf(stderr,
+                    "sluice metrics: more than one program runs with %s: name one with "
+                    "--pid (`sluice ps` lists them)\n",
+                    config);
+        else
+            fprintf(stderr, "sluice metrics: %s\n", err);
+        if (cfg) sl_conf_free(cfg);
+        return n ? 2 : 1;
     }
+    s.place = found[0];
+    sl_place_label(&s.place, s.label, sizeof s.label);
     int rc;
     if (listen) {
         rc = serve(&s, listen);
     } else {
-        char err[256];
         rc = expose(stdout, &s, err, sizeof err) == 0 ? 0 : 1;
-        if (rc) fprintf(stderr, "sluice metrics: %s: %s\n", s.name, err);
+        if (rc) fprintf(stderr, "sluice metrics: %s: %s\n", s.label, err);
     }
     if (cfg) sl_conf_free(cfg);
     return rc;

@@ -11,10 +11,12 @@
 
 #include "../conf/conf.h"
 #include "../core/table.h"
+#include "locate.h"
 
 int sl_cmd_keygen(int argc, char **argv);        /* cluster.c */
 int sl_cmd_cluster_stats(int argc, char **argv); /* cluster.c */
 int sl_cmd_metrics(int argc, char **argv);       /* metrics.c */
+int sl_cmd_top(int argc, char **argv);           /* top.c */
 
 #ifndef SL_VERSION_TEXT
 #define SL_VERSION_TEXT "dev"
@@ -26,32 +28,41 @@ int sl_cmd_metrics(int argc, char **argv);       /* metrics.c */
 static const char usage[] =
     "usage: sluice run [-c FILE] [--in RULE]... [--out RULE]... [--dry-run] -- COMMAND [ARG]...\n"
     "       sluice check [-c FILE] [--in RULE]... [--out RULE]...\n"
-    "       sluice stats (-c FILE | --shared NAME)\n"
+    "       sluice stats (-c FILE | --pid PID | --shared NAME)\n"
+    "       sluice ps [--clean]\n"
+    "       sluice top (-c FILE | --pid PID | --shared NAME) [--once] [--window S]\n"
     "       sluice keygen [FILE]\n"
     "       sluice cluster-stats (-c FILE | --listen ADDRESS:PORT)\n"
-    "       sluice reload -c FILE\n"
-    "       sluice metrics (-c FILE | --shared NAME) [--listen ADDRESS:PORT]\n"
+    "       sluice reload (-c FILE | --pid PID [-c FILE] [--in RULE]... [--out RULE]...)\n"
+    "       sluice metrics (-c FILE | --pid PID | --shared NAME) [--listen ADDRESS:PORT]\n"
     "       sluice version\n"
     "\n"
     "  run     runs COMMAND with libsluice.so preloaded and the rules given\n"
     "  check   validates the rules and prints them as understood (exit 1 on error)\n"
-    "  stats   prints the per-rule counters of a table named with `shared`\n"
+    "  stats   prints the per-rule counters of a running program's table\n"
+    "  ps      lists the programs running under sluice, and named tables left by ended ones\n"
+    "  top     shows live the keys a program limits most (addresses, hashes of request keys)\n"
     "  keygen  writes a new gossip key (64 hex characters, mode 0600)\n"
     "  cluster-stats  prints gossip counters and peers of a running node\n"
-    "  reload  publishes an edited FILE to the running program (no restart)\n"
+    "  reload  publishes an edited FILE (or new inline rules) to the running program\n"
     "  metrics prints a table's counters for Prometheus, or serves them (--listen)\n"
     "\n"
     "  -c, --config FILE   configuration file (libconfuse syntax, see README)\n"
     "  --in RULE           an inbound rule as key=value words: 'port=8080 rate=20/s burst=10'\n"
     "  --out RULE          an outbound rule: 'to=api.example port=443 rate=50/m action=delay'\n"
     "  --dry-run           decide and count, log what would be limited, enforce nothing\n"
-    "  --shared NAME       (stats) the table's shared name\n";
+    "  --shared NAME       (stats, top, metrics) the table's shared name\n"
+    "  --pid PID           (stats, top, metrics, reload) the program one of whose processes is "
+    "PID\n"
+    "  Without --pid or --shared, -c FILE finds the programs started with FILE.\n";
 
 struct args {
     const char *config;
     const char *shared;
     char rules[8192];
     int dry_run;
+    int pid;
+    int clean;
 };
 
 static void add_rule(struct args *a, const char *dir, const char *text)
@@ -72,6 +83,8 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"out", required_argument, NULL, 'o'},
         {"dry-run", no_argument, NULL, 'd'},
         {"shared", required_argument, NULL, 's'},
+        {"pid", required_argument, NULL, 'p'},
+        {"clean", no_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -94,6 +107,16 @@ static int parse_args(int argc, char **argv, struct args *a)
             break;
         case 's':
             a->shared = optarg;
+            break;
+        case 'p':
+            a->pid = atoi(optarg);
+            if (a->pid <= 0) {
+                fprintf(stderr, "sluice: --pid %s: not a process id\n", optarg);
+                exit(2);
+            }
+            break;
+        case 'C':
+            a->clean = 1;
             break;
         case 'h':
             fputs(usage, stdout);
@@ -219,53 +242,85 @@ static int cmd_check(int argc, char **argv)
     return 0;
 }
 
-/* Publishes a validated configuration to the running program through its
- * shared table; each process loads it again at its next decision
- * (shim/reload.h says what may change). */
+/* Publishes a validated configuration to the running program(s) through
+ * their table; each process loads it again at its next decision
+ * (shim/reload.h says what may change). Inline rules given replace the
+ * program's; with -c alone, the inline rules it has stay. */
+static int publish(const struct args *a, const struct sl_config *cfg, const struct sl_place *p)
+{
+    char err[512], path[PATH_MAX] = "", label[128], rules[2048];
+    sl_place_label(p, label, sizeof label);
+    struct sl_table *t = sl_place_open(p, true, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "sluice reload: %s: %s (is the program running?)\n", label, err);
+        return 1;
+    }
+    int rc = 0;
+    if (*a->rules)
+        snprintf(rules, sizeof rules, "%.2047s", a->rules); /* longer: refused below */
+    else
+        sl_table_config_rules(t, rules, sizeof rules);
+    /* the program runs what its table says; it would refuse what cannot change */
+    char run_path[1024], run_rules[2048];
+    sl_table_config_path(t, run_path, sizeof run_path);
+    sl_table_config_rules(t, run_rules, sizeof run_rules);
+    enum sl_on_error on_error;
+    struct sl_config *running =
+        *run_path || *run_rules
+            ? sl_conf_load(*run_path ? run_path : NULL, *run_rules ? run_rules : NULL, &on_error,
+                           err, sizeof err)
+            : NULL;
+    struct sl_config *next = NULL; /* with -c alone: the file with the inline rules it keeps */
+    const char *unfit = NULL;
+    if (!*a->rules && *rules && a->config &&
+        !(next = sl_conf_load(a->config, rules, &on_error, err, sizeof err)))
+        unfit = err;
+    if (!unfit && running) unfit = sl_conf_unfit(running, next ? next : cfg);
+    if (running) sl_conf_free(running);
+    if (next) sl_conf_free(next);
+    if (unfit) {
+        fprintf(stderr, "sluice reload: %s: %s; nothing changed\n", label, unfit);
+        rc = 1;
+    } else if ((a->config && !realpath(a->config, path)) || strlen(a->rules) >= sizeof rules ||
+               !sl_table_config_publish(t, path, *rules ? rules : NULL)) {
+        fprintf(stderr,
+                "sluice reload: %s: the file's absolute path must be under 1 KiB and inline "
+                "rules under 2 KiB\n",
+                a->config ? a->config : "inline rules");
+        rc = 1;
+    } else {
+        printf("published %s as generation %u to %s: each process of the program takes it at "
+               "its next decision (errors go to the program's log)\n",
+               *path ? path : "the inline rules", sl_table_config_gen(t), label);
+    }
+    sl_table_close(t);
+    return rc;
+}
+
 static int cmd_reload(int argc, char **argv)
 {
     struct args a;
     parse_args(argc, argv, &a);
-    if (!a.config) {
-        fprintf(stderr, "sluice reload: -c FILE: the file the program was started with, edited\n");
+    if (!a.config && !(a.pid && *a.rules)) {
+        fprintf(stderr, "sluice reload: -c FILE (the file the program was started with, edited), "
+                        "or --pid PID with the new --in/--out rules\n");
         return 2;
     }
     struct sl_config *cfg = load(&a);
     if (!cfg) return 1; /* load() said why: nothing changes */
-    int rc = 0;
-    char err[256], path[PATH_MAX];
-    struct sl_table *t = NULL;
-    if (!*cfg->shared) {
-        fprintf(stderr, "sluice reload: %s: the program is found through its table: set `shared`\n",
-                a.config);
-        rc = 2;
-    } else if (cfg->gossip.enabled || cfg->redis.enabled) {
-        fprintf(stderr,
-                "sluice reload: %s: a gossip or redis section changes only with a "
-                "restart\n",
-                a.config);
-        rc = 1;
-    } else if (!(t = sl_table_attach_rw(cfg->shared, err, sizeof err))) {
-        fprintf(stderr, "sluice reload: table %s: %s (is the program running?)\n", cfg->shared,
-                err);
-        rc = 1;
-    } else if (sl_table_slots(t) < cfg->table_slots) {
-        fprintf(stderr,
-                "sluice reload: %s: table_slots changes only with a restart (the running "
-                "table has %u)\n",
-                a.config, sl_table_slots(t));
-        rc = 1;
-    } else if (!realpath(a.config, path) || !sl_table_config_publish(t, path)) {
-        fprintf(stderr, "sluice reload: %s: cannot name it by an absolute path of under 1 KiB\n",
-                a.config);
-        rc = 1;
-    } else {
-        uint32_t gen = sl_table_config_gen(t);
-        printf("published %s as generation %u of table %s: each process of the program takes it "
-               "at its next decision (errors go to the program's log)\n",
-               a.config, gen, cfg->shared);
+    if (cfg->gossip.enabled || cfg->redis.enabled) {
+        fprintf(stderr, "sluice reload: a gossip or redis section changes only with a restart\n");
+        sl_conf_free(cfg);
+        return 1;
     }
-    if (t) sl_table_close(t);
+    struct sl_place places[16];
+    char err[512];
+    size_t n =
+        sl_locate(a.config, *cfg->shared ? cfg->shared : NULL, a.pid, places, 16, err, sizeof err);
+    int rc = n ? 0 : 1;
+    if (!n) fprintf(stderr, "sluice reload: %s\n", err);
+    for (size_t i = 0; i < n; i++)
+        rc |= publish(&a, cfg, &places[i]);
     sl_conf_free(cfg);
     return rc;
 }
@@ -301,31 +356,70 @@ static int cmd_stats(int argc, char **argv)
 {
     struct args a;
     parse_args(argc, argv, &a);
-    char name[SL_NAME_MAX] = "";
-    if (a.shared) {
-        snprintf(name, sizeof name, "%s", a.shared);
-    } else if (a.config) {
-        struct sl_config *cfg = load(&a);
-        if (!cfg) return 1;
-        snprintf(name, sizeof name, "%s", cfg->shared);
-        sl_conf_free(cfg);
+    struct sl_place places[16];
+    char err[512], label[128];
+    size_t n = sl_locate(a.config, a.shared, a.pid, places, 16, err, sizeof err);
+    if (!n) {
+        fprintf(stderr, "sluice stats: %s\n", err);
+        return a.config || a.shared || a.pid ? 1 : 2;
     }
-    if (!*name) {
-        fprintf(stderr, "sluice stats: the table must have a shared name (option `shared`)\n");
-        return 2;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        sl_place_label(&places[i], label, sizeof label);
+        struct sl_table *t = sl_place_open(&places[i], false, err, sizeof err);
+        if (!t) {
+            fprintf(stderr, "sluice stats: %s: %s\n", label, err);
+            rc = 1;
+            continue;
+        }
+        printf("%stable %s: %u slots, %u in use, %zu bytes\n", i ? "\n" : "",
+               *places[i].shared ? places[i].shared : label, sl_table_slots(t), sl_table_used(t),
+               sl_table_bytes(t));
+        print_rules(t, false);
+        print_rules(t, true);
+        sl_table_close(t);
     }
-    char err[256];
-    struct sl_table *t = sl_table_attach(name, err, sizeof err);
-    if (!t) {
-        fprintf(stderr, "sluice stats: %s: %s\n", name, err);
-        return 1;
+    return rc;
+}
+
+/* Lists the tables of running programs, and named ones left by programs
+ * that ended (--clean removes those). */
+static int cmd_ps(int argc, char **argv)
+{
+    struct args a;
+    parse_args(argc, argv, &a);
+    struct sl_place *p = calloc(SL_LOCATE_MAX, sizeof *p);
+    if (!p) return 1;
+    size_t total, n = sl_locate_all(p, SL_LOCATE_MAX, &total);
+    printf("%-8s %-16s %-24s %-6s %s\n", "PID", "COMMAND", "TABLE", "PROCS", "CONFIGURATION");
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        char pid[16] = "-", table[64], config[1100];
+        if (p[i].npids) snprintf(pid, sizeof pid, "%d", p[i].pids[0]);
+        snprintf(table, sizeof table, "%s", *p[i].shared ? p[i].shared : "(unnamed)");
+        snprintf(config, sizeof config, "%s%s%s", p[i].config,
+                 *p[i].config && p[i].inline_rules ? " + " : "",
+                 p[i].inline_rules ? "inline rules" : "");
+        if (!p[i].npids) {
+            if (a.clean && unlink(p[i].path) == 0) {
+                printf("%-8s %-16s %-24s %-6s removed (no program used it)\n", "-", "-", table,
+                       "0");
+                continue;
+            }
+            if (a.clean) {
+                fprintf(stderr, "sluice ps: %s: %s\n", p[i].path, strerror(errno));
+                rc = 1;
+            }
+            snprintf(config + strlen(config), sizeof config - strlen(config),
+                     "%sleft by a program that ended (`sluice ps --clean` removes it)",
+                     *config ? "; " : "");
+        }
+        printf("%-8s %-16s %-24s %-6d %s\n", pid, *p[i].command ? p[i].command : "?", table,
+               p[i].npids, *config ? config : "-");
     }
-    printf("table %s: %u slots, %u in use, %zu bytes\n", name, sl_table_slots(t), sl_table_used(t),
-           sl_table_bytes(t));
-    print_rules(t, false);
-    print_rules(t, true);
-    sl_table_close(t);
-    return 0;
+    if (total > n) printf("(%zu more not shown)\n", total - n);
+    free(p);
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -339,6 +433,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "stats")) return cmd_stats(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ps")) return cmd_ps(argc - 1, argv + 1);
+    if (!strcmp(cmd, "top")) return sl_cmd_top(argc - 1, argv + 1);
     if (!strcmp(cmd, "reload")) return cmd_reload(argc - 1, argv + 1);
     if (!strcmp(cmd, "keygen")) return sl_cmd_keygen(argc - 1, argv + 1);
     if (!strcmp(cmd, "cluster-stats")) return sl_cmd_cluster_stats(argc - 1, argv + 1);

@@ -52,6 +52,11 @@ void sl_conf_report_failure(const char *err, enum sl_on_error on_error);
  * error messages; NULL (the default): nowhere. `sluice check` shows them. */
 void sl_conf_set_warn(void (*warn)(const char *line));
 
+/* Why `next` cannot replace `running` in a running program (sluice reload):
+ * the table and fleet settings stay until a restart, and rules keep their
+ * names, directions and order, new ones going at the end. NULL: it can. */
+const char *sl_conf_unfit(const struct sl_config *running, const struct sl_config *next);
+
 /* Prints the config in its normalised form, itself a valid config file. */
 void sl_conf_print(const struct sl_config *cfg, FILE *out);
 

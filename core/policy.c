@@ -234,6 +234,8 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
             }
             continue;
         }
+        sl_table_note_denial(rt->table, rt->table_rule[i] | (r->dry_run ? SL_DENIAL_DRY : 0), &key,
+                             now);
         if (r->dry_run) {
             sl_table_count(rt->table, rt->table_rule[i], SL_C_WOULD_LIMIT, 1);
             log_denial(r, addr, &v, true, conns_full);

@@ -278,6 +278,8 @@ void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, ui
             granted[ngranted++] = g;
             continue;
         }
+        sl_table_note_denial(rt->table, x->entry[i] | (r->dry_run ? SL_DENIAL_DRY : 0), &g.key,
+                             now);
         if (r->dry_run) {
             sl_table_count(rt->table, x->entry[i], SL_C_WOULD_LIMIT, 1);
             log_request(r, h, &x->peer, &g.key, &v, true);

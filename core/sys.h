@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,14 +60,15 @@ static inline int sl_sys_fstat(int fd, struct stat *st)
     return (int)syscall(SYS_fstat, fd, st);
 }
 
-static inline int sl_sys_memfd(const char *name)
+/* Without CLOEXEC, children started with exec open it. */
+static inline int sl_sys_memfd(const char *name, bool cloexec)
 {
-    return (int)syscall(SYS_memfd_create, name, 0u); /* no CLOEXEC: exec'd children open it */
+    return (int)syscall(SYS_memfd_create, name, cloexec ? 1u /* MFD_CLOEXEC */ : 0u);
 }
 
-static inline int sl_sys_dupfd(int fd, int lowest)
+static inline int sl_sys_dupfd(int fd, int lowest, bool cloexec)
 {
-    return (int)syscall(SYS_fcntl, fd, F_DUPFD, lowest);
+    return (int)syscall(SYS_fcntl, fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, lowest);
 }
 
 static inline int sl_sys_ftruncate(int fd, off_t len)

@@ -71,6 +71,7 @@ size_t sl_table_layout_bytes(uint32_t nslots)
 {
     return SL_HDR + SL_MAX_RULES * sizeof(struct sl_rule_entry) +
            (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe) +
+           SL_DENIALS * sizeof(struct sl_denial_slot) +
            (size_t)nslots * (sizeof(struct sl_slot) + sizeof(struct sl_side)) +
            (size_t)conn_records(nslots) * sizeof(struct sl_conn_rec);
 }
@@ -83,8 +84,9 @@ static struct sl_table *wrap(void *map, size_t bytes, enum sl_on_full on_full)
     t->hdr = map;
     t->rules = (void *)(p + SL_HDR);
     t->stripes = (void *)(p + SL_HDR + SL_MAX_RULES * sizeof(struct sl_rule_entry));
-    t->slots =
+    t->denials =
         (void *)((char *)t->stripes + (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe));
+    t->slots = (void *)(t->denials + SL_DENIALS);
     t->nbuckets = t->hdr->nslots / SL_BUCKET;
     t->side = (void *)(t->slots + t->hdr->nslots);
     t->recs = (void *)(t->side + t->hdr->nslots);
@@ -186,29 +188,58 @@ static struct sl_table *open_named(uint32_t nslots, const char *shared, enum sl_
     return t;
 }
 
-struct sl_table *sl_table_open(uint32_t slots, const char *shared, enum sl_on_full on_full,
-                               char *err, size_t errlen)
+/* A table in a memory file of its own, so that `sluice ps` finds it in
+ * /proc/PID/fd of its processes (a private anonymous mapping would be
+ * anonymous there too). The descriptor stays open above the program's own
+ * numbers; children started with exec inherit it when `inherit` says so.
+ * Falls back to an anonymous mapping if the kernel has no memfd. */
+static struct sl_table *open_unnamed(uint32_t nslots, enum sl_on_full on_full, bool inherit,
+                                     int *fd_out, char *err, size_t errlen)
 {
-    uint32_t nslots = round_slots(slots);
-    if (shared && *shared) return open_named(nslots, shared, on_full, true, true, err, errlen);
-
     size_t bytes = sl_table_layout_bytes(nslots);
-    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    int fd = sl_sys_memfd("sluice-table", !inherit);
+    if (fd >= 0) {
+        int high = sl_sys_dupfd(fd, 512, !inherit);
+        if (high >= 0) {
+            sl_sys_close(fd);
+            fd = high;
+        }
+    }
+    if (fd >= 0 && sl_sys_ftruncate(fd, (off_t)bytes) != 0) {
+        sl_sys_close(fd);
+        fd = -1;
+    }
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                     fd >= 0 ? MAP_SHARED : MAP_SHARED | MAP_ANONYMOUS, fd, 0);
     if (map == MAP_FAILED) {
         snprintf(err, errlen, "mmap %zu bytes: %s", bytes, strerror(errno));
+        if (fd >= 0) sl_sys_close(fd);
         return NULL;
     }
     header_init(map, nslots);
     struct sl_table *t = wrap(map, bytes, on_full);
     if (!t) {
         munmap(map, bytes);
+        if (fd >= 0) sl_sys_close(fd);
         snprintf(err, errlen, "out of memory");
+        return NULL;
     }
+    *fd_out = fd;
     return t;
 }
 
-/* An inherited descriptor that holds a table of this version. */
-static struct sl_table *open_fd(int fd, enum sl_on_full on_full)
+struct sl_table *sl_table_open(uint32_t slots, const char *shared, enum sl_on_full on_full,
+                               char *err, size_t errlen)
+{
+    uint32_t nslots = round_slots(slots);
+    if (shared && *shared) return open_named(nslots, shared, on_full, true, true, err, errlen);
+    int fd;
+    return open_unnamed(nslots, on_full, false, &fd, err, errlen);
+}
+
+/* A descriptor that holds a table of this version (inherited, or opened
+ * by `sluice` through /proc). */
+static struct sl_table *open_fd(int fd, enum sl_on_full on_full, bool writable)
 {
     struct stat st;
     struct sl_header h;
@@ -217,7 +248,7 @@ static struct sl_table *open_fd(int fd, enum sl_on_full on_full)
         h.version != SL_VERSION || !h.ready || (off_t)sl_table_layout_bytes(h.nslots) != st.st_size)
         return NULL;
     size_t bytes = (size_t)st.st_size;
-    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *map = mmap(NULL, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
     if (map == MAP_FAILED) return NULL;
     struct sl_table *t = wrap(map, bytes, on_full);
     if (!t) munmap(map, bytes);
@@ -227,40 +258,18 @@ static struct sl_table *open_fd(int fd, enum sl_on_full on_full)
 struct sl_table *sl_table_open_inherited(uint32_t slots, enum sl_on_full on_full, int inherited,
                                          int *fd_out, char *err, size_t errlen)
 {
-    struct sl_table *t = inherited >= 0 ? open_fd(inherited, on_full) : NULL;
+    struct sl_table *t = inherited >= 0 ? open_fd(inherited, on_full, true) : NULL;
     if (t) {
         *fd_out = inherited;
         return t;
     }
-    *fd_out = -1;
-    uint32_t nslots = round_slots(slots);
-    size_t bytes = sl_table_layout_bytes(nslots);
-    int fd = sl_sys_memfd("sluice-table");
-    if (fd >= 0) {
-        int high = sl_sys_dupfd(fd, 512); /* out of the way of the program's own numbers */
-        if (high >= 0) {
-            sl_sys_close(fd);
-            fd = high;
-        }
-    }
-    if (fd < 0 || sl_sys_ftruncate(fd, (off_t)bytes) != 0) {
-        if (fd >= 0) sl_sys_close(fd);
-        return sl_table_open(slots, NULL, on_full, err, errlen); /* a private one */
-    }
-    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (map == MAP_FAILED) {
-        sl_sys_close(fd);
-        return sl_table_open(slots, NULL, on_full, err, errlen);
-    }
-    header_init(map, nslots);
-    t = wrap(map, bytes, on_full);
-    if (!t) {
-        munmap(map, bytes);
-        sl_sys_close(fd);
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    *fd_out = fd;
+    return open_unnamed(round_slots(slots), on_full, true, fd_out, err, errlen);
+}
+
+struct sl_table *sl_table_attach_fd(int fd, bool writable, char *err, size_t errlen)
+{
+    struct sl_table *t = open_fd(fd, SL_FULL_SHARED, writable);
+    if (!t) snprintf(err, errlen, "not a sluice table of this version, or %s", strerror(errno));
     return t;
 }
 
@@ -286,17 +295,52 @@ uint32_t sl_table_config_gen(const struct sl_table *t)
     return atomic_load_explicit(&t->hdr->config_gen, memory_order_acquire);
 }
 
-uint32_t sl_table_config_publish(struct sl_table *t, const char *path)
+static bool put(char *to, size_t size, const char *text)
 {
-    size_t n = strlen(path);
-    if (n >= sizeof t->hdr->config_path) return 0;
-    memcpy(t->hdr->config_path, path, n + 1);
+    size_t n = text ? strlen(text) : 0;
+    if (n >= size) return false;
+    memcpy(to, text ? text : "", n);
+    to[n] = 0;
+    return true;
+}
+
+uint32_t sl_table_config_publish(struct sl_table *t, const char *path, const char *rules)
+{
+    if (!put(t->hdr->config_path, sizeof t->hdr->config_path, path) ||
+        !put(t->hdr->config_rules, sizeof t->hdr->config_rules, rules))
+        return 0;
     return atomic_fetch_add_explicit(&t->hdr->config_gen, 1, memory_order_acq_rel) + 1;
 }
 
 void sl_table_config_path(const struct sl_table *t, char *out, size_t len)
 {
     snprintf(out, len, "%.*s", (int)sizeof t->hdr->config_path, t->hdr->config_path);
+}
+
+void sl_table_config_rules(const struct sl_table *t, char *out, size_t len)
+{
+    snprintf(out, len, "%.*s", (int)sizeof t->hdr->config_rules, t->hdr->config_rules);
+}
+
+void sl_table_describe(struct sl_table *t, int pid, const char *command, const char *path,
+                       const char *rules)
+{
+    uint32_t zero = 0;
+    if (!atomic_compare_exchange_strong(&t->hdr->stamped, &zero, 1)) return;
+    struct sl_header *h = t->hdr;
+    h->origin_pid = pid;
+    snprintf(h->origin_command, sizeof h->origin_command, "%s", command ? command : "");
+    if (!put(h->config_path, sizeof h->config_path, path)) h->config_path[0] = 0;
+    if (!put(h->config_rules, sizeof h->config_rules, rules)) h->config_rules[0] = 0;
+    atomic_store_explicit(&h->stamped, 2, memory_order_release);
+}
+
+bool sl_table_origin(const struct sl_table *t, int *pid, char *command, size_t len)
+{
+    if (atomic_load_explicit(&t->hdr->stamped, memory_order_acquire) != 2) return false;
+    *pid = t->hdr->origin_pid;
+    snprintf(command, len, "%.*s", (int)sizeof t->hdr->origin_command, t->hdr->origin_command);
+    return true;
 }
 
 uint32_t sl_table_slots(const struct sl_table *t)

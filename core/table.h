@@ -120,14 +120,45 @@ uint32_t sl_table_used(const struct sl_table *t);
  * a new configuration, and every process of the program loads it again at
  * its next decision (shim/reload.c). */
 uint32_t sl_table_config_gen(const struct sl_table *t);
-/* Publishes the configuration file `path` (absolute) as the next
- * generation; returns it (0: the path is too long). */
-uint32_t sl_table_config_publish(struct sl_table *t, const char *path);
-/* The file last published ("" : none yet). */
+/* Publishes a configuration, the file `path` (absolute; "" or NULL: none)
+ * and inline `rules` (NULL: none), as the next generation; returns it
+ * (0: too long to fit: 1 KiB of path, 2 KiB of rules). */
+uint32_t sl_table_config_publish(struct sl_table *t, const char *path, const char *rules);
+/* The configuration last published, or the one the program started with. */
 void sl_table_config_path(const struct sl_table *t, char *out, size_t len);
+void sl_table_config_rules(const struct sl_table *t, char *out, size_t len);
+
+/* Says which program uses the table: the first process to call it wins
+ * (later ones, and other programs sharing a named table, change nothing).
+ * path/rules as for sl_table_config_publish; too long ones are left out. */
+void sl_table_describe(struct sl_table *t, int pid, const char *command, const char *path,
+                       const char *rules);
+/* false: no process described it yet. */
+bool sl_table_origin(const struct sl_table *t, int *pid, char *command, size_t len);
 
 /* As sl_table_attach, writable (for sl_table_config_publish). */
 struct sl_table *sl_table_attach_rw(const char *shared, char *err, size_t errlen);
+/* A table in an open descriptor (`sluice` reaches an unnamed one through
+ * /proc/PID/fd/N). */
+struct sl_table *sl_table_attach_fd(int fd, bool writable, char *err, size_t errlen);
+
+/* Recent denials, kept in a ring of SL_DENIALS entries (table_denials.c)
+ * for `sluice top`: which rule denied which key, and when. `rule` is the
+ * rule's entry, | SL_DENIAL_DRY when a dry-run rule would have denied. */
+#define SL_DENIAL_DRY (1 << 16)
+void sl_table_note_denial(struct sl_table *t, int rule, const struct sl_key *k, uint64_t now);
+struct sl_denial {
+    uint64_t at_ns;
+    int rule;
+    bool dry;
+    struct sl_key key;
+};
+/* Copies out the entries written since *from (the ring's count of
+ * denials; 0 the first time), at most max, oldest first; returns how many
+ * and advances *from. Entries overwritten before they were read are
+ * skipped (*lost counts them). */
+size_t sl_table_denials(const struct sl_table *t, uint64_t *from, struct sl_denial *out, size_t max,
+                        uint64_t *lost);
 
 /* A table without a shared name that the programs this one starts with
  * exec share: the one in the descriptor `inherited` when it holds one

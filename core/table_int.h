@@ -10,7 +10,7 @@
 #include "table.h"
 
 #define SL_MAGIC   0x31656369756c73ull /* "sluice1" */
-#define SL_VERSION 2
+#define SL_VERSION 3
 #define SL_STRIPES 16
 #define SL_HDR     4096
 
@@ -50,8 +50,28 @@ struct sl_header {
     uint64_t secret[4];
     _Atomic uint32_t ready;      /* writer: the creator, last (release) */
     _Atomic uint32_t config_gen; /* writer: `sluice reload` (bumps); readers: every decision */
-    char config_path[1024];      /* writer: `sluice reload`, before it bumps config_gen */
+    char config_path[1024];  /* writer: the creator, then `sluice reload` before it bumps config_gen
+                              */
+    char config_rules[2048]; /* inline rules: the same writers */
+    _Atomic uint32_t stamped; /* writer: the first process to describe the program (CAS) */
+    int32_t origin_pid;       /* the process that described it */
+    char origin_command[64];
+    _Atomic uint64_t denials_head; /* writers: every denial (fetch-add); see table_denials.c */
 };
+_Static_assert(sizeof(struct sl_header) <= SL_HDR, "the header fits its page");
+
+/* One recent denial: seq is 0 while a writer fills it, then its position
+ * in the ring + 1, so a reader that sees the same seq before and after
+ * copying it has a whole entry. */
+struct sl_denial_slot {
+    _Atomic uint64_t seq;
+    _Atomic uint64_t at_ns;
+    _Atomic uint64_t rule; /* rule entry index */
+    _Atomic uint64_t w[4]; /* struct sl_key */
+    uint64_t pad;
+};
+_Static_assert(sizeof(struct sl_denial_slot) == 64, "a denial is one cache line");
+#define SL_DENIALS 2048
 
 /* A connection holding a place under a `conns` limit. pid[] lists the
  * processes holding it open (negative: a child being forked by that
@@ -72,6 +92,7 @@ struct sl_table {
     struct sl_slot *slots;
     struct sl_side *side;
     struct sl_conn_rec *recs;
+    struct sl_denial_slot *denials; /* [SL_DENIALS] */
     uint32_t nrecs;
     uint64_t nbuckets; /* a prime; slots = 4 * nbuckets */
     uint64_t secret[4];

@@ -127,8 +127,11 @@ static int sl_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, int fla
                       : REAL(accept)(lfd, (struct sockaddr *)&ss, &len);
         if (fd < 0) return fd;
 
+        /* decided as of now, with what is published now: a blocking accept
+         * may have waited long since the call began */
+        rt = sl_reload_check(rt);
         struct sl_decision d;
-        if (admit(rt, lfd, fd, &ss, len, denied ? sl_clock_now() : start, &d)) {
+        if (admit(rt, lfd, fd, &ss, len, sl_clock_now(), &d)) {
             sl_fd_carry(fd, &d);
             if (addr) {
                 memcpy(addr, &ss, len < *addrlen ? len : *addrlen);

@@ -8,6 +8,8 @@
  * 78 (EX_CONFIG) before main().
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -141,6 +143,18 @@ static void drop_inheritance(void)
 
 static int parent_pid;
 
+/* Names the program in its table, so `sluice ps`, `stats -c FILE` and
+ * `reload` find it without a `shared` name (only the table's first process
+ * does: its children and exec'd programs share what it wrote). */
+static void describe(struct sl_table *table, const char *file, const char *rules)
+{
+    int saved = errno;
+    char path[PATH_MAX] = "";
+    if (file && *file && !realpath(file, path)) snprintf(path, sizeof path, "%s", file);
+    sl_table_describe(table, (int)getpid(), program_invocation_short_name, path, rules);
+    errno = saved;
+}
+
 static void before_fork(void)
 {
     parent_pid = getpid();
@@ -217,6 +231,7 @@ __attribute__((constructor)) static void sl_init(void)
             sl_log(SL_LOG_ERROR, "redis: %s; redis rules count on this host only", err);
         }
     }
+    describe(table, file, rules);
     pthread_atfork(before_fork, NULL, after_fork_child);
     sl_log(SL_LOG_DEBUG, "%d rules from %s, table of %u slots%s%s", cfg->nrules, cfg->source,
            sl_table_slots(table), *cfg->shared ? " shared as " : "", cfg->shared);

@@ -29,22 +29,6 @@ void sl_reload_remember(const char *f, const char *r)
     rules = copy(r);
 }
 
-/* Why cfg cannot replace old in a running process; NULL: it can. */
-static const char *unfit(const struct sl_config *old, const struct sl_config *cfg)
-{
-    if (cfg->table_slots != old->table_slots) return "table_slots changes only with a restart";
-    if (strcmp(cfg->shared, old->shared) != 0) return "shared changes only with a restart";
-    if (cfg->on_full != old->on_full) return "on_full changes only with a restart";
-    if (cfg->gossip.enabled || old->gossip.enabled || cfg->redis.enabled || old->redis.enabled)
-        return "a gossip or redis section changes only with a restart";
-    if (cfg->nrules < old->nrules) return "rules can be added at the end, not removed";
-    for (int i = 0; i < old->nrules; i++)
-        if (cfg->rules[i].id != old->rules[i].id || cfg->rules[i].dir != old->rules[i].dir ||
-            cfg->rules[i].request != old->rules[i].request)
-            return "the rules must keep their names, directions and order (new ones go at the end)";
-    return NULL;
-}
-
 /* Host addresses learned from the program's lookups stay learned. */
 static void keep_learned(struct sl_runtime *nrt, const struct sl_runtime *rt)
 {
@@ -68,13 +52,16 @@ struct sl_runtime *sl_reload_slow(struct sl_runtime *rt, uint32_t gen)
     enum sl_on_error on_error;
     /* no lookups on the program's call path: names keep the addresses the
      * running configuration has, and learn new ones from the program */
-    char published[1024];
+    static char published[1024], inline_rules[2048]; /* one thread at a time: busy */
     sl_table_config_path(rt->table, published, sizeof published);
+    sl_table_config_rules(rt->table, inline_rules, sizeof inline_rules);
+    bool in_table = *published || *inline_rules; /* else the table could not hold ours */
     sl_conf_set_resolver(NULL, NULL);
-    struct sl_config *cfg =
-        sl_conf_load(*published ? published : file, rules, &on_error, err, sizeof err);
+    struct sl_config *cfg = sl_conf_load(in_table ? (*published ? published : NULL) : file,
+                                         in_table ? (*inline_rules ? inline_rules : NULL) : rules,
+                                         &on_error, err, sizeof err);
     sl_conf_set_resolver(sl_real.getaddrinfo, sl_real.freeaddrinfo);
-    const char *why = cfg ? unfit(rt->cfg, cfg) : err;
+    const char *why = cfg ? sl_conf_unfit(rt->cfg, cfg) : err;
     struct sl_runtime *nrt = why ? NULL : sl_alloc(sizeof *nrt);
     if (!why && (!nrt || sl_runtime_init(nrt, cfg, rt->table, err, sizeof err) != 0))
         why = nrt ? err : "out of memory";
@@ -98,6 +85,7 @@ struct sl_runtime *sl_reload_slow(struct sl_runtime *rt, uint32_t gen)
     atomic_store_explicit(&sl_runtime_ptr, nrt, memory_order_release);
     sl_log_state(SL_LOG_INFO, "reloaded the configuration (generation %u) from %s: %d rules", gen,
                  *published ? published
+                 : in_table ? "inline rules"
                  : file     ? file
                             : "inline rules",
                  cfg->nrules);

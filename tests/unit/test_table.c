@@ -567,6 +567,49 @@ static void forked_child_decisions_are_seen_by_the_parent(void **unused)
     sl_table_close(t);
 }
 
+/* The ring of recent denials: in order, each whole, and a reader that
+ * comes late is told how many it missed. */
+static void denials_are_read_in_order_and_late_readers_count_what_they_missed(void **state)
+{
+    (void)state;
+    struct sl_table *t = table(1024, SL_FULL_SHARED);
+    int r = sl_table_rule(t, WEB_ID, "web");
+    uint64_t from = 0, lost = 0;
+    struct sl_denial out[64];
+    assert_int_equal(sl_table_denials(t, &from, out, 64, &lost), 0);
+    for (uint64_t i = 0; i < 10; i++) {
+        struct sl_key k = key(WEB_ID, i);
+        sl_table_note_denial(t, r | (i == 9 ? SL_DENIAL_DRY : 0), &k, T0 + i);
+    }
+    assert_int_equal(sl_table_denials(t, &from, out, 64, &lost), 10);
+    assert_int_equal(lost, 0);
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(out[i].at_ns, T0 + (uint64_t)i);
+        assert_int_equal(out[i].rule, r);
+        assert_int_equal(out[i].key.lo, (uint64_t)i);
+        assert_int_equal(out[i].key.rule, WEB_ID);
+        assert_int_equal(out[i].dry, i == 9);
+    }
+    assert_int_equal(sl_table_denials(t, &from, out, 64, &lost), 0); /* nothing new */
+    for (uint64_t i = 0; i < 3000; i++) {
+        struct sl_key k = key(WEB_ID, 100 + i);
+        sl_table_note_denial(t, r, &k, T0 + 100 + i);
+    }
+    size_t got = 0, n;
+    uint64_t last = 0;
+    while ((n = sl_table_denials(t, &from, out, 64, &lost)) > 0) {
+        for (size_t i = 0; i < n; i++) {
+            assert_true(out[i].key.lo > last); /* oldest first, none twice */
+            last = out[i].key.lo;
+        }
+        got += n;
+    }
+    assert_int_equal(got, 2048);         /* the ring's size */
+    assert_int_equal(lost, 3000 - 2048); /* overwritten before this reader came */
+    assert_int_equal(last, 100 + 2999);  /* up to the newest */
+    sl_table_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -595,6 +638,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(attaching_a_missing_table_fails_with_a_message, name_table,
                                         unlink_named),
         cmocka_unit_test(forked_child_decisions_are_seen_by_the_parent),
+        cmocka_unit_test(denials_are_read_in_order_and_late_readers_count_what_they_missed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
