@@ -47,6 +47,21 @@ static bool fd_path(int pid, unsigned long dev, unsigned long long ino, char *ou
     return found;
 }
 
+/* The creator of a named table maps it under the temporary name it made
+ * it with (core/shm.c), NAME.new.PID, unlinked once linked as NAME: the
+ * same file if NAME has its inode. Rewrites path to NAME; false when the
+ * mapping is no table under a name any more. */
+static bool published_name(char *path, unsigned long dev, unsigned long long ino)
+{
+    char *del = strstr(path, " (deleted)");
+    if (del) *del = 0;
+    char *tmp = strstr(path, ".new.");
+    if (tmp) *tmp = 0;
+    if (!del) return !tmp;
+    struct stat st;
+    return tmp && stat(path, &st) == 0 && (unsigned long)st.st_dev == dev && st.st_ino == ino;
+}
+
 static void add_pid(struct sl_place *p, int pid)
 {
     for (int i = 0; i < p->npids && i < SL_PLACE_PIDS; i++)
@@ -74,10 +89,10 @@ static void scan_pid(int pid, struct sl_place *out, size_t max, size_t *n, size_
         char *path = line + at;
         path[strcspn(path, "\n")] = 0;
         bool memfd = strncmp(path, MEMFD_PREFIX, strlen(MEMFD_PREFIX)) == 0;
-        bool named = strncmp(path, SHM_PREFIX, strlen(SHM_PREFIX)) == 0 &&
-                     !strstr(path, " (deleted)") && !strstr(path, ".new.");
-        if (!memfd && !named) continue;
+        bool named = strncmp(path, SHM_PREFIX, strlen(SHM_PREFIX)) == 0;
         unsigned long dev = (unsigned long)makedev(maj, min);
+        if (named && !published_name(path, dev, ino)) continue;
+        if (!memfd && !named) continue;
         struct sl_place *p = find(out, *n, dev, ino);
         if (!p) {
             char open_path[PATH_MAX] = "";

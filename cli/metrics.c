@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "../conf/conf.h"
+#include "../core/clock.h"
+#include "../core/cluster_int.h"
 #include "../core/hostport.h"
 #include "../core/table.h"
 #include "locate.h"
@@ -55,6 +57,52 @@ static void label(FILE *out, const char *v)
         else
             fputc(*v, out);
     }
+}
+
+/* The gossip node's view of its peers (core/cluster_stats.c): whether each
+ * is alive and how old its data is, datagrams and drops. Nothing when the
+ * configuration has no gossip section or the node is not running. */
+static void expose_gossip(FILE *out, const struct sl_config *cfg)
+{
+    if (!cfg || !cfg->gossip.enabled) return;
+    char name[200], err[256];
+    sl_cluster_shm_name(cfg->gossip.listen, name, sizeof name);
+    struct sl_cluster *c = sl_cluster_attach(name, err, sizeof err);
+    if (!c) return;
+    uint64_t now = sl_clock_now();
+    fputs("# HELP sluice_gossip_peer_up 1 when the peer was heard within its dead time.\n"
+          "# TYPE sluice_gossip_peer_up gauge\n",
+          out);
+    for (int i = 0; i < sl_cluster_npeers(c); i++) {
+        struct sl_cluster_peer_info p;
+        sl_cluster_peer(c, i, now, &p);
+        fputs("sluice_gossip_peer_up{peer=\"", out);
+        label(out, p.name);
+        fprintf(out, "\"} %d\n", p.alive ? 1 : 0);
+    }
+    fputs("# HELP sluice_gossip_peer_age_seconds Age of the newest data from the peer (-1: never "
+          "heard).\n# TYPE sluice_gossip_peer_age_seconds gauge\n",
+          out);
+    for (int i = 0; i < sl_cluster_npeers(c); i++) {
+        struct sl_cluster_peer_info p;
+        sl_cluster_peer(c, i, now, &p);
+        fputs("sluice_gossip_peer_age_seconds{peer=\"", out);
+        label(out, p.name);
+        fprintf(out, "\"} %.3f\n", p.heard ? (double)p.age_ns / 1e9 : -1.0);
+    }
+    fputs("# HELP sluice_gossip_events_total Gossip datagrams and events, by kind.\n"
+          "# TYPE sluice_gossip_events_total counter\n",
+          out);
+    for (int k = 0; k < SL_CC_NCOUNTERS; k++)
+        fprintf(out, "sluice_gossip_events_total{kind=\"%s\"} %llu\n", sl_cluster_counter_names[k],
+                (unsigned long long)sl_cluster_counter(c, (enum sl_cluster_counter)k));
+    fputs("# HELP sluice_gossip_dropped_total Datagrams dropped, by reason.\n"
+          "# TYPE sluice_gossip_dropped_total counter\n",
+          out);
+    for (int k = 1; k < SL_WIRE_NSTATUS; k++)
+        fprintf(out, "sluice_gossip_dropped_total{reason=\"%s\"} %llu\n", sl_wire_status_names[k],
+                (unsigned long long)sl_cluster_drops(c, (enum sl_wire_status)k));
+    sl_cluster_close(c);
 }
 
 /* Writes the exposition of one table; -1 when it cannot be opened. */
@@ -112,6 +160,7 @@ static int expose(FILE *out, struct source *s, char *err, size_t errlen)
         "# TYPE sluice_table_bytes gauge\nsluice_table_bytes %zu\n",
         sl_table_slots(t), sl_table_used(t), sl_table_bytes(t));
     sl_table_close(t);
+    expose_gossip(out, s->cfg);
     return 0;
 }
 
@@ -240,6 +289,10 @@ int sl_cmd_metrics(int argc, char **argv)
     }
     s.place = found[0];
     sl_place_label(&s.place, s.label, sizeof s.label);
+    if (!cfg && *s.place.config) { /* found by --pid or --shared: what it runs from */
+        enum sl_on_error on_error;
+        s.cfg = cfg = sl_conf_load(s.place.config, NULL, &on_error, err, sizeof err);
+    }
     int rc;
     if (listen) {
         rc = serve(&s, listen);

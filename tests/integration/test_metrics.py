@@ -14,7 +14,7 @@ Then:
   saw: connections allowed 5 / limited 3, requests allowed 2 / limited 3,
   with direction="in";
 - `sluice metrics --shared NAME --listen 127.0.0.1:P` answers curl with
-  the same numbers (Content-Type text/plain; version=0.0.4), 404 elsewhere;
+  the same numbers (direction from the file the table says it runs) (Content-Type text/plain; version=0.0.4), 404 elsewhere;
   it is its own process (the server under sluice opens no such port).
 """
 import sys
@@ -102,7 +102,7 @@ inbound "api" {{ port = {port}  req_rate = "1/10s"  req_burst = 2  per = "header
                 check(head.startswith("HTTP/1.1 200"), f"curl /metrics: {head}")
                 check("text/plain; version=0.0.4" in head, f"content type: {head}")
                 got = samples(body)
-                v = value(got, "sluice_connections_total", rule="conn", direction="", outcome="limited")
+                v = value(got, "sluice_connections_total", rule="conn", direction="in", outcome="limited")
                 check(v == 3, f"served over HTTP: limited = {v}\n{body}")
                 r = run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
                          f"http://127.0.0.1:{mport}/other"])

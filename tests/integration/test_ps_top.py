@@ -139,11 +139,21 @@ def main():
             check(not any(l.split()[:1] == [str(pid)] for l in r.stdout.splitlines()),
                   f"pid {pid} is gone from ps:\n{r.stdout}")
         name = f"pstest{os.getpid()}"
-        tmp.write("named.conf", f'shared = "{name}"\ninbound "x" {{\n port = 1\n rate = "1/s"\n}}\n')
-        r = run([SLUICE, "run", "-c", tmp.join("named.conf"), "--", sys.executable, "-c", "pass"])
-        check(r.returncode == 0 and os.path.exists(f"/dev/shm/sluice.{name}"),
-              f"a named table outlives its program: {r.stderr}")
+        p4 = free_port()
+        named = tmp.write("named.conf", f'shared = "{name}"\ninbound "x" {{\n port = {p4}\n'
+                                        f' rate = "1/s"\n}}\n')
         try:
+            d = http_server(p4, config=named)
+            try:
+                wait_listen(p4)
+                r = sluice("ps")
+                row = [l for l in r.stdout.splitlines() if f" {name} " in l]
+                check(row and row[0].split()[0] == str(d.p.pid),
+                      f"ps lists a running named table with its pid (its creator maps it under "
+                      f"a temporary name):\n{r.stdout}")
+            finally:
+                d.stop()
+            check(os.path.exists(f"/dev/shm/sluice.{name}"), "a named table outlives its program")
             r = sluice("ps")
             row = [l for l in r.stdout.splitlines() if f" {name} " in l]
             check(row and "left by a program that ended" in row[0], f"ps reports it left:\n{r.stdout}")
