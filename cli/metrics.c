@@ -105,6 +105,43 @@ static void expose_gossip(FILE *out, const struct sl_config *cfg)
     sl_cluster_close(c);
 }
 
+/* Decisions waiting for their turn (action = delay), per rule: how many
+ * hold a turn still to come, the longest of their waits, and the time
+ * waited in total (with the delayed outcome: the average wait). */
+static void expose_queues(FILE *out, const struct source *s, const struct sl_table *t)
+{
+    static const char *const head[3] = {
+        "# HELP sluice_queue_waiting Decisions holding a turn still to come (action = delay; "
+        "at most 62 are seen).\n# TYPE sluice_queue_waiting gauge\n",
+        "# HELP sluice_queue_longest_wait_seconds The longest wait still to go among them.\n"
+        "# TYPE sluice_queue_longest_wait_seconds gauge\n",
+        "# HELP sluice_wait_seconds_total Time decisions were given to wait, in total.\n"
+        "# TYPE sluice_wait_seconds_total counter\n"};
+    static const char *const name[3] = {"sluice_queue_waiting", "sluice_queue_longest_wait_seconds",
+                                        "sluice_wait_seconds_total"};
+    uint64_t now = sl_clock_now();
+    for (int m = 0; m < 3; m++) {
+        fputs(head[m], out);
+        uint64_t id;
+        char rule[SL_NAME_MAX];
+        for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
+            uint32_t waiting;
+            uint64_t longest, total;
+            sl_table_queue(t, r, now, &waiting, &longest, &total);
+            size_t n = strlen(rule);
+            bool req = n > 4 && strcmp(rule + n - 4, ":req") == 0;
+            if (req) rule[n - 4] = 0;
+            fprintf(out, "%s{rule=\"", name[m]);
+            label(out, rule);
+            fprintf(out, "\",direction=\"%s\",kind=\"%s\"} ", direction(s, rule),
+                    req ? "requests" : "connections");
+            if (m == 0) fprintf(out, "%u\n", waiting);
+            if (m == 1) fprintf(out, "%.6f\n", (double)longest / 1e9);
+            if (m == 2) fprintf(out, "%.6f\n", (double)total / 1e9);
+        }
+    }
+}
+
 /* Writes the exposition of one table; -1 when it cannot be opened. */
 static int expose(FILE *out, struct source *s, char *err, size_t errlen)
 {
@@ -136,6 +173,7 @@ static int expose(FILE *out, struct source *s, char *err, size_t errlen)
             }
         }
     }
+    expose_queues(out, s, t);
     fputs("# HELP sluice_table_problems_total Decisions made without a slot (full table), or "
           "failures inside the shim (which fail open), per rule.\n"
           "# TYPE sluice_table_problems_total counter\n",

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../conf/conf.h"
+#include "../core/clock.h"
 #include "../core/table.h"
 #include "locate.h"
 
@@ -342,13 +343,16 @@ static void print_rules(const struct sl_table *t, bool req)
             printf("%-24s", "rule");
             for (int c = 0; c < SL_NCOUNTERS; c++)
                 printf(" %12s", sl_counter_names[c]);
-            printf("\n");
+            printf(" %8s %12s\n", "waiting", "longest_ms");
             any = true;
         }
         printf("%-24s", rule);
         for (int c = 0; c < SL_NCOUNTERS; c++)
             printf(" %12llu", (unsigned long long)sl_table_counter(t, r, (enum sl_counter)c));
-        printf("\n");
+        uint32_t waiting;
+        uint64_t longest, total;
+        sl_table_queue(t, r, sl_clock_now(), &waiting, &longest, &total);
+        printf(" %8u %12.1f\n", waiting, (double)longest / 1e6);
     }
 }
 

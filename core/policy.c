@@ -259,7 +259,7 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
         int tr = rt->table_rule[passed[j].rule];
         if (c->rules[passed[j].rule].limit.count) d->took |= 1ull << passed[j].rule;
         sl_table_count(rt->table, tr, SL_C_ALLOWED, 1);
-        if (passed[j].wait_ns) sl_table_count(rt->table, tr, SL_C_DELAYED, 1);
+        if (passed[j].wait_ns) sl_table_count_wait(rt->table, tr, now, passed[j].wait_ns);
         if (passed[j].wait_ns > d->wait_ns) d->wait_ns = passed[j].wait_ns;
     }
 }

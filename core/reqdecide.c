@@ -298,7 +298,7 @@ void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, ui
     for (int j = 0; j < ngranted; j++) {
         int e = x->entry[granted[j].rule];
         sl_table_count(rt->table, e, SL_C_ALLOWED, 1);
-        if (granted[j].wait_ns) sl_table_count(rt->table, e, SL_C_DELAYED, 1);
+        if (granted[j].wait_ns) sl_table_count_wait(rt->table, e, now, granted[j].wait_ns);
         if (granted[j].wait_ns > d->wait_ns) d->wait_ns = granted[j].wait_ns;
     }
 }

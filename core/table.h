@@ -142,6 +142,16 @@ struct sl_table *sl_table_attach_rw(const char *shared, char *err, size_t errlen
  * /proc/PID/fd/N). */
 struct sl_table *sl_table_attach_fd(int fd, bool writable, char *err, size_t errlen);
 
+/* A decision that passed after a wait: counts it (SL_C_DELAYED) and keeps
+ * its turn, now + wait_ns, among the rule's last few, for readers to see
+ * the queue (table_denials.c). */
+void sl_table_count_wait(struct sl_table *t, int rule, uint64_t now, uint64_t wait_ns);
+/* Of the rule's recent delayed decisions, those whose turn is after now
+ * (at most the last 62 are kept: more is shown as 62), the longest of their
+ * waits still to go, and the total wait ever given, in ns. */
+void sl_table_queue(const struct sl_table *t, int rule, uint64_t now, uint32_t *waiting,
+                    uint64_t *longest_ns, uint64_t *total_wait_ns);
+
 /* Recent denials, kept in a ring of SL_DENIALS entries (table_denials.c)
  * for `sluice top`: which rule denied which key, and when. `rule` is the
  * rule's entry, | SL_DENIAL_DRY when a dry-run rule would have denied. */

@@ -1,4 +1,6 @@
-/* table_denials.c - the ring of recent denials `sluice top` reads.
+/* table_denials.c - what readers see of denials and waits: the ring of
+ * recent denials `sluice top` reads, and each rule's recent turns, from
+ * which `sluice stats` and `metrics` count the queue.
  *
  * A writer takes the next position with one fetch-add, clears the entry's
  * seq, fills it and publishes seq = position + 1. A reader copies an entry
@@ -61,4 +63,28 @@ size_t sl_table_denials(const struct sl_table *t, uint64_t *from, struct sl_deni
     }
     *from = pos;
     return n;
+}
+
+void sl_table_count_wait(struct sl_table *t, int rule, uint64_t now, uint64_t wait_ns)
+{
+    sl_table_count(t, rule, SL_C_DELAYED, 1);
+    struct sl_rule_waits *w = &t->waits[rule];
+    uint64_t i = atomic_fetch_add_explicit(&w->next, 1, memory_order_relaxed);
+    atomic_store_explicit(&w->turn[i % SL_TURNS], now + wait_ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->wait_ns_total, wait_ns, memory_order_relaxed);
+}
+
+void sl_table_queue(const struct sl_table *t, int rule, uint64_t now, uint32_t *waiting,
+                    uint64_t *longest_ns, uint64_t *total_wait_ns)
+{
+    struct sl_rule_waits *w = &t->waits[rule];
+    *waiting = 0;
+    *longest_ns = 0;
+    for (int i = 0; i < SL_TURNS; i++) {
+        uint64_t turn = atomic_load_explicit(&w->turn[i], memory_order_relaxed);
+        if (turn <= now) continue;
+        (*waiting)++;
+        if (turn - now > *longest_ns) *longest_ns = turn - now;
+    }
+    *total_wait_ns = atomic_load_explicit(&w->wait_ns_total, memory_order_relaxed);
 }

@@ -73,6 +73,17 @@ struct sl_denial_slot {
 _Static_assert(sizeof(struct sl_denial_slot) == 64, "a denial is one cache line");
 #define SL_DENIALS 2048
 
+/* A rule's waits (table_denials.c): the turns of its last delayed
+ * decisions, so a reader can count those still to come, and the total
+ * time they were given to wait. */
+#define SL_TURNS 62
+struct sl_rule_waits {
+    _Atomic uint64_t next;           /* writers: fetch-add */
+    _Atomic uint64_t wait_ns_total;  /* writers: fetch-add */
+    _Atomic uint64_t turn[SL_TURNS]; /* monotonic ns */
+};
+_Static_assert(sizeof(struct sl_rule_waits) == 512, "eight cache lines per rule");
+
 /* A connection holding a place under a `conns` limit. pid[] lists the
  * processes holding it open (negative: a child being forked by that
  * parent); the last to close it, or a sweep that finds every holder dead,
@@ -93,6 +104,7 @@ struct sl_table {
     struct sl_side *side;
     struct sl_conn_rec *recs;
     struct sl_denial_slot *denials; /* [SL_DENIALS] */
+    struct sl_rule_waits *waits;    /* [SL_MAX_RULES] */
     uint32_t nrecs;
     uint64_t nbuckets; /* a prime; slots = 4 * nbuckets */
     uint64_t secret[4];

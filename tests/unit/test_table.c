@@ -610,6 +610,32 @@ static void denials_are_read_in_order_and_late_readers_count_what_they_missed(vo
     sl_table_close(t);
 }
 
+/* A rule's queue: the delayed decisions whose turn is still to come. */
+static void queue_counts_the_turns_still_to_come(void **state)
+{
+    (void)state;
+    struct sl_table *t = table(1024, SL_FULL_SHARED);
+    int r = sl_table_rule(t, WEB_ID, "web");
+    for (uint64_t i = 1; i <= 4; i++)
+        sl_table_count_wait(t, r, T0, i * SEC); /* turns at T0 + 1..4 s */
+    uint32_t waiting;
+    uint64_t longest, total;
+    sl_table_queue(t, r, T0, &waiting, &longest, &total);
+    assert_int_equal(waiting, 4);
+    assert_int_equal(longest, 4 * SEC);
+    assert_int_equal(total, 10 * SEC);
+    sl_table_queue(t, r, T0 + 2 * SEC + 1, &waiting, &longest, &total);
+    assert_int_equal(waiting, 2);
+    assert_int_equal(longest, 2 * SEC - 1);
+    assert_int_equal(sl_table_counter(t, r, SL_C_DELAYED), 4);
+    for (uint64_t i = 0; i < 100; i++) /* more than it keeps: the last 62 */
+        sl_table_count_wait(t, r, T0, 10 * SEC + i);
+    sl_table_queue(t, r, T0, &waiting, &longest, &total);
+    assert_int_equal(waiting, 62);
+    assert_int_equal(longest, 10 * SEC + 99);
+    sl_table_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -639,6 +665,7 @@ int main(void)
                                         unlink_named),
         cmocka_unit_test(forked_child_decisions_are_seen_by_the_parent),
         cmocka_unit_test(denials_are_read_in_order_and_late_readers_count_what_they_missed),
+        cmocka_unit_test(queue_counts_the_turns_still_to_come),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
