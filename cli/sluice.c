@@ -352,7 +352,7 @@ static void print_rules(const struct sl_table *t, bool req)
         uint32_t waiting;
         uint64_t longest, total;
         sl_table_queue(t, r, sl_clock_now(), &waiting, &longest, &total);
-        printf(" %8u %12.1f\n", waiting, (double)longest / 1e6);
+        printf(" %8u %12llu\n", waiting, (unsigned long long)(longest / 1000000));
     }
 }
 

@@ -55,7 +55,7 @@ def sections(text):
         elif f[0] == "rule":
             hdr = f[1:]
         else:
-            out.setdefault(sec, {})[f[0]] = dict(zip(hdr, map(int, f[1:])))
+            out.setdefault(sec, {})[f[0]] = dict(zip(hdr, map(float, f[1:])))
     return out
 
 
