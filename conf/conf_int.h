@@ -44,6 +44,7 @@ struct conf_ctx {
     bool redis_inline;  /* ... and redis_line is an inline rule number */
     int nseen;
     struct conf_seen seen[SL_MAX_RULES + 1];
+    uint64_t log_words; /* the table's log region the algorithm = log rules take */
 };
 
 /* The context of the load in progress (the load lock is held). */

@@ -29,6 +29,7 @@
  * and again by load.c when it builds the struct (which then cannot fail,
  * but for files that changed in between: reply and key_file).
  */
+#include "../core/limit_log.h"
 #include "conf_int.h"
 
 #include <inttypes.h>
@@ -129,7 +130,7 @@ static const struct option options[] = {
     /* rules: their limits */
     {"rate",         STR,  NULL,     RULE,        0,        0,              0,            check_rate,       NULL,            NULL},          /* N/s N/m N/h N/d N/<duration>; none: no connection rate */
     {"burst",        INT,  NULL,     RULE,        1,        NOLIMIT,        0,            NULL,             NULL,            NULL},          /* the rate's N */
-    {"algorithm",    STR,  "gcra",   RULE,        0,        0,              0,            check_enum,       &alg_enum,       NULL},
+    {"algorithm",    STR,  "gcra",   RULE,        0,        0,              0,            check_enum,       &alg_enum,       NULL},          /* gcra, sliding, fixed (rate); gcra or log (req_rate: exact, per = rule) */
     {"recv_rate",    STR,  NULL,     RULE,        0,        0,              0,            check_byte_rate,  NULL,            NULL},          /* bytes received: 2MB/s; none: no limit */
     {"recv_burst",   STR,  NULL,     RULE,        0,        0,              0,            check_bytes,      NULL,            NULL},          /* a tenth of recv_rate's second, at least 1 */
     {"send_rate",    STR,  NULL,     RULE,        0,        0,              0,            check_byte_rate,  NULL,            NULL},          /* bytes sent; none: no limit */
@@ -486,6 +487,44 @@ static const struct conf_seen *seen_find(const char *name)
     return NULL;
 }
 
+/* algorithm = log keeps one exact log of the last N request times for the
+ * rule (core/limit_log.h, in a bounded region of the table): for req_rate
+ * only, N up to SL_LOG_MAX_COUNT, one budget per rule, counted here. */
+static int log_fits(cfg_t *sec, int line, enum sl_dir dir, const char *rate, bool req_rate)
+{
+    const char *alg = cfg_getstr(sec, "algorithm");
+    if (strcmp(alg, "log") != 0) return 0;
+    const char *why = NULL, *opt = "algorithm", *val = alg;
+    uint64_t count = 0, period;
+    if (rate) {
+        why = "counts requests: use it with req_rate (rate counts connections)";
+    } else if (!req_rate) {
+        why = "needs a req_rate";
+    } else if (conf_parse_rate(cfg_getstr(sec, "req_rate"), &count, &period),
+               count > SL_LOG_MAX_COUNT) {
+        opt = "req_rate", val = cfg_getstr(sec, "req_rate");
+        why = "is more than algorithm log keeps (at most 4096 requests per period)";
+    } else if (strcmp(cfg_getstr(sec, "scope"), "local") != 0) {
+        why = "is for local rules (a fleet shares window counts)";
+    } else if (cfg_getstr(sec, "per") ? strcmp(cfg_getstr(sec, "per"), "rule") != 0
+                                      : dir != SL_OUT) {
+        opt = "per", val = cfg_getstr(sec, "per") ? cfg_getstr(sec, "per") : "peer (the default)";
+        why = "must be rule with algorithm = log (one exact log per rule)";
+    } else if (cfg_getint(sec, "cost") > 1) {
+        why = "counts each request once: cost must be 0 or 1";
+    } else if (cfg_getstr(sec, "plans") || cfg_getstr(sec, "ramp_to")) {
+        why = "keeps one log of a fixed size: no plans or ramp";
+    } else {
+        conf_ctx->log_words += count + 1;
+        if (conf_ctx->log_words > SL_LOG_TABLE_WORDS)
+            why = "rules together keep more requests than the table's log region holds (8192 "
+                  "in all)";
+    }
+    if (!why) return 0;
+    conf_fail(sec, line, opt, val, "%s", why);
+    return -1;
+}
+
 /* The numbers of the connection rate must work for the algorithm. */
 static int rate_fits_algorithm(cfg_t *sec, int line, const char *rate)
 {
@@ -635,6 +674,7 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
     if (byte_limit_fits(sec, line, "recv_rate", "recv_burst") != 0 ||
         byte_limit_fits(sec, line, "send_rate", "send_burst") != 0)
         return -1;
+    if (log_fits(sec, line, dir, rate, req_rate) != 0) return -1;
     if (rate && rate_fits_algorithm(sec, line, rate) != 0) return -1;
     if (rate && cfg_size(sec, "burst")) warn_ignored_burst(sec, line, scope);
 

@@ -274,7 +274,12 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
                       "is too many for one sliding window (at most %u)", SL_SLIDING_MAX_COUNT);
             return -1;
         }
-        sl_limit_init(&r->req_limit, fleet ? SL_ALG_SLIDING : SL_ALG_GCRA, count, period, burst);
+        bool log = strcmp(cfg_getstr(sec, "algorithm"), "log") == 0; /* options.c: log_fits */
+        if (log && cfg_size(sec, "req_burst"))
+            conf_warn(sec, line, "req_burst", cfg_getstr(sec, "req_rate"),
+                      "is ignored: algorithm log admits req_rate's N in any rolling period");
+        sl_limit_init(&r->req_limit, log ? SL_ALG_LOG : fleet ? SL_ALG_SLIDING : SL_ALG_GCRA, count,
+                      period, burst);
     }
     if (build_ramp(sec, r, line) != 0) return -1;
     r->cost = (uint32_t)cfg_getint(sec, "cost");
@@ -358,7 +363,10 @@ void conf_print_request(FILE *out, const struct sl_rule *r)
     if (r->req_limit.count) {
         put(out, "req_rate");
         fprintf(out, "\"%s\"\n", r->req_rate_text);
-        if (!r->ramp.steps || r->ramp.burst_given) { /* a ramp's burst follows its rate */
+        if (r->req_limit.alg == SL_ALG_LOG) {
+            put(out, "algorithm");
+            fprintf(out, "log\n");
+        } else if (!r->ramp.steps || r->ramp.burst_given) { /* a ramp's burst follows its rate */
             put(out, "req_burst");
             fprintf(out, "%llu\n", (unsigned long long)r->req_limit.burst);
         }

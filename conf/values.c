@@ -26,7 +26,7 @@ const char *const conf_on_error_names[] = {"open", "closed", NULL};
 const char *const conf_on_full_names[] = {"shared", "deny", "allow", NULL};
 const char *const conf_log_names[] = {"stderr", "syslog", "none", NULL};
 const char *const conf_log_level_names[] = {"error", "warn", "info", "debug", NULL};
-const char *const conf_alg_names[] = {"gcra", "sliding", "fixed", NULL};
+const char *const conf_alg_names[] = {"gcra", "sliding", "fixed", "log", NULL};
 /* In the order of enum sl_per and enum sl_action. */
 const char *const conf_per_names[] = {"peer", "prefix", "destination", "rule", NULL};
 const char *const conf_action_names[] = {"reject", "reply", "delay", NULL};

@@ -18,6 +18,7 @@ enum sl_alg {
     SL_ALG_GCRA,    /* token bucket as a theoretical arrival time */
     SL_ALG_SLIDING, /* sliding window counter: two windows, weighted */
     SL_ALG_FIXED,   /* fixed window: counts reset at each window edge */
+    SL_ALG_LOG,     /* exact sliding log (limit_log.h): never in a table slot */
 };
 
 /* Window algorithms pack counts into the state word. */

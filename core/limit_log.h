@@ -26,6 +26,9 @@
 #include "limit.h"
 
 #define SL_LOG_MAX_COUNT 4096u
+/* Words of the region a table keeps for logs (core/table_log.c): a log of
+ * N takes N + 1, so two of the largest size, or many small ones. */
+#define SL_LOG_TABLE_WORDS (2 * (SL_LOG_MAX_COUNT + 1) + 14)
 
 struct sl_log {
     _Atomic uint64_t head;   /* sequence of the next request to pass */

@@ -17,6 +17,7 @@
 #include "redis.h"
 #include "reqkey.h"
 #include "reqmatch.h"
+#include "limit_log.h"
 #include "table.h"
 
 #define ENTRY_MARK      0x7265712e72756c65ull /* "req.rule" */
@@ -209,7 +210,13 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
     }
     if (rate->count) {
         uint64_t slack = r->action == SL_ACT_DELAY ? r->max_delay_ns : 0;
-        if (r->scope == SL_SCOPE_REDIS && rt->redis) {
+        struct sl_log *lg;
+        if (rate->alg == SL_ALG_LOG) { /* one exact log for the rule (per = rule) */
+            if ((lg = sl_table_log(rt->table, e, rate->count)))
+                sl_log_step(rate, lg, now, slack, v);
+            else /* no room in the log region: fail open, counted */
+                sl_table_count(rt->table, e, SL_C_ERRORS, 1);
+        } else if (r->scope == SL_SCOPE_REDIS && rt->redis) {
             /* a value (header:, query:, cookie:) names the key in Redis */
             struct sl_redis_what w = {rate, val, vlen};
             sl_redis_decide(rt->redis, i, r, &w, &g->key, now, r->cost, v);
@@ -219,7 +226,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
         *pol = (struct sl_reply_policy){
             .name = pname, .quota = rate->count, .window_s = window_seconds(rate->period_ns)};
         if (v->allowed) {
-            g->rate = rate;
+            g->rate = rate->alg == SL_ALG_LOG ? NULL : rate; /* a stamp is not given back */
             g->wait_ns = v->wait_ns;
         }
     }

@@ -73,6 +73,7 @@ size_t sl_table_layout_bytes(uint32_t nslots)
            (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe) +
            SL_DENIALS * sizeof(struct sl_denial_slot) +
            SL_MAX_RULES * sizeof(struct sl_rule_waits) +
+           SL_LOG_WORDS * sizeof(uint64_t) +
            (size_t)nslots * (sizeof(struct sl_slot) + sizeof(struct sl_side)) +
            (size_t)conn_records(nslots) * sizeof(struct sl_conn_rec);
 }
@@ -88,7 +89,8 @@ static struct sl_table *wrap(void *map, size_t bytes, enum sl_on_full on_full)
     t->denials =
         (void *)((char *)t->stripes + (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe));
     t->waits = (void *)(t->denials + SL_DENIALS);
-    t->slots = (void *)(t->waits + SL_MAX_RULES);
+    t->logs = (void *)(t->waits + SL_MAX_RULES);
+    t->slots = (void *)(t->logs + SL_LOG_WORDS);
     t->nbuckets = t->hdr->nslots / SL_BUCKET;
     t->side = (void *)(t->slots + t->hdr->nslots);
     t->recs = (void *)(t->side + t->hdr->nslots);

@@ -152,6 +152,12 @@ void sl_table_count_wait(struct sl_table *t, int rule, uint64_t now, uint64_t wa
 void sl_table_queue(const struct sl_table *t, int rule, uint64_t now, uint32_t *waiting,
                     uint64_t *longest_ns, uint64_t *total_wait_ns);
 
+/* The exact sliding log of rule entry `rule` (algorithm = log) for
+ * `count` requests, made on first use in the table's log region; NULL when
+ * the region has no room left (the caller fails open and counts an error). */
+struct sl_log;
+struct sl_log *sl_table_log(struct sl_table *t, int rule, uint64_t count);
+
 /* Recent denials, kept in a ring of SL_DENIALS entries (table_denials.c)
  * for `sluice top`: which rule denied which key, and when. `rule` is the
  * rule's entry, | SL_DENIAL_DRY when a dry-run rule would have denied. */

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "limit_log.h"
 #include "table.h"
 
 #define SL_MAGIC   0x31656369756c73ull /* "sluice1" */
@@ -57,6 +58,8 @@ struct sl_header {
     int32_t origin_pid;       /* the process that described it */
     char origin_command[64];
     _Atomic uint64_t denials_head; /* writers: every denial (fetch-add); see table_denials.c */
+    _Atomic uint32_t log_next;     /* words of the log region given out (table_log.c) */
+    _Atomic uint32_t log_at[SL_MAX_RULES]; /* a rule entry's log: word << 13 | count; 1 making */
 };
 _Static_assert(sizeof(struct sl_header) <= SL_HDR, "the header fits its page");
 
@@ -72,6 +75,7 @@ struct sl_denial_slot {
 };
 _Static_assert(sizeof(struct sl_denial_slot) == 64, "a denial is one cache line");
 #define SL_DENIALS 2048
+#define SL_LOG_WORDS SL_LOG_TABLE_WORDS
 
 /* A rule's waits (table_denials.c): the turns of its last delayed
  * decisions, so a reader can count those still to come, and the total
@@ -105,6 +109,7 @@ struct sl_table {
     struct sl_conn_rec *recs;
     struct sl_denial_slot *denials; /* [SL_DENIALS] */
     struct sl_rule_waits *waits;    /* [SL_MAX_RULES] */
+    _Atomic uint64_t *logs;         /* [SL_LOG_WORDS] */
     uint32_t nrecs;
     uint64_t nbuckets; /* a prime; slots = 4 * nbuckets */
     uint64_t secret[4];

@@ -1088,7 +1088,7 @@ static void bad_values_each_get_their_own_words(void **state)
                  "ends before it starts");
     assert_error(NULL, "in rate=1/s algorithm=leaky",
                  "inline rule 1: inbound \"in-1\": option 'algorithm': 'leaky' is not one of "
-                 "gcra, sliding, fixed");
+                 "gcra, sliding, fixed, log");
     assert_error(NULL, "out to=192.0.2.1 rate=1/s max_delay=10",
                  "inline rule 1: outbound \"out-1\": option 'max_delay': '10' is not a duration "
                  "(like 250us, 500ms, 10s, 2m, 1h, 1d)");

@@ -393,6 +393,37 @@ static void a_delay_rule_holds_requests_until_their_turn(void **unused)
     world_free(w);
 }
 
+/* algorithm = log: exactly N in any rolling period, for one rule; a
+ * request waits (delay) or is told to retry exactly until the oldest of
+ * the last N leaves the period. */
+static void a_log_rule_admits_n_in_any_rolling_period(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "vendor", 0, 0, 0);
+    assert_int_equal(sl_limit_init(&r->req_limit, SL_ALG_LOG, 3, SEC, 0), 0);
+    r->per = SL_PER_RULE;
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL), y = conn(w, 2, NULL);
+    struct sl_req_head h = head("GET", "/");
+    struct sl_req_decision d;
+    assert_true(ask(&x, &h, T0, &d));
+    assert_true(ask(&y, &h, T0 + 400 * MS, &d)); /* one log for the rule, whoever asks */
+    assert_true(ask(&x, &h, T0 + 900 * MS, &d));
+    assert_false(ask(&y, &h, T0 + 950 * MS, &d));
+    assert_int_equal(d.v.retry_ns, 50 * MS); /* the first leaves at T0 + 1 s */
+    assert_true(ask(&x, &h, T0 + SEC, &d));
+    assert_false(ask(&x, &h, T0 + SEC + 100 * MS, &d)); /* 400 ms, 900 ms, 1 s are in */
+    assert_true(ask(&x, &h, T0 + 1400 * MS, &d));
+    r->action = SL_ACT_DELAY;
+    r->max_delay_ns = SEC;
+    assert_true(ask(&x, &h, T0 + 1500 * MS, &d)); /* waits for 900 ms's stamp to leave */
+    assert_int_equal(d.wait_ns, 400 * MS);
+    assert_int_equal(counter(w, &x, 0, SL_C_ALLOWED), 6);
+    assert_int_equal(counter(w, &x, 0, SL_C_LIMITED), 2);
+    world_free(w);
+}
+
 static struct sl_plans *plans_gold(void)
 {
     struct sl_plans *ps = sl_plans_new();
@@ -523,6 +554,7 @@ int main(void)
         cmocka_unit_test(a_later_denial_gives_back_what_earlier_rules_took),
         cmocka_unit_test(dry_run_counts_what_it_would_deny_and_passes_it),
         cmocka_unit_test(a_delay_rule_holds_requests_until_their_turn),
+        cmocka_unit_test(a_log_rule_admits_n_in_any_rolling_period),
         cmocka_unit_test(a_key_with_a_plan_gets_its_plan_and_others_the_rule),
         cmocka_unit_test(a_daily_quota_in_the_table_resets_at_midnight),
         cmocka_unit_test(a_quota_denial_gives_back_the_rate_token),
