@@ -278,8 +278,11 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
         if (log && cfg_size(sec, "req_burst"))
             conf_warn(sec, line, "req_burst", cfg_getstr(sec, "req_rate"),
                       "is ignored: algorithm log admits req_rate's N in any rolling period");
-        sl_limit_init(&r->req_limit, log ? SL_ALG_LOG : fleet ? SL_ALG_SLIDING : SL_ALG_GCRA, count,
-                      period, burst);
+        sl_limit_init(&r->req_limit,
+                      log     ? SL_ALG_LOG
+                      : fleet ? SL_ALG_SLIDING
+                              : SL_ALG_GCRA,
+                      count, period, burst);
     }
     if (build_ramp(sec, r, line) != 0) return -1;
     r->cost = (uint32_t)cfg_getint(sec, "cost");

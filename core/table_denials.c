@@ -19,12 +19,12 @@ void sl_table_note_denial(struct sl_table *t, int rule, const struct sl_key *k, 
     uint64_t pos = atomic_fetch_add_explicit(&t->hdr->denials_head, 1, memory_order_relaxed);
     struct sl_denial_slot *d = &t->denials[pos % SL_DENIALS];
     atomic_store_explicit(&d->seq, 0, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release); /* readers see seq 0 before the new fields */
-    atomic_store_explicit(&d->at_ns, now, memory_order_relaxed);
-    atomic_store_explicit(&d->rule, (uint64_t)rule, memory_order_relaxed);
+    /* release: a reader that sees any new field sees seq 0 after it */
+    atomic_store_explicit(&d->at_ns, now, memory_order_release);
+    atomic_store_explicit(&d->rule, (uint64_t)rule, memory_order_release);
     const uint64_t w[4] = {k->rule, k->hi, k->lo, k->extra};
     for (int i = 0; i < 4; i++)
-        atomic_store_explicit(&d->w[i], w[i], memory_order_relaxed);
+        atomic_store_explicit(&d->w[i], w[i], memory_order_release);
     atomic_store_explicit(&d->seq, pos + 1, memory_order_release);
 }
 
@@ -33,16 +33,15 @@ static bool copy(const struct sl_denial_slot *d, uint64_t pos, struct sl_denial 
     if (atomic_load_explicit(&((struct sl_denial_slot *)d)->seq, memory_order_acquire) != pos + 1)
         return false;
     struct sl_denial_slot *m = (struct sl_denial_slot *)d;
-    out->at_ns = atomic_load_explicit(&m->at_ns, memory_order_relaxed);
-    uint64_t rule = atomic_load_explicit(&m->rule, memory_order_relaxed);
+    out->at_ns = atomic_load_explicit(&m->at_ns, memory_order_acquire);
+    uint64_t rule = atomic_load_explicit(&m->rule, memory_order_acquire);
     out->rule = (int)(rule & (SL_DENIAL_DRY - 1));
     out->dry = rule & SL_DENIAL_DRY;
-    out->key.rule = atomic_load_explicit(&m->w[0], memory_order_relaxed);
-    out->key.hi = atomic_load_explicit(&m->w[1], memory_order_relaxed);
-    out->key.lo = atomic_load_explicit(&m->w[2], memory_order_relaxed);
-    out->key.extra = atomic_load_explicit(&m->w[3], memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
-    return atomic_load_explicit(&m->seq, memory_order_relaxed) == pos + 1;
+    out->key.rule = atomic_load_explicit(&m->w[0], memory_order_acquire);
+    out->key.hi = atomic_load_explicit(&m->w[1], memory_order_acquire);
+    out->key.lo = atomic_load_explicit(&m->w[2], memory_order_acquire);
+    out->key.extra = atomic_load_explicit(&m->w[3], memory_order_acquire);
+    return atomic_load_explicit(&m->seq, memory_order_relaxed) == pos + 1; /* after the acquires */
 }
 
 size_t sl_table_denials(const struct sl_table *t, uint64_t *from, struct sl_denial *out, size_t max,

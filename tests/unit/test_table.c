@@ -636,6 +636,51 @@ static void queue_counts_the_turns_still_to_come(void **state)
     sl_table_close(t);
 }
 
+struct ring_writer {
+    struct sl_table *t;
+    int rule;
+    uint64_t base;
+};
+
+static void *write_denials(void *arg)
+{
+    struct ring_writer *w = arg;
+    for (uint64_t i = 0; i < 20000; i++) {
+        struct sl_key k = {
+            .rule = WEB_ID, .hi = (w->base + i) * 7, .lo = w->base + i, .extra = 128};
+        sl_table_note_denial(w->t, w->rule, &k, T0 + i);
+    }
+    return NULL;
+}
+
+/* Two writers and a reader at once: every entry read is whole (its two
+ * halves written together), and read or counted lost, never both. */
+static void denials_read_while_written_are_whole(void **state)
+{
+    (void)state;
+    struct sl_table *t = table(1024, SL_FULL_SHARED);
+    int r = sl_table_rule(t, WEB_ID, "web");
+    struct ring_writer a = {t, r, 1}, b = {t, r, 1u << 30};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, write_denials, &a);
+    pthread_create(&tb, NULL, write_denials, &b);
+    uint64_t from = 0, lost = 0, got = 0;
+    struct sl_denial out[256];
+    for (int rounds = 0; rounds < 100000 && from < 40000; rounds++) {
+        size_t n = sl_table_denials(t, &from, out, 256, &lost);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(out[i].key.hi, out[i].key.lo * 7);
+        got += n;
+    }
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    size_t n;
+    while ((n = sl_table_denials(t, &from, out, 256, &lost)) > 0)
+        got += n;
+    assert_int_equal(got + lost, 40000);
+    sl_table_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -666,6 +711,7 @@ int main(void)
         cmocka_unit_test(forked_child_decisions_are_seen_by_the_parent),
         cmocka_unit_test(denials_are_read_in_order_and_late_readers_count_what_they_missed),
         cmocka_unit_test(queue_counts_the_turns_still_to_come),
+        cmocka_unit_test(denials_read_while_written_are_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
