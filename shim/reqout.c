@@ -2,12 +2,14 @@
 #include "reqout.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "../core/clock.h"
+#include "../core/log.h"
 #include "../core/mem.h"
 #include "../core/request.h"
 #include "ready.h"
@@ -19,6 +21,8 @@ struct sl_req_out {
     struct sl_runtime *rt;
     struct sl_addr dst;
     bool tls;                                   /* requests are written through SSL_write */
+    bool hello;                                 /* its first write was a TLS handshake record */
+    bool written;                               /* something was written */
     _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn */
 };
 
@@ -43,10 +47,34 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
     errno = saved;
 }
 
+/* A connection whose first write was a TLS handshake record and which
+ * then writes application data records through send, not through an
+ * interposed SSL_write: the program encrypts without OpenSSL 3 (GnuTLS,
+ * a static OpenSSL) and its requests cannot be seen. Said once. */
+static void unseen_tls(struct sl_req_out *o, const void *buf)
+{
+    unsigned char type = ((const unsigned char *)buf)[0];
+    if (!o->written) {
+        o->written = true;
+        o->hello = type == 0x16;
+        return;
+    }
+    static _Atomic bool told;
+    if (!o->hello || type != 0x17 || atomic_exchange(&told, true)) return;
+    char addr[64];
+    sl_addr_format(o->dst.a, addr, sizeof addr);
+    sl_log(SL_LOG_WARN,
+           "a connection to %s port %u that an outbound request rule matches speaks TLS, and the "
+           "program encrypts it without OpenSSL 3's SSL_write (GnuTLS as in wget, or an OpenSSL "
+           "linked statically as in node's own binary): its requests are not counted (said once)",
+           addr, o->dst.port);
+}
+
 ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
                                bool nonblock_flag, bool tls)
 {
     struct sl_req_conn *c = CONN(e->req_out);
+    if (len && !tls && !e->req_out->tls) unseen_tls(e->req_out, buf);
     if (e->req_out->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
     if (sl_req_done(c)) return (ssize_t)len;
     struct sl_runtime *rt = sl_runtime();
