@@ -434,3 +434,75 @@ def nginx_sendfile_site(tmp, port, files):
         root {www};
     }}""")
     return argv
+
+
+# ---------------------------------------------------------------------------
+# A keep-alive HTTP/1.1 "vendor" or API for the request tests: python's
+# ThreadingHTTPServer answering every GET with 200 "ok\n" (3 bytes), on one
+# or more loopback ports, optionally over TLS (a certificate and key the
+# test made), optionally logging each request it serves to stderr as
+# "SERVED PATH CLIENT_PORT MONOTONIC_TIME" (served() reads them).
+
+KEEPALIVE_SERVER = r"""
+import ssl, sys, threading, time
+from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+args = sys.argv[1:]
+log = args[0] == "--log"
+if log:
+    args = args[1:]
+tls = args[:3] if args[0] == "--tls" else None
+if tls:
+    args = args[3:]
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    wbufsize = -1
+    def do_GET(self):
+        if log:
+            sys.stderr.write("SERVED %s %d %.6f\n" % (self.path, self.client_address[1],
+                                                      time.monotonic()))
+            sys.stderr.flush()
+        self.send_response(200)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        self.wfile.write(b"ok\n")
+    def log_message(self, *a):
+        pass
+servers = [ThreadingHTTPServer(("127.0.0.1", int(p)), H) for p in args]
+if tls:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tls[1], tls[2])
+    for s in servers:
+        s.socket = ctx.wrap_socket(s.socket, server_side=True)
+for s in servers[1:]:
+    threading.Thread(target=s.serve_forever, daemon=True).start()
+servers[0].serve_forever()
+"""
+
+
+def keepalive_argv(*ports, log=False, tls=None):
+    """The argv of KEEPALIVE_SERVER on `ports`; tls = (cert, key)."""
+    argv = [sys.executable, "-c", KEEPALIVE_SERVER] + (["--log"] if log else [])
+    if tls:
+        argv += ["--tls", tls[0], tls[1]]
+    return argv + [str(p) for p in ports]
+
+
+def served(proc, prefix="/"):
+    """The requests a logging KEEPALIVE_SERVER served whose path starts with
+    prefix, as (path, client port, monotonic time)."""
+    out = []
+    for l in proc.stderr().splitlines():
+        w = l.split()
+        if len(w) == 4 and w[0] == "SERVED" and w[1].startswith(prefix):
+            out.append((w[1], int(w[2]), float(w[3])))
+    return out
+
+
+def make_cert(tmp, cn="127.0.0.1"):
+    """A self-signed P-256 certificate and key made by openssl in tmp."""
+    key, crt = tmp.join("key.pem"), tmp.join("cert.pem")
+    r = run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+             "-nodes", "-keyout", key, "-out", crt, "-days", "1", "-subj", f"/CN={cn}"])
+    check(r.returncode == 0, f"openssl req: {r.stderr}")
+    os.chmod(key, 0o644)  # nginx's workers read it as nobody
+    return crt, key

@@ -27,23 +27,6 @@ except ImportError:  # a python3 other than Debian's: its package is pure python
 
 from lib import *
 
-SERVER = r"""
-import sys
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    wbufsize = -1
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"ok\n")
-    def log_message(self, *a):
-        pass
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-"""
-
-
 def samples(text):
     out = {}
     for fam in text_string_to_metric_families(text):
@@ -66,7 +49,7 @@ inbound "api" {{ port = {port}  req_rate = "1/10s"  req_burst = 2  per = "header
                  action = reply }}
 """)
     try:
-        with Proc(sluice_argv([sys.executable, "-c", SERVER, str(port)], config=conf)):
+        with Proc(sluice_argv(keepalive_argv(port), config=conf)):
             wait_listen(port)
             codes = []
             for i in range(8):

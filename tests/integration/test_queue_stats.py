@@ -23,22 +23,6 @@ except ImportError:
 
 from lib import *
 
-SERVER = r"""
-import subprocess
-import sys
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"ok\n")
-    def log_message(self, *a):
-        pass
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-"""
-
 CLIENT = r"""
 import http.client, sys, threading, time
 port = int(sys.argv[1])
@@ -82,7 +66,7 @@ def metric(pid, name):
 
 with TempDir() as tmp:
     port = free_port()
-    srv = Proc([sys.executable, "-c", SERVER, str(port)])
+    srv = Proc(keepalive_argv(port))
     try:
         wait_listen(port)
         client = subprocess.Popen(

@@ -16,21 +16,6 @@ seen by the program until its turn, then served; nothing is refused.
 """
 from lib import *
 
-THREADED = r"""
-import sys
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"ok\n")
-    def log_message(self, *a):
-        pass
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-"""
-
 ASYNC = r"""
 import asyncio, sys
 async def handle(r, w):
@@ -73,7 +58,7 @@ def responses(f, n):
 RULE = "req_rate=5/s req_burst=1 action=delay max_delay=10s"
 
 port = free_port()
-with Proc(sluice_argv([sys.executable, "-c", THREADED, str(port)], ins=[f"port={port} {RULE}"])):
+with Proc(sluice_argv(keepalive_argv(port), ins=[f"port={port} {RULE}"])):
     wait_port(port)
     time.sleep(0.3)  # the probe's request takes nothing: wait_port only connects
     s = socket.create_connection(("127.0.0.1", port), timeout=10)

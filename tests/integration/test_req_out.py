@@ -24,24 +24,6 @@ import subprocess
 
 from lib import *
 
-SERVER = r"""
-import sys
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    wbufsize = -1
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"ok\n")
-        sys.stderr.write("SERVED %s %s\n" % (self.path, self.client_address[1]))
-        sys.stderr.flush()
-    def log_message(self, *a):
-        pass
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-"""
-
 HTTP_CLIENT = r"""
 import http.client, json, sys, time
 c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
@@ -83,10 +65,6 @@ asyncio.run(main())
 """
 
 
-def served(p, prefix):
-    return [l for l in p.stderr().splitlines() if l.startswith("SERVED /" + prefix)]
-
-
 def timed(argv):
     t0 = time.monotonic()
     r = run(argv, timeout=60)
@@ -96,15 +74,15 @@ def timed(argv):
 DUE = (12 - 2) / 10
 port = free_port()
 rule = f"to=127.0.0.1 port={port} req_rate=10/s req_burst=2 action=delay max_delay=10s"
-with Proc([sys.executable, "-c", SERVER, str(port)]) as vendor:
+with Proc(keepalive_argv(port, log=True)) as vendor:
     wait_port(port)
 
     r = run(sluice_argv([sys.executable, "-c", HTTP_CLIENT, str(port), "12"], outs=[rule]))
     got = last_json(r.stdout)
     check(got["codes"] == [200] * 12, f"http.client: {got} {r.stderr}")
     check(DUE - 0.05 <= got["took"] <= DUE + 0.35, f"http.client: 12 requests took {got['took']:.3f} s")
-    conns = {l.split()[2] for l in served(vendor, "hc")}
-    check(len(served(vendor, "hc")) == 12 and len(conns) == 1, f"one keep-alive connection: {conns}")
+    conns = {port for _, port, _ in served(vendor, "/hc")}
+    check(len(served(vendor, "/hc")) == 12 and len(conns) == 1, f"one keep-alive connection: {conns}")
 
     urls = sum([["-o", "/dev/null", f"http://127.0.0.1:{port}/cu{i}"] for i in range(12)], [])
     r, took = timed(sluice_argv(["curl", "-s", "-w", "%{http_code}\\n"] + urls, outs=[rule]))
@@ -125,12 +103,12 @@ with Proc([sys.executable, "-c", SERVER, str(port)]) as vendor:
     half = " ".join(f"-o /dev/null http://127.0.0.1:{port}/tw{i}" for i in range(6))
     script = f"curl -s {half} & curl -s {half.replace('/tw', '/tv')} & wait"
     r, took = timed(sluice_argv(["sh", "-c", script], outs=[rule]))
-    check(len(served(vendor, "tw")) + len(served(vendor, "tv")) == 12, "two processes: all served")
+    check(len(served(vendor, "/tw")) + len(served(vendor, "/tv")) == 12, "two processes: all served")
     check(DUE - 0.05 <= took <= DUE + 0.45, f"two processes share one budget: 12 took {took:.3f} s")
 
     rej = f"to=127.0.0.1 port={port} req_rate=1/m req_burst=2 action=reject"
     r = run(sluice_argv([sys.executable, "-c", HTTP_CLIENT.replace("/hc", "/rj"), str(port), "4"], outs=[rej]))
     got = last_json(r.stdout)
     check(got["codes"][:2] == [200, 200] and got["codes"][2] == 111, f"reject: {got} {r.stderr}")
-    check(len(served(vendor, "rj")) == 2, f"the server saw only the two sent: {served(vendor, 'rj')}")
+    check(len(served(vendor, "/rj")) == 2, f"the server saw only the two sent: {served(vendor, '/rj')}")
 print("ok")

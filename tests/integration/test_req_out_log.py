@@ -17,23 +17,6 @@ import subprocess
 
 from lib import *
 
-SERVER = r"""
-import sys, time
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        sys.stderr.write("ARRIVED %.6f\n" % time.monotonic())
-        sys.stderr.flush()
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"ok\n")
-    def log_message(self, *a):
-        pass
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-"""
-
 CLIENT = r"""
 import http.client, sys
 c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
@@ -46,7 +29,7 @@ print(" ".join(map(str, codes)))
 
 
 def arrivals(srv):
-    return [float(l.split()[1]) for l in srv.stderr().splitlines() if l.startswith("ARRIVED")]
+    return [t for _, _, t in served(srv)]
 
 
 def most_in_window(ts, width):
@@ -62,7 +45,7 @@ def run_client(port, rule):
 with TempDir() as tmp:
     for rule, exact in (("algorithm=log", True), ("req_burst=5", False)):
         port = free_port()
-        srv = Proc([sys.executable, "-c", SERVER, str(port)])
+        srv = Proc(keepalive_argv(port, log=True))
         try:
             wait_listen(port)
             run_client(port, rule)

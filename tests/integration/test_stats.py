@@ -21,24 +21,6 @@ Exact counts, no tolerance: each request is decided once per rule.
 """
 from lib import *
 
-SERVER = r"""
-import sys, threading
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"ok\n")
-    def log_message(self, *a):
-        pass
-b = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[2])), H)
-threading.Thread(target=b.serve_forever, daemon=True).start()
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-"""
-
-
 def status(data):
     return int(data.split()[1]) if data else None
 
@@ -71,7 +53,7 @@ inbound "slow" {{ port = {pb}  req_rate = "4/s"  req_burst = 1  action = delay }
 inbound "watch" {{ port = {pb}  req_rate = "1/10s"  req_burst = 1  dry_run = yes }}
 """)
     try:
-        with Proc(sluice_argv([sys.executable, "-c", SERVER, str(pa), str(pb)], config=conf)):
+        with Proc(sluice_argv(keepalive_argv(pa, pb), config=conf)):
             wait_listen(pa)
             wait_listen(pb)
             codes = []

@@ -12,41 +12,21 @@ import shutil
 
 from lib import *
 
-SERVER = r"""
-import ssl, sys
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        sys.stderr.write("SERVED %s\n" % self.path); sys.stderr.flush()
-        self.send_response(200); self.send_header("Content-Length", "3"); self.end_headers()
-        self.wfile.write(b"ok\n")
-    def log_message(self, *a):
-        pass
-srv = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[2], sys.argv[3])
-srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-srv.serve_forever()
-"""
-
 if not shutil.which("wget"):
     print("SKIP: wget is not installed")
     sys.exit(0)
 with TempDir() as tmp:
-    key, crt = tmp.join("key.pem"), tmp.join("cert.pem")
-    r = run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-             "-nodes", "-keyout", key, "-out", crt, "-days", "1", "-subj", "/CN=127.0.0.1"])
-    check(r.returncode == 0, f"openssl req: {r.stderr}")
+    crt, key = make_cert(tmp)
     port = free_port()
-    srv = Proc([sys.executable, "-c", SERVER, str(port), crt, key])
+    srv = Proc(keepalive_argv(port, log=True, tls=(crt, key)))
     try:
         wait_listen(port)
         rule = f"to=127.0.0.1 port={port} req_rate=1/m req_burst=1 action=reject"
         urls = [f"https://127.0.0.1:{port}/w{i}" for i in range(3)]
         r = run(sluice_argv(["wget", "-q", "-O", "/dev/null", "--no-check-certificate"] + urls,
                             outs=[rule]), cwd=tmp.path)
-        served = [l for l in srv.stderr().splitlines() if l.startswith("SERVED /w")]
-        check(len(served) == 3, f"wget's 3 requests were not seen, so all arrived: {served}")
+        got = served(srv, "/w")
+        check(len(got) == 3, f"wget's 3 requests were not seen, so all arrived: {got}")
         lines = [l for l in r.stderr.splitlines() if "without OpenSSL 3's SSL_write" in l]
         check(len(lines) == 1 and f"127.0.0.1 port {port}" in lines[0],
               f"the log says once that they were not counted: {r.stderr}")
@@ -54,8 +34,8 @@ with TempDir() as tmp:
                              "-w", "%{http_code}\\n", f"https://127.0.0.1:{port}/c0",
                              f"https://127.0.0.1:{port}/c1"], outs=[rule]))
         check("without OpenSSL" not in r.stderr, f"curl's TLS is seen: {r.stderr}")
-        served = [l for l in srv.stderr().splitlines() if l.startswith("SERVED /c")]
-        check(len(served) == 1, f"curl's second request was refused: {served} {r.stdout}")
+        got = served(srv, "/c")
+        check(len(got) == 1, f"curl's second request was refused: {got} {r.stdout}")
     finally:
         srv.stop()
 print("ok")
