@@ -91,12 +91,15 @@ def http_server(port, rules=None, config=None, host="127.0.0.1", extra_env=None)
     return Proc(argv, env=extra_env, cwd=SERVE_DIR)
 
 
-def http_get(port, host="127.0.0.1", timeout=5.0, path="/"):
-    """One request on a new connection. Returns (status, headers dict, body)
-    or (None, error name) when the connection was reset or refused."""
+def http_get(port, host="127.0.0.1", timeout=5.0, path="/", source=None, headers=""):
+    """One request on a new connection (from address `source`, with extra
+    header lines `headers`). Returns (status, headers dict, body) or
+    (None, error name) when the connection was reset or refused."""
     try:
-        with socket.create_connection((host, port), timeout=timeout) as s:
-            s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        with socket.create_connection((host, port), timeout=timeout,
+                                      source_address=(source, 0) if source else None) as s:
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n{headers}Connection: close\r\n\r\n"
+                      .encode())
             data = b""
             while True:
                 chunk = s.recv(65536)

@@ -22,8 +22,6 @@
    that ended is listed as left, and `sluice ps --clean` removes it from
    /dev/shm.
 """
-import socket
-
 from lib import *
 
 SECRET = "k-3f9a-very-secret-value"
@@ -31,19 +29,7 @@ SECRET = "k-3f9a-very-secret-value"
 
 def get(port, src, headers=""):
     """One request from source address src; True: 200, False: refused/429."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=3,
-                                      source_address=(src, 0)) as s:
-            s.sendall(f"GET / HTTP/1.1\r\nHost: x\r\n{headers}Connection: close\r\n\r\n".encode())
-            data = b""
-            while True:
-                c = s.recv(65536)
-                if not c:
-                    break
-                data += c
-    except (ConnectionResetError, ConnectionRefusedError, BrokenPipeError):
-        return False
-    return data.startswith(b"HTTP/1.0 200") or data.startswith(b"HTTP/1.1 200")
+    return http_get(port, source=src, headers=headers, timeout=3)[0] == 200
 
 
 def sluice(*args):
