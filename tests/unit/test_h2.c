@@ -14,36 +14,8 @@
 #include <string.h>
 
 #include "../../core/h2.h"
+#include "h2_frames.h"
 #include "testutil.h"
-
-#define PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-
-struct out {
-    uint8_t buf[8192];
-    size_t len;
-};
-
-static void frame(struct out *o, uint8_t type, uint8_t flags, uint32_t stream, const void *payload,
-                  size_t len)
-{
-    uint8_t h[9] = {(uint8_t)(len >> 16),
-                    (uint8_t)(len >> 8),
-                    (uint8_t)len,
-                    type,
-                    flags,
-                    (uint8_t)(stream >> 24),
-                    (uint8_t)(stream >> 16),
-                    (uint8_t)(stream >> 8),
-                    (uint8_t)stream};
-    memcpy(o->buf + o->len, h, 9);
-    memcpy(o->buf + o->len + 9, payload, len);
-    o->len += 9 + len;
-}
-
-#define NV(n, v)                                                                                   \
-    {                                                                                              \
-        (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, NGHTTP2_NV_FLAG_NONE         \
-    }
 
 static size_t block(nghttp2_hd_deflater *d, const nghttp2_nv *nv, size_t n, uint8_t *out)
 {
@@ -54,47 +26,47 @@ static size_t block(nghttp2_hd_deflater *d, const nghttp2_nv *nv, size_t n, uint
 
 /* A client's connection: preface, SETTINGS, then requests on streams 1, 3,
  * 5, 7 with DATA, CONTINUATION, padding + priority, trailers between. */
-static void client_stream(struct out *o, size_t *starts, size_t *ends)
+static void client_stream(struct h2out *o, size_t *starts, size_t *ends)
 {
     nghttp2_hd_deflater *d;
     assert_int_equal(nghttp2_hd_deflate_new(&d, 4096), 0);
     uint8_t b[4096];
     o->len = 0;
-    memcpy(o->buf, PREFACE, 24);
+    memcpy(o->buf, H2_PREFACE, 24);
     o->len = 24;
-    frame(o, 4, 0, 0, "\x00\x03\x00\x00\x00\x64", 6); /* SETTINGS */
+    h2frame(o, 4, 0, 0, "\x00\x03\x00\x00\x00\x64", 6); /* SETTINGS */
 
-    nghttp2_nv r1[] = {NV(":method", "GET"),
-                       NV(":scheme", "https"),
-                       NV(":authority", "api.example"),
-                       NV(":path", "/v1/search?q=x&apikey=qk1"),
-                       NV("x-api-key", "k1"),
-                       NV("cookie", "a=1"),
-                       NV("cookie", "sid=c1")};
+    nghttp2_nv r1[] = {H2NV(":method", "GET"),
+                       H2NV(":scheme", "https"),
+                       H2NV(":authority", "api.example"),
+                       H2NV(":path", "/v1/search?q=x&apikey=qk1"),
+                       H2NV("x-api-key", "k1"),
+                       H2NV("cookie", "a=1"),
+                       H2NV("cookie", "sid=c1")};
     size_t n = block(d, r1, 7, b);
     starts[0] = o->len;
-    frame(o, 1, 0x4, 1, b, n); /* HEADERS, END_HEADERS */
+    h2frame(o, 1, 0x4, 1, b, n); /* HEADERS, END_HEADERS */
     ends[0] = o->len;
-    frame(o, 0, 0, 1, "body", 4);
+    h2frame(o, 0, 0, 1, "body", 4);
 
-    nghttp2_nv r3[] = {NV(":method", "POST"),           NV(":scheme", "https"),
-                       NV(":authority", "api.example"), NV(":path", "/v1/export"),
-                       NV("x-api-key", "k2"),           NV("idempotency-key", "idem-3")};
+    nghttp2_nv r3[] = {H2NV(":method", "POST"),           H2NV(":scheme", "https"),
+                       H2NV(":authority", "api.example"), H2NV(":path", "/v1/export"),
+                       H2NV("x-api-key", "k2"),           H2NV("idempotency-key", "idem-3")};
     n = block(d, r3, 6, b);
     starts[1] = o->len;
-    frame(o, 1, 0, 3, b, 3);           /* HEADERS without END_HEADERS */
-    frame(o, 9, 0, 3, b + 3, 2);       /* CONTINUATION */
-    frame(o, 9, 0x4, 3, b + 5, n - 5); /* CONTINUATION, END_HEADERS */
+    h2frame(o, 1, 0, 3, b, 3);           /* HEADERS without END_HEADERS */
+    h2frame(o, 9, 0, 3, b + 3, 2);       /* CONTINUATION */
+    h2frame(o, 9, 0x4, 3, b + 5, n - 5); /* CONTINUATION, END_HEADERS */
     ends[1] = o->len;
-    frame(o, 8, 0, 0, "\x00\x00\x10\x00", 4); /* WINDOW_UPDATE */
+    h2frame(o, 8, 0, 0, "\x00\x00\x10\x00", 4); /* WINDOW_UPDATE */
 
-    nghttp2_nv trailers[] = {NV("x-checksum", "abc")};
+    nghttp2_nv trailers[] = {H2NV("x-checksum", "abc")};
     n = block(d, trailers, 1, b);
-    frame(o, 1, 0x5, 1, b, n); /* trailers on stream 1: not a request */
+    h2frame(o, 1, 0x5, 1, b, n); /* trailers on stream 1: not a request */
 
-    nghttp2_nv r5[] = {NV(":method", "GET"), NV(":scheme", "https"),
-                       NV(":authority", "api.example"), NV(":path", "/v1/search?q=y"),
-                       NV("x-api-key", "k1")};
+    nghttp2_nv r5[] = {H2NV(":method", "GET"), H2NV(":scheme", "https"),
+                       H2NV(":authority", "api.example"), H2NV(":path", "/v1/search?q=y"),
+                       H2NV("x-api-key", "k1")};
     n = block(d, r5, 5, b);
     uint8_t padded[4096];
     padded[0] = 3;                                 /* pad length */
@@ -102,15 +74,15 @@ static void client_stream(struct out *o, size_t *starts, size_t *ends)
     memcpy(padded + 6, b, n);
     memset(padded + 6 + n, 0, 3);
     starts[2] = o->len;
-    frame(o, 1, 0x4 | 0x8 | 0x20, 5, padded, n + 9);
+    h2frame(o, 1, 0x4 | 0x8 | 0x20, 5, padded, n + 9);
     ends[2] = o->len;
 
     /* Stream 7 repeats stream 1's fields: the deflater sends table indexes. */
     n = block(d, r1, 7, b);
     starts[3] = o->len;
-    frame(o, 1, 0x5, 7, b, n);
+    h2frame(o, 1, 0x5, 7, b, n);
     ends[3] = o->len;
-    frame(o, 6, 0, 0, "pingping", 8);
+    h2frame(o, 6, 0, 0, "pingping", 8);
     nghttp2_hd_deflate_del(d);
 }
 
@@ -152,7 +124,7 @@ static void scan(struct seen *r, enum sl_h1_key_kind kind, const char *name, con
 static void requests_in_one_write_are_the_headers_that_open_streams(void **unused)
 {
     (void)unused;
-    static struct out o;
+    static struct h2out o;
     size_t starts[4], ends[4];
     client_stream(&o, starts, ends);
     struct seen r;
@@ -185,7 +157,7 @@ static void requests_in_one_write_are_the_headers_that_open_streams(void **unuse
 static void query_and_cookie_keys_are_found_in_http2_requests(void **unused)
 {
     (void)unused;
-    static struct out o;
+    static struct h2out o;
     size_t starts[4], ends[4];
     client_stream(&o, starts, ends);
     struct seen r;
@@ -200,7 +172,7 @@ static void query_and_cookie_keys_are_found_in_http2_requests(void **unused)
 static void frames_split_anywhere_report_the_same_requests(void **unused)
 {
     (void)unused;
-    static struct out o;
+    static struct h2out o;
     size_t starts[4], ends[4];
     client_stream(&o, starts, ends);
     struct seen whole, part;
@@ -222,7 +194,7 @@ static void frames_split_anywhere_report_the_same_requests(void **unused)
 static void a_request_cut_short_is_in_head_from_its_frame_start(void **unused)
 {
     (void)unused;
-    static struct out o;
+    static struct h2out o;
     size_t starts[4], ends[4];
     client_stream(&o, starts, ends);
     struct sl_h2 s;
@@ -245,7 +217,7 @@ static void a_request_cut_short_is_in_head_from_its_frame_start(void **unused)
 static void a_scanner_started_after_the_preface_reads_frames_at_once(void **unused)
 {
     (void)unused;
-    static struct out o;
+    static struct h2out o;
     size_t starts[4], ends[4];
     client_stream(&o, starts, ends);
     struct sl_h2 s;
@@ -261,7 +233,7 @@ static void a_scanner_started_after_the_preface_reads_frames_at_once(void **unus
 static void the_http1_scanner_hands_a_preface_stream_to_the_h2_scanner(void **unused)
 {
     (void)unused;
-    static struct out o;
+    static struct h2out o;
     size_t starts[4], ends[4];
     client_stream(&o, starts, ends);
     struct sl_h1 h1;
@@ -290,16 +262,16 @@ static void a_wrong_preface_or_a_broken_block_passes_through(void **unused)
     scan(&r, SL_H1_KEY_NONE, NULL, (const uint8_t *)h1, strlen(h1), NULL);
     assert_true(r.passthrough);
     assert_int_equal(r.count, 0);
-    static struct out o;
-    memcpy(o.buf, PREFACE, 24);
+    static struct h2out o;
+    memcpy(o.buf, H2_PREFACE, 24);
     o.len = 24;
-    frame(&o, 1, 0x4, 1, "\xff\xff\xff\xff\xff\xff", 6); /* an index far past the table */
-    frame(&o, 1, 0x4, 3, "\x82", 1);
+    h2frame(&o, 1, 0x4, 1, "\xff\xff\xff\xff\xff\xff", 6); /* an index far past the table */
+    h2frame(&o, 1, 0x4, 3, "\x82", 1);
     scan(&r, SL_H1_KEY_NONE, NULL, o.buf, o.len, NULL);
     assert_true(r.passthrough);
     assert_int_equal(r.count, 0);
     o.len = 24;
-    frame(&o, 9, 0x4, 1, "\x82", 1); /* CONTINUATION with no open block */
+    h2frame(&o, 9, 0x4, 1, "\x82", 1); /* CONTINUATION with no open block */
     scan(&r, SL_H1_KEY_NONE, NULL, o.buf, o.len, NULL);
     assert_true(r.passthrough);
 }

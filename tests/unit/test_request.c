@@ -15,6 +15,7 @@
 #include "../../core/log.h"
 #include "../../core/request.h"
 #include "../../core/table.h"
+#include "h2_frames.h"
 #include "testutil.h"
 
 struct world {
@@ -193,33 +194,6 @@ static void a_connection_no_request_rule_matches_is_not_tracked(void **unused)
 
 /* ---- HTTP/2 (prior knowledge): frames made here, header blocks by
  * nghttp2's deflater ---- */
-
-struct h2out {
-    uint8_t buf[4096];
-    size_t len;
-};
-
-static void h2frame(struct h2out *o, uint8_t type, uint8_t flags, uint32_t stream,
-                    const void *payload, size_t len)
-{
-    uint8_t h[9] = {(uint8_t)(len >> 16),
-                    (uint8_t)(len >> 8),
-                    (uint8_t)len,
-                    type,
-                    flags,
-                    (uint8_t)(stream >> 24),
-                    (uint8_t)(stream >> 16),
-                    (uint8_t)(stream >> 8),
-                    (uint8_t)stream};
-    memcpy(o->buf + o->len, h, 9);
-    memcpy(o->buf + o->len + 9, payload, len);
-    o->len += 9 + len;
-}
-
-#define H2NV(n, v)                                                                                 \
-    {                                                                                              \
-        (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1, NGHTTP2_NV_FLAG_NONE         \
-    }
 
 /* Preface, SETTINGS, then GETs on streams 1, 3, 5 (the second's block in
  * HEADERS + CONTINUATION); starts[i]: where request i's first frame is. */
