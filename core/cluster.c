@@ -31,9 +31,9 @@
  * thread CAS-joins what peers say into their words and reads our own word
  * to send it. Nothing on the decision path takes a lock; the one system
  * call is the sender's wake-up, a non-blocking sendto once per early share
- * of a key (send_early), in the sender's process only. A peer not heard for peer_timeout stops counting; with no peer
- * alive the limit is alone_share percent of the rule's, so a partition of
- * k isolated nodes admits at most k * alone_share% * L.
+ * of a key (send_early), in the sender's process only. A peer not heard for peer_timeout stops
+ * counting; with no peer alive the limit is alone_share percent of the rule's, so a partition of k
+ * isolated nodes admits at most k * alone_share% * L.
  *
  * The table: a power of two of 64-byte-aligned entries in one MAP_SHARED
  * mapping (named after the listen address, so `sluice cluster-stats` and a
@@ -267,32 +267,9 @@ void sl_cluster_decide(struct sl_cluster *c, int rule, const struct sl_rule *r,
     int alive = remote_sums(c, e, now, cur, &P, &C);
     const uint64_t n = alive ? r->limit.count : c->alone[rule];
 
-    uint64_t own = atomic_load_explicit(&e->w[0], memory_order_relaxed);
-    uint64_t op, oc, ocur, remaining;
-    for (;;) {
-        /* A clock that stepped back: keep counting into our newest window. */
-        ocur = own && sl_win_diff(sl_win_index(own), cur) > 0
-                   ? cur + (uint64_t)sl_win_diff(sl_win_index(own), cur)
-                   : cur;
-        counts_at(own, ocur, &op, &oc);
-        if (oc + cost > SL_WIN_COUNT_MASK ||
-            !sl_win_fits(P + op, C + oc, el, W, n, cost, &remaining))
-            break;
-        uint64_t next = sl_win_pack(ocur, op, oc + cost);
-        if (atomic_compare_exchange_weak_explicit(&e->w[0], &own, next, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-            send_early(c, e, rule, ocur, oc + cost);
-            *v = (struct sl_verdict){
-                .allowed = true, .remaining = remaining, .limit = n, .reset_ns = (W - el) + W};
-            return;
-        }
-    }
-    /* Denied: when would it pass, if nothing else happened? */
-    uint64_t prev = P + op, curr = C + oc;
-    *v = (struct sl_verdict){.allowed = false,
-                             .limit = n,
-                             .retry_ns = sl_win_retry_ns(prev, curr, el, W, n, cost),
-                             .reset_ns = sl_win_reset_ns(prev, curr, el, W)};
+    uint64_t win, count;
+    if (sl_win_take_fleet(&e->w[0], cur, P, C, el, W, n, cost, v, &win, &count))
+        send_early(c, e, rule, win, count);
 }
 
 void sl_cluster_refund(struct sl_cluster *c, int rule, const struct sl_rule *r,

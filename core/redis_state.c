@@ -196,30 +196,8 @@ void sl_redis_decide(struct sl_redis_state *s, int rule, const struct sl_rule *r
             break;
         }
     }
-    uint64_t own = atomic_load_explicit(&e->own, memory_order_relaxed);
-    uint64_t op, oc, ocur, remaining;
-    for (;;) {
-        /* A clock that stepped back: keep counting into our newest window. */
-        ocur = own && sl_win_diff(sl_win_index(own), cur) > 0
-                   ? cur + (uint64_t)sl_win_diff(sl_win_index(own), cur)
-                   : cur;
-        sl_win_counts(own, ocur, &op, &oc);
-        if (oc + cost > SL_WIN_COUNT_MASK ||
-            !sl_win_fits(P + op, C + oc, el, W, n, cost, &remaining))
-            break;
-        uint64_t next = sl_win_pack(ocur, op, oc + cost);
-        if (atomic_compare_exchange_weak_explicit(&e->own, &own, next, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-            *v = (struct sl_verdict){
-                .allowed = true, .remaining = remaining, .limit = n, .reset_ns = (W - el) + W};
-            return;
-        }
-    }
-    uint64_t prev = P + op, curr = C + oc;
-    *v = (struct sl_verdict){.allowed = false,
-                             .limit = n,
-                             .retry_ns = sl_win_retry_ns(prev, curr, el, W, n, cost),
-                             .reset_ns = sl_win_reset_ns(prev, curr, el, W)};
+    uint64_t win, count;
+    sl_win_take_fleet(&e->own, cur, P, C, el, W, n, cost, v, &win, &count);
 }
 
 void sl_redis_refund(struct sl_redis_state *s, int rule, const struct sl_rule *r,

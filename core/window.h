@@ -1,5 +1,6 @@
 /* window.h - the sliding window counter's word and its exact test, shared
- * by limit.c (one host) and cluster.c (counts summed over a fleet).
+ * by limit.c (one host), cluster.c and redis_state.c (counts summed over a
+ * fleet).
  *
  * A word is [window:24][prev:20][curr:20]: the index of the newest window
  * it counts (mod 2^24) and the counts of that window and the one before.
@@ -12,8 +13,11 @@
 #ifndef SL_WINDOW_H
 #define SL_WINDOW_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "limit.h"
 
 #define SL_WIN_COUNT_MASK ((1ull << 20) - 1)
 #define SL_WIN_INDEX_MASK ((1ull << 24) - 1)
@@ -95,6 +99,46 @@ static inline uint64_t sl_win_retry_ns(uint64_t prev, uint64_t curr, uint64_t el
 static inline uint64_t sl_win_reset_ns(uint64_t prev, uint64_t curr, uint64_t el, uint64_t W)
 {
     return curr ? (W - el) + W : prev ? W - el : 0;
+}
+
+/* A fleet's decision on this host's own word *word, given the rest of the
+ * fleet's counts P and C for windows cur-1 and cur, `el` ns into window
+ * cur of W ns, n allowed: takes `cost` into the word with a compare-and-
+ * swap loop when the sum fits (a word a window ahead, after the clock
+ * stepped back, keeps counting into its own window). Returns true with the
+ * window counted into and its new count in *win and *count; false for a
+ * denial. *v is the verdict either way. */
+static inline bool sl_win_take_fleet(_Atomic uint64_t *word, uint64_t cur, uint64_t P, uint64_t C,
+                                     uint64_t el, uint64_t W, uint64_t n, uint64_t cost,
+                                     struct sl_verdict *v, uint64_t *win, uint64_t *count)
+{
+    uint64_t own = atomic_load_explicit(word, memory_order_relaxed);
+    uint64_t op, oc, ocur, remaining;
+    for (;;) {
+        ocur = own && sl_win_diff(sl_win_index(own), cur) > 0
+                   ? cur + (uint64_t)sl_win_diff(sl_win_index(own), cur)
+                   : cur;
+        sl_win_counts(own, ocur, &op, &oc);
+        if (oc + cost > SL_WIN_COUNT_MASK ||
+            !sl_win_fits(P + op, C + oc, el, W, n, cost, &remaining))
+            break;
+        uint64_t next = sl_win_pack(ocur, op, oc + cost);
+        if (atomic_compare_exchange_weak_explicit(word, &own, next, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            *v = (struct sl_verdict){
+                .allowed = true, .remaining = remaining, .limit = n, .reset_ns = (W - el) + W};
+            *win = ocur;
+            *count = oc + cost;
+            return true;
+        }
+    }
+    /* denied: when would it pass, if nothing else happened? */
+    uint64_t prev = P + op, curr = C + oc;
+    *v = (struct sl_verdict){.allowed = false,
+                             .limit = n,
+                             .retry_ns = sl_win_retry_ns(prev, curr, el, W, n, cost),
+                             .reset_ns = sl_win_reset_ns(prev, curr, el, W)};
+    return false;
 }
 
 #endif
