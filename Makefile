@@ -8,12 +8,14 @@
 #   make contract   the held-call contract: each case bare and under the shim
 #   make boundary   fails if core/ or conf/ calls a name the shim interposes
 #   make bench      benchmarks; writes BENCH.md
-#   make install    PREFIX=/usr/local DESTDIR= : bin/sluice, lib/sluice/libsluice.so
+#   make install    PREFIX=/usr/local DESTDIR= : bin/sluice, lib/sluice/libsluice.so, man
+#                   pages, examples, bash completion (debian/ builds a .deb of it)
 #   make deps       install the Debian packages the build and tests need
 #   make format     clang-format every source file
 #
-# Knobs: CC (cc), PREFIX (/usr/local), DESTDIR (empty), SAN (empty|asan|tsan),
-#        V=1 shows full commands, BUILD (build; sanitizer builds go to build/SAN).
+# Knobs: CC (cc), CFLAGS (-O2 -g), CPPFLAGS, LDFLAGS, PREFIX (/usr/local), DESTDIR (empty),
+#        SAN (empty|asan|tsan), V=1 shows full commands, BUILD (build; sanitizer builds go
+#        to build/SAN).
 
 CC      ?= cc
 PREFIX  ?= /usr/local
@@ -74,7 +76,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 all: $(BUILD)/libsluice.so $(BUILD)/sluice
 
 help:
-	@sed -n '3,17p' Makefile
+	@sed -n '3,18p' Makefile
 
 # Rebuild everything when the flags change.
 $(BUILD)/.flags: FORCE
@@ -85,7 +87,7 @@ FORCE:
 $(BUILD)/obj/%.o: %.c $(BUILD)/.flags
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(ALL_CFLAGS) -DSL_VERSION_TEXT='"$(VERSION)"' -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -DSL_VERSION_TEXT='"$(VERSION)"' -c $< -o $@
 
 $(HIREDIS_SL): $(HIREDIS_A)
 	@mkdir -p $(@D)
@@ -102,12 +104,12 @@ $(LIB_OBJ): | $(HIREDIS_SL)
 
 $(BUILD)/libsluice.so: $(SHIM_OBJ) $(LIB_OBJ) shim/exports.map
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -shared $(SANFLAGS) -Wl,--version-script=shim/exports.map -Wl,-z,now \
+	$(Q)$(CC) -shared $(SANFLAGS) $(LDFLAGS) -Wl,--version-script=shim/exports.map -Wl,-z,now \
 		-o $@ $(SHIM_OBJ) $(LIB_OBJ) $(LIBS)
 
 $(BUILD)/sluice: $(call obj,$(CLI_SRC)) $(LIB_OBJ)
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(SANFLAGS) -o $@ $^ $(LIBS) $(CLI_LIBS)
+	$(Q)$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS) $(CLI_LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB_OBJ)
 	@mkdir -p $(@D)
@@ -156,7 +158,8 @@ DOC = $(DESTDIR)$(PREFIX)/share/doc/sluice
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/sluice \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
-		$(DOC)/examples/monitoring $(DOC)/examples/systemd
+		$(DOC)/examples/monitoring $(DOC)/examples/systemd \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 $(BUILD)/sluice $(DESTDIR)$(PREFIX)/bin/sluice
 	install -m 0755 $(BUILD)/libsluice.so $(DESTDIR)$(PREFIX)/lib/sluice/libsluice.so
 	install -m 0644 docs/sluice.1 $(DESTDIR)$(PREFIX)/share/man/man1/sluice.1
@@ -165,6 +168,7 @@ install: all
 	install -m 0644 examples/*.conf examples/*.txt $(DOC)/examples/
 	install -m 0644 examples/monitoring/* $(DOC)/examples/monitoring/
 	install -m 0644 examples/systemd/* $(DOC)/examples/systemd/
+	install -m 0644 scripts/sluice.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/sluice
 
 format:
 	clang-format -i core/*.[ch] conf/*.[ch] shim/*.[ch] cli/*.c tests/unit/*.[ch] bench/*.c

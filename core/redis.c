@@ -384,8 +384,8 @@ static void *sender(void *arg)
     struct sl_redis_state *s = arg;
     const struct sl_redis *rc = &s->cfg->redis;
     struct conn c = {.s = s, .fd = -1};
-    uint64_t rnd = 0;
-    getentropy(&rnd, sizeof rnd);
+    uint64_t rnd = 0; /* tells this program's field from a restarted one's with its pid */
+    if (getentropy(&rnd, sizeof rnd) != 0) rnd = sl_clock_now() ^ (uint64_t)(uintptr_t)&c;
     char host[32] = "";
     gethostname(host, sizeof host - 1);
     snprintf(c.node, sizeof c.node, "%s:%d:%08llx", host, (int)getpid(),
