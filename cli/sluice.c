@@ -165,8 +165,9 @@ static int find_library(char *out, size_t len)
         char *dir = dirname(self);
         snprintf(out, len, "%s/libsluice.so", dir);
         if (file_exists(out)) return 0;
-        snprintf(out, len, "%s/../lib/sluice/libsluice.so", dir);
-        if (file_exists(out)) return 0;
+        char up[PATH_MAX + 32];
+        snprintf(up, sizeof up, "%s/../lib/sluice/libsluice.so", dir);
+        if (file_exists(up) && realpath(up, self)) return snprintf(out, len, "%s", self), 0;
     }
     snprintf(out, len, "%s/libsluice.so", SL_LIBDIR);
     return file_exists(out) ? 0 : -1;
