@@ -285,3 +285,26 @@ void sl_place_label(const struct sl_place *p, char *out, size_t len)
         snprintf(out, len, "pid %d (%s)", p->npids ? p->pids[0] : p->origin_pid,
                  *p->command ? p->command : "?");
 }
+
+bool sl_locate_memfd(int pid, const char *memfd, char *path, size_t len)
+{
+    char name[64], line[PATH_MAX + 128], want[96];
+    snprintf(name, sizeof name, "/proc/%d/maps", pid);
+    snprintf(want, sizeof want, "/memfd:%s ", memfd);
+    FILE *f = fopen(name, "re");
+    if (!f) return false;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        unsigned long start, end, maj, min;
+        unsigned long long off, ino;
+        char perms[8];
+        int at = 0;
+        if (sscanf(line, "%lx-%lx %7s %llx %lx:%lx %llu %n", &start, &end, perms, &off, &maj, &min,
+                   &ino, &at) < 7 ||
+            !at || off != 0 || strncmp(line + at, want, strlen(want)))
+            continue;
+        found = fd_path(pid, (unsigned long)makedev(maj, min), ino, path, len);
+    }
+    fclose(f);
+    return found;
+}

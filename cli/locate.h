@@ -47,6 +47,10 @@ size_t sl_locate(const char *config, const char *shared, int pid, struct sl_plac
 /* Opens a located table; writable for reload. NULL with err on failure. */
 struct sl_table *sl_place_open(const struct sl_place *p, bool writable, char *err, size_t errlen);
 
+/* A memory file of sluice's named `memfd` ("sluice-redis") that process
+ * pid maps, as a path that opens it; false when it maps none. */
+bool sl_locate_memfd(int pid, const char *memfd, char *path, size_t len);
+
 /* "shared NAME" or "pid P (COMMAND)": how the commands name a table. */
 void sl_place_label(const struct sl_place *p, char *out, size_t len);
 

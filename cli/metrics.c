@@ -12,6 +12,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <microhttpd.h>
 #include <signal.h>
@@ -24,6 +25,7 @@
 #include "../core/clock.h"
 #include "../core/cluster_int.h"
 #include "../core/hostport.h"
+#include "../core/redis_int.h"
 #include "../core/table.h"
 #include "locate.h"
 
@@ -112,7 +114,7 @@ static void expose_queues(FILE *out, const struct source *s, const struct sl_tab
 {
     static const char *const head[3] = {
         "# HELP sluice_queue_waiting Decisions holding a turn still to come (action = delay; "
-        "at most 62 are seen).\n# TYPE sluice_queue_waiting gauge\n",
+        "at most 59 are seen).\n# TYPE sluice_queue_waiting gauge\n",
         "# HELP sluice_queue_longest_wait_seconds The longest wait still to go among them.\n"
         "# TYPE sluice_queue_longest_wait_seconds gauge\n",
         "# HELP sluice_wait_seconds_total Time decisions were given to wait, in total.\n"
@@ -140,6 +142,62 @@ static void expose_queues(FILE *out, const struct source *s, const struct sl_tab
             if (m == 2) fprintf(out, "%.6f\n", (double)total / 1e9);
         }
     }
+}
+
+/* Keys of a request rule with a quota that reached 80, 90 and 100 % of it
+ * (alerts: a key about to run out of its daily or monthly calls). */
+static void expose_quotas(FILE *out, const struct source *s, const struct sl_table *t)
+{
+    static const char *const pct[3] = {"80", "90", "100"};
+    fputs("# HELP sluice_quota_reached_total Times a key reached a share of its quota (80, 90, "
+          "100 percent) in a quota window.\n# TYPE sluice_quota_reached_total counter\n",
+          out);
+    uint64_t id;
+    char rule[SL_NAME_MAX];
+    for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
+        size_t n = strlen(rule);
+        if (n <= 4 || strcmp(rule + n - 4, ":req") != 0) continue;
+        rule[n - 4] = 0;
+        uint64_t crossed[3];
+        sl_table_quota_crossed(t, r, crossed);
+        for (int i = 0; i < 3; i++) {
+            fputs("sluice_quota_reached_total{rule=\"", out);
+            label(out, rule);
+            fprintf(out, "\",direction=\"%s\",percent=\"%s\"} %llu\n", direction(s, rule), pct[i],
+                    (unsigned long long)crossed[i]);
+        }
+    }
+}
+
+/* The Redis sender's view (core/redis.c), from the memory file the
+ * program keeps it in: how long since Redis last answered a whole round,
+ * and its counters. Nothing without a redis section or a running program. */
+static void expose_redis(FILE *out, const struct source *s)
+{
+    char path[PATH_MAX];
+    int pid = s->place.npids ? s->place.pids[0] : 0;
+    if (!s->cfg || !s->cfg->redis.enabled || pid <= 0 ||
+        !sl_locate_memfd(pid, "sluice-redis", path, sizeof path))
+        return;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct sl_rhdr h;
+    ssize_t got = pread(fd, &h, sizeof h, 0);
+    close(fd);
+    if (got != (ssize_t)sizeof h) return;
+    uint64_t ok = atomic_load(&h.ok_at), now = sl_clock_now();
+    fprintf(out,
+            "# HELP sluice_redis_last_sync_age_seconds Since Redis last answered a whole round "
+            "(-1: never).\n# TYPE sluice_redis_last_sync_age_seconds gauge\n"
+            "sluice_redis_last_sync_age_seconds %.3f\n",
+            ok ? (double)(now > ok ? now - ok : 0) / 1e9 : -1.0);
+    fputs("# HELP sluice_redis_events_total The Redis sender's rounds, calls, failures, "
+          "connects, fallback decisions, overflows and bad replies.\n"
+          "# TYPE sluice_redis_events_total counter\n",
+          out);
+    for (int k = 0; k < SL_RC_NCOUNTERS; k++)
+        fprintf(out, "sluice_redis_events_total{kind=\"%s\"} %llu\n", sl_redis_counter_names[k],
+                (unsigned long long)atomic_load(&h.counters[k]));
 }
 
 /* Writes the exposition of one table; -1 when it cannot be opened. */
@@ -174,6 +232,7 @@ static int expose(FILE *out, struct source *s, char *err, size_t errlen)
         }
     }
     expose_queues(out, s, t);
+    expose_quotas(out, s, t);
     fputs("# HELP sluice_table_problems_total Decisions made without a slot (full table), or "
           "failures inside the shim (which fail open), per rule.\n"
           "# TYPE sluice_table_problems_total counter\n",
@@ -199,6 +258,7 @@ static int expose(FILE *out, struct source *s, char *err, size_t errlen)
         sl_table_slots(t), sl_table_used(t), sl_table_bytes(t));
     sl_table_close(t);
     expose_gossip(out, s->cfg);
+    expose_redis(out, s);
     return 0;
 }
 

@@ -25,6 +25,7 @@ enum sl_redis_counter {
     SL_RC_BAD_REPLY, /* replies not of the script's shape */
     SL_RC_NCOUNTERS
 };
+extern const char *const sl_redis_counter_names[SL_RC_NCOUNTERS]; /* "syncs", ... */
 
 /* One key: its name in Redis and two window words (window.h): what this
  * program admitted (own: CAS by every decider) and what the rest of the

@@ -43,6 +43,7 @@
 #include "clock.h"
 #include "mem.h"
 #include "redis_int.h"
+#include "sys.h"
 #include "reqkey.h"
 #include "window.h"
 
@@ -223,6 +224,10 @@ void sl_redis_refund(struct sl_redis_state *s, int rule, const struct sl_rule *r
 
 /* ---- the mapping ----------------------------------------------------------- */
 
+const char *const sl_redis_counter_names[SL_RC_NCOUNTERS] = {
+    "syncs", "calls", "failures", "connects", "fallback", "overflow", "bad_reply",
+};
+
 struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size_t errlen)
 {
     uint32_t n = 1024;
@@ -231,14 +236,31 @@ struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size
     /* overflow entries: connections [0, SL_MAX_RULES), requests after */
     size_t bytes =
         sizeof(struct sl_rhdr) + (size_t)(2 * SL_MAX_RULES + n) * sizeof(struct sl_rentry);
-    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    /* a memory file, so `sluice metrics` can read the sender's counters
+     * through /proc/PID/fd (named for cli/locate.c); anonymous without one */
+    int fd = sl_sys_memfd("sluice-redis", true);
+    if (fd >= 0) {
+        int high = sl_sys_dupfd(fd, 512, true);
+        if (high >= 0) {
+            sl_sys_close(fd);
+            fd = high;
+        }
+        if (sl_sys_ftruncate(fd, (off_t)bytes) != 0) {
+            sl_sys_close(fd);
+            fd = -1;
+        }
+    }
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                     fd >= 0 ? MAP_SHARED : MAP_SHARED | MAP_ANONYMOUS, fd, 0);
     if (map == MAP_FAILED) {
         snprintf(err, errlen, "mmap %zu bytes: %s", bytes, strerror(errno));
+        if (fd >= 0) sl_sys_close(fd);
         return NULL;
     }
     struct sl_redis_state *s = sl_alloc(sizeof *s);
     if (!s) {
         munmap(map, bytes);
+        if (fd >= 0) sl_sys_close(fd);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }

@@ -242,6 +242,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
         if (sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), now, quota_step, &op)) {
             if (op.v.allowed) {
                 g->quota_end = op.end;
+                sl_table_note_quota(rt->table, e, op.v.limit - op.v.remaining, r->cost, op.v.limit);
             } else {
                 *v = op.v;
                 *pol = (struct sl_reply_policy){

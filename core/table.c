@@ -72,8 +72,7 @@ size_t sl_table_layout_bytes(uint32_t nslots)
     return SL_HDR + SL_MAX_RULES * sizeof(struct sl_rule_entry) +
            (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe) +
            SL_DENIALS * sizeof(struct sl_denial_slot) +
-           SL_MAX_RULES * sizeof(struct sl_rule_waits) +
-           SL_LOG_WORDS * sizeof(uint64_t) +
+           SL_MAX_RULES * sizeof(struct sl_rule_waits) + SL_LOG_WORDS * sizeof(uint64_t) +
            (size_t)nslots * (sizeof(struct sl_slot) + sizeof(struct sl_side)) +
            (size_t)conn_records(nslots) * sizeof(struct sl_conn_rec);
 }

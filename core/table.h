@@ -146,8 +146,15 @@ struct sl_table *sl_table_attach_fd(int fd, bool writable, char *err, size_t err
  * its turn, now + wait_ns, among the rule's last few, for readers to see
  * the queue (table_denials.c). */
 void sl_table_count_wait(struct sl_table *t, int rule, uint64_t now, uint64_t wait_ns);
+/* A request took a key's quota from `used - cost` to `used` of `limit`:
+ * counts, per rule, the keys that thereby reached 80, 90 and 100 %. */
+void sl_table_note_quota(struct sl_table *t, int rule, uint64_t used, uint64_t cost,
+                         uint64_t limit);
+/* How many times keys of the rule reached 80, 90 and 100 % of their quota. */
+void sl_table_quota_crossed(const struct sl_table *t, int rule, uint64_t out[3]);
+
 /* Of the rule's recent delayed decisions, those whose turn is after now
- * (at most the last 62 are kept: more is shown as 62), the longest of their
+ * (at most the last 59 are kept: more is shown as 59), the longest of their
  * waits still to go, and the total wait ever given, in ns. */
 void sl_table_queue(const struct sl_table *t, int rule, uint64_t now, uint32_t *waiting,
                     uint64_t *longest_ns, uint64_t *total_wait_ns);

@@ -1,6 +1,7 @@
 /* table_denials.c - what readers see of denials and waits: the ring of
- * recent denials `sluice top` reads, and each rule's recent turns, from
- * which `sluice stats` and `metrics` count the queue.
+ * recent denials `sluice top` reads, each rule's recent turns, from
+ * which `sluice stats` and `metrics` count the queue, and how often its
+ * keys reached a share of their quota (for alerts).
  *
  * A writer takes the next position with one fetch-add, clears the entry's
  * seq, fills it and publishes seq = position + 1. A reader copies an entry
@@ -86,4 +87,23 @@ void sl_table_queue(const struct sl_table *t, int rule, uint64_t now, uint32_t *
         if (turn - now > *longest_ns) *longest_ns = turn - now;
     }
     *total_wait_ns = atomic_load_explicit(&w->wait_ns_total, memory_order_relaxed);
+}
+
+void sl_table_note_quota(struct sl_table *t, int rule, uint64_t used, uint64_t cost, uint64_t limit)
+{
+    static const unsigned pct[3] = {80, 90, 100};
+    uint64_t before = used > cost ? used - cost : 0;
+    for (int i = 0; i < 3; i++) {
+        /* the threshold in requests, rounded up: 100 % is the last one */
+        uint64_t at = (limit * pct[i] + 99) / 100;
+        if (before < at && used >= at)
+            atomic_fetch_add_explicit(&t->waits[rule].quota_crossed[i], 1, memory_order_relaxed);
+    }
+}
+
+void sl_table_quota_crossed(const struct sl_table *t, int rule, uint64_t out[3])
+{
+    struct sl_rule_waits *w = &t->waits[rule];
+    for (int i = 0; i < 3; i++)
+        out[i] = atomic_load_explicit(&w->quota_crossed[i], memory_order_relaxed);
 }

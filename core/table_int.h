@@ -74,17 +74,19 @@ struct sl_denial_slot {
     uint64_t pad;
 };
 _Static_assert(sizeof(struct sl_denial_slot) == 64, "a denial is one cache line");
-#define SL_DENIALS 2048
+#define SL_DENIALS   2048
 #define SL_LOG_WORDS SL_LOG_TABLE_WORDS
 
 /* A rule's waits (table_denials.c): the turns of its last delayed
  * decisions, so a reader can count those still to come, and the total
- * time they were given to wait. */
-#define SL_TURNS 62
+ * time they were given to wait; and how often its keys reached a share of
+ * their quota. */
+#define SL_TURNS 59
 struct sl_rule_waits {
-    _Atomic uint64_t next;           /* writers: fetch-add */
-    _Atomic uint64_t wait_ns_total;  /* writers: fetch-add */
-    _Atomic uint64_t turn[SL_TURNS]; /* monotonic ns */
+    _Atomic uint64_t next;             /* writers: fetch-add */
+    _Atomic uint64_t wait_ns_total;    /* writers: fetch-add */
+    _Atomic uint64_t turn[SL_TURNS];   /* monotonic ns */
+    _Atomic uint64_t quota_crossed[3]; /* keys that reached 80, 90, 100 % of their quota */
 };
 _Static_assert(sizeof(struct sl_rule_waits) == 512, "eight cache lines per rule");
 

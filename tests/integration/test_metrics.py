@@ -13,6 +13,9 @@ Then:
   text_string_to_metric_families, and the counters equal what the client
   saw: connections allowed 5 / limited 3, requests allowed 2 / limited 3,
   with direction="in";
+- a third rule with `quota = "10/d"` per key: key A makes its 10 calls,
+  key B 8: sluice_quota_reached_total says 2 keys reached 80 %, 1 90 %
+  and 1 100 % (what the alert rules in examples/monitoring watch);
 - `sluice metrics --shared NAME --listen 127.0.0.1:P` answers curl with
   the same numbers (direction from the file the table says it runs) (Content-Type text/plain; version=0.0.4), 404 elsewhere;
   it is its own process (the server under sluice opens no such port).
@@ -40,17 +43,20 @@ def value(got, name, **labels):
 
 
 name = f"it-metrics-{os.getpid()}"
-port = free_port()
+port, qport = free_port(), free_port()
 with TempDir() as tmp:
     conf = tmp.write("m.conf", f"""
 shared = "{name}"
 inbound "conn" {{ port = {port}  rate = "5/10s"  burst = 5  action = reply }}
 inbound "api" {{ port = {port}  req_rate = "1/10s"  req_burst = 2  per = "header:X-API-Key"
                  action = reply }}
+inbound "daily" {{ port = {qport}  req_rate = "1000/s"  quota = "10/d"  per = "header:X-API-Key"
+                   action = reply }}
 """)
     try:
-        with Proc(sluice_argv(keepalive_argv(port), config=conf)):
+        with Proc(sluice_argv(keepalive_argv(port, qport), config=conf)):
             wait_listen(port)
+            wait_listen(qport)
             codes = []
             for i in range(8):
                 with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
@@ -77,6 +83,16 @@ inbound "api" {{ port = {port}  req_rate = "1/10s"  req_burst = 2  per = "header
             check(value(got, "sluice_table_slots") and value(got, "sluice_table_slots_used") >= 1,
                   f"table gauges: {r.stdout}")
 
+            # quota alerts: key A uses all 10 of its daily calls, key B 8
+            for key, n in (("A", 10), ("B", 8)):
+                for _ in range(n):
+                    check(http_get(qport, headers=f"X-API-Key: {key}\r\n")[0] == 200, "within quota")
+            check(http_get(qport, headers="X-API-Key: A\r\n")[0] == 429, "A's quota is spent")
+            got = samples(run([SLUICE, "metrics", "-c", conf]).stdout)
+            for pct, n in (("80", 2), ("90", 1), ("100", 1)):
+                v = value(got, "sluice_quota_reached_total", rule="daily", direction="in", percent=pct)
+                check(v == n, f"keys at {pct} % of their quota: {v}, expected {n}")
+
             mport = free_port()
             with Proc([SLUICE, "metrics", "--shared", name, "--listen", f"127.0.0.1:{mport}"]) as m:
                 wait_listen(mport)
@@ -93,3 +109,15 @@ inbound "api" {{ port = {port}  req_rate = "1/10s"  req_burst = 2  per = "header
     finally:
         shm_cleanup(name)
 print("ok")
+
+# The alert rules and the dashboard name only metrics the exporter writes
+# (cli/metrics.c), so they cannot drift apart silently.
+import re
+src = open(os.path.join(ROOT, "cli", "metrics.c")).read()
+for f in ("sluice-alerts.yml", "grafana-dashboard.json"):
+    text = open(os.path.join(ROOT, "examples", "monitoring", f)).read()
+    for m in set(re.findall(r"\bsluice_[a-z_]+", text)):
+        base = re.sub(r"_(bucket|sum|count)$", "", m)
+        check(base in src or base + "_total" in src or base.replace("_total", "") in src,
+              f"{f} names {m}, which cli/metrics.c does not write")
+
