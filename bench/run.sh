@@ -156,9 +156,11 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo
     echo "## Redis backend: fleet accuracy beside gossip, Redis traffic, decision cost"
     echo
-    echo "\`bench/redis_fleet.py\` (its opening comment is the method): real programs on 127.0.0.2-4, one"
-    echo "client address flooding, the same rule shared through gossip (\`scope = cluster\`) and through"
-    echo "Redis (\`scope = redis\`); the bound is docs/redis.md's steady-state one."
+    echo "\`bench/redis_fleet.py\` (its opening comment is the method): 2, 3 and 5 real programs on"
+    echo "127.0.0.2-6; at 100/s python servers under one connection rule shared through gossip"
+    echo "(\`scope = cluster\`) and through Redis (\`scope = redis\`), flooded or loaded steadily at 1.2 x;"
+    echo "at 10,000/s nginx under one request rule shared through Redis, flooded by wrk. The bound is"
+    echo "docs/redis.md's steady-state one."
     echo
     cat "$tmp/redis-fleet.md"
     echo

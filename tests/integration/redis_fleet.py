@@ -12,7 +12,7 @@ import time
 
 from lib import *
 
-HOSTS = ["127.0.0.2", "127.0.0.3", "127.0.0.4"]
+HOSTS = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"]
 CLIENT = "127.0.0.9"
 LIMIT = 60
 WINDOW = 1.0
@@ -71,7 +71,7 @@ class Redis:
 class Programs:
     """n http.servers under the shim, each its own program (no shared table)."""
 
-    def __init__(self, tmp, redis_port, n=2, on_error="local", port=None, extra=""):
+    def __init__(self, tmp, redis_port, n=2, on_error="local", port=None, extra="", limit=LIMIT):
         self.port = port or free_port()
         self.conf = tmp.write("redis-fleet.conf", f"""
 redis {{
@@ -83,7 +83,7 @@ redis {{
 }}
 inbound "web" {{
     port   = {self.port}
-    rate   = "{LIMIT}/s"
+    rate   = "{limit}/s"
     scope  = redis
     action = reject
 }}
@@ -158,3 +158,27 @@ class Flood:
         self.stop_flag = True
         for t in self.ts:
             t.join(10)
+
+
+class Paced(Flood):
+    """Clients connecting at `rate` a second in all, evenly spaced, to
+    `hosts` round robin (steady load): each of `threads` keeps its own
+    schedule of rate/threads a second, never catching up in a burst."""
+
+    def __init__(self, hosts, port, rate, threads=2):
+        self.period = threads / rate
+        super().__init__(hosts, port, threads)
+
+    def _client(self, k):
+        at = time.monotonic() + k * self.period / len(self.ts)
+        while not self.stop_flag:
+            now = time.monotonic()
+            if now < at:
+                time.sleep(at - now)
+            at = max(at + self.period, time.monotonic() - self.period)
+            host = self.hosts[k % len(self.hosts)]
+            k += 1
+            t = time.monotonic()
+            ok, took = connect_once(host, self.port)
+            with self.lock:
+                self.log.append((t, ok, took))
