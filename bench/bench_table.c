@@ -378,7 +378,8 @@ static void bench_keyset(int ks, double seconds)
     size_t nk = ks_keys[ks];
     struct sl_key *keys = make_keys(nk, 0x5eed0000u + (uint64_t)ks);
     char err[256];
-    struct sl_table *t = sl_table_open((uint32_t)(nk * 5 / 4), NULL, SL_FULL_SHARED, err, sizeof err);
+    struct sl_table *t =
+        sl_table_open((uint32_t)(nk * 5 / 4), NULL, SL_FULL_SHARED, err, sizeof err);
     struct base_map *b = base_open(nk);
     if (!keys || !t || !b) {
         fprintf(stderr, "bench_table: setup for %zu keys failed: %s\n", nk, t ? "no memory" : err);
@@ -556,10 +557,9 @@ int main(int argc, char **argv)
     for (int ks = 1; ks < NKS; ks++)
         printf("| %s | %zu | %zu | %.1f | %.1f | %.1f | %llu / %llu / %llu | %.1f, %.1f |\n",
                ks_names[ks], tslots[ks], tbytes[ks], (double)tbytes[ks] / ks_keys[ks],
-               (double)tbytes[ks] / tslots[ks],
-               (double)bbytes[ks] / ks_keys[ks], (unsigned long long)warm_claimed[ks],
-               (unsigned long long)warm_reused[ks], (unsigned long long)warm_overflow[ks],
-               1e6 * run_reused[ks] / run_decisions[ks],
+               (double)tbytes[ks] / tslots[ks], (double)bbytes[ks] / ks_keys[ks],
+               (unsigned long long)warm_claimed[ks], (unsigned long long)warm_reused[ks],
+               (unsigned long long)warm_overflow[ks], 1e6 * run_reused[ks] / run_decisions[ks],
                1e6 * run_overflow[ks] / run_decisions[ks]);
     double slot_bytes = (double)tbytes[KS_1M] / tslots[KS_1M];
     printf("\nFilling a %u-slot table with keys whose buckets never go idle, the first key that "

@@ -48,6 +48,7 @@
 #define BACKOFF_MIN 100000000ull  /* 100 ms */
 #define BACKOFF_MAX 2000000000ull /* 2 s */
 #define ROUND_MAX   65536         /* keys synced per round */
+#define HOT_POLL_NS 1000000ull    /* how often a hot sender looks at the urgent word */
 
 /* One call of a round: which entry, as it was, for which window. */
 struct call {
@@ -318,6 +319,7 @@ static void add_call(struct conn *c, struct sl_rentry *e, uint64_t wn)
         lens[i] = strlen(argv[i]);
     if (!append(c, (int)(sizeof argv / sizeof argv[0]), argv, lens)) return;
     c->calls[c->ncalls++] = (struct call){e, tag, cur};
+    atomic_store_explicit(&e->synced, own, memory_order_relaxed);
 }
 
 static int noop_reply(struct conn *c, size_t i, redisReply *r)
@@ -393,9 +395,21 @@ static void *sender(void *arg)
     c.calls = sl_alloc(ROUND_MAX * sizeof *c.calls);
     if (!c.calls) return NULL;
     int state = -1; /* unknown, then 0 down, 1 up */
-    uint64_t backoff = BACKOFF_MIN, retry_at = 0, next = sl_clock_now();
+    uint64_t backoff = BACKOFF_MIN, retry_at = 0, next = sl_clock_now(), hot_until = 0;
     while (atomic_load_explicit(&s->running, memory_order_relaxed)) {
         uint64_t now = sl_clock_now();
+        bool urgent = atomic_load_explicit(&s->hdr->urgent, memory_order_relaxed) &&
+                      atomic_exchange_explicit(&s->hdr->urgent, 0, memory_order_relaxed);
+        if (urgent) hot_until = now + rc->interval_ns;
+        if (now < next && !(urgent && c.fd >= 0)) { /* not yet: sleep, looking at urgent */
+            uint64_t wait = next - now;
+            if (now < hot_until && wait > HOT_POLL_NS) wait = HOT_POLL_NS;
+            struct timespec ts = {(time_t)(wait / SL_NS_PER_SEC), (long)(wait % SL_NS_PER_SEC)};
+            sl_sys_ppoll(NULL, 0, &ts);
+            continue;
+        }
+        bool early = now < next;
+        if (early) sl_redis_count(s, SL_RC_EARLY, 1);
         atomic_store_explicit(&s->hdr->heartbeat, now, memory_order_relaxed);
         atomic_store_explicit(&s->hdr->offset_ns, sl_clock_wall_offset(), memory_order_relaxed);
         int rc_ = -1;
@@ -417,12 +431,10 @@ static void *sender(void *arg)
             retry_at = sl_clock_now() + backoff;
             backoff = backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : backoff * 2;
         }
+        if (early) continue; /* the tick stays where it was */
         next += rc->interval_ns;
         now = sl_clock_now();
         if (next <= now) next = now + rc->interval_ns / 4;
-        uint64_t wait = next - now;
-        struct timespec ts = {(time_t)(wait / SL_NS_PER_SEC), (long)(wait % SL_NS_PER_SEC)};
-        sl_sys_ppoll(NULL, 0, &ts);
     }
     drop(&c);
     sl_free(c.out);

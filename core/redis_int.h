@@ -23,6 +23,7 @@ enum sl_redis_counter {
     SL_RC_FALLBACK,  /* decisions made under on_backend_error */
     SL_RC_OVERFLOW,  /* keys that found no entry */
     SL_RC_BAD_REPLY, /* replies not of the script's shape */
+    SL_RC_EARLY,     /* rounds sent before their tick (a key ran ahead) */
     SL_RC_NCOUNTERS
 };
 extern const char *const sl_redis_counter_names[SL_RC_NCOUNTERS]; /* "syncs", ... */
@@ -44,6 +45,7 @@ struct sl_rentry {
     uint64_t period_ns;    /* W of the limit it counts against */
     _Atomic uint64_t own;
     _Atomic uint64_t rest;
+    _Atomic uint64_t synced; /* own as the sender last sent it (early rounds) */
     char name[SL_REDIS_KEY_MAX];
 } __attribute__((aligned(64)));
 
@@ -54,6 +56,7 @@ struct sl_rhdr {
     _Atomic int64_t offset_ns;  /* realtime - monotonic */
     _Atomic int32_t sender_pid;
     _Atomic uint64_t elect_ns; /* last election attempt, CAS by deciders */
+    _Atomic uint32_t urgent;   /* a key ran its early share ahead: sync now */
     _Atomic uint64_t counters[SL_RC_NCOUNTERS];
 } __attribute__((aligned(64)));
 

@@ -162,6 +162,30 @@ static bool backend_ok(const struct sl_redis_state *s, uint64_t now)
     return ok && (now < ok || now - ok <= s->stale_ns);
 }
 
+/* Early rounds. Synced only on the sender's tick, a program's admissions
+ * reach the fleet up to two intervals late, and under a flood every
+ * program admits its view of the room in that time. So when a key's own
+ * count in this window runs ahead of what the sender last sent by its
+ * share of what the limit admits in a quarter of an interval (its share:
+ * own / (own + the rest of the fleet's), as the counts stand; at least 1),
+ * the decision raises the urgent word and the sender, polling it every
+ * millisecond while keys are hot, syncs at once: what the fleet has not
+ * seen is then bounded by admissions, not by the clock, and a program
+ * makes at most about four early rounds an interval. */
+static void sync_early(struct sl_redis_state *s, struct sl_rentry *e, uint64_t win, uint64_t count,
+                       uint64_t rest, const struct sl_limit *l)
+{
+    uint64_t sy = atomic_load_explicit(&e->synced, memory_order_relaxed);
+    uint64_t sent =
+        sy && sl_win_index(sy) == sl_win_index(sl_win_pack(win, 0, 0)) ? sl_win_curr(sy) : 0;
+    uint64_t share = (uint64_t)((sl_u128)l->count * s->cfg->redis.interval_ns * count /
+                                (4 * (sl_u128)l->period_ns * (count + rest)));
+    if (count < sent + (share ? share : 1) ||
+        atomic_load_explicit(&s->hdr->urgent, memory_order_relaxed))
+        return;
+    atomic_store_explicit(&s->hdr->urgent, 1, memory_order_relaxed);
+}
+
 void sl_redis_decide(struct sl_redis_state *s, int rule, const struct sl_rule *r,
                      const struct sl_redis_what *w, const struct sl_key *k, uint64_t now,
                      uint64_t cost, struct sl_verdict *v)
@@ -198,7 +222,8 @@ void sl_redis_decide(struct sl_redis_state *s, int rule, const struct sl_rule *r
         }
     }
     uint64_t win, count;
-    sl_win_take_fleet(&e->own, cur, P, C, el, W, n, cost, v, &win, &count);
+    if (sl_win_take_fleet(&e->own, cur, P, C, el, W, n, cost, v, &win, &count))
+        sync_early(s, e, win, count, C, l);
 }
 
 void sl_redis_refund(struct sl_redis_state *s, int rule, const struct sl_rule *r,
@@ -225,7 +250,7 @@ void sl_redis_refund(struct sl_redis_state *s, int rule, const struct sl_rule *r
 /* ---- the mapping ----------------------------------------------------------- */
 
 const char *const sl_redis_counter_names[SL_RC_NCOUNTERS] = {
-    "syncs", "calls", "failures", "connects", "fallback", "overflow", "bad_reply",
+    "syncs", "calls", "failures", "connects", "fallback", "overflow", "bad_reply", "early",
 };
 
 struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size_t errlen)
