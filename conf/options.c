@@ -100,7 +100,8 @@ static const char *no_peer_twice(cfg_opt_t *opt, const char *last);
 
 /* In the order of conf_per_names and conf_action_names (values.c). */
 static const unsigned per_where[] = {IN, IN, OUT, RULE};
-static const unsigned action_where[] = {RULE, IN, RULE}; /* inbound delay: requests only */
+/* inbound delay and outbound reply: requests only (checked in check_rule) */
+static const unsigned action_where[] = {RULE, RULE, RULE};
 
 static const struct conf_enum alg_enum = {conf_alg_names, NULL};
 static const struct conf_enum scope_enum = {conf_scope_names, NULL};
@@ -597,6 +598,12 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
     if (dir == SL_IN && act && strcmp(act, "delay") == 0 && !conf_is_request_rule(sec)) {
         conf_fail(sec, line, "action", act,
                   "needs req_rate on an inbound rule (requests are held, connections are not)");
+        return -1;
+    }
+    if (dir == SL_OUT && act && strcmp(act, "reply") == 0 && !conf_is_request_rule(sec)) {
+        conf_fail(sec, line, "action", act,
+                  "needs req_rate on an outbound rule (the 429 answers a request, a connect has "
+                  "none)");
         return -1;
     }
     if (dir == SL_OUT && cfg_size(sec, "to") == 0) {
