@@ -286,7 +286,10 @@ static bool swallowed(struct sl_req_conn *c, const struct sl_h1_head *h1,
                       const struct sl_req_decision *d)
 {
     const struct sl_rule *r = &c->rules.rt->cfg->rules[d->rule];
-    if (!c->replies || c->is_h2 || r->action != SL_ACT_REPLY || c->nsw >= SL_REQ_AHEAD)
+    /* a head whose first bytes went already (a head written in parts:
+     * they pass until its end) cannot be taken back: it fails like reject */
+    if (!c->replies || c->is_h2 || r->action != SL_ACT_REPLY || c->nsw >= SL_REQ_AHEAD ||
+        h1->start < c->pos)
         return false;
     struct swallow *s = &c->sw[c->nsw++];
     *s = (struct swallow){.start = h1->start,
