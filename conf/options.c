@@ -156,7 +156,7 @@ static const struct option options[] = {
     {"ramp_over",    STR,  NULL,     RULE,        0,        0,              0,            check_duration,   NULL,            NULL},          /* reaching ramp_to this long after ramp_from */
     {"ramp_every",   STR,  "1d",     RULE,        0,        0,              0,            check_duration,   NULL,            NULL},          /* one step each */
     /* rules: what a denial does */
-    {"action",       STR,  NULL,     RULE,        0,        0,              0,            check_enum,       &action_enum,    NULL},          /* inbound reject, outbound delay */
+    {"action",       STR,  NULL,     RULE,        0,        0,              0,            check_enum,       &action_enum,    NULL},          /* inbound reject, outbound delay; outbound reply (req_rate rules): the request is not sent, the client reads a 429 (HTTP/1.1; HTTP/2 requests are rejected) */
     {"reply",        STR,  NULL,     IN,          0,        0,              0,            check_reply,      NULL,            NULL},          /* none: built-in 429 */
     {"max_delay",    STR,  "10s",    RULE,        0,        0,              0,            check_duration,   NULL,            NULL},
     {"errno",        STR,  NULL,     OUT,         0,        0,              0,            check_errno,      NULL,            NULL},          /* ETIMEDOUT (delay), ECONNREFUSED (reject) */
