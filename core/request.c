@@ -408,6 +408,11 @@ size_t sl_req_swallow(struct sl_req_conn *c, const void *buf, size_t len, uint64
     return n;
 }
 
+bool sl_req_swallow_lost(const struct sl_req_conn *c)
+{
+    return c->replies && c->resp.lost;
+}
+
 size_t sl_req_inject_peek(const struct sl_req_conn *c, const char **p)
 {
     *p = c->inj;

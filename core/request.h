@@ -88,6 +88,11 @@ void sl_req_passed(struct sl_req_conn *c, const void *buf, size_t n);
  * call returns 0 (the caller holds the write and asks again). */
 size_t sl_req_swallow(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now);
 
+/* True when the responses can no longer be counted (core/h1resp.h: a
+ * malformed or unsolicited response, an upgrade): a swallowed request's
+ * turn would never come, so the caller fails it like reject. */
+bool sl_req_swallow_lost(const struct sl_req_conn *c);
+
 /* The bytes of queued 429s the program has not read yet (*p set; 0 when
  * none); sl_req_inject_take(n) marks n of them read. */
 size_t sl_req_inject_peek(const struct sl_req_conn *c, const char **p);

@@ -47,7 +47,9 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
  * it (a pipelining client): a blocking write asks again every ms up to
  * REPLY_WAIT_NS, then fails with the rule's errno (a client that writes
  * and reads on one thread would otherwise wait for ever); a non-blocking
- * one gets EAGAIN and is reported writable again REPLY_POLL_NS later. */
+ * one gets EAGAIN and is reported writable again REPLY_POLL_NS later.
+ * When the responses cannot be counted any more (sl_req_swallow_lost) the
+ * turn never comes: the write fails at once, like reject. */
 #define REPLY_POLL_NS (SL_NS_PER_SEC / 100)
 #define REPLY_STEP_NS (SL_NS_PER_SEC / 1000)
 #define REPLY_WAIT_NS SL_NS_PER_SEC
@@ -68,13 +70,14 @@ static ssize_t swallow(int fd, struct sl_fd *e, const void *buf, size_t len, int
             return (ssize_t)n;
         }
         uint64_t now = sl_clock_now();
-        if (*nonblock < 0) *nonblock = sl_fd_nonblocking(fd);
-        if (*nonblock) {
+        bool lost = sl_req_swallow_lost(c);
+        if (*nonblock < 0 && !lost) *nonblock = sl_fd_nonblocking(fd);
+        if (*nonblock > 0 && !lost) {
             sl_ready_throttle(fd, e, SL_IO_SEND, now + REPLY_POLL_NS);
             errno = EAGAIN;
             return -1;
         }
-        if (now - start >= REPLY_WAIT_NS) {
+        if (lost || now - start >= REPLY_WAIT_NS) {
             const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[rule];
             errno = r->err ? r->err : ECONNREFUSED;
             return -1;
@@ -153,7 +156,9 @@ size_t sl_reqout_inject(int fd, struct sl_fd *e, void *buf, size_t len, bool pee
     memcpy(buf, p, n);
     if (!peek) {
         sl_req_inject_take(CONN(o), n);
-        if (sl_req_inject_peek(CONN(o), &p) == 0) sl_ready_held(fd, e, 0);
+        /* none left: nothing to announce; some: announced again (epoll
+         * hears of held bytes once per call, a partial read needs another) */
+        sl_ready_held(fd, e, sl_req_inject_peek(CONN(o), &p) ? sl_clock_now() : 0);
     }
     return n;
 }

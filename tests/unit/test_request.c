@@ -412,6 +412,18 @@ static void outbound_reply_waits_for_the_responses_owed_first(void **unused)
                      sizeof a - 1 - first);
     assert_true(sl_req_inject_peek(w->c, &q) > 0);
     assert_int_equal(nsent, first);
+    assert_false(sl_req_swallow_lost(w->c));
+    world_free(w);
+
+    /* a response that cannot be parsed: the count is lost, the turn of
+     * a swallowed request never comes, and the caller is told so */
+    w = world_out(1, 1, SL_ACT_REPLY);
+    nsent = nsw = 0;
+    assert_int_equal(write_out(w, a, sizeof a - 1, T0, sent, &nsent, &nsw), first);
+    sl_req_responses(w->c, "SSH-2.0-x\r\n", 11);
+    assert_int_equal(write_out(w, a + first, sizeof a - 1 - first, T0, sent, &nsent, &nsw), 0);
+    assert_true(sl_req_swallow_lost(w->c));
+    assert_int_equal(sl_req_inject_peek(w->c, &q), 0);
     world_free(w);
 }
 
