@@ -24,7 +24,11 @@ chunks in writes of their own, so a swallowed body spans several writes):
 4. python requests with a Session (plaintext): the same as 1;
 5. asyncio (non-blocking, epoll): the same codes as 1, reading each answer
    only when the loop reports the socket readable: the queued 429 must be
-   announced (sluice holds it, the kernel has nothing to report).
+   announced (sluice holds it, the kernel has nothing to report);
+6. pipelined (asyncio, non-blocking): GET, POST, GET in one write under
+   req_rate=1/m req_burst=1: the first goes, the other two are swallowed,
+   and their 429s come after the first's 200 (the swallowed write waits,
+   EAGAIN, until the client has read that response), the server saw one.
 """
 import ssl
 
@@ -135,6 +139,26 @@ async def main():
 asyncio.run(main())
 """
 
+PIPELINED = r"""
+import asyncio, json, sys
+async def main():
+    r, w = await asyncio.open_connection("127.0.0.1", int(sys.argv[1]))
+    p = sys.argv[2]
+    w.write(b"GET /%s0 HTTP/1.1\r\nHost: v\r\n\r\n" % p.encode()
+            + b"POST /%s1 HTTP/1.1\r\nHost: v\r\nContent-Length: 4\r\n\r\nbody" % p.encode()
+            + b"GET /%s2 HTTP/1.1\r\nHost: v\r\n\r\n" % p.encode())
+    out = []
+    for path, body in (("/%s0" % p, ""), ("/%s1" % p, "body"), ("/%s2" % p, "")):
+        status = int((await asyncio.wait_for(r.readline(), 5)).split()[1]); headers = {}
+        while (line := await asyncio.wait_for(r.readline(), 5)) != b"\r\n":
+            k, v = line.decode().split(":", 1); headers[k.strip()] = v.strip()
+        data = (await asyncio.wait_for(r.readexactly(int(headers["Content-Length"])), 5)).decode()
+        out.append({"path": path, "body": body, "t": 0, "status": status, "headers": headers, "data": data})
+    await w.drain()
+    print(json.dumps(out))
+asyncio.run(main())
+"""
+
 
 def served(p, prefix):
     """(path, client port, body) of each request the vendor served."""
@@ -206,6 +230,12 @@ with TempDir() as tmp:
         got = last_json(r.stdout)
         check(got is not None, f"asyncio: {r.stdout} {r.stderr}")
         check_answers("asyncio", got, vendor, "as", EXACT)
+
+        one = f"to=127.0.0.1 port={port} req_rate=1/m req_burst=1 action=reply"
+        r = run(sluice_argv([sys.executable, "-c", PIPELINED, str(port), "pp"], outs=[one]))
+        got = last_json(r.stdout)
+        check(got is not None, f"pipelined: {r.stdout} {r.stderr}")
+        check_answers("pipelined", got, vendor, "pp", [200, 429, 429])
 
     key, crt = tmp.join("key.pem"), tmp.join("cert.pem")
     r = run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
