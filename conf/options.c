@@ -101,7 +101,8 @@ static const char *no_peer_twice(cfg_opt_t *opt, const char *last);
 
 /* In the order of conf_per_names and conf_action_names (values.c). */
 static const unsigned per_where[] = {IN, IN, OUT, RULE};
-static const unsigned action_where[] = {RULE, IN, RULE}; /* inbound delay: requests only */
+/* inbound delay and outbound reply: requests only (checked in check_rule) */
+static const unsigned action_where[] = {RULE, RULE, RULE};
 
 static const struct conf_enum alg_enum = {conf_alg_names, NULL};
 static const struct conf_enum scope_enum = {conf_scope_names, NULL};
@@ -156,7 +157,7 @@ static const struct option options[] = {
     {"ramp_over",    STR,  NULL,     RULE,        0,        0,              0,            check_duration,   NULL,            NULL},          /* reaching ramp_to this long after ramp_from */
     {"ramp_every",   STR,  "1d",     RULE,        0,        0,              0,            check_duration,   NULL,            NULL},          /* one step each */
     /* rules: what a denial does */
-    {"action",       STR,  NULL,     RULE,        0,        0,              0,            check_enum,       &action_enum,    NULL},          /* inbound reject, outbound delay */
+    {"action",       STR,  NULL,     RULE,        0,        0,              0,            check_enum,       &action_enum,    NULL},          /* inbound reject, outbound delay; outbound reply (req_rate rules): the request is not sent, the client reads a 429 (HTTP/1.1; HTTP/2 requests are rejected) */
     {"reply",        STR,  NULL,     IN,          0,        0,              0,            check_reply,      NULL,            NULL},          /* none: built-in 429 */
     {"max_delay",    STR,  "10s",    RULE,        0,        0,              0,            check_duration,   NULL,            NULL},
     {"errno",        STR,  NULL,     OUT,         0,        0,              0,            check_errno,      NULL,            NULL},          /* ETIMEDOUT (delay), ECONNREFUSED (reject) */
@@ -636,6 +637,12 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
     if (dir == SL_IN && act && strcmp(act, "delay") == 0 && !conf_is_request_rule(sec)) {
         conf_fail(sec, line, "action", act,
                   "needs req_rate on an inbound rule (requests are held, connections are not)");
+        return -1;
+    }
+    if (dir == SL_OUT && act && strcmp(act, "reply") == 0 && !conf_is_request_rule(sec)) {
+        conf_fail(sec, line, "action", act,
+                  "needs req_rate on an outbound rule (the 429 answers a request, a connect has "
+                  "none)");
         return -1;
     }
     if (dir == SL_OUT && cfg_size(sec, "to") == 0) {

@@ -382,9 +382,10 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
             *ev = SL_H1_HEAD;
             return done;
         }
-        if (s->message_done && s->state != SL_H1_PASS)
+        if (s->message_done && s->state != SL_H1_PASS) {
+            if (s->state == SL_H1_IN_BODY) s->body_end = s->pos;
             s->state = SL_H1_IDLE;
-        else if (s->state == SL_H1_IN_HEAD && s->pos - s->head_start > SL_H1_HEAD_MAX)
+        } else if (s->state == SL_H1_IN_HEAD && s->pos - s->head_start > SL_H1_HEAD_MAX)
             s->state = SL_H1_PASS;
     }
     return done;

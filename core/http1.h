@@ -102,6 +102,7 @@ struct sl_h1 {
     size_t key_name_len;
     uint64_t pos;        /* stream offset of the next byte to feed */
     uint64_t head_start; /* IN_HEAD: where the head began */
+    uint64_t body_end;   /* where the last message with a body ended (0: none yet) */
     uint8_t preface;     /* stream bytes held while they match the HTTP/2 preface */
     bool head_done;      /* set by the parser's callback: a head just completed */
     bool message_done;   /* set by the parser's callback: a message just ended */
@@ -148,6 +149,13 @@ static inline uint64_t sl_h1_pos(const struct sl_h1 *s)
 static inline enum sl_h1_state sl_h1_state(const struct sl_h1 *s)
 {
     return s->state;
+}
+
+/* The end of the last message that had a body (its last byte + 1), 0
+ * before any: a caller that needs a message's end watches it change. */
+static inline uint64_t sl_h1_body_end(const struct sl_h1 *s)
+{
+    return s->body_end;
 }
 
 /* IN_HEAD: the stream offset where the incomplete head began. */

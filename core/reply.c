@@ -22,8 +22,8 @@ static void sf_string(char *out, size_t len, const char *name)
     out[n] = 0;
 }
 
-size_t sl_reply_429_policy(char *buf, size_t len, const struct sl_verdict *v,
-                           const struct sl_reply_policy *p)
+static size_t build(char *buf, size_t len, const struct sl_verdict *v,
+                    const struct sl_reply_policy *p, const char *connection)
 {
     static const char body[] = "Too Many Requests\n";
     unsigned long long retry = sl_reply_seconds(v->retry_ns), reset = sl_reply_seconds(v->reset_ns);
@@ -52,12 +52,24 @@ size_t sl_reply_429_policy(char *buf, size_t len, const struct sl_verdict *v,
                      "X-RateLimit-Remaining: %llu\r\n"
                      "X-RateLimit-Reset: %llu\r\n"
                      "%s"
-                     "Connection: close\r\n"
+                     "%s"
                      "\r\n"
                      "%s",
                      sizeof body - 1, retry, limit, remaining, reset, limit, remaining, reset,
-                     fields, body);
+                     fields, connection, body);
     return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+}
+
+size_t sl_reply_429_policy(char *buf, size_t len, const struct sl_verdict *v,
+                           const struct sl_reply_policy *p)
+{
+    return build(buf, len, v, p, "Connection: close\r\n");
+}
+
+size_t sl_reply_429_keep(char *buf, size_t len, const struct sl_verdict *v,
+                         const struct sl_reply_policy *p)
+{
+    return build(buf, len, v, p, "");
 }
 
 size_t sl_reply_429(char *buf, size_t len, const struct sl_verdict *v)

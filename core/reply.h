@@ -1,4 +1,5 @@
-/* reply.h - what an inbound `reply` rule writes before it closes.
+/* reply.h - what an inbound `reply` rule writes before it closes, and
+ * what an outbound one hands the client in place of the vendor's answer.
  *
  * The built-in answer is an HTTP/1.1 429 with Retry-After and the IETF
  * RateLimit-Limit/Remaining/Reset fields plus their X-RateLimit-* twins,
@@ -37,5 +38,11 @@ size_t sl_reply_429(char *buf, size_t len, const struct sl_verdict *v);
 /* The same with the draft-10 fields of policy p (NULL: none, as sl_reply_429). */
 size_t sl_reply_429_policy(char *buf, size_t len, const struct sl_verdict *v,
                            const struct sl_reply_policy *p);
+
+/* Outbound `reply`: the same without `Connection: close`, since the
+ * connection goes on (the client reads it as the vendor's answer and
+ * keeps the connection for its next request). */
+size_t sl_reply_429_keep(char *buf, size_t len, const struct sl_verdict *v,
+                         const struct sl_reply_policy *p);
 
 #endif

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "h1resp.h"
 #include "h2.h"
 #include "http1.h"
 #include "reply.h"
@@ -33,8 +34,27 @@ struct ahead {
     uint64_t release_at; /* monotonic ns it may pass (0: now) */
 };
 
+/* A request an outbound `reply` rule denied: [start, end) is swallowed
+ * (end UINT64_MAX until the scanner finds the end of its body). */
+struct swallow {
+    uint64_t start, end;
+    uint64_t before; /* requests sent ahead of it: their responses come first */
+    int rule;        /* the denying rule */
+    struct sl_verdict v;
+    uint64_t quota, window_s; /* the RateLimit-Policy fields */
+    char name[49];            /* the rule's name (reply.c writes at most 48 bytes of it) */
+    bool queued;              /* its 429 is queued */
+};
+
+#define SL_REQ_INJECT_MAX (4 * SL_REPLY_MAX)
+
 struct sl_req_conn {
     struct sl_req_rules rules;
+    bool out;     /* outbound: the program writes these requests */
+    bool replies; /* outbound with a `reply` rule: swallowed requests are answered */
+    int nsw;
+    struct swallow sw[SL_REQ_AHEAD];
+    size_t inj_len; /* queued 429 bytes not yet read */
     uint64_t pos;
     struct ahead ahead[SL_REQ_AHEAD];
     int nahead;
@@ -47,6 +67,8 @@ struct sl_req_conn {
     bool is_h2; /* the HTTP/2 preface was seen: h2 scans from there on */
     struct sl_h2 h2;
     char header[SL_H1_NAME_MAX]; /* the key header, for the switch to h2 */
+    struct sl_h1resp resp;       /* replies: the responses the program has read */
+    char inj[SL_REQ_INJECT_MAX]; /* replies: the queued 429s */
 };
 
 size_t sl_req_conn_size(void)
@@ -123,7 +145,7 @@ bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir 
 {
     const struct sl_config *cfg = rt->cfg;
     uint64_t match = 0;
-    bool quota = false;
+    bool quota = false, replies = false;
     const char *header = NULL;
     for (int i = 0; i < cfg->nrules && i < SL_MAX_RULES; i++) {
         const struct sl_rule *r = &cfg->rules[i];
@@ -131,9 +153,13 @@ bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir 
         match |= 1ull << i;
         quota |= r->quota != 0 || r->plans != NULL || r->ramp.steps != 0; /* wall time needed */
         if (!header && r->req_per == SL_REQ_PER_HEADER) header = r->req_per_name;
+        replies |= dir == SL_OUT && r->action == SL_ACT_REPLY;
     }
     if (!match) return false;
     memset(c, 0, offsetof(struct sl_req_conn, reply));
+    c->out = dir == SL_OUT;
+    c->replies = replies;
+    if (replies) sl_h1resp_init(&c->resp);
     c->rules.rt = rt;
     c->rules.peer = *peer;
     c->rules.match = match;
@@ -243,21 +269,59 @@ static bool next_head(struct sl_req_conn *c, const char *buf, size_t len,
     return true;
 }
 
+/* The last swallowed request's end, once the scanner has passed it: its
+ * body is the first to end after its head (a later head is decided only
+ * after this ran). Passthrough with the end unknown swallows the rest:
+ * bytes after a body that cannot be framed are not a request of their own. */
+static void swallow_ends(struct sl_req_conn *c)
+{
+    if (!c->nsw || c->is_h2) return;
+    struct swallow *s = &c->sw[c->nsw - 1];
+    if (s->end == UINT64_MAX && sl_h1_body_end(&c->scan) > s->start)
+        s->end = sl_h1_body_end(&c->scan);
+}
+
+/* An outbound `reply` denial: the request is swallowed, not the connection. */
+static bool swallowed(struct sl_req_conn *c, const struct sl_h1_head *h1,
+                      const struct sl_req_decision *d)
+{
+    const struct sl_rule *r = &c->rules.rt->cfg->rules[d->rule];
+    /* a head whose first bytes went already (a head written in parts:
+     * they pass until its end) cannot be taken back: it fails like reject */
+    if (!c->replies || c->is_h2 || r->action != SL_ACT_REPLY || c->nsw >= SL_REQ_AHEAD ||
+        h1->start < c->pos)
+        return false;
+    struct swallow *s = &c->sw[c->nsw++];
+    *s = (struct swallow){.start = h1->start,
+                          .end = sl_h1_state(&c->scan) == SL_H1_IDLE ? h1->end : UINT64_MAX,
+                          .before = c->resp.sent,
+                          .rule = d->rule,
+                          .v = d->v,
+                          .quota = d->policy.quota,
+                          .window_s = d->policy.window_s};
+    snprintf(s->name, sizeof s->name, "%s", d->policy.name ? d->policy.name : "");
+    return true;
+}
+
 /* Scans the bytes of buf past the scanner's position, deciding each head. */
 static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
 {
-    while (!c->denied && !c->pass && c->nahead < SL_REQ_AHEAD) {
+    while (!c->denied && !c->pass && c->nahead < SL_REQ_AHEAD && c->nsw < SL_REQ_AHEAD) {
         const struct sl_h1_head *h1;
         const struct sl_h1 *sc;
-        if (!next_head(c, buf, len, &h1, &sc)) return;
+        bool found = next_head(c, buf, len, &h1, &sc);
+        swallow_ends(c);
+        if (!found) return;
         struct sl_req_head h;
         struct sl_req_decision d;
         head_of(sc, h1, &h);
         sl_req_decide(&c->rules, &h, now, &d);
+        if (!d.allowed && swallowed(c, h1, &d)) continue;
         if (!d.allowed) {
             deny(c, h1->start, &d);
             return;
         }
+        if (c->replies) sl_h1resp_sent(&c->resp, h1->method);
         if (d.wait_ns)
             c->ahead[c->nahead++] = (struct ahead){.off = h1->start, .release_at = now + d.wait_ns};
     }
@@ -284,6 +348,10 @@ size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t
         *v = (struct sl_req_verdict){
             .status = SL_REQ_HOLD, .rule = -1, .wait_ns = a->release_at - now};
     }
+    if (c->nsw && c->sw[0].start <= limit) {
+        limit = c->sw[0].start;
+        *v = (struct sl_req_verdict){.status = SL_REQ_SWALLOW, .rule = c->sw[0].rule};
+    }
     if (c->denied && c->deny_off <= limit) {
         limit = c->deny_off;
         *v = c->deny;
@@ -303,7 +371,73 @@ void sl_req_passed(struct sl_req_conn *c, const void *buf, size_t n)
 
 bool sl_req_done(const struct sl_req_conn *c)
 {
-    return c->pass && !c->denied && c->nahead == 0;
+    return c->pass && !c->denied && c->nahead == 0 && c->nsw == 0;
+}
+
+/* Queues s's 429 if its turn has come: every response before it read. */
+static bool queue_reply(struct sl_req_conn *c, struct swallow *s)
+{
+    if (c->resp.lost || c->resp.done < s->before) return false;
+    char text[SL_REPLY_MAX];
+    struct sl_reply_policy p = {.name = s->name, .quota = s->quota, .window_s = s->window_s};
+    size_t n = sl_reply_429_keep(text, sizeof text, &s->v, &p);
+    if (n > sizeof c->inj - c->inj_len) return false; /* the program reads the earlier ones first */
+    memcpy(c->inj + c->inj_len, text, n);
+    c->inj_len += n;
+    s->queued = true;
+    return true;
+}
+
+size_t sl_req_swallow(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now)
+{
+    (void)buf;
+    (void)now;
+    if (!c->nsw || c->sw[0].start > c->pos) return 0;
+    swallow_ends(c);
+    struct swallow *s = &c->sw[0];
+    if (!s->queued && !queue_reply(c, s)) return 0;
+    uint64_t end = s->end, scanned = scan_pos(c);
+    if (end > scanned) end = scanned; /* the body goes on past what was shown */
+    if (end > c->pos + len) end = c->pos + len;
+    size_t n = end > c->pos ? (size_t)(end - c->pos) : 0;
+    c->pos += n;
+    if (c->pos >= s->end) {
+        memmove(&c->sw[0], &c->sw[1], (size_t)(c->nsw - 1) * sizeof c->sw[0]);
+        c->nsw--;
+    }
+    return n;
+}
+
+bool sl_req_swallow_lost(const struct sl_req_conn *c)
+{
+    return c->replies && c->resp.lost;
+}
+
+size_t sl_req_inject_peek(const struct sl_req_conn *c, const char **p)
+{
+    *p = c->inj;
+    return c->inj_len;
+}
+
+void sl_req_inject_take(struct sl_req_conn *c, size_t n)
+{
+    if (n > c->inj_len) n = c->inj_len;
+    memmove(c->inj, c->inj + n, c->inj_len - n);
+    c->inj_len -= n;
+}
+
+bool sl_req_replies(const struct sl_req_conn *c)
+{
+    return c->replies;
+}
+
+void sl_req_responses(struct sl_req_conn *c, const void *buf, size_t n)
+{
+    if (!c->replies) return;
+    if (n == 0)
+        sl_h1resp_eof(&c->resp);
+    else
+        sl_h1resp_feed(&c->resp, buf, n);
 }
 
 void sl_req_conn_rebind(struct sl_req_conn *c, struct sl_runtime *rt)

@@ -31,11 +31,13 @@ enum sl_req_status {
     SL_REQ_NEED_MORE, /* stopped at an incomplete head: ask again with more bytes */
     SL_REQ_HOLD,      /* stopped at a head that waits its turn: ask again after wait_ns */
     SL_REQ_DENY,      /* stopped at a denied head: it and everything after never pass */
+    SL_REQ_SWALLOW,   /* stopped at a request an outbound `reply` rule denied (HTTP/1):
+                         pass the bytes returned, then call sl_req_swallow */
 };
 
 struct sl_req_verdict {
     enum sl_req_status status;
-    int rule;              /* HOLD, DENY: the rule's index in the config; -1 otherwise */
+    int rule;              /* DENY, SWALLOW: the rule's index in the config; -1 otherwise */
     enum sl_action action; /* DENY: SL_ACT_REPLY (write reply, then close) or
                               SL_ACT_REJECT (reset the connection) */
     uint64_t wait_ns;      /* HOLD: how long until the head may pass */
@@ -71,6 +73,37 @@ size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t
  * sent): advances the position. n never exceeds what sl_req_admit last
  * returned for them. buf is needed: the scanner reads what passed. */
 void sl_req_passed(struct sl_req_conn *c, const void *buf, size_t n);
+
+/* Outbound `reply` (HTTP/1 only: an HTTP/2 denial stays a DENY, see
+ * request.c). A denied request is swallowed: its head and body (by
+ * Content-Length or chunked framing) are reported written but never sent,
+ * and a 429 keep-alive response (core/reply.h) is queued for the program
+ * to read in place of the vendor's; the requests after it go on.
+ *
+ * At a swallowed request (status SL_REQ_SWALLOW with 0 bytes to pass): how
+ * many of the len bytes of buf at the stream position belong to it; they
+ * count as passed. Its 429 is queued at its first byte, and only once the
+ * program has read the final responses of every request sent before it
+ * (sl_req_responses), so that the 429 arrives in order: until then the
+ * call returns 0 (the caller holds the write and asks again). */
+size_t sl_req_swallow(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now);
+
+/* True when the responses can no longer be counted (core/h1resp.h: a
+ * malformed or unsolicited response, an upgrade): a swallowed request's
+ * turn would never come, so the caller fails it like reject. */
+bool sl_req_swallow_lost(const struct sl_req_conn *c);
+
+/* The bytes of queued 429s the program has not read yet (*p set; 0 when
+ * none); sl_req_inject_take(n) marks n of them read. */
+size_t sl_req_inject_peek(const struct sl_req_conn *c, const char **p);
+void sl_req_inject_take(struct sl_req_conn *c, size_t n);
+
+/* True when some outbound `reply` rule matches the connection: the
+ * program's reads must then be shown to sl_req_responses. */
+bool sl_req_replies(const struct sl_req_conn *c);
+
+/* The program read n bytes the server sent (n 0: the end of the stream). */
+void sl_req_responses(struct sl_req_conn *c, const void *buf, size_t n);
 
 /* True once nothing more will be limited on the connection (passed
  * through, see sl_req_admit): the caller may stop calling. */

@@ -48,6 +48,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <string.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -59,6 +60,7 @@
 #include <unistd.h>
 
 #include "../core/clock.h"
+#include "../core/reply.h"
 #include "fd.h"
 #include "pending.h"
 #include "req.h"
@@ -441,9 +443,11 @@ static ssize_t request_write(struct sl_runtime *rt, struct sl_fd *e, struct call
         return e->bytes_rule[SL_IO_SEND] >= 0 ? limited(rt, e, c, SL_IO_SEND)
                                               : real_call(c, c->len);
     }
-    bool dontwait = has_msg_flags(c) && (c->flags & MSG_DONTWAIT);
-    ssize_t cap = sl_reqout_before_write(c->fd, e, buf, len, dontwait, false);
+    bool dontwait = has_msg_flags(c) && (c->flags & MSG_DONTWAIT), swallowed;
+    ssize_t cap = sl_reqout_before_write(c->fd, e, buf, len, dontwait, false, &swallowed);
     if (cap < 0) return -1;
+    if (swallowed)
+        return cap; /* an outbound `reply` request: written, as far as the program knows */
     size_t want = c->len;
     c->len = (size_t)cap;
     ssize_t n =
@@ -451,6 +455,58 @@ static ssize_t request_write(struct sl_runtime *rt, struct sl_fd *e, struct call
     c->len = want;
     if (n > 0) sl_reqout_written(e, buf, (size_t)n, false);
     return n;
+}
+
+/* Copies n bytes of src into the call's buffers. */
+static void copy_out(const struct call *c, const char *src, size_t n)
+{
+    struct iovec one;
+    const struct iovec *iov;
+    int cnt = call_iov(c, &one, &iov);
+    for (int i = 0; i < cnt && n > 0; i++) {
+        size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
+        memcpy(iov[i].iov_base, src, k);
+        src += k;
+        n -= k;
+    }
+}
+
+/* A read of an outbound connection an outbound `reply` rule matches
+ * (reqout.h): a queued 429 is read first; what the server sends is shown
+ * to reqout.c, which counts the responses. */
+static ssize_t reply_read(struct sl_runtime *rt, struct sl_fd *e, struct call *c)
+{
+    if (c->k == K_SPLICE) return real_call(c, c->len);
+    char tmp[SL_REPLY_MAX];
+    size_t want = c->len < sizeof tmp ? c->len : sizeof tmp;
+    size_t n = sl_reqout_inject(c->fd, e, tmp, want, peeking(c), false);
+    if (n > 0) {
+        copy_out(c, tmp, n);
+        if (c->k == K_RECVFROM && c->from && c->fromlen) *c->fromlen = 0; /* as TCP's */
+        if (c->k == K_RECVMSG) {
+            c->msg->msg_namelen = 0;
+            c->msg->msg_controllen = 0;
+            c->msg->msg_flags = 0;
+        }
+        return (ssize_t)n;
+    }
+    ssize_t got = e->bytes_rule[SL_IO_RECV] >= 0 && !peeking(c) ? limited(rt, e, c, SL_IO_RECV)
+                                                                : real_call(c, c->len);
+    if (got >= 0 && !peeking(c)) {
+        int saved = errno;
+        struct iovec one;
+        const struct iovec *iov;
+        int cnt = call_iov(c, &one, &iov);
+        size_t left = (size_t)got;
+        if (got == 0) sl_reqout_read(e, NULL, 0, false);
+        for (int i = 0; i < cnt && left > 0; i++) {
+            size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
+            sl_reqout_read(e, iov[i].iov_base, k, false);
+            left -= k;
+        }
+        errno = saved;
+    }
+    return got;
 }
 
 static ssize_t run(struct call *c, enum sl_io io, int fd)
@@ -461,6 +517,8 @@ static ssize_t run(struct call *c, enum sl_io io, int fd)
     rt = sl_reload_check(rt);
     if (sl_pending_held(e) && sl_pending_io(c->fd, e) < 0) return -1;
     if (io == SL_IO_RECV && e->req && c->len) return request_read(rt, e, c);
+    if (io == SL_IO_RECV && e->req_out && c->len && sl_reqout_replies(e))
+        return reply_read(rt, e, c);
     if (io == SL_IO_SEND && e->req_out && c->len) return request_write(rt, e, c);
     if (e->bytes_rule[io] < 0 || c->len == 0 || peeking(c)) return real_call(c, c->len);
     return limited(rt, e, c, io);

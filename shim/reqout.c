@@ -70,10 +70,55 @@ static void unseen_tls(struct sl_req_out *o, const void *buf)
            addr, o->dst.port);
 }
 
-ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
-                               bool nonblock_flag, bool tls)
+/* How long a request that `reply` swallows waits for the responses before
+ * it (a pipelining client): a blocking write asks again every ms up to
+ * REPLY_WAIT_NS, then fails with the rule's errno (a client that writes
+ * and reads on one thread would otherwise wait for ever); a non-blocking
+ * one gets EAGAIN and is reported writable again REPLY_POLL_NS later.
+ * When the responses cannot be counted any more (sl_req_swallow_lost) the
+ * turn never comes: the write fails at once, like reject. */
+#define REPLY_POLL_NS (SL_NS_PER_SEC / 100)
+#define REPLY_STEP_NS (SL_NS_PER_SEC / 1000)
+#define REPLY_WAIT_NS SL_NS_PER_SEC
+
+/* A swallowed request's bytes: reported written, never sent. */
+static ssize_t swallow(int fd, struct sl_fd *e, const void *buf, size_t len, int rule,
+                       int *nonblock, uint64_t *deadline, bool *swallowed)
 {
     struct sl_req_conn *c = CONN(e->req_out);
+    uint64_t start = sl_clock_now();
+    for (;;) {
+        const char *p;
+        size_t queued = sl_req_inject_peek(c, &p);
+        size_t n = sl_req_swallow(c, buf, len, sl_clock_now());
+        if (n > 0 || len == 0) {
+            if (sl_req_inject_peek(c, &p) > queued) sl_ready_held(fd, e, sl_clock_now());
+            *swallowed = true;
+            return (ssize_t)n;
+        }
+        uint64_t now = sl_clock_now();
+        bool lost = sl_req_swallow_lost(c);
+        if (*nonblock < 0 && !lost) *nonblock = sl_fd_nonblocking(fd);
+        if (*nonblock > 0 && !lost) {
+            sl_ready_throttle(fd, e, SL_IO_SEND, now + REPLY_POLL_NS);
+            errno = EAGAIN;
+            return -1;
+        }
+        if (lost || now - start >= REPLY_WAIT_NS) {
+            const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[rule];
+            errno = r->err ? r->err : ECONNREFUSED;
+            return -1;
+        }
+        if (!*deadline) *deadline = sl_wait_deadline(fd, SO_SNDTIMEO, now);
+        if (sl_wait_until(now + REPLY_STEP_NS, *deadline) != 0) return -1;
+    }
+}
+
+ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
+                               bool nonblock_flag, bool tls, bool *swallowed)
+{
+    struct sl_req_conn *c = CONN(e->req_out);
+    *swallowed = false;
     if (len && !tls && !e->req_out->tls) unseen_tls(e->req_out, buf);
     if (e->req_out->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
     if (sl_req_done(c)) return (ssize_t)len;
@@ -90,9 +135,19 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
             errno = saved;
             return (ssize_t)len; /* an incomplete head goes as it is written: decided at its end */
         }
-        if (ok > 0 && !tls) { /* a short write, up to the head that must wait */
+        if (ok > 0 && (!tls || v.status == SL_REQ_SWALLOW)) {
+            /* a short write, up to the head that must wait or be swallowed
+             * (tls.c writes a buffer with a swallowed request in parts) */
             errno = saved;
             return (ssize_t)ok;
+        }
+        if (v.status == SL_REQ_SWALLOW) {
+            ssize_t n = swallow(fd, e, buf, len, v.rule, &nonblock, &deadline, swallowed);
+            if (n >= 0) {
+                atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
+                errno = saved;
+            }
+            return n;
         }
         /* through TLS a write is all or nothing: the whole buffer waits for
          * the last of its requests, or fails with it (a client writes one
@@ -117,6 +172,34 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
 void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls)
 {
     if (e->req_out->tls == tls) sl_req_passed(CONN(e->req_out), buf, n);
+}
+
+size_t sl_reqout_inject(int fd, struct sl_fd *e, void *buf, size_t len, bool peek, bool tls)
+{
+    struct sl_req_out *o = e->req_out;
+    const char *p;
+    size_t n = o->tls == tls ? sl_req_inject_peek(CONN(o), &p) : 0;
+    if (n == 0) return 0;
+    if (n > len) n = len;
+    memcpy(buf, p, n);
+    if (!peek) {
+        sl_req_inject_take(CONN(o), n);
+        /* none left: nothing to announce; some: announced again (epoll
+         * hears of held bytes once per call, a partial read needs another) */
+        sl_ready_held(fd, e, sl_req_inject_peek(CONN(o), &p) ? sl_clock_now() : 0);
+    }
+    return n;
+}
+
+void sl_reqout_read(struct sl_fd *e, const void *buf, size_t n, bool tls)
+{
+    struct sl_req_out *o = e->req_out;
+    if (o->tls == tls && sl_req_replies(CONN(o))) sl_req_responses(CONN(o), buf, n);
+}
+
+bool sl_reqout_replies(struct sl_fd *e)
+{
+    return sl_req_replies(CONN(e->req_out));
 }
 
 bool sl_reqout_tls(struct sl_fd *e)

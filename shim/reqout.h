@@ -6,8 +6,16 @@
  *     the turn (SO_SNDTIMEO and signals keep their meaning, shim/wait.h);
  *     a non-blocking one gets EAGAIN and poll/select/epoll report the
  *     socket writable only when the turn comes (shim/ready.h);
- *   - reject (and reply, which is not in this build for outbound
- *     requests): the write fails with the rule's errno.
+ *   - reject: the write fails with the rule's errno;
+ *   - reply (HTTP/1): the request, head and body, is swallowed (reported
+ *     written, never sent) and a 429 is queued for the program's next
+ *     reads (sl_reqout_inject) once it has read the responses to every
+ *     request sent before (core/request.h: sl_req_swallow); until then the
+ *     write is held (blocking: up to a second, then the rule's errno, for
+ *     a client that pipelines on one thread; non-blocking: EAGAIN). The
+ *     socket is reported readable while a 429 waits (ready.h). HTTP/2
+ *     requests are rejected instead (a HEADERS frame cannot be dropped
+ *     without breaking HPACK).
  * A write is shortened at a head that may not leave yet (a partial write
  * is legal); the bytes are never changed. The bytes of a head still being
  * written pass: its request is decided when its end is written, so the
@@ -30,9 +38,23 @@ struct sl_addr;
 void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst);
 
 /* io.c, before a write of up to len bytes of buf: how many may go now
- * (> 0), or -1 with errno (EAGAIN held, EINTR, the rule's errno). */
+ * (> 0), or -1 with errno (EAGAIN held, EINTR, the rule's errno). With
+ * *swallowed set, that many were swallowed instead: the caller reports
+ * them written without sending them. */
 ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
-                               bool nonblock_flag, bool tls);
+                               bool nonblock_flag, bool tls, bool *swallowed);
+
+/* io.c, tls.c, before a read: copies up to len bytes of queued 429s into
+ * buf (taken unless peek); 0 when none wait. */
+size_t sl_reqout_inject(int fd, struct sl_fd *e, void *buf, size_t len, bool peek, bool tls);
+
+/* io.c, tls.c: the program read these n bytes from the server (n 0: end
+ * of stream), counted as responses when the connection replies. */
+void sl_reqout_read(struct sl_fd *e, const void *buf, size_t n, bool tls);
+
+/* True when an outbound `reply` rule matches the connection (its reads
+ * must then go through the two calls above). */
+bool sl_reqout_replies(struct sl_fd *e);
 
 /* io.c: n of those bytes were written. */
 void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls);

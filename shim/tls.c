@@ -119,11 +119,59 @@ static int write_plain(void *ssl, const void *buf, int n)
 
 static const struct sl_tls_ops ops = {.read = read_plain, .retry = retry, .write = write_plain};
 
+static struct sl_fd *tracked_out(const SSL *ssl, int *fd);
+
+/* A read of a session an outbound `reply` rule matches (reqout.h): a
+ * queued 429 first, else the library's read, whose bytes are counted as
+ * responses. Returns false when the session is not one of those. */
+static bool reply_read(SSL *ssl, void *buf, size_t num, size_t *got, int *ret,
+                       int (*r)(SSL *, void *, size_t, size_t *))
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    int fd;
+    struct sl_fd *e;
+    if (!rt || !rt->any_req_out || !(e = tracked_out(ssl, &fd)) || !sl_reqout_replies(e))
+        return false;
+    size_t n = sl_reqout_inject(fd, e, buf, num, false, true);
+    if (n > 0) {
+        *got = n;
+        *ret = 1;
+        return true;
+    }
+    *got = 0;
+    *ret = r(ssl, buf, num, got);
+    if (*ret > 0 && *got > 0) {
+        sl_reqout_read(e, buf, *got, true);
+    } else {
+        int saved = errno;
+        int err = REAL_SSL(get_error, "SSL_get_error", SSL_get_error)(ssl, *ret);
+        if (err == SSL_ERROR_ZERO_RETURN) sl_reqout_read(e, NULL, 0, true);
+        errno = saved;
+    }
+    return true;
+}
+
+static int read_ex_of_read(SSL *ssl, void *buf, size_t n, size_t *got)
+{
+    int r = REAL_SSL(read, "SSL_read", SSL_read)(ssl, buf, n > INT_MAX ? INT_MAX : (int)n);
+    *got = r > 0 ? (size_t)r : 0;
+    return r;
+}
+
+static int read_ex_real(SSL *ssl, void *buf, size_t n, size_t *got)
+{
+    return REAL_SSL(read_ex, "SSL_read_ex", SSL_read_ex)(ssl, buf, n, got);
+}
+
 SL_EXPORT int SSL_read(SSL *ssl, void *buf, int num)
 {
     int fd;
     struct sl_fd *e = tracked(ssl, &fd);
     last.ssl = NULL;
+    size_t got;
+    int ret;
+    if (!e && num > 0 && reply_read(ssl, buf, (size_t)num, &got, &ret, read_ex_of_read))
+        return ret > 0 ? (int)got : ret;
     if (!e) return REAL_SSL(read, "SSL_read", SSL_read)(ssl, buf, num);
     enum sl_tls_how how;
     int n = sl_req_tls_read(fd, e, ssl, buf, num, &ops, &how);
@@ -136,6 +184,12 @@ SL_EXPORT int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *readbytes)
     int fd;
     struct sl_fd *e = tracked(ssl, &fd);
     last.ssl = NULL;
+    size_t got;
+    int ret;
+    if (!e && num > 0 && reply_read(ssl, buf, num, &got, &ret, read_ex_real)) {
+        if (readbytes) *readbytes = ret > 0 ? got : 0;
+        return ret > 0;
+    }
     if (!e) return REAL_SSL(read_ex, "SSL_read_ex", SSL_read_ex)(ssl, buf, num, readbytes);
     /* SSL_read with an int count reads the same records */
     enum sl_tls_how how;
@@ -230,11 +284,15 @@ static struct sl_fd *tracked_out(const SSL *ssl, int *fd)
     return e && e->req_out && sl_reqout_tls(e) ? e : NULL;
 }
 
-/* Before the program's write of n bytes: 0 when they may go (all of them),
- * else -1 with what SSL_get_error must say in `last`. */
-static int write_turn(SSL *ssl, int fd, struct sl_fd *e, const void *buf, size_t n)
+/* Before the program's write of n bytes: how many of them may go now
+ * (all of them, or fewer before a request `reply` swallows), or with
+ * *swallowed how many were swallowed; -1 with what SSL_get_error must say
+ * in `last`. */
+static ssize_t write_turn(SSL *ssl, int fd, struct sl_fd *e, const void *buf, size_t n,
+                          bool *swallowed)
 {
-    if (sl_reqout_before_write(fd, e, buf, n, false, true) >= 0) return 0;
+    ssize_t ok = sl_reqout_before_write(fd, e, buf, n, false, true, swallowed);
+    if (ok >= 0) return ok;
     last.ssl = ssl;
     if (errno == EAGAIN || errno == EINTR) {
         last.how = SL_TLS_WANT_WRITE; /* held (or a blocking wait was cut): try again */
@@ -245,6 +303,46 @@ static int write_turn(SSL *ssl, int fd, struct sl_fd *e, const void *buf, size_t
     return -1;
 }
 
+/* The program's write of n bytes, in parts when a swallowed request
+ * (outbound `reply`) is among them: the parts before and after it are
+ * written, its own bytes are not. Returns the count handled (n, or fewer
+ * when a part failed after earlier ones went: a short count, which
+ * python's sendall and the like go on from), or -1 (nothing went) with
+ * `last` or the library's error to report. */
+static ssize_t write_parts(SSL *ssl, int fd, struct sl_fd *e, const char *buf, size_t n,
+                           int (*w)(SSL *, const void *, size_t, size_t *))
+{
+    size_t off = 0;
+    while (off < n) {
+        bool swallowed;
+        ssize_t k = write_turn(ssl, fd, e, buf + off, n - off, &swallowed);
+        if (k < 0) return off ? (ssize_t)off : -1;
+        if (swallowed) {
+            off += (size_t)k;
+            continue;
+        }
+        size_t got = 0;
+        if (!w(ssl, buf + off, (size_t)k, &got) || got == 0) return off ? (ssize_t)off : -1;
+        sl_reqout_written(e, buf + off, got, true);
+        off += got;
+    }
+    last.ssl = NULL; /* the whole write went, or was swallowed */
+    return (ssize_t)off;
+}
+
+static int write_ex_of_write(SSL *ssl, const void *buf, size_t n, size_t *got)
+{
+    int (*w)(SSL *, const void *, int) = REAL_SSL(write, "SSL_write", SSL_write);
+    int r = w(ssl, buf, n > INT_MAX ? INT_MAX : (int)n);
+    *got = r > 0 ? (size_t)r : 0;
+    return r > 0;
+}
+
+static int write_ex_real(SSL *ssl, const void *buf, size_t n, size_t *got)
+{
+    return REAL_SSL(write_ex, "SSL_write_ex", SSL_write_ex)(ssl, buf, n, got);
+}
+
 SL_EXPORT int SSL_write(SSL *ssl, const void *buf, int num)
 {
     int fd;
@@ -252,10 +350,8 @@ SL_EXPORT int SSL_write(SSL *ssl, const void *buf, int num)
     last.ssl = NULL;
     int (*w)(SSL *, const void *, int) = REAL_SSL(write, "SSL_write", SSL_write);
     if (!e) return w(ssl, buf, num);
-    if (write_turn(ssl, fd, e, buf, (size_t)num) != 0) return -1;
-    int n = w(ssl, buf, num);
-    if (n > 0) sl_reqout_written(e, buf, (size_t)n, true);
-    return n;
+    ssize_t n = write_parts(ssl, fd, e, buf, (size_t)num, write_ex_of_write);
+    return n > 0 ? (int)n : -1;
 }
 
 SL_EXPORT int SSL_write_ex(SSL *ssl, const void *buf, size_t num, size_t *written)
@@ -266,15 +362,9 @@ SL_EXPORT int SSL_write_ex(SSL *ssl, const void *buf, size_t num, size_t *writte
     int (*w)(SSL *, const void *, size_t, size_t *) =
         REAL_SSL(write_ex, "SSL_write_ex", SSL_write_ex);
     if (!e) return w(ssl, buf, num, written);
-    if (write_turn(ssl, fd, e, buf, num) != 0) {
-        if (written) *written = 0;
-        return 0;
-    }
-    size_t got = 0;
-    int ok = w(ssl, buf, num, &got);
-    if (ok && got) sl_reqout_written(e, buf, got, true);
-    if (written) *written = got;
-    return ok;
+    ssize_t n = write_parts(ssl, fd, e, buf, num, write_ex_real);
+    if (written) *written = n > 0 ? (size_t)n : 0;
+    return n > 0;
 }
 
 SL_EXPORT int SSL_get_error(const SSL *ssl, int ret)

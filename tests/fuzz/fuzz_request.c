@@ -2,7 +2,11 @@
  * pieces whose sizes and timing come from the input, with a request rule
  * keyed by a header, routes, a quota and delay. Checks: admit never grants
  * more than it was shown, never passes a byte past a denied head, and
- * a denial stays at the same offset. */
+ * a denial stays at the same offset. Half the inputs (the first byte's low
+ * bit) run as an outbound connection under a `reply` rule instead: a
+ * swallowed request's bytes are consumed by sl_req_swallow (never more
+ * than shown), the input's own bytes are read back as responses, and the
+ * queued 429s are read. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +39,16 @@ static void setup(void)
     r->quota = 50;
     r->quota_window = SL_QUOTA_DAY;
     sl_limit_init(&r->req_limit, SL_ALG_GCRA, 100, 1000000000ull, 5);
+    struct sl_rule *o = &cfg.rules[cfg.nrules++];
+    strcpy(o->name, "fuzz-out");
+    o->id = sl_name_hash(o->name);
+    o->dir = SL_OUT;
+    o->request = true;
+    o->cost = 1;
+    o->action = SL_ACT_REPLY;
+    o->per = SL_PER_RULE;
+    o->nto = 1; /* ::/0: every destination */
+    sl_limit_init(&o->req_limit, SL_ALG_GCRA, 10, 1000000000ull, 2);
     char err[256];
     table = sl_table_open(1024, NULL, SL_FULL_SHARED, err, sizeof err);
     if (!table || sl_runtime_init(&rt, &cfg, table, err, sizeof err) != 0) abort();
@@ -46,7 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 2) return 0;
     struct sl_req_conn *c = malloc(sl_req_conn_size());
     struct sl_addr peer = {.v4 = true};
-    if (!sl_req_conn_init(c, &rt, SL_IN, NULL, &peer, 1)) abort();
+    bool out = data[0] & 1;
+    if (!sl_req_conn_init(c, &rt, out ? SL_OUT : SL_IN, NULL, &peer, 1)) abort();
     /* the first byte steers piece sizes and time steps */
     uint8_t steer = data[0];
     const uint8_t *s = data + 1;
@@ -69,6 +84,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (v.action == SL_ACT_REPLY && (!v.reply || !v.reply_len)) abort();
         }
         if (v.status == SL_REQ_HOLD && v.wait_ns == 0) abort();
+        if (out) {
+            if (v.status == SL_REQ_SWALLOW && n == 0) {
+                size_t k = sl_req_swallow(c, s + passed, shown - passed, now);
+                if (k > shown - passed) abort();
+                passed += k;
+            }
+            const char *q;
+            size_t queued = sl_req_inject_peek(c, &q);
+            if (queued > 16 * 1024) abort();
+            if (queued && memcmp(q, "HTTP/1.1 429 ", 13) != 0) abort();
+            if (steer & 4) sl_req_inject_take(c, queued); /* read, or not yet */
+            sl_req_responses(c, s + passed / 2, (size_t)(steer & 15) % (len - passed / 2 + 1));
+            if (n == 0) continue;
+        }
         sl_req_passed(c, s + passed, n / 2 + (n & 1)); /* short reads too */
         passed += n / 2 + (n & 1);
         now += (uint64_t)(steer & 3) * 50000000ull;

@@ -1012,9 +1012,18 @@ static void an_inbound_option_in_an_outbound_rule_is_refused(void **state)
     assert_error(NULL, "in rate=1/s per=destination",
                  "inline rule 1: inbound \"in-1\": option 'per': 'destination' is only for "
                  "outbound rules");
+    /* outbound reply answers requests: a connection rule has none */
     assert_error(NULL, "out to=192.0.2.1 rate=1/s action=reply",
-                 "inline rule 1: outbound \"out-1\": option 'action': 'reply' is only for "
-                 "inbound rules");
+                 "inline rule 1: outbound \"out-1\": option 'action': 'reply' needs req_rate on "
+                 "an outbound rule (the 429 answers a request, a connect has none)");
+    enum sl_on_error oe;
+    char err[256] = "";
+    struct sl_config *c =
+        sl_conf_load(NULL, "out to=192.0.2.1 req_rate=1/s action=reply", &oe, err, sizeof err);
+    if (!c) fail_msg("load failed: %s", err);
+    assert_int_equal(c->rules[0].action, SL_ACT_REPLY);
+    assert_int_equal(c->rules[0].dir, SL_OUT);
+    sl_conf_free(c);
 }
 
 static void a_rule_name_used_twice_is_refused(void **state)

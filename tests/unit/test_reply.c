@@ -119,6 +119,21 @@ static void the_longest_reply_fits_the_buffer(void **unused)
     assert_non_null(strstr(buf, "\r\n\r\nToo Many Requests\n"));
 }
 
+static void the_outbound_429_keeps_the_connection(void **unused)
+{
+    (void)unused;
+    struct sl_verdict v = {.retry_ns = 3 * SEC, .reset_ns = 12 * SEC, .remaining = 0, .limit = 100};
+    struct sl_reply_policy p = {.name = "api", .quota = 100, .window_s = 60};
+    char keep[SL_REPLY_MAX], close[SL_REPLY_MAX];
+    size_t n = sl_reply_429_keep(keep, sizeof keep, &v, &p);
+    size_t m = sl_reply_429_policy(close, sizeof close, &v, &p);
+    assert_null(strstr(keep, "Connection:"));
+    assert_int_equal(n + strlen("Connection: close\r\n"), m);
+    assert_field(keep, "Retry-After", "3");
+    assert_field(keep, "RateLimit", "\"api\";r=0;t=12");
+    assert_non_null(strstr(keep, "\r\n\r\nToo Many Requests\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -128,6 +143,7 @@ int main(void)
         cmocka_unit_test(a_policy_adds_the_draft_10_structured_fields),
         cmocka_unit_test(a_policy_name_cannot_break_the_header),
         cmocka_unit_test(the_longest_reply_fits_the_buffer),
+        cmocka_unit_test(the_outbound_429_keeps_the_connection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

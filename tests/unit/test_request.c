@@ -55,6 +55,23 @@ static struct world *world(uint64_t count, uint64_t burst, enum sl_action action
     return w;
 }
 
+/* An outbound world: the rule applies to the program's requests to
+ * 127.0.0.1 (any port). */
+static struct world *world_out(uint64_t count, uint64_t burst, enum sl_action action)
+{
+    struct world *w = world(count, burst, action);
+    sl_req_conn_fini(w->c);
+    struct sl_rule *r = &w->cfg.rules[0];
+    r->dir = SL_OUT;
+    r->to[0] = (struct sl_cidr){.plen = 128};
+    memcpy(r->to[0].addr, (const uint8_t[16]){[10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1}, 16);
+    r->nto = 1;
+    struct sl_addr peer = {.v4 = true, .port = 80};
+    memcpy(peer.a, r->to[0].addr, 16);
+    assert_true(sl_req_conn_init(w->c, &w->rt, SL_OUT, NULL, &peer, T0));
+    return w;
+}
+
 static void world_free(struct world *w)
 {
     sl_req_conn_fini(w->c);
@@ -267,6 +284,158 @@ static void h2_frames_split_byte_by_byte_are_counted_once_and_held(void **unused
     world_free(w);
 }
 
+#define POST_CL "POST /p HTTP/1.1\r\nHost: a\r\nX-API-Key: k\r\nContent-Length: 5\r\n\r\nhello"
+#define POST_CH                                                                                    \
+    "POST /c HTTP/1.1\r\nHost: a\r\nX-API-Key: k\r\nTransfer-Encoding: "                           \
+    "chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+#define RESP "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+/* What a client's writes do: passes what may pass, swallows what is
+ * swallowed, stops when the stream must wait. *sent gets the bytes sent,
+ * *swallowed the bytes swallowed; returns the bytes handled. */
+static size_t write_out(struct world *w, const char *s, size_t len, uint64_t now, char *sent,
+                        size_t *nsent, size_t *nswallowed)
+{
+    size_t done = 0;
+    while (done < len) {
+        struct sl_req_verdict v;
+        size_t n = sl_req_admit(w->c, s + done, len - done, now, &v);
+        if (n > 0) {
+            memcpy(sent + *nsent, s + done, n);
+            *nsent += n;
+            sl_req_passed(w->c, s + done, n);
+            done += n;
+            continue;
+        }
+        if (v.status != SL_REQ_SWALLOW) break;
+        n = sl_req_swallow(w->c, s + done, len - done, now);
+        if (n == 0) break;
+        *nswallowed += n;
+        done += n;
+    }
+    return done;
+}
+
+static void outbound_reply_swallows_head_and_body_and_the_connection_goes_on(void **unused)
+{
+    (void)unused;
+    struct world *w = world_out(1, 2, SL_ACT_REPLY);
+    assert_true(sl_req_replies(w->c));
+    char sent[1024];
+    size_t nsent = 0, nsw = 0;
+    const char *q;
+    /* two pass; their responses read; the third (Content-Length body) is
+     * swallowed, its 429 queued; the fourth (chunked, written in three
+     * parts) too; a refill later the fifth goes */
+    const char a[] = GET POST_CL;
+    assert_int_equal(write_out(w, a, sizeof a - 1, T0, sent, &nsent, &nsw), sizeof a - 1);
+    sl_req_responses(w->c, RESP RESP, 2 * (sizeof RESP - 1));
+    assert_int_equal(sl_req_inject_peek(w->c, &q), 0);
+    const char b[] = POST_CL;
+    assert_int_equal(write_out(w, b, sizeof b - 1, T0, sent, &nsent, &nsw), sizeof b - 1);
+    assert_int_equal(nsw, sizeof b - 1);
+    size_t one = sl_req_inject_peek(w->c, &q);
+    assert_true(one > 0);
+    assert_memory_equal(q, "HTTP/1.1 429 Too Many Requests\r\n", 32);
+    assert_null(strstr(q, "Connection: close"));
+    assert_non_null(strstr(q, "Retry-After: 1\r\n"));
+    const char c[] = POST_CH;
+    size_t head = (size_t)(strstr(c, "\r\n\r\n") + 4 - c); /* a head goes in one write */
+    size_t parts[] = {head + 3, 6, sizeof c - 1 - head - 9};
+    for (size_t i = 0, off = 0; i < 3; off += parts[i++])
+        assert_int_equal(write_out(w, c + off, parts[i], T0, sent, &nsent, &nsw), parts[i]);
+    assert_int_equal(nsw, sizeof b - 1 + sizeof c - 1);
+    assert_int_equal(sl_req_inject_peek(w->c, &q), 2 * one);
+    sl_req_inject_take(w->c, one + 3);
+    assert_int_equal(sl_req_inject_peek(w->c, &q), one - 3);
+    sl_req_inject_take(w->c, one - 3);
+    const char d[] = GET;
+    assert_int_equal(write_out(w, d, sizeof d - 1, T0 + SEC, sent, &nsent, &nsw), sizeof d - 1);
+    /* the server got exactly the three requests that went, intact */
+    const char want[] = GET POST_CL GET;
+    assert_int_equal(nsent, sizeof want - 1);
+    assert_memory_equal(sent, want, nsent);
+    assert_int_equal(sl_table_counter(w->table, 1, SL_C_ALLOWED), 3);
+    assert_int_equal(sl_table_counter(w->table, 1, SL_C_LIMITED), 2);
+    world_free(w);
+}
+
+static void outbound_reply_waits_for_the_responses_owed_first(void **unused)
+{
+    (void)unused;
+    struct world *w = world_out(1, 1, SL_ACT_REPLY);
+    char sent[1024];
+    size_t nsent = 0, nsw = 0;
+    const char *q;
+    /* pipelined: the first goes, the second is denied, but its 429 must
+     * come after the first's response: it waits */
+    const char a[] = "HEAD /h HTTP/1.1\r\nHost: a\r\nX-API-Key: k\r\n\r\n" GET;
+    size_t first = sizeof "HEAD /h HTTP/1.1\r\nHost: a\r\nX-API-Key: k\r\n\r\n" - 1;
+    assert_int_equal(write_out(w, a, sizeof a - 1, T0, sent, &nsent, &nsw), first);
+    assert_int_equal(sl_req_inject_peek(w->c, &q), 0);
+    /* an interim 100 and half the HEAD response (whose Content-Length
+     * announces no body of its own) are not the response */
+    const char r100[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    const char rh[] = "HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n";
+    sl_req_responses(w->c, r100, sizeof r100 - 1);
+    sl_req_responses(w->c, rh, 10);
+    assert_int_equal(write_out(w, a + first, sizeof a - 1 - first, T0, sent, &nsent, &nsw), 0);
+    for (size_t i = 10; i < sizeof rh - 1; i++)
+        sl_req_responses(w->c, rh + i, 1); /* byte by byte */
+    assert_int_equal(write_out(w, a + first, sizeof a - 1 - first, T0, sent, &nsent, &nsw),
+                     sizeof a - 1 - first);
+    assert_true(sl_req_inject_peek(w->c, &q) > 0);
+    assert_int_equal(nsent, first);
+    assert_false(sl_req_swallow_lost(w->c));
+    world_free(w);
+
+    /* a response that cannot be parsed: the count is lost, the turn of
+     * a swallowed request never comes, and the caller is told so */
+    w = world_out(1, 1, SL_ACT_REPLY);
+    nsent = nsw = 0;
+    assert_int_equal(write_out(w, a, sizeof a - 1, T0, sent, &nsent, &nsw), first);
+    sl_req_responses(w->c, "SSH-2.0-x\r\n", 11);
+    assert_int_equal(write_out(w, a + first, sizeof a - 1 - first, T0, sent, &nsent, &nsw), 0);
+    assert_true(sl_req_swallow_lost(w->c));
+    assert_int_equal(sl_req_inject_peek(w->c, &q), 0);
+    world_free(w);
+}
+
+static void outbound_reply_of_a_head_partly_sent_fails_like_reject(void **unused)
+{
+    (void)unused;
+    struct world *w = world_out(1, 1, SL_ACT_REPLY);
+    const char s[] = GET GET;
+    struct sl_req_verdict v;
+    size_t first = sizeof GET - 1;
+    /* the second head's first 10 bytes go as they are written (it is
+     * decided at its end): by then it cannot be swallowed whole */
+    assert_int_equal(drain(w, s, first + 10, T0, &v), first);
+    assert_int_equal(v.status, SL_REQ_NEED_MORE);
+    sl_req_passed(w->c, s + first, 10); /* as shim/reqout.c does at NEED_MORE */
+    assert_int_equal(sl_req_admit(w->c, s + first + 10, sizeof s - 1 - first - 10, T0, &v), 0);
+    assert_int_equal(v.status, SL_REQ_DENY);
+    world_free(w);
+}
+
+static void outbound_reject_and_inbound_reply_are_unchanged(void **unused)
+{
+    (void)unused;
+    struct world *w = world_out(1, 1, SL_ACT_REJECT);
+    assert_false(sl_req_replies(w->c));
+    const char s[] = GET GET;
+    struct sl_req_verdict v;
+    assert_int_equal(drain(w, s, sizeof s - 1, T0, &v), sizeof GET - 1);
+    assert_int_equal(v.status, SL_REQ_DENY);
+    world_free(w);
+    w = world(1, 1, SL_ACT_REPLY); /* inbound: the 429, then the connection ends */
+    assert_false(sl_req_replies(w->c));
+    assert_int_equal(drain(w, s, sizeof s - 1, T0, &v), sizeof GET - 1);
+    assert_int_equal(v.status, SL_REQ_DENY);
+    assert_non_null(strstr(v.reply, "Connection: close"));
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,6 +447,10 @@ int main(void)
         cmocka_unit_test(a_connection_no_request_rule_matches_is_not_tracked),
         cmocka_unit_test(h2_streams_in_one_write_are_each_counted_and_denial_resets),
         cmocka_unit_test(h2_frames_split_byte_by_byte_are_counted_once_and_held),
+        cmocka_unit_test(outbound_reply_swallows_head_and_body_and_the_connection_goes_on),
+        cmocka_unit_test(outbound_reply_waits_for_the_responses_owed_first),
+        cmocka_unit_test(outbound_reply_of_a_head_partly_sent_fails_like_reject),
+        cmocka_unit_test(outbound_reject_and_inbound_reply_are_unchanged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
