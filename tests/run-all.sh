@@ -70,7 +70,7 @@ asan_run() {
     SLUICE_BUILD="$PWD/build/asan" SLUICE_PRELOAD_FIRST="$(gcc -print-file-name=libasan.so)" \
     ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:log_path=$asan_logs/asan" \
     UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$asan_logs/ubsan" \
-        tests/integration/run.sh inbound nginx outbound fork dry_run bw_download conns_inbound &&
+        tests/integration/run.sh inbound nginx outbound req_out_reply ps_top fork dry_run bw_download conns_inbound &&
     ! ls "$asan_logs"/* >/dev/null 2>&1
 }
 stage integration-asan asan_run
