@@ -63,6 +63,12 @@ BUILD=$build bash bench/requests.sh "$tmp/targets-requests" >"$tmp/requests.md" 
     printf '_requests bench failed._\n' >>"$tmp/requests.md"
     status=1
 }
+echo "bench: outbound requests (about 60 s)" >&2
+BUILD=$build bash bench/outbound.sh "$tmp/targets-outbound" >"$tmp/outbound.md" 2>"$tmp/outbound.err" || {
+    echo "outbound bench failed: $(tail -5 "$tmp/outbound.err")" >&2
+    printf '_outbound bench failed._\n' >>"$tmp/outbound.md"
+    status=1
+}
 extra bandwidth bench/bw.sh
 extra redis bench/redis.sh
 extra cluster bench/cluster.sh
@@ -95,6 +101,8 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
         echo "| nginx req/s under the shim with a matching rule >= 0.98 x plain | not measured | not measured |"
     cat "$tmp/targets-requests" 2>/dev/null ||
         echo "| request targets | not measured | not measured |"
+    cat "$tmp/targets-outbound" 2>/dev/null ||
+        echo "| keep-alive TLS client under an outbound request rule >= 0.97 x no shim | not measured | not measured |"
     echo
     echo "## Decisions: sluice's table against a sharded-mutex map"
     echo
@@ -149,6 +157,12 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "one request in flight and pipelined (-P 16), 5 interleaved rounds, medians, ratio shim / plain."
     echo
     cat "$tmp/redis.md"
+    echo
+    echo "## Outbound requests: the cost of counting a TLS client's calls, pacing accuracy"
+    echo
+    echo "\`bench/outbound.py\` (its opening comment is the method): curl over TLS to local nginx."
+    echo
+    cat "$tmp/outbound.md"
     echo
     echo "## Cluster: fleet accuracy and gossip traffic"
     echo
