@@ -17,7 +17,9 @@ not add up; wake-ups on a loaded 2-CPU machine do). Each client:
    not make the loop spin: the socket is reported writable at the turn);
 5. two processes of one program (a shell starting two curls of 6 URLs
    each) share the budget: 12 requests in 1.0 s together, not 0.4 s;
-6. reject (req_rate=1/m req_burst=2 action=reject): the third request's
+6. two programs started separately (two cron jobs, each curl with 6 URLs)
+   under a config naming one `shared` table: 12 requests in 1.0 s;
+7. reject (req_rate=1/m req_burst=2 action=reject): the third request's
    write fails (ECONNREFUSED, the rule's errno) and the server never sees it.
 """
 import subprocess
@@ -105,6 +107,26 @@ with Proc(keepalive_argv(port, log=True)) as vendor:
     r, took = timed(sluice_argv(["sh", "-c", script], outs=[rule]))
     check(len(served(vendor, "/tw")) + len(served(vendor, "/tv")) == 12, "two processes: all served")
     check(DUE - 0.05 <= took <= DUE + 0.45, f"two processes share one budget: 12 took {took:.3f} s")
+
+    # two programs started separately (two cron jobs) naming one `shared`
+    # table: one budget between them
+    name = f"ro{os.getpid()}"
+    with TempDir() as tmp:
+        conf = tmp.write("cron.conf", f'shared = "{name}"\noutbound "vendor" {{ to = "127.0.0.1" '
+                                      f'port = {port} req_rate = "10/s" req_burst = 2 '
+                                      f'action = delay max_delay = 10s }}\n')
+        try:
+            t0 = time.monotonic()
+            jobs = [subprocess.Popen(sluice_argv(["curl", "-s"] + sum(
+                [["-o", "/dev/null", f"http://127.0.0.1:{port}/{tag}{i}"] for i in range(6)], []),
+                config=conf)) for tag in ("cj", "ck")]
+            for j in jobs:
+                j.wait(60)
+            took = time.monotonic() - t0
+        finally:
+            shm_cleanup(name)
+    check(len(served(vendor, "/cj")) + len(served(vendor, "/ck")) == 12, "two programs: all served")
+    check(DUE - 0.05 <= took <= DUE + 0.45, f"two programs share one budget: 12 took {took:.3f} s")
 
     rej = f"to=127.0.0.1 port={port} req_rate=1/m req_burst=2 action=reject"
     r = run(sluice_argv([sys.executable, "-c", HTTP_CLIENT.replace("/hc", "/rj"), str(port), "4"], outs=[rej]))
