@@ -62,6 +62,29 @@ static bool published_name(char *path, unsigned long dev, unsigned long long ino
     return tmp && stat(path, &st) == 0 && (unsigned long)st.st_dev == dev && st.st_ino == ino;
 }
 
+/* A line of /proc/PID/maps that maps a file from its start. */
+struct mapping {
+    unsigned long start, end, dev;
+    unsigned long long ino;
+    char *path; /* in the line, its newline cut */
+};
+
+static bool mapping(char *line, struct mapping *m)
+{
+    unsigned long maj, min;
+    unsigned long long off;
+    char perms[8];
+    int at = 0;
+    if (sscanf(line, "%lx-%lx %7s %llx %lx:%lx %llu %n", &m->start, &m->end, perms, &off, &maj,
+               &min, &m->ino, &at) < 7 ||
+        !at || off != 0)
+        return false;
+    m->dev = (unsigned long)makedev(maj, min);
+    m->path = line + at;
+    m->path[strcspn(m->path, "\n")] = 0;
+    return true;
+}
+
 static void add_pid(struct sl_place *p, int pid)
 {
     for (int i = 0; i < p->npids && i < SL_PLACE_PIDS; i++)
@@ -77,20 +100,14 @@ static void scan_pid(int pid, struct sl_place *out, size_t max, size_t *n, size_
     snprintf(name, sizeof name, "/proc/%d/maps", pid);
     FILE *f = fopen(name, "re");
     if (!f) return;
+    struct mapping m;
     while (fgets(line, sizeof line, f)) {
-        unsigned long start, end, maj, min;
-        unsigned long long off, ino;
-        char perms[8];
-        int at = 0;
-        if (sscanf(line, "%lx-%lx %7s %llx %lx:%lx %llu %n", &start, &end, perms, &off, &maj, &min,
-                   &ino, &at) < 7 ||
-            !at || off != 0)
-            continue;
-        char *path = line + at;
-        path[strcspn(path, "\n")] = 0;
+        if (!mapping(line, &m)) continue;
+        char *path = m.path;
+        unsigned long dev = m.dev, start = m.start, end = m.end;
+        unsigned long long ino = m.ino;
         bool memfd = strncmp(path, MEMFD_PREFIX, strlen(MEMFD_PREFIX)) == 0;
         bool named = strncmp(path, SHM_PREFIX, strlen(SHM_PREFIX)) == 0;
-        unsigned long dev = (unsigned long)makedev(maj, min);
         if (named && !published_name(path, dev, ino)) continue;
         if (!memfd && !named) continue;
         struct sl_place *p = find(out, *n, dev, ino);
@@ -290,21 +307,14 @@ bool sl_locate_memfd(int pid, const char *memfd, char *path, size_t len)
 {
     char name[64], line[PATH_MAX + 128], want[96];
     snprintf(name, sizeof name, "/proc/%d/maps", pid);
-    snprintf(want, sizeof want, "/memfd:%s ", memfd);
+    snprintf(want, sizeof want, "/memfd:%s (deleted)", memfd);
     FILE *f = fopen(name, "re");
     if (!f) return false;
     bool found = false;
-    while (!found && fgets(line, sizeof line, f)) {
-        unsigned long start, end, maj, min;
-        unsigned long long off, ino;
-        char perms[8];
-        int at = 0;
-        if (sscanf(line, "%lx-%lx %7s %llx %lx:%lx %llu %n", &start, &end, perms, &off, &maj, &min,
-                   &ino, &at) < 7 ||
-            !at || off != 0 || strncmp(line + at, want, strlen(want)))
-            continue;
-        found = fd_path(pid, (unsigned long)makedev(maj, min), ino, path, len);
-    }
+    struct mapping m;
+    while (!found && fgets(line, sizeof line, f))
+        if (mapping(line, &m) && strncmp(m.path, want, strlen(want)) == 0)
+            found = fd_path(pid, m.dev, m.ino, path, len);
     fclose(f);
     return found;
 }

@@ -12,6 +12,12 @@ import time
 
 from lib import *
 
+try:
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:  # a python3 other than Debian's: its package is pure python
+    sys.path.append("/usr/lib/python3/dist-packages")
+    from prometheus_client.parser import text_string_to_metric_families
+
 HOSTS = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"]
 CLIENT = "127.0.0.9"
 LIMIT = 60
@@ -135,12 +141,14 @@ class Flood:
 
     def _client(self, k):
         while not self.stop_flag:
-            host = self.hosts[k % len(self.hosts)]
+            self._attempt(k)
             k += 1
-            t = time.monotonic()
-            ok, took = connect_once(host, self.port)
-            with self.lock:
-                self.log.append((t, ok, took))
+
+    def _attempt(self, k):
+        t = time.monotonic()
+        ok, took = connect_once(self.hosts[k % len(self.hosts)], self.port)
+        with self.lock:
+            self.log.append((t, ok, took))
 
     def rate(self, t0, t1):
         with self.lock:
@@ -176,9 +184,17 @@ class Paced(Flood):
             if now < at:
                 time.sleep(at - now)
             at = max(at + self.period, time.monotonic() - self.period)
-            host = self.hosts[k % len(self.hosts)]
+            self._attempt(k)
             k += 1
-            t = time.monotonic()
-            ok, took = connect_once(host, self.port)
-            with self.lock:
-                self.log.append((t, ok, took))
+
+
+def metrics(pid):
+    """`sluice metrics --pid PID` as {(name, kind label): value}."""
+    r = run([SLUICE, "metrics", "--pid", str(pid)])
+    check(r.returncode == 0, f"metrics: {r.stderr}")
+    out = {}
+    for fam in text_string_to_metric_families(r.stdout):
+        for s in fam.samples:
+            out[(s.name, s.labels.get("kind"))] = s.value
+    return out
+

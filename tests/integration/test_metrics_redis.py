@@ -8,23 +8,7 @@ redis-server killed: within 2 s the age is over 0.5 s (no round completes)
 and failures count, which is what the example alert watches."""
 import sys
 
-try:
-    from prometheus_client.parser import text_string_to_metric_families
-except ImportError:
-    sys.path.append("/usr/lib/python3/dist-packages")
-    from prometheus_client.parser import text_string_to_metric_families
-
 from redis_fleet import *
-
-
-def metrics(pid):
-    r = run([SLUICE, "metrics", "--pid", str(pid)])
-    check(r.returncode == 0, f"metrics: {r.stderr}")
-    out = {}
-    for fam in text_string_to_metric_families(r.stdout):
-        for s in fam.samples:
-            out[(s.name, s.labels.get("kind"))] = s.value
-    return out
 
 
 def wait_for(cond, timeout, what):

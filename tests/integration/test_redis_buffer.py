@@ -6,10 +6,11 @@ requests with 3000 different API keys to a python server under a request
 rule with `scope = redis` (req_rate 100000/s per key: nothing is limited,
 every request is decided and every key is synced, about 3000 EVALSHA calls
 a round every 20 ms). Redis reads nothing, so what the sender writes piles
-up in the kernel: `ss` shows over 64 KiB unread on the connection (Redis's
-receive queue, then the sender's send queue; a round that cannot finish
-times out after 200 ms, the sender drops the connection and reconnects
-with a backoff, so the queues are sampled as fast as `ss` runs).
+up in the kernel: `ss` shows over 16 KiB unread on the connection, Redis's
+receive queue plus the sender's send queue (30 to 400 KiB measured: a
+round that cannot finish times out after 200 ms, the sender drops the
+connection and reconnects with a backoff, so how much is caught depends on
+when `ss` runs; it runs as fast as it can).
 Meanwhile:
 - every request is answered, the slowest in under 0.5 s (a decision never
   waits on Redis; 0.5 s leaves room for a 2-CPU machine shared with the
@@ -22,25 +23,9 @@ import signal
 import sys
 import threading
 
-try:
-    from prometheus_client.parser import text_string_to_metric_families
-except ImportError:
-    sys.path.append("/usr/lib/python3/dist-packages")
-    from prometheus_client.parser import text_string_to_metric_families
-
 from redis_fleet import *
 
 KEYS = 3000
-
-
-def metrics(pid):
-    r = run([SLUICE, "metrics", "--pid", str(pid)])
-    check(r.returncode == 0, f"metrics: {r.stderr}")
-    out = {}
-    for fam in text_string_to_metric_families(r.stdout):
-        for s in fam.samples:
-            out[(s.name, s.labels.get("kind"))] = s.value
-    return out
 
 
 def queued(redis_port):
@@ -114,7 +99,7 @@ inbound "api" {{
         while time.monotonic() < t_stop + 4:  # the first round after the stop fills it
             most = max(most, queued(redis.port))
         t_end = time.monotonic()
-        check(most > 64 * 1024, f"the rounds' bytes piled up unread: at most {most} bytes")
+        check(most > 16 * 1024, f"the rounds' bytes piled up unread: at most {most} bytes")
         slowest = client.slowest(t_stop, t_end)
         n = sum(1 for t, _ in client.lat if t_stop <= t < t_end)
         check(n > 100 and slowest < 0.5,
