@@ -37,8 +37,8 @@ $(error SAN must be empty, asan or tsan)
 endif
 
 Q := $(if $(filter 1,$(V)),,@)
-PKG_CFLAGS := $(shell pkg-config --cflags libconfuse jemalloc libsodium 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs libconfuse jemalloc libsodium 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags libconfuse libsodium 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs libconfuse libsodium 2>/dev/null)
 # the command alone serves metrics over HTTP; the library never links it
 CLI_LIBS   := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 CFLAGS  ?= -O2 -g

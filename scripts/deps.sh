@@ -2,7 +2,7 @@
 # Installs the Debian packages sluice's build, tests and benchmarks use,
 # only those missing (apt-get update runs only if something is missing).
 set -eu
-pkgs=(gcc make pkg-config libc6-dev libconfuse-dev libjemalloc-dev libcmocka-dev libsodium-dev
+pkgs=(gcc make pkg-config libc6-dev libconfuse-dev libcmocka-dev libsodium-dev
       clang libclang-rt-14-dev python3 curl nginx-light wrk procps iproute2
       redis-server redis-tools nodejs util-linux
       libhttp-parser-dev libnghttp2-dev libssl-dev openssl python3-requests python3-prometheus-client libmicrohttpd-dev man-db libhiredis-dev

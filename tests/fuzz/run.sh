@@ -11,7 +11,7 @@ flags="-g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-
 # hiredis as the library links it (allocating from sluice's arena, with its
 # per-allocation cap: core/redis_alloc.c); core/redis.c
 # needs the script header the Makefile generates.
-pkg="$(pkg-config --cflags --libs libconfuse jemalloc libsodium) -lhttp_parser -lnghttp2 build/gen/libhiredis-sl.a -ldl -lpthread"
+pkg="$(pkg-config --cflags --libs libconfuse libsodium) -lhttp_parser -lnghttp2 build/gen/libhiredis-sl.a -ldl -lpthread"
 make -s build/gen/redis_lua.h build/gen/libhiredis-sl.a || exit 1
 flags="$flags -Ibuild/gen"
 status=0
