@@ -144,7 +144,8 @@ static void give_back(struct sl_runtime *rt, const struct sl_req_rules *x, const
         struct sl_key qk;
         quota_key(&qk, &g->key);
         struct quota_op op = {.cost = r->cost, .end = g->quota_end, .refund = true};
-        sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), now, quota_step, &op);
+        sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), SL_QUOTA_MAX, now, quota_step,
+                       &op);
     }
     if (g->mark) {
         struct sl_key mk;
@@ -239,7 +240,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
                               .end =
                                   now + (sl_quota_window_end(wall, qwin, r->quota_offset_s) - wall),
                               .now = now};
-        if (sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), now, quota_step, &op)) {
+        if (sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), quota, now, quota_step, &op)) {
             if (op.v.allowed) {
                 g->quota_end = op.end;
                 sl_table_note_quota(rt->table, e, op.v.limit - op.v.remaining, r->cost, op.v.limit);
