@@ -66,8 +66,7 @@ static void idem_apply(struct sl_runtime *rt, int e, const struct sl_key *bucket
 {
     struct sl_key mk;
     sl_idem_key(&mk, bucket, h, sl_table_secret(rt->table));
-    sl_table_apply(rt->table, e, &mk, sl_quota_slot_limit(), SL_IDEM_FREE + 1, now, idem_step,
-                   op);
+    sl_table_apply(rt->table, e, &mk, sl_quota_slot_limit(), SL_IDEM_FREE + 1, now, idem_step, op);
 }
 
 struct quota_op {

@@ -452,7 +452,7 @@ static inline void side_claimed(struct sl_table *t, int64_t at, const struct sl_
     atomic_store_explicit(&t->side[at].meta, meta_of(l, quota), memory_order_release);
 }
 
-#define REUSING 1 /* tag while a slot changes hands; hashes are never 0 or 1 */
+#define REUSING 1          /* tag while a slot changes hands; hashes are never 0 or 1 */
 #define FULL    UINT32_MAX /* a share: the key is at its limit, never evicted */
 
 /* How much of its limit the key in slot i has used, in 1/1024ths, from its

@@ -11,7 +11,7 @@
 #include "table.h"
 
 #define SL_MAGIC   0x31656369756c73ull /* "sluice1" */
-#define SL_VERSION 4 /* 4: side entries say how much of its limit a key may use */
+#define SL_VERSION 4                   /* 4: side entries say how much of its limit a key may use */
 #define SL_STRIPES 16
 #define SL_HDR     4096
 
