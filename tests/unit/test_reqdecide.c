@@ -430,7 +430,7 @@ static struct sl_plans *plans_gold(void)
     struct sl_plan gold = {.name = "gold"};
     assert_int_equal(sl_limit_init(&gold.req_limit, SL_ALG_GCRA, 100, SEC, 20), 0);
     assert_int_equal(sl_plans_add(ps, &gold), 0);
-    assert_int_equal(sl_plans_add_key(ps, 0, "sk_gold", 7), 0);
+    assert_int_equal(sl_plans_add_key(ps, 0, "sk_gold", 7, 1), 0);
     sl_plans_seal(ps);
     return ps;
 }
