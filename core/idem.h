@@ -11,7 +11,8 @@
  *
  * The word counts the attempts in the window the charged attempt opened,
  * laid out as a quota word (core/quota.h, [end : 36][attempts : 28]), so
- * the table judges it idle once its window has ended. The charged attempt
+ * the table judges it idle once its window has ended (and, its limit
+ * given as the largest, evicts it before any key). The charged attempt
  * opens the window; the next SL_IDEM_FREE attempts within it are free;
  * later ones are charged and open nothing until the window ends. A mark
  * the table evicts only makes the next retry pay.

@@ -59,14 +59,15 @@ static uint64_t idem_step(uint64_t old, void *arg)
 }
 
 /* The request's Idempotency-Key mark, stepped (a retry: *free) or, with
- * unmark, the window `opened` taken back. Marks count as quota words with
- * a limit of the attempts they allow, for the table's eviction. */
+ * unmark, the window `opened` taken back. A mark is the cheapest word to
+ * lose (the next retry pays, and opens a new window), so it is given the
+ * largest limit: a full table evicts marks before any key's count. */
 static void idem_apply(struct sl_runtime *rt, int e, const struct sl_key *bucket,
                        const struct sl_req_head *h, uint64_t now, struct idem_op *op)
 {
     struct sl_key mk;
     sl_idem_key(&mk, bucket, h, sl_table_secret(rt->table));
-    sl_table_apply(rt->table, e, &mk, sl_quota_slot_limit(), SL_IDEM_FREE + 1, now, idem_step, op);
+    sl_table_apply(rt->table, e, &mk, sl_quota_slot_limit(), SL_QUOTA_MAX, now, idem_step, op);
 }
 
 struct quota_op {
