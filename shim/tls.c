@@ -32,7 +32,10 @@
  * records), issues tickets that offer none, and the client sends its
  * requests again after the handshake, where SSL_read counts them. A
  * replayable 0-RTT request could not be held or denied by the rules
- * anyway; sessions no rule matches keep 0-RTT.
+ * anyway; sessions no rule matches keep 0-RTT. A client's early data needs
+ * no hook of its own: OpenSSL's SSL_write_early_data writes it through
+ * SSL_write_ex, which binds to ours, so it is counted as any write (a hook
+ * on both would see each early request twice).
  *
  * Outbound (the program is a TLS client, shim/reqout.h): SSL_write and
  * SSL_write_ex hand the plaintext to reqout.c before the library encrypts

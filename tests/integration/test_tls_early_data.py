@@ -26,6 +26,15 @@ share one session ticket key, so a session saved on Q resumes on P.
       requests were counted after all; a client that holds its Finished
       back has its early requests read by SSL_read_early_data alone, which
       nothing counted.
+  (c) outbound: `openssl s_client` itself under `sluice run` with an
+      outbound rule to Q of req_burst = 1 (action = reject) sends ?early
+      as early data (SSL_write_early_data) and ?late after the handshake:
+      the early request is counted and takes the token, the late one is
+      rejected, nginx serves only ?early. This held before the change too
+      (OpenSSL's SSL_write_early_data writes through SSL_write_ex, which
+      the shim interposes); the case keeps it so: a hook of its own on
+      SSL_write_early_data would see each early request twice (tried:
+      the positions then slip and the late request passes uncounted).
 Tolerance: none. At 1/m no token refills during the few seconds the N
 connections take.
 """
@@ -35,8 +44,10 @@ from lib import *
 
 N = 5
 
-# the request sent as early data, and again after the handshake
-REQ = "GET /e/x?{} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+# the request sent as early data (keep-alive), and again after the
+# handshake (the connection's last)
+REQ = "GET /e/x?{} HTTP/1.1\r\nHost: x\r\nConnection: {}\r\n\r\n"
+EARLY, LATE = REQ.format("early", "keep-alive"), REQ.format("late", "close")
 
 
 def cert(tmp):
@@ -64,8 +75,8 @@ def session(tmp, port):
 def early(tmp, port, sess):
     """One resumed connection sending REQ as early data and again on stdin.
     Returns (early data status word, output)."""
-    f = tmp.write("early.txt", REQ.format("early"))
-    out = s_client(port, ["-sess_in", sess, "-early_data", f], REQ.format("late"))
+    f = tmp.write("early.txt", EARLY)
+    out = s_client(port, ["-sess_in", sess, "-early_data", f], LATE)
     m = re.search(r"Early data was (\w+)", out)
     return (m.group(1) if m else "not-sent"), out
 
@@ -131,4 +142,22 @@ inbound "e" {{ port = {p}  route = {{"/e"}}  req_rate = "1/m"  req_burst = 1  ac
         check(codes.count("200") == 1, f"(b) {codes.count('200')} of {N} served, expected 1: {lines}")
         check(not any(l.split()[3] == "early" for l in lines),
               f"(b) an early request reached nginx: {lines}")
+
+        # (c) outbound: s_client under an outbound rule of burst 1 sends
+        # ?early as early data (SSL_write_early_data) and ?late with
+        # SSL_write: the early request takes the token, the late one is
+        # rejected, and nginx on Q serves only ?early
+        out_conf = tmp.write("out.conf", f"""
+outbound "q" {{ to = "127.0.0.1:{q}"  req_rate = "1/m"  req_burst = 1  action = reject }}
+""")
+        before = len(served(log, q))
+        before = len(served(log, q))
+        f = tmp.write("early-out.txt", EARLY)
+        r = run(sluice_argv(["openssl", "s_client", "-connect", f"127.0.0.1:{q}", "-tls1_3",
+                             "-ign_eof", "-sess_in", sq, "-early_data", f], config=out_conf),
+                input=LATE, timeout=20)
+        m = re.search(r"Early data was (\w+)", r.stdout + r.stderr)
+        got = [l.split()[3] for l in served(log, q)[before:]]
+        print(f"(c) outbound early data {m.group(1) if m else 'not reported'}; nginx served {got}")
+        check(got == ["early"], f"(c) nginx served {got}, expected only the early request")
 print("ok")
