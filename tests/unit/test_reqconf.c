@@ -194,8 +194,8 @@ static void a_plans_file_maps_hashed_key_values_to_plans(void **unused)
     sl_conf_free(c);
 
     write_file(path, "plan gold req_rate=100/s\nkey silver sk\n");
-    snprintf(rules, sizeof rules, "in port=80 req_rate=10/s per=header:K plans=%s; global on_error=closed",
-             path);
+    snprintf(rules, sizeof rules,
+             "in port=80 req_rate=10/s per=header:K plans=%s; global on_error=closed", path);
     c = load(rules, err, sizeof err);
     assert_null(c);
     assert_non_null(strstr(err, "plans"));
