@@ -591,6 +591,61 @@ static void window_keys_at_their_count_stay_and_others_make_room(void **unused)
     }
 }
 
+/* Threads flooding one-off keys while keys at their limit ask again: each
+ * spent key's requests pass exactly as many times as its bucket allows
+ * (none), however the evictions race with them and with each other. */
+struct flooder {
+    struct sl_table *t;
+    int rule;
+    const struct sl_limit *l;
+    uint64_t first, n;
+    pthread_barrier_t *start;
+    uint64_t spent_passed;
+};
+
+#define SPENT 32
+
+static void *flood_main(void *arg)
+{
+    struct flooder *f = arg;
+    pthread_barrier_wait(f->start);
+    for (uint64_t i = 0; i < f->n; i++) {
+        decide(f->t, f->rule, WEB_ID, f->first + i, f->l, T0 + 1);
+        f->spent_passed += decide(f->t, f->rule, WEB_ID, (1ull << 40) + i % SPENT, f->l, T0 + 1);
+    }
+    return NULL;
+}
+
+static void threads_flooding_one_off_keys_never_evict_a_spent_key(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(256, SL_FULL_DENY);
+    int r = sl_table_rule(t, WEB_ID, "web");
+    struct sl_limit l = gcra(2, HOUR, 2);
+    for (uint64_t k = 0; k < SPENT; k++) { /* spent: 2 of 2 */
+        assert_true(decide(t, r, WEB_ID, (1ull << 40) + k, &l, T0));
+        assert_true(decide(t, r, WEB_ID, (1ull << 40) + k, &l, T0));
+    }
+    static struct flooder f[NTHREADS];
+    pthread_t th[NTHREADS];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, NTHREADS);
+    for (int i = 0; i < NTHREADS; i++) {
+        f[i] = (struct flooder){
+            .t = t, .rule = r, .l = &l, .first = (uint64_t)i * 100000, .n = 20000, .start = &start};
+        assert_int_equal(pthread_create(&th[i], NULL, flood_main, &f[i]), 0);
+    }
+    uint64_t passed = 0;
+    for (int i = 0; i < NTHREADS; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        passed += f[i].spent_passed;
+    }
+    pthread_barrier_destroy(&start);
+    assert_int_equal(passed, 0);
+    assert_true(sl_table_counter(t, r, SL_C_REUSED) > 10000); /* the flood evicted its own */
+    sl_table_close(t);
+}
+
 /* ---- named tables and fork ------------------------------------------- */
 
 static char shared_name[64];
@@ -830,6 +885,7 @@ int main(void)
         cmocka_unit_test(a_full_table_evicts_the_least_used_key_first),
         cmocka_unit_test(quota_words_at_their_limit_stay_and_others_make_room),
         cmocka_unit_test(window_keys_at_their_count_stay_and_others_make_room),
+        cmocka_unit_test(threads_flooding_one_off_keys_never_evict_a_spent_key),
         cmocka_unit_test_setup_teardown(named_table_opened_twice_shares_its_buckets, name_table,
                                         unlink_named),
         cmocka_unit_test_setup_teardown(attached_table_reads_the_counters_and_rules, name_table,
