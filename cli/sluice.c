@@ -144,6 +144,11 @@ static struct sl_config *load(const struct args *a)
     struct sl_config *cfg =
         sl_conf_load(a->config, *a->rules ? a->rules : NULL, &on_error, err, sizeof err);
     if (!cfg) fprintf(stderr, "sluice: %s\n", err);
+    if (cfg && cfg->degraded[0]) { /* a program would run without that part: an error to fix */
+        fprintf(stderr, "sluice: %s\n", cfg->degraded);
+        sl_conf_free(cfg);
+        cfg = NULL;
+    }
     return cfg;
 }
 
@@ -185,6 +190,7 @@ static int validate_for_run(const char *file, const char *rules)
     sl_conf_set_resolver(NULL, NULL); /* host names: the program's own load resolves them */
     struct sl_config *cfg = sl_conf_load(file, rules, &on_error, err, sizeof err);
     if (cfg) {
+        sl_conf_report_degraded(cfg);
         sl_conf_free(cfg);
         return 0;
     }

@@ -47,6 +47,11 @@ void sl_conf_free(struct sl_config *cfg);
 void sl_conf_report_failure(const char *err, enum sl_on_error on_error);
 #define SL_CONF_REPORTED_ENV "SLUICE_REPORTED"
 
+/* A configuration that loaded without a part it could not read (a plans
+ * file, under on_error = open: sl_config.degraded) says so once per
+ * process tree, like a failure; nothing when all of it loaded. */
+void sl_conf_report_degraded(const struct sl_config *c);
+
 /* Warnings (an option written where it has no effect, e.g. burst on a
  * sliding window rule) go to `warn`, one line each, in the shape of the
  * error messages; NULL (the default): nowhere. `sluice check` shows them. */

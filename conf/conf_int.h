@@ -44,7 +44,9 @@ struct conf_ctx {
     bool redis_inline;  /* ... and redis_line is an inline rule number */
     int nseen;
     struct conf_seen seen[SL_MAX_RULES + 1];
-    uint64_t log_words; /* the table's log region the algorithm = log rules take */
+    uint64_t log_words;        /* the table's log region the algorithm = log rules take */
+    enum sl_on_error on_error; /* as known when the rules are built (the file's, the env's) */
+    char degraded[512];        /* the first thing left out under on_error = open */
 };
 
 /* The context of the load in progress (the load lock is held). */
@@ -109,6 +111,10 @@ const char *conf_read_file(const char *path, size_t max, char **buf, size_t *len
  * absolute path. */
 const char *conf_read_reply(const char *path, char **buf, size_t *len, char *resolved,
                             size_t resolvedlen);
+/* The same for a file of any size (a plans file: 100,000 keys are
+ * megabytes): the limit is the file system's and memory's. */
+const char *conf_read_whole(const char *path, char **buf, size_t *len, char *resolved,
+                            size_t resolvedlen);
 
 /* Reads the gossip key file: resolves `path` like a reply file; it must
  * be a regular file other users cannot read or write, holding 64 hex
@@ -138,6 +144,13 @@ void conf_libconfuse_error(cfg_t *cfg, const char *fmt, va_list ap);
 /* A line of the same shape for what is allowed but probably not meant;
  * goes to the hook sl_conf_set_warn() set, if any. */
 void conf_warn(cfg_t *sec, int line, const char *opt, const char *value, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* A part of a rule that cannot be loaded (a plans file) under on_error =
+ * open: the load goes on without it, the rule keeping its own limits, and
+ * the first such message is kept in sl_config.degraded, in the shape of an
+ * error. Returns true; under on_error = closed it fails the load
+ * (conf_fail) and returns false. */
+bool conf_degrade(cfg_t *sec, int line, const char *opt, const char *value, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
 /* text.c */
@@ -176,7 +189,8 @@ const char *conf_parse_route(const char *text);
 const char *conf_parse_method(const char *text);
 const char *conf_parse_req_host(const char *text);
 bool conf_is_request_rule(cfg_t *sec);
-/* Fills the request fields; -1 after conf_fail() (a bad plans file). */
+/* Fills the request fields; -1 after conf_fail() (a bad plans file under
+ * on_error = closed; under open, conf_degrade() and the rule's own limits). */
 int conf_build_request(cfg_t *sec, struct sl_rule *r, int line);
 void conf_print_request(FILE *out, const struct sl_rule *r);
 const char *conf_per_text(const struct sl_rule *r, char *buf, size_t len);

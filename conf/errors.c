@@ -108,6 +108,22 @@ void conf_warn(cfg_t *sec, int line, const char *opt, const char *value, const c
     warn_fn(text);
 }
 
+bool conf_degrade(cfg_t *sec, int line, const char *opt, const char *value, const char *fmt, ...)
+{
+    struct conf_ctx *c = conf_ctx;
+    va_list ap;
+    va_start(ap, fmt);
+    if (c && c->on_error == SL_ON_ERROR_CLOSED) {
+        fail_va(sec, line, opt, value, fmt, ap);
+        va_end(ap);
+        return false;
+    }
+    if (c && !c->degraded[0])
+        format_va(c->degraded, sizeof c->degraded, sec, line, opt, value, fmt, ap);
+    va_end(ap);
+    return true;
+}
+
 void conf_fail(cfg_t *sec, int line, const char *opt, const char *value, const char *fmt, ...)
 {
     va_list ap;
@@ -151,17 +167,31 @@ static uint64_t hash_text(uint64_t h, const char *s)
     return h;
 }
 
+/* True the first time this process tree meets the message `err` with this
+ * outcome: marks the environment so the processes it execs stay silent. */
+static bool first_report(const char *err, char outcome)
+{
+    char mark[24];
+    uint64_t h = hash_text(0xcbf29ce484222325ull, err);
+    snprintf(mark, sizeof mark, "%016" PRIx64 "%c", h, outcome);
+    const char *seen = getenv(SL_CONF_REPORTED_ENV);
+    if (seen && strcmp(seen, mark) == 0) return false;
+    setenv(SL_CONF_REPORTED_ENV, mark, 1);
+    return true;
+}
+
 void sl_conf_report_failure(const char *err, enum sl_on_error on_error)
 {
     bool closed = on_error == SL_ON_ERROR_CLOSED;
-    char mark[24];
-    uint64_t h = hash_text(0xcbf29ce484222325ull, err);
-    snprintf(mark, sizeof mark, "%016" PRIx64 "%c", h, closed ? 'c' : 'o');
-    const char *seen = getenv(SL_CONF_REPORTED_ENV);
-    if (seen && strcmp(seen, mark) == 0) return;
+    if (!first_report(err, closed ? 'c' : 'o')) return;
     if (closed)
         sl_log(SL_LOG_ERROR, "%s; on_error = closed: refusing to start", err);
     else
         sl_log(SL_LOG_ERROR, "%s; running unlimited (on_error = open)", err);
-    setenv(SL_CONF_REPORTED_ENV, mark, 1);
+}
+
+void sl_conf_report_degraded(const struct sl_config *c)
+{
+    if (!c->degraded[0] || !first_report(c->degraded, 'd')) return;
+    sl_log(SL_LOG_ERROR, "%s; the rule keeps its own limits (on_error = open)", c->degraded);
 }

@@ -186,17 +186,18 @@ const char *conf_read_key(const char *path, uint8_t key[32], char *resolved, siz
     return bad;
 }
 
-const char *conf_read_reply(const char *path, char **buf, size_t *len, char *resolved,
-                            size_t resolvedlen)
+static const char *read_named(const char *path, size_t max, char **buf, size_t *len, char *resolved,
+                              size_t resolvedlen)
 {
     char real[PATH_MAX];
     struct stat st;
     int fd;
     const char *bad = open_named(path, resolvedlen, &fd, &st, real);
     if (bad) return bad;
-    bad = st.st_size == 0                      ? "is empty"
-          : st.st_size > (off_t)CONF_REPLY_MAX ? "is larger than 64 KiB"
-                                               : NULL;
+    bad = st.st_size == 0                              ? "is empty"
+          : max && st.st_size > (off_t)max             ? "is larger than 64 KiB"
+          : (uint64_t)st.st_size >= (uint64_t)SIZE_MAX ? "is larger than memory"
+                                                       : NULL;
     char *b = bad ? NULL : sl_alloc((size_t)st.st_size + 1);
     if (!bad && !b) bad = "cannot be read: out of memory";
     if (bad) {
@@ -215,4 +216,16 @@ const char *conf_read_reply(const char *path, char **buf, size_t *len, char *res
     *buf = b;
     *len = (size_t)n;
     return NULL;
+}
+
+const char *conf_read_reply(const char *path, char **buf, size_t *len, char *resolved,
+                            size_t resolvedlen)
+{
+    return read_named(path, CONF_REPLY_MAX, buf, len, resolved, resolvedlen);
+}
+
+const char *conf_read_whole(const char *path, char **buf, size_t *len, char *resolved,
+                            size_t resolvedlen)
+{
+    return read_named(path, 0, buf, len, resolved, resolvedlen);
 }

@@ -338,6 +338,7 @@ static int build(cfg_t *cfg, struct conf_ctx *ctx, const char *dir, struct sl_co
         ctx->dir = s->is_inline ? NULL : dir;
         if (!sec || build_rule(sec, s, c, &c->rules[c->nrules++]) != 0) return -1;
     }
+    memcpy(c->degraded, ctx->degraded, sizeof c->degraded);
     return 0;
 }
 
@@ -425,6 +426,9 @@ struct sl_config *sl_conf_load(const char *file, const char *inline_rules,
     }
     if (!ctx.failed) {
         oe = (enum sl_on_error)enum_value(cfg, "on_error", conf_on_error_names);
+        bool env_bad = false; /* a bad SLUICE_ON_ERROR fails the load below */
+        ctx.on_error = oe;
+        env_on_error(&ctx.on_error, NULL, 0, &env_bad);
         c = sl_alloc(sizeof *c);
         if (!c) {
             if (err && errlen) snprintf(err, errlen, "out of memory");

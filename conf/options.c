@@ -150,7 +150,7 @@ static const struct option options[] = {
     {"host",         LIST, NULL,     RULE,        0,        0,              SL_MAX_REQ_HOSTS, check_req_host, NULL,          NULL},          /* {}: any Host */
     {"per_missing",  STR,  "peer",   RULE,        0,        0,              0,            check_enum,       &per_missing_enum, NULL},        /* a request without the per key */
     {"quota_offset", STR,  NULL,     RULE,        0,        0,              0,            check_utc_offset, NULL,            NULL},          /* quota windows from UTC midnight: +5:30, -8; 0 */
-    {"plans",        STR,  NULL,     RULE,        0,        0,              0,            NULL,             NULL,            NULL},          /* a plans file; none */
+    {"plans",        STR,  NULL,     RULE,        0,        0,              0,            NULL,             NULL,            NULL},          /* a plans file (any size); none. Unloadable under on_error = open: the rule's own limits */
     {"quota",        STR,  NULL,     RULE,        0,        0,              0,            check_quota,      NULL,            NULL},          /* N/d or N/month (UTC); none */
     {"ramp_to",      STR,  NULL,     RULE,        0,        0,              0,            check_rate,       NULL,            NULL},          /* req_rate steps towards this; none: no ramp */
     {"ramp_from",    STR,  NULL,     RULE,        0,        0,              0,            check_utc_time,   NULL,            NULL},          /* when the ramp starts: 2026-12-01 (UTC) */
@@ -166,7 +166,7 @@ static const struct option options[] = {
     {"table_slots",  INT,  "65536",  GLOBAL,      64,       1L << 30,       0,            NULL,             NULL,            NULL},
     {"shared",       STR,  "",       GLOBAL,      0,        0,              0,            check_table_name, NULL,            NULL},          /* "": private to this program */
     {"on_error",     STR,  "open",   GLOBAL,      0,        0,              0,            check_enum,       &on_error_enum,  NULL},
-    {"on_full",      STR,  "shared", GLOBAL,      0,        0,              0,            check_enum,       &on_full_enum,   NULL},
+    {"on_full",      STR,  "shared", GLOBAL,      0,        0,              0,            check_enum,       &on_full_enum,   NULL},          /* when a new key finds only keys at their limit (the least-used key is evicted first): shared, deny, allow */
     {"inherit",      BOOL, "yes",    GLOBAL,      0,        0,              0,            NULL,             NULL,            NULL},
     {"log",          STR,  "stderr", GLOBAL,      0,        0,              0,            check_enum,       &log_enum,       NULL},
     {"log_level",    STR,  "info",   GLOBAL,      0,        0,              0,            check_enum,       &log_level_enum, NULL},

@@ -200,14 +200,17 @@ static const char *parse_plans(char *text, struct sl_plans *ps, const struct sl_
             for (int i = 0; i < sl_plans_count(ps); i++)
                 if (strcmp(sl_plans_get(ps, i)->name, name) == 0) idx = i;
             if (idx < 0) return "gives a key a plan not defined above";
-            int rc = sl_plans_add_key(ps, idx, value, strlen(value));
-            if (rc == -2) return "gives one key value two plans";
-            if (rc < 0) return "cannot be read: out of memory";
+            if (sl_plans_add_key(ps, idx, value, strlen(value), (uint32_t)*lineno) < 0)
+                return "cannot be read: out of memory";
         } else {
             return "has a line that is neither plan nor key";
         }
     }
-    sl_plans_seal(ps);
+    uint32_t twice = sl_plans_seal(ps);
+    if (twice) {
+        *lineno = (int)twice;
+        return "gives one key value two plans";
+    }
     return NULL;
 }
 
@@ -323,7 +326,7 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
     if (plans) {
         char *text = NULL;
         size_t len;
-        const char *bad = conf_read_reply(plans, &text, &len, r->plans_path, sizeof r->plans_path);
+        const char *bad = conf_read_whole(plans, &text, &len, r->plans_path, sizeof r->plans_path);
         struct sl_plans *ps = bad ? NULL : sl_plans_new();
         int pline = 0;
         if (!bad && !ps) bad = "cannot be read: out of memory";
@@ -332,13 +335,11 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
             explicit_bzero(text, len);
             sl_free(text);
         }
-        if (bad) {
+        if (bad) { /* on_error = open: the rule's own limits, not none (issue 18.8) */
             sl_plans_free(ps);
-            if (pline)
-                conf_fail(sec, line, "plans", plans, "line %d %s", pline, bad);
-            else
-                conf_fail(sec, line, "plans", plans, "%s", bad);
-            return -1;
+            bool kept = pline ? conf_degrade(sec, line, "plans", plans, "line %d %s", pline, bad)
+                              : conf_degrade(sec, line, "plans", plans, "%s", bad);
+            return kept ? 0 : -1;
         }
         r->plans = ps;
     }

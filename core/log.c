@@ -4,6 +4,10 @@
  * 10 lines at once, then 5 a second. Lines it refuses are counted in
  * `suppressed`; the next line that passes reports and resets the count
  * (exchange, so two threads never report the same lines twice).
+ *
+ * Escaping is done once, on the whole formatted message, so no caller can
+ * forget it: a request path with "\n" and escape codes (issue 18.8) is
+ * written as "\n" and "\x1b", on the line it belongs to.
  */
 #include "log.h"
 
@@ -75,6 +79,51 @@ static void emit(const char *buf, size_t n)
     }
 }
 
+/* The escape of byte c into e (its length), or 0 when c stands as it is. */
+static size_t escape_of(unsigned char c, char e[4])
+{
+    static const char hex[] = "0123456789abcdef";
+    e[0] = '\\';
+    switch (c) {
+    case '\n':
+        e[1] = 'n';
+        return 2;
+    case '\r':
+        e[1] = 'r';
+        return 2;
+    case '\t':
+        e[1] = 't';
+        return 2;
+    case '\\':
+        e[1] = '\\';
+        return 2;
+    }
+    if (c >= 0x20 && c < 0x7f) return 0;
+    e[1] = 'x';
+    e[2] = hex[c >> 4];
+    e[3] = hex[c & 15];
+    return 4;
+}
+
+size_t sl_log_escape(char *dst, size_t cap, const char *src, size_t len)
+{
+    size_t n = 0;
+    if (cap == 0) return 0;
+    for (size_t i = 0; i < len; i++) {
+        char e[4];
+        size_t w = escape_of((unsigned char)src[i], e);
+        if (n + (w ? w : 1) >= cap) break;
+        if (w == 0) {
+            dst[n++] = src[i];
+            continue;
+        }
+        for (size_t k = 0; k < w; k++)
+            dst[n++] = e[k];
+    }
+    dst[n] = 0;
+    return n;
+}
+
 static void vlog(enum sl_log_level level, bool limited, const char *fmt, va_list ap);
 
 void sl_log(enum sl_log_level level, const char *fmt, ...)
@@ -102,14 +151,16 @@ static void vlog(enum sl_log_level level, bool limited, const char *fmt, va_list
         errno = saved;
         return;
     }
-    char msg[1024];
+    char raw[1024], msg[1024];
     int n = 0;
     uint64_t lost = atomic_exchange_explicit(&suppressed, 0, memory_order_relaxed);
     if (target == SL_LOG_STDERR)
         n = snprintf(msg, sizeof msg, "sluice[%d]: %s: ", (int)getpid(), level_names[level]);
-    int m = vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
-    n = m < 0 ? n : n + m;
-    if (n > (int)sizeof msg - 64) n = (int)sizeof msg - 64;
+    int m = vsnprintf(raw, sizeof raw, fmt, ap);
+    if (m < 0) m = 0;
+    if (m >= (int)sizeof raw) m = (int)sizeof raw - 1;
+    /* room left for the suppressed count and the newline */
+    n += (int)sl_log_escape(msg + n, sizeof msg - (size_t)n - 64, raw, (size_t)m);
     if (lost)
         n += snprintf(msg + n, sizeof msg - (size_t)n, " (%llu earlier messages suppressed)",
                       (unsigned long long)lost);

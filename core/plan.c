@@ -1,4 +1,10 @@
-/* plan.c - plans and their hashed key values (see plan.h). */
+/* plan.c - plans and their hashed key values (see plan.h).
+ *
+ * Keys are appended while building and sorted once when the set is
+ * sealed; a value given twice is found then, as neighbours in digest
+ * order, so building n keys costs n log n (a check per key against all
+ * before it made a plans file of 100,000 keys take minutes).
+ */
 #include "plan.h"
 
 #include <sodium.h>
@@ -12,6 +18,7 @@
 struct entry {
     uint8_t digest[crypto_shorthash_siphashx24_BYTES];
     uint32_t plan;
+    uint32_t tag; /* the builder's (a line number): names a value given twice */
 };
 
 struct sl_plans {
@@ -64,25 +71,22 @@ static int by_digest(const void *a, const void *b)
     return memcmp(((const struct entry *)a)->digest, ((const struct entry *)b)->digest, 16);
 }
 
-static const struct entry *lookup(const struct sl_plans *p, const uint8_t d[16])
+/* Digest order, then the builder's: the first of two equal values first. */
+static int by_digest_tag(const void *a, const void *b)
 {
-    struct entry want;
-    memcpy(want.digest, d, 16);
-    if (p->sealed) return bsearch(&want, p->entries, p->nentries, sizeof want, by_digest);
-    for (uint32_t i = 0; i < p->nentries; i++)
-        if (memcmp(p->entries[i].digest, d, 16) == 0) return &p->entries[i];
-    return NULL;
+    const struct entry *x = a, *y = b;
+    int d = by_digest(x, y);
+    return d ? d : (x->tag > y->tag) - (x->tag < y->tag);
 }
 
-int sl_plans_add_key(struct sl_plans *p, int plan, const char *v, size_t len)
+int sl_plans_add_key(struct sl_plans *p, int plan, const char *v, size_t len, uint32_t tag)
 {
-    if (plan < 0 || plan >= p->nplans || p->sealed) return -1;
-    struct entry e = {.plan = (uint32_t)plan};
+    if (plan < 0 || plan >= p->nplans || p->sealed || p->nentries == UINT32_MAX) return -1;
+    struct entry e = {.plan = (uint32_t)plan, .tag = tag};
     digest(p, v, len, e.digest);
-    if (lookup(p, e.digest)) return -2;
     if (p->nentries == p->cap) {
-        uint32_t cap = p->cap ? p->cap * 2 : 16;
-        struct entry *n = sl_alloc(cap * sizeof *n);
+        uint32_t cap = p->cap ? (p->cap > UINT32_MAX / 2 ? UINT32_MAX : p->cap * 2) : 16;
+        struct entry *n = sl_alloc((size_t)cap * sizeof *n);
         if (!n) return -1;
         if (p->nentries) memcpy(n, p->entries, p->nentries * sizeof *n);
         sl_free(p->entries);
@@ -93,18 +97,24 @@ int sl_plans_add_key(struct sl_plans *p, int plan, const char *v, size_t len)
     return 0;
 }
 
-void sl_plans_seal(struct sl_plans *p)
+uint32_t sl_plans_seal(struct sl_plans *p)
 {
-    if (p->nentries) qsort(p->entries, p->nentries, sizeof *p->entries, by_digest);
+    uint32_t twice = 0;
+    if (p->nentries) qsort(p->entries, p->nentries, sizeof *p->entries, by_digest_tag);
+    for (uint32_t i = 1; i < p->nentries; i++)
+        if (by_digest(&p->entries[i - 1], &p->entries[i]) == 0 &&
+            (twice == 0 || p->entries[i].tag < twice))
+            twice = p->entries[i].tag;
     p->sealed = true;
+    return twice;
 }
 
 const struct sl_plan *sl_plans_find(const struct sl_plans *p, const char *v, size_t len)
 {
-    if (!p || p->nentries == 0) return NULL;
-    uint8_t d[16];
-    digest(p, v, len, d);
-    const struct entry *e = lookup(p, d);
+    if (!p || !p->sealed || p->nentries == 0) return NULL;
+    struct entry want;
+    digest(p, v, len, want.digest);
+    const struct entry *e = bsearch(&want, p->entries, p->nentries, sizeof want, by_digest);
     return e ? &p->plans[e->plan] : NULL;
 }
 

@@ -37,11 +37,14 @@ void sl_plans_free(struct sl_plans *p);
 /* Adds a plan; returns its index, or -1 (too many plans, or a name
  * already taken). */
 int sl_plans_add(struct sl_plans *p, const struct sl_plan *plan);
-/* Gives key value v[0..len) the plan at index `plan`. Returns 0, -1 on a
- * bad index or allocation failure, -2 when the value already has a plan. */
-int sl_plans_add_key(struct sl_plans *p, int plan, const char *v, size_t len);
-/* Ends building: lookups may start. */
-void sl_plans_seal(struct sl_plans *p);
+/* Gives key value v[0..len) the plan at index `plan`; `tag` (> 0, a
+ * line number) names it if the value turns out to be given twice. Returns
+ * 0, or -1 on a bad index or allocation failure. */
+int sl_plans_add_key(struct sl_plans *p, int plan, const char *v, size_t len, uint32_t tag);
+/* Ends building: lookups may start. Returns 0, or the smallest tag of a
+ * value given a second time (each value has one plan: the set must not
+ * be used then). */
+uint32_t sl_plans_seal(struct sl_plans *p);
 
 /* The plan of key value v, or NULL. */
 const struct sl_plan *sl_plans_find(const struct sl_plans *p, const char *v, size_t len);

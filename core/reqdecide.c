@@ -26,8 +26,6 @@
 void sl_req_rules_entries(struct sl_req_rules *x)
 {
     const struct sl_config *c = x->rt->cfg;
-    sl_limit_init(&x->idem, SL_ALG_GCRA, SL_IDEM_FREE + 1, (SL_IDEM_FREE + 1) * SL_IDEM_WINDOW_NS,
-                  SL_IDEM_FREE + 1);
     for (int i = 0; i < c->nrules && i < SL_MAX_RULES; i++) {
         x->entry[i] = (int8_t)x->rt->table_rule[i];
         if (!(x->match >> i & 1)) continue;
@@ -44,17 +42,32 @@ struct grant {
     struct sl_key key;
     const struct sl_limit *rate; /* NULL: took nothing from a bucket */
     uint64_t quota_end;          /* 0: took nothing from a quota */
-    bool mark;                   /* set an Idempotency-Key mark */
+    uint64_t mark_end;           /* 0: opened no Idempotency-Key window */
     uint64_t wait_ns;
 };
 
-static void idem_key(struct sl_key *k, const struct sl_key *bucket, const char *v, size_t len,
-                     const struct sl_rule *r, const uint64_t secret[4])
+struct idem_op {
+    uint64_t now, opened;
+    bool free, unmark;
+};
+
+static uint64_t idem_step(uint64_t old, void *arg)
 {
-    sl_req_key_value(k, r, v, len, secret);
-    k->hi ^= bucket->hi;
-    k->lo ^= bucket->lo;
-    k->extra = bucket->extra | SL_REQ_KEY_IDEM;
+    struct idem_op *op = arg;
+    if (op->unmark) return sl_idem_unmark(old, op->opened);
+    return sl_idem_step(old, op->now, &op->free, &op->opened);
+}
+
+/* The request's Idempotency-Key mark, stepped (a retry: *free) or, with
+ * unmark, the window `opened` taken back. A mark is the cheapest word to
+ * lose (the next retry pays, and opens a new window), so it is given the
+ * largest limit: a full table evicts marks before any key's count. */
+static void idem_apply(struct sl_runtime *rt, int e, const struct sl_key *bucket,
+                       const struct sl_req_head *h, uint64_t now, struct idem_op *op)
+{
+    struct sl_key mk;
+    sl_idem_key(&mk, bucket, h, sl_table_secret(rt->table));
+    sl_table_apply(rt->table, e, &mk, sl_quota_slot_limit(), SL_QUOTA_MAX, now, idem_step, op);
 }
 
 struct quota_op {
@@ -144,12 +157,12 @@ static void give_back(struct sl_runtime *rt, const struct sl_req_rules *x, const
         struct sl_key qk;
         quota_key(&qk, &g->key);
         struct quota_op op = {.cost = r->cost, .end = g->quota_end, .refund = true};
-        sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), now, quota_step, &op);
+        sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), SL_QUOTA_MAX, now, quota_step,
+                       &op);
     }
-    if (g->mark) {
-        struct sl_key mk;
-        idem_key(&mk, &g->key, h->idem, h->idem_len, r, sl_table_secret(rt->table));
-        sl_table_refund(rt->table, e, &mk, &x->idem, now, 1);
+    if (g->mark_end) {
+        struct idem_op op = {.opened = g->mark_end, .unmark = true};
+        idem_apply(rt, e, &g->key, h, now, &op);
     }
 }
 
@@ -201,12 +214,10 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
     if (r->cost == 0 || (!rate->count && !quota)) return; /* counted, never limited */
 
     if (h->idem && h->idem_len) {
-        struct sl_key mk;
-        struct sl_verdict mv;
-        idem_key(&mk, &g->key, h->idem, h->idem_len, r, secret);
-        sl_table_decide(rt->table, e, &mk, &x->idem, now, 1, 0, &mv);
-        if (mv.allowed && mv.remaining < SL_IDEM_FREE) return; /* a retry: free */
-        g->mark = mv.allowed;
+        struct idem_op op = {.now = now};
+        idem_apply(rt, e, &g->key, h, now, &op);
+        if (op.free) return; /* a retry: free */
+        g->mark_end = op.opened;
     }
     if (rate->count) {
         uint64_t slack = r->action == SL_ACT_DELAY ? r->max_delay_ns : 0;
@@ -239,7 +250,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
                               .end =
                                   now + (sl_quota_window_end(wall, qwin, r->quota_offset_s) - wall),
                               .now = now};
-        if (sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), now, quota_step, &op)) {
+        if (sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), quota, now, quota_step, &op)) {
             if (op.v.allowed) {
                 g->quota_end = op.end;
                 sl_table_note_quota(rt->table, e, op.v.limit - op.v.remaining, r->cost, op.v.limit);
@@ -257,7 +268,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
         partial.quota_end = 0;
         give_back(rt, x, &partial, now, h);
         g->rate = NULL;
-        g->mark = false;
+        g->mark_end = 0;
     }
 }
 

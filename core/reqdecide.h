@@ -10,11 +10,12 @@
  * the request up to max_delay (its turn is booked now, first come first
  * served); beyond that it denies.
  *
- * Idempotency-Key: a retry carrying the same key (per rule and bucket key)
- * within SL_IDEM_WINDOW_NS of the previous attempt is not charged again,
- * at most SL_IDEM_FREE times: memory stays bounded (a mark is a table
- * slot, reusable once idle) and a client cannot turn one key into
- * unlimited free requests.
+ * Idempotency-Key: a retry of the same request (method and target) with
+ * the same key from the same client within SL_IDEM_WINDOW_NS of the
+ * charged attempt is not charged again, at most SL_IDEM_FREE times
+ * (core/idem.h): memory stays bounded (a mark is a table slot, reusable
+ * once idle) and a client cannot turn one key into free requests of other
+ * kinds, nor into unlimited retries.
  */
 #ifndef SL_REQDECIDE_H
 #define SL_REQDECIDE_H
@@ -23,14 +24,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "idem.h"
 #include "key.h"
 #include "limit.h"
 #include "policy.h"
 #include "reply.h"
 #include "rule.h"
-
-#define SL_IDEM_WINDOW_NS (300 * SL_NS_PER_SEC)
-#define SL_IDEM_FREE      2
 
 /* One request head, as the scanner found it. Pointers may be NULL when the
  * head had no such part. */
@@ -50,7 +49,6 @@ struct sl_req_rules {
     int64_t wall_offset; /* wall clock minus monotonic clock, ns (quota windows) */
     char header[SL_REQ_NAME_MAX]; /* the header whose value sl_req_head.header holds */
     int8_t entry[SL_MAX_RULES];   /* the table entry counting rule i's requests */
-    struct sl_limit idem;         /* an Idempotency-Key mark's bucket */
 };
 
 struct sl_req_decision {

@@ -227,6 +227,9 @@ struct sl_config {
     struct sl_redis redis;
     /* Where it came from, for messages: "app.conf", "--in rule 1", ... */
     char source[256];
+    /* "": all of it loaded; else the one line saying what was left out
+     * under on_error = open (a plans file: the rule keeps its own limits) */
+    char degraded[512];
 };
 
 #endif

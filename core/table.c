@@ -19,16 +19,25 @@
  *     claims this one with CAS(tag, 0, hash); a loser re-reads the tag;
  *   - otherwise, another key's slot: go on.
  * If neither the key nor an empty slot is found, a second pass looks for
- * the first slot whose bucket is idle (meta, in the side array, tells the
- * occupant's algorithm and period; a lookup never reads it), and reuses it:
- * CAS(tag, old, REUSING) makes the reuser exclusive, CAS(state, s, 0)
- * confirms the bucket is still the idle one it judged (else the tag goes
- * back), then meta is written and the tag is published as the new
- * hash. An idle bucket is equivalent to a fresh one, so nothing is lost but
- * a request of the old key racing the reuse, which may be charged to the
- * new key: an error of one request, at most, per reuse. Without an idle
- * slot the table is full for that key and
- * the on_full policy applies; memory never grows.
+ * the first slot whose bucket is idle (meta and cap, in the side array,
+ * tell the occupant's algorithm, period and limit; a lookup never reads
+ * them), and reuses it: CAS(tag, old, REUSING) makes the reuser exclusive,
+ * CAS(state, s, 0) confirms the bucket is still the one it judged (else
+ * the tag goes back), then meta is written and the tag is published as the
+ * new hash. An idle bucket is equivalent to a fresh one, so nothing is
+ * lost but a request of the old key racing the reuse, which may be charged
+ * to the new key: an error of one request, at most, per reuse.
+ *
+ * Eviction. Without an idle slot, the same pass evicts the slot whose key
+ * has used the smallest share of its limit, among those whose next request
+ * would still pass (the second chance: a key at its limit, or holding a
+ * connection place, is never evicted, so a flood of new keys buys no
+ * amnesty for a key that is being limited). A flood of one-off keys (one
+ * request each, a daily quota word each) thus evicts its own kind first:
+ * an honest new key still gets a slot and its whole budget, and what an
+ * eviction forgives is the least any key nearby had used. Only when every
+ * slot of the key's probe sequence holds a key at its limit is the table
+ * full for that key, and the on_full policy applies; memory never grows.
  *
  * The bucket itself is state, updated by CAS in a loop: read, compute the
  * next state with sl_limit_step, publish. Denials publish nothing but a
@@ -54,9 +63,11 @@
 
 #include "limit_gcra.h"
 #include "mem.h"
+#include "quota.h"
 #include "shm.h"
 #include "sys.h"
 #include "table_int.h"
+#include "window.h"
 
 const char *const sl_counter_names[SL_NCOUNTERS] = {
     "allowed", "limited", "delayed", "would_limit", "overflow", "reused", "claimed", "errors",
@@ -413,21 +424,72 @@ uint64_t sl_table_counter(const struct sl_table *t, int rule, enum sl_counter c)
     return sum;
 }
 
-static inline uint64_t meta_of(const struct sl_limit *l)
+/* meta, the side entry's word: what the state word is. GCRA: burst_ns << 2
+ * (idleness needs no period: a TAT in the past is a full bucket); a
+ * window: period_ns << 2 | alg; a quota word (core/quota.h): META_QUOTA,
+ * idle like a GCRA state once its window has ended. Never 0 (unknown). */
+#define META_QUOTA 3ull /* alg bits free: a log never lives in a slot */
+
+static inline uint64_t meta_of(const struct sl_limit *l, uint64_t quota)
 {
+    if (quota) return 1ull << 2 | META_QUOTA;
+    if (l->alg == SL_ALG_GCRA) return l->burst_ns << 2;
     return l->period_ns << 2 | (uint64_t)l->alg;
 }
 
-#define REUSING 1 /* tag while a slot changes hands; hashes are never 0 or 1 */
+/* cap, beside it: the key's limit in requests (the quota, the burst, the
+ * window's count), by which a full table judges how much a key has used. */
+static inline uint32_t cap_of(const struct sl_limit *l, uint64_t quota)
+{
+    uint64_t c = quota ? quota : l->alg == SL_ALG_GCRA ? l->burst : l->count;
+    return c > UINT32_MAX ? UINT32_MAX : c == 0 ? 1 : (uint32_t)c;
+}
 
-static bool slot_idle(struct sl_table *t, uint64_t i, uint64_t now, uint64_t *state)
+static inline void side_claimed(struct sl_table *t, int64_t at, const struct sl_limit *l,
+                                uint64_t quota)
+{
+    atomic_store_explicit(&t->side[at].cap, cap_of(l, quota), memory_order_relaxed);
+    atomic_store_explicit(&t->side[at].meta, meta_of(l, quota), memory_order_release);
+}
+
+#define REUSING 1          /* tag while a slot changes hands; hashes are never 0 or 1 */
+#define FULL    UINT32_MAX /* a share: the key is at its limit, never evicted */
+
+/* How much of its limit the key in slot i has used, in 1/1024ths, from its
+ * state (*state, as read): 0 when idle, FULL when its next request would
+ * be denied, it holds a connection place, or its side entry is not
+ * written yet. */
+static uint32_t slot_share(struct sl_table *t, uint64_t i, uint64_t now, uint64_t *state)
 {
     uint64_t meta = atomic_load_explicit(&t->side[i].meta, memory_order_acquire);
-    if (meta == 0) return false;
-    struct sl_limit l = {.alg = (enum sl_alg)(meta & 3), .period_ns = meta >> 2};
-    *state = atomic_load_explicit(&t->slots[i].state, memory_order_relaxed);
-    return sl_limit_idle(&l, *state, now) &&
-           atomic_load_explicit(&t->side[i].conns, memory_order_relaxed) == 0;
+    uint64_t cap = atomic_load_explicit(&t->side[i].cap, memory_order_relaxed);
+    if (meta == 0 || atomic_load_explicit(&t->side[i].conns, memory_order_relaxed) != 0)
+        return FULL;
+    uint64_t s = *state = atomic_load_explicit(&t->slots[i].state, memory_order_relaxed);
+    uint64_t alg = meta & 3, used;
+    if (s == 0) return 0;
+    if (alg == SL_ALG_GCRA || alg == META_QUOTA) {
+        if (s <= now) return 0; /* a TAT or a window end in the past: idle */
+        if (alg == META_QUOTA) {
+            used = s & SL_QUOTA_MAX;
+        } else { /* ahead of now: burst_ns * used share; one more needs burst_ns / cap */
+            uint64_t burst_ns = meta >> 2, ahead = s - now;
+            if (cap == 0 || ahead + burst_ns / cap > burst_ns) return FULL;
+            return (uint32_t)((sl_u128)ahead * 1024 / burst_ns);
+        }
+    } else {
+        struct sl_limit l = {.alg = (enum sl_alg)alg, .period_ns = meta >> 2};
+        if (sl_limit_idle(&l, s, now)) return 0;
+        if (alg == SL_ALG_FIXED) {
+            used = s & 0xffffffffull;
+        } else { /* the sliding window's weighted count, rounded up */
+            uint64_t prev, curr, W = l.period_ns, el = now % W;
+            sl_win_counts(s, now / W, &prev, &curr);
+            used = curr + (uint64_t)(((sl_u128)prev * (W - el) + W - 1) / W);
+        }
+    }
+    if (cap == 0 || used + 1 > cap) return FULL;
+    return (uint32_t)(used * 1024 / cap);
 }
 
 /* The i-th slot of a key's probe sequence: buckets by double hashing (an
@@ -460,22 +522,33 @@ static inline int64_t probe_next(struct probe *p)
     return (int64_t)(p->bucket * SL_BUCKET + i % SL_BUCKET);
 }
 
-/* The first slot of the key's probe sequence whose bucket is idle, or -1.
- * Only looked for when the whole sequence is taken: reading meta costs a
- * cache miss in the side array, which a lookup must not pay. */
-static int64_t find_idle(struct sl_table *t, uint64_t h, uint64_t now, uint64_t *tag,
+/* The slot of the key's probe sequence to give it when every one is taken:
+ * the first idle one, else the one whose key used the smallest share of
+ * its limit, never one at its limit (slot_share); -1 when there is none.
+ * Only looked for when the whole sequence is taken: reading the side entry
+ * costs a cache miss, which a lookup must not pay. */
+static int64_t find_room(struct sl_table *t, uint64_t h, uint64_t now, uint64_t *tag,
                          uint64_t *state)
 {
     struct probe p = probe_start(t, h);
+    int64_t best = -1;
+    uint32_t best_share = FULL;
     for (int64_t at; (at = probe_next(&p)) >= 0;) {
-        *tag = atomic_load_explicit(&t->slots[at].tag, memory_order_acquire);
-        if (*tag != REUSING && *tag != h && slot_idle(t, (uint64_t)at, now, state)) return at;
+        uint64_t tg = atomic_load_explicit(&t->slots[at].tag, memory_order_acquire), st;
+        if (tg == REUSING || tg == h) continue;
+        uint32_t share = slot_share(t, (uint64_t)at, now, &st);
+        if (share >= best_share) continue;
+        best = at;
+        best_share = share;
+        *tag = tg;
+        *state = st;
+        if (share == 0) break; /* idle: as good as empty */
     }
-    return -1;
+    return best;
 }
 
 int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
-                           const struct sl_limit *l, uint64_t now)
+                           const struct sl_limit *l, uint64_t quota, uint64_t now)
 {
     uint64_t h = sl_key_hash(k, t->secret);
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -487,29 +560,29 @@ int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
             if (tag != 0) continue;
             if (atomic_compare_exchange_strong_explicit(&s->tag, &tag, h, memory_order_acq_rel,
                                                         memory_order_acquire)) {
-                atomic_store_explicit(&t->side[at].meta, meta_of(l), memory_order_release);
+                side_claimed(t, at, l, quota);
                 sl_table_count(t, rule, SL_C_CLAIMED, 1);
                 return at;
             }
             if (tag == h) return at;
         }
-        uint64_t idle_tag, idle_state;
-        int64_t idle = find_idle(t, h, now, &idle_tag, &idle_state);
-        if (idle < 0) return -1;
-        struct sl_slot *s = &t->slots[idle];
+        uint64_t old_tag, old_state;
+        int64_t room = find_room(t, h, now, &old_tag, &old_state);
+        if (room < 0) return -1;
+        struct sl_slot *s = &t->slots[room];
         /* The tag is the exclusive step: REUSING keeps a second reuser out
          * while state and meta are reset. */
-        if (!atomic_compare_exchange_strong_explicit(&s->tag, &idle_tag, REUSING,
+        if (!atomic_compare_exchange_strong_explicit(&s->tag, &old_tag, REUSING,
                                                      memory_order_acq_rel, memory_order_acquire))
             continue;
-        if (!atomic_compare_exchange_strong(&s->state, &idle_state, 0)) {
-            atomic_store_explicit(&s->tag, idle_tag, memory_order_release);
+        if (!atomic_compare_exchange_strong(&s->state, &old_state, 0)) {
+            atomic_store_explicit(&s->tag, old_tag, memory_order_release);
             continue;
         }
-        atomic_store_explicit(&t->side[idle].meta, meta_of(l), memory_order_release);
+        side_claimed(t, room, l, quota);
         atomic_store_explicit(&s->tag, h, memory_order_release);
         sl_table_count(t, rule, SL_C_REUSED, 1);
-        return idle;
+        return room;
     }
     return -1;
 }
@@ -542,7 +615,7 @@ static void refund_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t 
 void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
                      uint64_t now, uint64_t cost, uint64_t slack, struct sl_verdict *v)
 {
-    int64_t i = sl_table_find_slot(t, rule, k, l, now);
+    int64_t i = sl_table_find_slot(t, rule, k, l, 0, now);
     if (__builtin_expect(i >= 0, 1)) {
         decide_word(&t->slots[i].state, l, now, cost, slack, v);
         return;
@@ -568,7 +641,7 @@ uint64_t sl_table_take(struct sl_table *t, int rule, const struct sl_key *k,
                        const struct sl_limit *l, uint64_t now, uint64_t want, uint64_t quantum,
                        uint64_t *wait_ns)
 {
-    int64_t i = sl_table_find_slot(t, rule, k, l, now);
+    int64_t i = sl_table_find_slot(t, rule, k, l, 0, now);
     _Atomic uint64_t *w = i >= 0 ? &t->slots[i].state : &t->rules[rule].overflow_state;
     if (i < 0) {
         sl_table_count(t, rule, SL_C_OVERFLOW, 1);
@@ -603,9 +676,10 @@ void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k, const
 }
 
 bool sl_table_apply(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
-                    uint64_t now, uint64_t (*step)(uint64_t old, void *arg), void *arg)
+                    uint64_t quota, uint64_t now, uint64_t (*step)(uint64_t old, void *arg),
+                    void *arg)
 {
-    int64_t i = sl_table_find_slot(t, rule, k, l, now);
+    int64_t i = sl_table_find_slot(t, rule, k, l, quota, now);
     if (i < 0) return false;
     _Atomic uint64_t *w = &t->slots[i].state;
     uint64_t s = atomic_load_explicit(w, memory_order_relaxed);

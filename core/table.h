@@ -60,7 +60,9 @@ size_t sl_table_bytes(const struct sl_table *t);
 int sl_table_rule(struct sl_table *t, uint64_t id, const char *name);
 
 /* Decides one request: finds or claims the key's slot and applies the
- * limit. On a full table the on_full policy decides. */
+ * limit. When every slot the key may take is held, the least-used key not
+ * at its limit is evicted (table.c); when all of them are at their limit,
+ * the on_full policy decides. */
 void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
                      uint64_t now, uint64_t cost, uint64_t slack_ns, struct sl_verdict *v);
 
@@ -96,11 +98,13 @@ void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k, const
                      uint64_t now, uint64_t cost);
 
 /* Applies `step` to the key's state word, compare-and-swap until it holds
- * (step may run more than once): for counts kept outside core/limit.c
- * (core/quota.c). The slot is claimed with limit l, by which its idleness
- * is judged. Returns false, touching nothing, when the key finds no slot. */
+ * (step may run more than once): for the quota words of core/quota.c,
+ * `quota` their limit (by which a full table judges whether the key may
+ * be evicted). The slot is claimed with limit l (sl_quota_slot_limit).
+ * Returns false, touching nothing, when the key finds no slot. */
 bool sl_table_apply(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
-                    uint64_t now, uint64_t (*step)(uint64_t old, void *arg), void *arg);
+                    uint64_t quota, uint64_t now, uint64_t (*step)(uint64_t old, void *arg),
+                    void *arg);
 
 /* The table's secret (4 words), for keyed hashes of values that become
  * keys: every process sharing the table makes the same keys. */

@@ -92,7 +92,7 @@ static bool take_place(struct sl_side *s, uint32_t max)
 int32_t sl_table_conn_acquire(struct sl_table *t, int rule, const struct sl_key *k,
                               const struct sl_limit *l, uint32_t max, uint64_t now)
 {
-    int64_t at = sl_table_find_slot(t, rule, k, l, now);
+    int64_t at = sl_table_find_slot(t, rule, k, l, 0, now);
     if (at < 0) {
         sl_table_count(t, rule, SL_C_OVERFLOW, 1);
         return t->on_full == SL_FULL_DENY ? -1 : -2;
@@ -160,7 +160,7 @@ void sl_table_conn_release(struct sl_table *t, int32_t rec)
 uint32_t sl_table_conns(struct sl_table *t, int rule, const struct sl_key *k,
                         const struct sl_limit *l, uint64_t now)
 {
-    int64_t at = sl_table_find_slot(t, rule, k, l, now);
+    int64_t at = sl_table_find_slot(t, rule, k, l, 0, now);
     return at >= 0 ? (uint32_t)atomic_load(&t->side[at].conns) : 0;
 }
 

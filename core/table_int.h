@@ -11,7 +11,7 @@
 #include "table.h"
 
 #define SL_MAGIC   0x31656369756c73ull /* "sluice1" */
-#define SL_VERSION 3
+#define SL_VERSION 4                   /* 4: side entries say how much of its limit a key may use */
 #define SL_STRIPES 16
 #define SL_HDR     4096
 
@@ -26,9 +26,9 @@ _Static_assert(sizeof(struct sl_slot) == 16, "four slots to a cache line");
 /* What only claims, reuses and concurrency limits touch, kept apart so a
  * decision's cache line holds four keys. */
 struct sl_side {
-    _Atomic uint64_t meta; /* writer: the claimer; period_ns << 2 | alg, 0 = unknown */
+    _Atomic uint64_t meta; /* writer: the claimer; what the state word is (table.c: meta_of) */
     _Atomic int32_t conns; /* connections open at once under this key */
-    uint32_t pad;
+    _Atomic uint32_t cap;  /* writer: the claimer; the key's limit in requests (0: unknown) */
 };
 _Static_assert(sizeof(struct sl_side) == 16, "side entry size");
 
@@ -123,6 +123,6 @@ size_t sl_table_layout_bytes(uint32_t nslots);
 /* The index of the key's slot, claimed if needed; -1 when the table is full
  * for it. */
 int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
-                           const struct sl_limit *l, uint64_t now);
+                           const struct sl_limit *l, uint64_t quota, uint64_t now);
 
 #endif

@@ -187,6 +187,7 @@ __attribute__((constructor)) static void sl_init(void)
         goto out;
     }
     sl_log_setup(cfg->log, cfg->log_level);
+    sl_conf_report_degraded(cfg);
     if (!cfg->inherit) drop_inheritance();
 
     struct sl_table *table;

@@ -61,7 +61,9 @@ struct sl_runtime *sl_reload_slow(struct sl_runtime *rt, uint32_t gen)
                                          in_table ? (*inline_rules ? inline_rules : NULL) : rules,
                                          &on_error, err, sizeof err);
     sl_conf_set_resolver(sl_real.getaddrinfo, sl_real.freeaddrinfo);
-    const char *why = cfg ? sl_conf_unfit(rt->cfg, cfg) : err;
+    const char *why = !cfg               ? err
+                      : cfg->degraded[0] ? cfg->degraded /* keep the plans that work */
+                                         : sl_conf_unfit(rt->cfg, cfg);
     struct sl_runtime *nrt = why ? NULL : sl_alloc(sizeof *nrt);
     if (!why && (!nrt || sl_runtime_init(nrt, cfg, rt->table, err, sizeof err) != 0))
         why = nrt ? err : "out of memory";

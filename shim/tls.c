@@ -24,7 +24,18 @@
  * lookup. These exports carry no symbol version (shim/exports.map is an
  * anonymous version node), so they satisfy references to
  * SSL_read@OPENSSL_3.0.0; the real ones are fetched with that version.
- * SSL_read_early_data passes untouched.
+ *
+ * TLS 1.3 early data (0-RTT) is refused on a connection an inbound
+ * request rule matches: SSL_read_early_data, the only way a server takes
+ * it, sets the session's max_early_data to 0 before the real call reads
+ * the ClientHello, so the library rejects the early data (and skips its
+ * records), issues tickets that offer none, and the client sends its
+ * requests again after the handshake, where SSL_read counts them. A
+ * replayable 0-RTT request could not be held or denied by the rules
+ * anyway; sessions no rule matches keep 0-RTT. A client's early data needs
+ * no hook of its own: OpenSSL's SSL_write_early_data writes it through
+ * SSL_write_ex, which binds to ours, so it is counted as any write (a hook
+ * on both would see each early request twice).
  *
  * Outbound (the program is a TLS client, shim/reqout.h): SSL_write and
  * SSL_write_ex hand the plaintext to reqout.c before the library encrypts
@@ -61,6 +72,8 @@ static struct {
     void (*set_shutdown)(SSL *, int);
     int (*shutdown)(SSL *);
     void (*free)(SSL *);
+    int (*read_early_data)(SSL *, void *, size_t, size_t *);
+    int (*set_max_early_data)(SSL *, uint32_t);
 } real;
 
 static void *find(void *_Atomic *slot, const char *name, void *ours)
@@ -197,6 +210,19 @@ SL_EXPORT int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *readbytes)
     if (how != SL_TLS_REAL) last.ssl = ssl, last.how = how, last.err = 0;
     if (readbytes) *readbytes = n > 0 ? (size_t)n : 0;
     return n > 0;
+}
+
+SL_EXPORT int SSL_read_early_data(SSL *ssl, void *buf, size_t num, size_t *readbytes)
+{
+    int fd;
+    last.ssl = NULL;
+    if (tracked(ssl, &fd)) { /* before the ClientHello is read: see the top */
+        int (*set_max)(SSL *, uint32_t) =
+            REAL_SSL(set_max_early_data, "SSL_set_max_early_data", NULL);
+        if (set_max) set_max(ssl, 0);
+    }
+    return REAL_SSL(read_early_data, "SSL_read_early_data", SSL_read_early_data)(ssl, buf, num,
+                                                                                 readbytes);
 }
 
 /* Sessions over a BIO of the program's own (curl's), which SSL_get_wfd

@@ -279,6 +279,35 @@ static void log_threads_share_one_budget_and_one_count(void **unused)
     assert_non_null(strstr(out, want));
 }
 
+/* Issue 18.8: a denied request whose path held "\n" and escape codes
+ * forged a second line in nginx's error log. */
+static void log_escapes_control_characters_so_a_path_cannot_forge_a_line(void **unused)
+{
+    (void)unused;
+    const char path[] = "/x\n2026/11/23 [error] forged\r\x1b[31mred\x7f\xc3\x9b\\";
+    capture_begin();
+    sl_log(SL_LOG_INFO, "limited request GET %s from 127.0.0.1", path);
+    const char *out = capture_end();
+    assert_int_equal(count_lines(out), 1);
+    assert_non_null(strstr(out, "GET /x\\n2026/11/23 [error] forged\\r\\x1b[31mred\\x7f"
+                                "\\xc3\\x9b\\\\ from 127.0.0.1\n"));
+    for (const char *p = out; *p; p++)
+        assert_true(*p == '\n' || (*p >= 0x20 && *p < 0x7f));
+}
+
+static void log_escape_never_cuts_an_escape_in_two(void **unused)
+{
+    (void)unused;
+    char out[8];
+    static const char ctl[] = {'a', 'b', 1, 'c', 'd'};
+    assert_int_equal(sl_log_escape(out, sizeof out, ctl, 5), 7);
+    assert_string_equal(out, "ab\\x01c");
+    assert_int_equal(sl_log_escape(out, 5, "ab\x01", 3), 2); /* "\x01" does not fit */
+    assert_string_equal(out, "ab");
+    assert_int_equal(sl_log_escape(out, sizeof out, "a\0b", 3), 6);
+    assert_string_equal(out, "a\\x00b");
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, fresh_logger, real_clock)
 
 int main(void)
@@ -295,6 +324,8 @@ int main(void)
         T(log_writes_nothing_when_the_target_is_none),
         T(log_cuts_a_long_message_but_keeps_the_suppressed_count),
         T(log_threads_share_one_budget_and_one_count),
+        T(log_escapes_control_characters_so_a_path_cannot_forge_a_line),
+        T(log_escape_never_cuts_an_escape_in_two),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

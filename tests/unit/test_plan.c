@@ -30,14 +30,14 @@ static void a_key_value_finds_its_plan_and_unknown_values_none(void **unused)
     int f = sl_plans_add(ps, &free_plan), p = sl_plans_add(ps, &premium);
     assert_int_equal(f, 0);
     assert_int_equal(p, 1);
-    assert_int_equal(sl_plans_add_key(ps, p, "sk_gold", 7), 0);
-    assert_int_equal(sl_plans_add_key(ps, f, "sk_tin", 6), 0);
+    assert_int_equal(sl_plans_add_key(ps, p, "sk_gold", 7, 1), 0);
+    assert_int_equal(sl_plans_add_key(ps, f, "sk_tin", 6, 2), 0);
     char many[32];
     for (int i = 0; i < 100; i++) {
         int n = snprintf(many, sizeof many, "tenant-%d", i);
-        assert_int_equal(sl_plans_add_key(ps, i % 2, many, (size_t)n), 0);
+        assert_int_equal(sl_plans_add_key(ps, i % 2, many, (size_t)n, 3), 0);
     }
-    sl_plans_seal(ps);
+    assert_int_equal(sl_plans_seal(ps), 0);
     assert_string_equal(sl_plans_find(ps, "sk_gold", 7)->name, "premium");
     assert_string_equal(sl_plans_find(ps, "sk_tin", 6)->name, "free");
     assert_string_equal(sl_plans_find(ps, "tenant-41", 9)->name, "premium");
@@ -57,7 +57,7 @@ static void a_value_is_kept_only_as_a_digest(void **unused)
     struct sl_plan gold = plan("gold", 10);
     sl_plans_add(ps, &gold);
     static const char secret[] = "sk_live_0123456789abcdef";
-    assert_int_equal(sl_plans_add_key(ps, 0, secret, sizeof secret - 1), 0);
+    assert_int_equal(sl_plans_add_key(ps, 0, secret, sizeof secret - 1, 1), 0);
     sl_plans_seal(ps);
     /* the object holds no copy of the value (its entries are digests) */
     const unsigned char *mem = (const unsigned char *)ps;
@@ -74,9 +74,12 @@ static void a_value_cannot_have_two_plans_nor_a_name_two_plans(void **unused)
     assert_int_equal(sl_plans_add(ps, &a), 0);
     assert_int_equal(sl_plans_add(ps, &b), 1);
     assert_int_equal(sl_plans_add(ps, &a2), -1);
-    assert_int_equal(sl_plans_add_key(ps, 0, "k", 1), 0);
-    assert_int_equal(sl_plans_add_key(ps, 1, "k", 1), -2);
-    assert_int_equal(sl_plans_add_key(ps, 2, "x", 1), -1);
+    assert_int_equal(sl_plans_add_key(ps, 0, "k", 1, 7), 0);
+    assert_int_equal(sl_plans_add_key(ps, 0, "j", 1, 8), 0);
+    assert_int_equal(sl_plans_add_key(ps, 1, "k", 1, 9), 0);
+    assert_int_equal(sl_plans_add_key(ps, 1, "j", 1, 12), 0);
+    assert_int_equal(sl_plans_add_key(ps, 2, "x", 1, 10), -1);
+    assert_int_equal(sl_plans_seal(ps), 9); /* the first line that gave a value again */
     sl_plans_free(ps);
 }
 

@@ -194,11 +194,71 @@ static void a_plans_file_maps_hashed_key_values_to_plans(void **unused)
     sl_conf_free(c);
 
     write_file(path, "plan gold req_rate=100/s\nkey silver sk\n");
+    snprintf(rules, sizeof rules,
+             "in port=80 req_rate=10/s per=header:K plans=%s; global on_error=closed", path);
     c = load(rules, err, sizeof err);
     assert_null(c);
     assert_non_null(strstr(err, "plans"));
     assert_non_null(strstr(err, "line 2"));
     assert_null(strstr(err, "sk")); /* a key value never reaches a message */
+    unlink(path);
+}
+
+/* Issue 18.8: a plans file that cannot be loaded under on_error = open
+ * used to drop the whole configuration: the program ran with no limits
+ * at all. Now the rule keeps its own limits and the load says why once. */
+static void a_bad_plans_file_under_on_error_open_keeps_the_rule_s_limits(void **unused)
+{
+    (void)unused;
+    const char *path = "/tmp/sluice-test-plans-bad.txt";
+    char err[512] = "", rules[256];
+    snprintf(rules, sizeof rules, "in port=80 req_rate=1/m per=header:K plans=%s", path);
+    for (int missing = 0; missing < 2; missing++) {
+        if (missing)
+            unlink(path);
+        else
+            write_file(path, "plan gold req_rate=100/s\nkey gold sk_1\nkey gold sk_1\n");
+        struct sl_config *c = load(rules, err, sizeof err);
+        if (!c) fail_msg("%s", err);
+        assert_int_equal(c->nrules, 1);
+        assert_null(c->rules[0].plans);
+        assert_int_equal(c->rules[0].req_limit.count, 1);
+        assert_int_equal(c->rules[0].req_limit.period_ns, 60 * 1000000000ull);
+        assert_non_null(strstr(c->degraded, "inline rule 1: inbound"));
+        assert_non_null(strstr(c->degraded, "option 'plans'"));
+        assert_non_null(strstr(c->degraded, path));
+        assert_non_null(strstr(c->degraded, missing ? "cannot" : "line 3 gives one key value two"));
+        assert_null(strstr(c->degraded, "sk_")); /* a key value never reaches a message */
+        sl_conf_free(c);
+    }
+}
+
+/* A plans file over 64 KiB (1,900 keys in the review) was refused; 100,000
+ * keys (3.5 MB) load, each finds its plan. */
+static void a_plans_file_of_100000_keys_loads(void **unused)
+{
+    (void)unused;
+    const char *path = "/tmp/sluice-test-plans-big.txt";
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("plan gold req_rate=100/s\nplan free req_rate=1/s\n", f);
+    for (int i = 0; i < 100000; i++)
+        fprintf(f, "key %s sk_live_%08d_padding_to_make_it_long\n", i % 3 ? "free" : "gold", i);
+    fclose(f);
+    char err[512] = "", rules[256];
+    snprintf(rules, sizeof rules, "in port=80 req_rate=1/m per=header:K plans=%s", path);
+    struct sl_config *c = load(rules, err, sizeof err);
+    if (!c) fail_msg("%s", err);
+    assert_string_equal(c->degraded, "");
+    const struct sl_plans *ps = c->rules[0].plans;
+    assert_non_null(ps);
+    char v[64];
+    for (int i = 0; i < 100000; i += 997) {
+        int n = snprintf(v, sizeof v, "sk_live_%08d_padding_to_make_it_long", i);
+        assert_string_equal(sl_plans_find(ps, v, (size_t)n)->name, i % 3 ? "free" : "gold");
+    }
+    assert_int_equal(sl_plans_keys(ps, 0) + sl_plans_keys(ps, 1), 100000);
+    sl_conf_free(c);
     unlink(path);
 }
 
@@ -212,6 +272,8 @@ int main(void)
         cmocka_unit_test(check_output_reloads_to_itself),
         cmocka_unit_test(the_api_keys_example_loads),
         cmocka_unit_test(a_plans_file_maps_hashed_key_values_to_plans),
+        cmocka_unit_test(a_bad_plans_file_under_on_error_open_keeps_the_rule_s_limits),
+        cmocka_unit_test(a_plans_file_of_100000_keys_loads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

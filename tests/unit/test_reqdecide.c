@@ -430,7 +430,7 @@ static struct sl_plans *plans_gold(void)
     struct sl_plan gold = {.name = "gold"};
     assert_int_equal(sl_limit_init(&gold.req_limit, SL_ALG_GCRA, 100, SEC, 20), 0);
     assert_int_equal(sl_plans_add(ps, &gold), 0);
-    assert_int_equal(sl_plans_add_key(ps, 0, "sk_gold", 7), 0);
+    assert_int_equal(sl_plans_add_key(ps, 0, "sk_gold", 7, 1), 0);
     sl_plans_seal(ps);
     return ps;
 }
@@ -538,6 +538,62 @@ static void an_idempotency_key_of_a_denied_request_stays_unspent(void **unused)
     world_free(w);
 }
 
+/* Issue 18.5: one key under other methods, paths or queries used to ride
+ * free (each token bought three different requests). */
+static void an_idempotency_key_frees_only_retries_of_the_same_request(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    rule(w, "api", 1, HOUR, 4);
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    static const char *const reqs[][2] = {
+        {"POST", "/orders"}, {"DELETE", "/orders"}, {"POST", "/export"}, {"POST", "/orders?all=1"}};
+    struct sl_req_decision d;
+    for (int i = 0; i < 4; i++) { /* four different requests: four tokens */
+        struct sl_req_head h = head(reqs[i][0], reqs[i][1]);
+        h.idem = "same";
+        h.idem_len = 4;
+        assert_true(ask(&x, &h, T0 + (uint64_t)i, &d));
+    }
+    struct sl_req_head h = head("PUT", "/orders");
+    h.idem = "same";
+    h.idem_len = 4;
+    assert_false(ask(&x, &h, T0 + 10, &d)); /* the bucket is empty */
+    /* while retries of the first are still free */
+    struct sl_req_head retry = head("POST", "/orders");
+    retry.idem = "same";
+    retry.idem_len = 4;
+    assert_true(ask(&x, &retry, T0 + 11, &d));
+    world_free(w);
+}
+
+/* Free retries are SL_IDEM_FREE within the window the charged attempt
+ * opened, not SL_IDEM_FREE at any moment: retrying every 4 minutes used to
+ * be free forever (the mark's bucket refilled one every 5 minutes). */
+static void idempotent_retries_are_free_at_most_twice_within_the_window(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    rule(w, "api", 1, 24 * HOUR, 100);
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head h = head("POST", "/orders");
+    h.idem = "order-9";
+    h.idem_len = 7;
+    struct sl_req_decision d;
+    for (uint64_t i = 0; i < 20; i++) /* 20 attempts 4 minutes apart */
+        assert_true(ask(&x, &h, T0 + i * 4 * MIN, &d));
+    /* what is left of the 100 says how many were charged (80 minutes at
+     * 1/day refill none) */
+    struct sl_req_head plain = head("GET", "/");
+    uint64_t charged = 100 - (uint64_t)admitted(&x, &plain, T0 + 80 * MIN, 0, 200);
+    /* each charged attempt opens 5 minutes with 2 free retries in them:
+     * attempts at 0 charged, 4 free; 8 charged, 12 free; ... */
+    assert_int_equal(charged, 10);
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -560,6 +616,8 @@ int main(void)
         cmocka_unit_test(a_quota_denial_gives_back_the_rate_token),
         cmocka_unit_test(a_retry_with_the_same_idempotency_key_is_not_charged_again),
         cmocka_unit_test(an_idempotency_key_of_a_denied_request_stays_unspent),
+        cmocka_unit_test(an_idempotency_key_frees_only_retries_of_the_same_request),
+        cmocka_unit_test(idempotent_retries_are_free_at_most_twice_within_the_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

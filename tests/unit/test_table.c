@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../core/quota.h"
 #include "../../core/table.h"
 #include "testutil.h"
 
@@ -467,6 +468,184 @@ static void table_memory_never_grows(void **unused)
     sl_table_close(t);
 }
 
+/* ---- a flood of one-off keys (issue 18.6) ------------------------------ */
+
+/* One request of key i: its bucket, then its daily quota word, as
+ * core/reqdecide.c charges them. */
+struct quota_arg {
+    uint64_t limit, end, now;
+    bool allowed;
+};
+
+static uint64_t quota_step(uint64_t old, void *arg)
+{
+    struct quota_arg *q = arg;
+    uint64_t next;
+    struct sl_verdict v;
+    q->allowed = sl_quota_step(old, q->limit, 1, q->end, q->now, &next, &v);
+    return next;
+}
+
+static bool request(struct sl_table *t, int r, uint64_t i, const struct sl_limit *l, uint64_t quota,
+                    uint64_t now)
+{
+    if (!decide(t, r, WEB_ID, i, l, now)) return false;
+    struct sl_key qk = key(WEB_ID, i);
+    qk.extra |= 1; /* the quota word's own key */
+    struct quota_arg q = {.limit = quota, .end = T0 + 24 * HOUR, .now = now};
+    return !sl_table_apply(t, r, &qk, sl_quota_slot_limit(), quota, now, quota_step, &q) ||
+           q.allowed;
+}
+
+/* The review's attack, scaled up: 100,000 one-off keys in 3.5 s against
+ * the default table (65,644 slots), each with a daily quota word that
+ * lives until midnight. Before eviction an honest new key then got 0 of
+ * its 20 (the overflow bucket, drained by the flood), and an honest key
+ * that had used its budget would have had it back had the flood been
+ * given its slot. */
+static void one_off_keys_leave_an_honest_new_key_its_whole_budget(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(65536, SL_FULL_SHARED);
+    int web = sl_table_rule(t, WEB_ID, "web");
+    struct sl_limit l = gcra(20, MIN, 20);
+    const uint64_t quota = 1000, honest = 1ull << 40, spent = honest + 1;
+    for (int n = 0; n < 20; n++) /* an honest key spends its whole burst */
+        assert_true(request(t, web, spent, &l, quota, T0));
+    assert_false(request(t, web, spent, &l, quota, T0));
+
+    for (uint64_t i = 0; i < 100000; i++) /* 35 us apart: 3.5 s */
+        request(t, web, i, &l, quota, T0 + i * 35000);
+    uint64_t end = T0 + 100000 * 35000ull;
+    assert_true(sl_table_counter(t, web, SL_C_REUSED) > 60000); /* the flood filled the table */
+
+    uint64_t passed = 0;
+    for (int n = 0; n < 25; n++)
+        passed += request(t, web, honest, &l, quota, end);
+    assert_int_equal(passed, 20);
+    /* the spent key kept its slot: 3.5 s at 20/min refilled one request */
+    passed = 0;
+    for (int n = 0; n < 5; n++)
+        passed += request(t, web, spent, &l, quota, end);
+    assert_int_equal(passed, 1);
+    sl_table_close(t);
+}
+
+/* Of the keys in a full table, the one that used the least of its limit
+ * goes first: a key that used 3 of 5 stays while keys that used 1 go. */
+static void a_full_table_evicts_the_least_used_key_first(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int web = sl_table_rule(t, WEB_ID, "web");
+    struct sl_limit l = gcra(5, HOUR, 5);
+    const uint64_t busy = 1ull << 40;
+    for (int n = 0; n < 3; n++)
+        assert_true(decide(t, web, WEB_ID, busy, &l, T0));
+    for (uint64_t i = 0; i < 1000; i++) /* every other key makes one request */
+        assert_true(decide(t, web, WEB_ID, i, &l, T0));
+    assert_int_equal(sl_table_counter(t, web, SL_C_OVERFLOW), 0);
+    uint64_t passed = 0;
+    for (int n = 0; n < 5; n++)
+        passed += decide(t, web, WEB_ID, busy, &l, T0);
+    assert_int_equal(passed, 2);
+    sl_table_close(t);
+}
+
+/* A quota word at its limit is never evicted, one seen once always may
+ * be: so quota words of one-off keys do not pin the table until midnight,
+ * and an exhausted quota is not forgiven by a flood. */
+static void quota_words_at_their_limit_stay_and_others_make_room(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_DENY);
+    int web = sl_table_rule(t, WEB_ID, "web");
+    struct sl_limit l = gcra(1000, SEC, 1000);
+    const uint64_t spent = 1ull << 40;
+    for (int n = 0; n < 3; n++)
+        assert_true(request(t, web, spent, &l, 3, T0));
+    for (uint64_t i = 0; i < 1000; i++)
+        assert_true(request(t, web, i, &l, 3, T0 + MIN + i));
+    assert_int_equal(sl_table_counter(t, web, SL_C_OVERFLOW), 0);
+    assert_false(request(t, web, spent, &l, 3, T0 + 2 * MIN));
+    sl_table_close(t);
+}
+
+/* Window algorithms are judged by their counts the same way. */
+static void window_keys_at_their_count_stay_and_others_make_room(void **unused)
+{
+    (void)unused;
+    for (enum sl_alg alg = SL_ALG_SLIDING; alg <= SL_ALG_FIXED; alg++) {
+        struct sl_table *t = table(64, SL_FULL_DENY);
+        int web = sl_table_rule(t, WEB_ID, "web");
+        struct sl_limit l;
+        assert_int_equal(sl_limit_init(&l, alg, 2, HOUR, 0), 0);
+        const uint64_t spent = 1ull << 40;
+        assert_true(decide(t, web, WEB_ID, spent, &l, T0));
+        assert_true(decide(t, web, WEB_ID, spent, &l, T0));
+        for (uint64_t i = 0; i < 1000; i++)
+            assert_true(decide(t, web, WEB_ID, i, &l, T0 + i));
+        assert_int_equal(sl_table_counter(t, web, SL_C_OVERFLOW), 0);
+        assert_false(decide(t, web, WEB_ID, spent, &l, T0 + MIN));
+        sl_table_close(t);
+    }
+}
+
+/* Threads flooding one-off keys while keys at their limit ask again: each
+ * spent key's requests pass exactly as many times as its bucket allows
+ * (none), however the evictions race with them and with each other. */
+struct flooder {
+    struct sl_table *t;
+    int rule;
+    const struct sl_limit *l;
+    uint64_t first, n;
+    pthread_barrier_t *start;
+    uint64_t spent_passed;
+};
+
+#define SPENT 32
+
+static void *flood_main(void *arg)
+{
+    struct flooder *f = arg;
+    pthread_barrier_wait(f->start);
+    for (uint64_t i = 0; i < f->n; i++) {
+        decide(f->t, f->rule, WEB_ID, f->first + i, f->l, T0 + 1);
+        f->spent_passed += decide(f->t, f->rule, WEB_ID, (1ull << 40) + i % SPENT, f->l, T0 + 1);
+    }
+    return NULL;
+}
+
+static void threads_flooding_one_off_keys_never_evict_a_spent_key(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(256, SL_FULL_DENY);
+    int r = sl_table_rule(t, WEB_ID, "web");
+    struct sl_limit l = gcra(2, HOUR, 2);
+    for (uint64_t k = 0; k < SPENT; k++) { /* spent: 2 of 2 */
+        assert_true(decide(t, r, WEB_ID, (1ull << 40) + k, &l, T0));
+        assert_true(decide(t, r, WEB_ID, (1ull << 40) + k, &l, T0));
+    }
+    static struct flooder f[NTHREADS];
+    pthread_t th[NTHREADS];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, NTHREADS);
+    for (int i = 0; i < NTHREADS; i++) {
+        f[i] = (struct flooder){
+            .t = t, .rule = r, .l = &l, .first = (uint64_t)i * 100000, .n = 20000, .start = &start};
+        assert_int_equal(pthread_create(&th[i], NULL, flood_main, &f[i]), 0);
+    }
+    uint64_t passed = 0;
+    for (int i = 0; i < NTHREADS; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        passed += f[i].spent_passed;
+    }
+    pthread_barrier_destroy(&start);
+    assert_int_equal(passed, 0);
+    assert_true(sl_table_counter(t, r, SL_C_REUSED) > 10000); /* the flood evicted its own */
+    sl_table_close(t);
+}
+
 /* ---- named tables and fork ------------------------------------------- */
 
 static char shared_name[64];
@@ -702,6 +881,11 @@ int main(void)
         cmocka_unit_test(full_table_keeps_a_live_slot_from_a_new_key),
         cmocka_unit_test(idle_slots_are_reused_by_new_keys_with_fresh_buckets),
         cmocka_unit_test(table_memory_never_grows),
+        cmocka_unit_test(one_off_keys_leave_an_honest_new_key_its_whole_budget),
+        cmocka_unit_test(a_full_table_evicts_the_least_used_key_first),
+        cmocka_unit_test(quota_words_at_their_limit_stay_and_others_make_room),
+        cmocka_unit_test(window_keys_at_their_count_stay_and_others_make_room),
+        cmocka_unit_test(threads_flooding_one_off_keys_never_evict_a_spent_key),
         cmocka_unit_test_setup_teardown(named_table_opened_twice_shares_its_buckets, name_table,
                                         unlink_named),
         cmocka_unit_test_setup_teardown(attached_table_reads_the_counters_and_rules, name_table,
