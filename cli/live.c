@@ -52,8 +52,8 @@ static void rules_json(FILE *out, struct sl_metrics_source *s, const struct sl_t
         if (req) rule[n - 4] = 0;
         fputs(r ? ",\n  {\"rule\": " : "\n  {\"rule\": ", out);
         jstr(out, rule);
-        fprintf(out, ", \"kind\": \"%s\", \"direction\": \"%s\"",
-                req ? "requests" : "connections", sl_metrics_direction(s, rule));
+        fprintf(out, ", \"kind\": \"%s\", \"direction\": \"%s\"", req ? "requests" : "connections",
+                sl_metrics_direction(s, rule));
         for (int c = 0; c < SL_NCOUNTERS; c++)
             fprintf(out, ", \"%s\": %llu", sl_counter_names[c],
                     (unsigned long long)sl_table_counter(t, r, (enum sl_counter)c));
@@ -133,12 +133,14 @@ static void redis_json(FILE *out, const struct sl_metrics_source *s, uint64_t no
     struct sl_rhdr h;
     bool enabled = s->cfg && s->cfg->redis.enabled;
     if (!sl_metrics_redis(s, &h)) {
-        fprintf(out, "\"redis\": {\"enabled\": %s, \"running\": false}\n", enabled ? "true" : "false");
+        fprintf(out, "\"redis\": {\"enabled\": %s, \"running\": false}\n",
+                enabled ? "true" : "false");
         return;
     }
     uint64_t ok = atomic_load(&h.ok_at);
-    fprintf(out, "\"redis\": {\"enabled\": true, \"running\": true, \"sender_pid\": %d, "
-                 "\"last_sync_age_s\": %.3f",
+    fprintf(out,
+            "\"redis\": {\"enabled\": true, \"running\": true, \"sender_pid\": %d, "
+            "\"last_sync_age_s\": %.3f",
             (int)atomic_load(&h.sender_pid), ok ? (double)(now > ok ? now - ok : 0) / 1e9 : -1.0);
     for (int k = 0; k < SL_RC_NCOUNTERS; k++)
         fprintf(out, ", \"%s\": %llu", sl_redis_counter_names[k],

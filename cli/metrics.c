@@ -157,8 +157,8 @@ static void expose_quotas(FILE *out, const struct sl_metrics_source *s, const st
         for (int i = 0; i < 3; i++) {
             fputs("sluice_quota_reached_total{rule=\"", out);
             label(out, rule);
-            fprintf(out, "\",direction=\"%s\",percent=\"%s\"} %llu\n", sl_metrics_direction(s, rule), pct[i],
-                    (unsigned long long)crossed[i]);
+            fprintf(out, "\",direction=\"%s\",percent=\"%s\"} %llu\n",
+                    sl_metrics_direction(s, rule), pct[i], (unsigned long long)crossed[i]);
         }
     }
 }
@@ -230,8 +230,8 @@ static int expose(FILE *out, struct sl_metrics_source *s, char *err, size_t errl
             for (int c = SL_C_ALLOWED; c <= SL_C_WOULD_LIMIT; c++) {
                 fprintf(out, "sluice_%s_total{rule=\"", kinds[kind]);
                 label(out, rule);
-                fprintf(out, "\",direction=\"%s\",outcome=\"%s\"} %llu\n", sl_metrics_direction(s, rule),
-                        sl_counter_names[c],
+                fprintf(out, "\",direction=\"%s\",outcome=\"%s\"} %llu\n",
+                        sl_metrics_direction(s, rule), sl_counter_names[c],
                         (unsigned long long)sl_table_counter(t, r, (enum sl_counter)c));
             }
         }

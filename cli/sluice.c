@@ -82,16 +82,11 @@ static void add_rule(struct args *a, const char *dir, const char *text)
 static int parse_args(int argc, char **argv, struct args *a)
 {
     static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"in", required_argument, NULL, 'i'},
-        {"out", required_argument, NULL, 'o'},
-        {"dry-run", no_argument, NULL, 'd'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"shared", required_argument, NULL, 's'},
-        {"pid", required_argument, NULL, 'p'},
-        {"clean", no_argument, NULL, 'C'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'}, {"in", required_argument, NULL, 'i'},
+        {"out", required_argument, NULL, 'o'},    {"dry-run", no_argument, NULL, 'd'},
+        {"verbose", no_argument, NULL, 'v'},      {"shared", required_argument, NULL, 's'},
+        {"pid", required_argument, NULL, 'p'},    {"clean", no_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
     optind = 1;

@@ -45,7 +45,8 @@ void sl_top_format_key(const struct sl_key *k, char *out, size_t len)
 
 static int by_key(const void *a, const void *b)
 {
-    const struct sl_denial *x = &((const struct sl_top_seen *)a)->d, *y = &((const struct sl_top_seen *)b)->d;
+    const struct sl_denial *x = &((const struct sl_top_seen *)a)->d,
+                           *y = &((const struct sl_top_seen *)b)->d;
     if (x->rule != y->rule) return x->rule < y->rule ? -1 : 1;
     if (x->dry != y->dry) return x->dry ? 1 : -1;
     return memcmp(&x->key, &y->key, sizeof x->key);
@@ -57,8 +58,7 @@ static int by_count(const void *a, const void *b)
     return (x->count < y->count) - (x->count > y->count);
 }
 
-void sl_top_refresh(struct sl_top_view *w, const struct sl_table *t, uint64_t now,
-                    uint64_t window)
+void sl_top_refresh(struct sl_top_view *w, const struct sl_table *t, uint64_t now, uint64_t window)
 {
     struct sl_denial buf[512];
     size_t got;

@@ -129,8 +129,8 @@ struct pass {
     uint64_t wait_ns;
 };
 
-static void log_denial(const struct sl_config *c, const struct sl_rule *r,
-                       const struct sl_addr *a, const struct sl_verdict *v, bool dry, bool conns)
+static void log_denial(const struct sl_config *c, const struct sl_rule *r, const struct sl_addr *a,
+                       const struct sl_verdict *v, bool dry, bool conns)
 {
     char text[64];
     sl_addr_format(a->a, text, sizeof text);
@@ -145,8 +145,8 @@ static void log_denial(const struct sl_config *c, const struct sl_rule *r,
 }
 
 /* A connection that passed: a line when it was paced, or in verbose mode. */
-static void log_pass(const struct sl_config *c, int rule, const struct sl_addr *a,
-                     uint64_t wait_ns, uint64_t now)
+static void log_pass(const struct sl_config *c, int rule, const struct sl_addr *a, uint64_t wait_ns,
+                     uint64_t now)
 {
     if (!wait_ns && !sl_decisions_verbose(c)) return;
     const struct sl_rule *r = &c->rules[rule];

@@ -117,18 +117,19 @@ static bool request_matches(const struct sl_rule *r, const struct sl_req_head *h
     return sl_route_matches(r, path);
 }
 
-static void log_request(const struct sl_config *c, const struct sl_rule *r, const struct sl_req_head *h,
-                        const struct sl_addr *peer, const struct sl_key *k,
-                        const struct sl_verdict *v, bool dry)
+static void log_request(const struct sl_config *c, const struct sl_rule *r,
+                        const struct sl_req_head *h, const struct sl_addr *peer,
+                        const struct sl_key *k, const struct sl_verdict *v, bool dry)
 {
     char addr[64], key[7];
     sl_addr_format(peer->a, addr, sizeof addr);
     sl_req_key_short(k, key);
     int plen = h->path_len > 64 ? 64 : (int)h->path_len;
-    sl_decision_log(c, SL_LOG_INFO,
-           "rule \"%s\": %s request %.*s %.*s%s %s %s key #%s (retry in %llu ms)", r->name, dry ? "would limit" : "limited", (int)(h->method_len > 16 ? 16 : h->method_len),
-           h->method ? h->method : "", plen, h->path ? h->path : "", h->path_len > 64 ? "..." : "",
-           r->dir == SL_IN ? "from" : "to", addr, key, (unsigned long long)(v->retry_ns / 1000000));
+    sl_decision_log(
+        c, SL_LOG_INFO, "rule \"%s\": %s request %.*s %.*s%s %s %s key #%s (retry in %llu ms)",
+        r->name, dry ? "would limit" : "limited", (int)(h->method_len > 16 ? 16 : h->method_len),
+        h->method ? h->method : "", plen, h->path ? h->path : "", h->path_len > 64 ? "..." : "",
+        r->dir == SL_IN ? "from" : "to", addr, key, (unsigned long long)(v->retry_ns / 1000000));
 }
 
 /* A request that passed: a line when it was paced, or in verbose mode. The
