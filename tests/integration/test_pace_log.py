@@ -9,7 +9,11 @@ run --verbose` prints every decision.
    (the first ones of the spell) and no more.
 2. The same client with `sluice run --verbose`: one line per decision, 1
    "allowed a request" and 14 "paced a request", nothing held back.
-3. Inbound, under a flood: 6 client threads keep requests queued on a
+3. Outbound connects under `rate=10/s burst=1 action=delay`: 5 connects
+   to a plain TCP server in this process; the first passes, the other 4
+   wait their turn and each gets a "paced a connect to 127.0.0.1 port P"
+   line.
+4. Inbound, under a flood: 6 client threads keep requests queued on a
    keep-alive server under `req_rate=20/s req_burst=1 action=delay` for
    just over one interval (until the summary appears, at most 16 s). The
    server's log has 10 paced lines, then exactly one summary, whose count
@@ -59,7 +63,22 @@ with Proc(keepalive_argv(port)):
           f"--verbose: every decision, 1 allowed and 14 paced: {r.stderr}")
     check(not any("suppressed" in l for l in lines), f"nothing held back: {lines}")
 
-# 3: inbound under a flood
+# 3: outbound connects
+CONNECTS = r"""
+import socket, sys
+for i in range(5):
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10).close()
+print("done")
+"""
+with TcpServer() as ts:
+    r = run(sluice_argv([sys.executable, "-c", CONNECTS, str(ts.port)],
+                        outs=[f"to=127.0.0.1 port={ts.port} rate=10/s burst=1 action=delay"]))
+    check(r.returncode == 0 and "done" in r.stdout, f"connects ran: {r.stderr}")
+    paced = [l for l in sluice_lines(r.stderr)
+             if f"paced a connect to 127.0.0.1 port {ts.port}" in l]
+    check(len(paced) == 4, f"4 paced connects told: {r.stderr}")
+
+# 4: inbound under a flood
 FLOOD = r"""
 import http.client, sys, threading, time
 port, until = int(sys.argv[1]), time.monotonic() + float(sys.argv[2])
