@@ -102,6 +102,14 @@ $(BUILD)/obj/core/redis.o: $(BUILD)/gen/redis_lua.h
 $(BUILD)/obj/core/redis.o: ALL_CFLAGS += -I$(BUILD)/gen
 $(LIB_OBJ): | $(HIREDIS_SL)
 
+# cli/live.html, as the C string SL_LIVE_HTML (cli/live.c serves it at /).
+$(BUILD)/gen/live_html.h: cli/live.html
+	@mkdir -p $(@D)
+	$(Q){ echo '#define SL_LIVE_HTML \'; \
+	      sed 's/\\/\\\\/g; s/"/\\"/g; s/.*/    "&\\n" \\/' $<; echo '    ""'; } > $@
+$(BUILD)/obj/cli/live.o: $(BUILD)/gen/live_html.h
+$(BUILD)/obj/cli/live.o: ALL_CFLAGS += -I$(BUILD)/gen
+
 $(BUILD)/libsluice.so: $(SHIM_OBJ) $(LIB_OBJ) shim/exports.map
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) -shared $(SANFLAGS) $(LDFLAGS) -Wl,--version-script=shim/exports.map -Wl,-z,now \

@@ -8,7 +8,8 @@
  * (what `sluice stats` prints) as sluice_connections_total (a rule's
  * connection decisions) and sluice_requests_total (its `<rule>:req` row),
  * with rule, direction (from the configuration, when given with -c) and
- * outcome labels; gauges give the table's size and use.
+ * outcome labels; gauges give the table's size and use. The same server
+ * answers / with a live page and /stats.json with what it shows (live.c).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,18 +29,11 @@
 #include "../core/redis_int.h"
 #include "../core/table.h"
 #include "locate.h"
+#include "metrics.h"
 
 int sl_cmd_metrics(int argc, char **argv);
 
-struct source {
-    struct sl_place place;
-    char label[128];
-    const char *config; /* finds the program again after a restart */
-    int pid;
-    const struct sl_config *cfg; /* NULL: directions unknown */
-};
-
-static const char *direction(const struct source *s, const char *rule)
+const char *sl_metrics_direction(const struct sl_metrics_source *s, const char *rule)
 {
     if (!s->cfg) return "";
     for (int i = 0; i < s->cfg->nrules; i++)
@@ -110,7 +104,7 @@ static void expose_gossip(FILE *out, const struct sl_config *cfg)
 /* Decisions waiting for their turn (action = delay), per rule: how many
  * hold a turn still to come, the longest of their waits, and the time
  * waited in total (with the delayed outcome: the average wait). */
-static void expose_queues(FILE *out, const struct source *s, const struct sl_table *t)
+static void expose_queues(FILE *out, const struct sl_metrics_source *s, const struct sl_table *t)
 {
     static const char *const head[3] = {
         "# HELP sluice_queue_waiting Decisions holding a turn still to come (action = delay; "
@@ -135,7 +129,7 @@ static void expose_queues(FILE *out, const struct source *s, const struct sl_tab
             if (req) rule[n - 4] = 0;
             fprintf(out, "%s{rule=\"", name[m]);
             label(out, rule);
-            fprintf(out, "\",direction=\"%s\",kind=\"%s\"} ", direction(s, rule),
+            fprintf(out, "\",direction=\"%s\",kind=\"%s\"} ", sl_metrics_direction(s, rule),
                     req ? "requests" : "connections");
             if (m == 0) fprintf(out, "%u\n", waiting);
             if (m == 1) fprintf(out, "%.6f\n", (double)longest / 1e9);
@@ -146,7 +140,7 @@ static void expose_queues(FILE *out, const struct source *s, const struct sl_tab
 
 /* Keys of a request rule with a quota that reached 80, 90 and 100 % of it
  * (alerts: a key about to run out of its daily or monthly calls). */
-static void expose_quotas(FILE *out, const struct source *s, const struct sl_table *t)
+static void expose_quotas(FILE *out, const struct sl_metrics_source *s, const struct sl_table *t)
 {
     static const char *const pct[3] = {"80", "90", "100"};
     fputs("# HELP sluice_quota_reached_total Times a key reached a share of its quota (80, 90, "
@@ -163,8 +157,8 @@ static void expose_quotas(FILE *out, const struct source *s, const struct sl_tab
         for (int i = 0; i < 3; i++) {
             fputs("sluice_quota_reached_total{rule=\"", out);
             label(out, rule);
-            fprintf(out, "\",direction=\"%s\",percent=\"%s\"} %llu\n", direction(s, rule), pct[i],
-                    (unsigned long long)crossed[i]);
+            fprintf(out, "\",direction=\"%s\",percent=\"%s\"} %llu\n",
+                    sl_metrics_direction(s, rule), pct[i], (unsigned long long)crossed[i]);
         }
     }
 }
@@ -172,19 +166,24 @@ static void expose_quotas(FILE *out, const struct source *s, const struct sl_tab
 /* The Redis sender's view (core/redis.c), from the memory file the
  * program keeps it in: how long since Redis last answered a whole round,
  * and its counters. Nothing without a redis section or a running program. */
-static void expose_redis(FILE *out, const struct source *s)
+bool sl_metrics_redis(const struct sl_metrics_source *s, struct sl_rhdr *h)
 {
     char path[PATH_MAX];
     int pid = s->place.npids ? s->place.pids[0] : 0;
     if (!s->cfg || !s->cfg->redis.enabled || pid <= 0 ||
         !sl_locate_memfd(pid, "sluice-redis", path, sizeof path))
-        return;
+        return false;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    struct sl_rhdr h;
-    ssize_t got = pread(fd, &h, sizeof h, 0);
+    if (fd < 0) return false;
+    ssize_t got = pread(fd, h, sizeof *h, 0);
     close(fd);
-    if (got != (ssize_t)sizeof h) return;
+    return got == (ssize_t)sizeof *h;
+}
+
+static void expose_redis(FILE *out, const struct sl_metrics_source *s)
+{
+    struct sl_rhdr h;
+    if (!sl_metrics_redis(s, &h)) return;
     uint64_t ok = atomic_load(&h.ok_at), now = sl_clock_now();
     fprintf(out,
             "# HELP sluice_redis_last_sync_age_seconds Since Redis last answered a whole round "
@@ -201,12 +200,18 @@ static void expose_redis(FILE *out, const struct source *s)
 }
 
 /* Writes the exposition of one table; -1 when it cannot be opened. */
-static int expose(FILE *out, struct source *s, char *err, size_t errlen)
+struct sl_table *sl_metrics_open(struct sl_metrics_source *s, char *err, size_t errlen)
 {
     struct sl_table *t = sl_place_open(&s->place, false, err, errlen);
     if (!t && s->config && !*s->place.shared &&
         sl_locate(s->config, NULL, 0, &s->place, 1, err, errlen)) /* restarted: a new table */
         t = sl_place_open(&s->place, false, err, errlen);
+    return t;
+}
+
+static int expose(FILE *out, struct sl_metrics_source *s, char *err, size_t errlen)
+{
+    struct sl_table *t = sl_metrics_open(s, err, errlen);
     if (!t) return -1;
     static const char *const kinds[2] = {"connections", "requests"};
     static const char *const help[2] = {
@@ -225,8 +230,8 @@ static int expose(FILE *out, struct source *s, char *err, size_t errlen)
             for (int c = SL_C_ALLOWED; c <= SL_C_WOULD_LIMIT; c++) {
                 fprintf(out, "sluice_%s_total{rule=\"", kinds[kind]);
                 label(out, rule);
-                fprintf(out, "\",direction=\"%s\",outcome=\"%s\"} %llu\n", direction(s, rule),
-                        sl_counter_names[c],
+                fprintf(out, "\",direction=\"%s\",outcome=\"%s\"} %llu\n",
+                        sl_metrics_direction(s, rule), sl_counter_names[c],
                         (unsigned long long)sl_table_counter(t, r, (enum sl_counter)c));
             }
         }
@@ -267,18 +272,28 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
                               size_t *len, void **state)
 {
     (void)version, (void)data, (void)len, (void)state;
-    struct source *s = cls;
+    struct sl_metrics_source *s = cls;
     char *text = NULL, err[256];
     size_t n = 0;
     unsigned status = MHD_HTTP_OK;
+    const char *type = "text/plain; version=0.0.4; charset=utf-8";
     FILE *out = open_memstream(&text, &n);
     if (!out) return MHD_NO;
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         status = MHD_HTTP_METHOD_NOT_ALLOWED;
         fputs("only GET\n", out);
-    } else if (strcmp(url, "/metrics") != 0 && strcmp(url, "/") != 0) {
+    } else if (strcmp(url, "/") == 0) {
+        type = "text/html; charset=utf-8";
+        fputs(sl_live_page, out);
+    } else if (strcmp(url, "/stats.json") == 0) {
+        type = "application/json";
+        if (sl_live_json(out, s, err, sizeof err) != 0) {
+            status = MHD_HTTP_SERVICE_UNAVAILABLE;
+            fprintf(out, "{\"error\": \"table unavailable\"}\n");
+        }
+    } else if (strcmp(url, "/metrics") != 0) {
         status = MHD_HTTP_NOT_FOUND;
-        fputs("the metrics are at /metrics\n", out);
+        fputs("the metrics are at /metrics, the live page at /\n", out);
     } else if (expose(out, s, err, sizeof err) != 0) {
         status = MHD_HTTP_SERVICE_UNAVAILABLE;
         fprintf(out, "table %s: %s\n", s->label, err);
@@ -289,7 +304,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
         free(text);
         return MHD_NO;
     }
-    MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
     enum MHD_Result rc = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return rc;
@@ -302,7 +318,7 @@ static void stop(int sig)
     stopping = 1;
 }
 
-static int serve(struct source *s, const char *listen)
+static int serve(struct sl_metrics_source *s, const char *listen)
 {
     struct sockaddr_storage ss;
     socklen_t sslen;
@@ -325,7 +341,8 @@ static int serve(struct source *s, const char *listen)
     }
     signal(SIGINT, stop);
     signal(SIGTERM, stop);
-    fprintf(stderr, "sluice metrics: table of %s on http://%s/metrics\n", s->label, listen);
+    fprintf(stderr, "sluice metrics: table of %s on http://%s/metrics, live page at http://%s/\n",
+            s->label, listen, listen);
     while (!stopping)
         pause();
     MHD_stop_daemon(d);
@@ -356,7 +373,7 @@ int sl_cmd_metrics(int argc, char **argv)
         else
             return 2;
     }
-    struct source s = {.config = config, .pid = pid};
+    struct sl_metrics_source s = {.config = config, .pid = pid};
     struct sl_config *cfg = NULL;
     char err[1024];
     if (config) {
@@ -398,6 +415,7 @@ int sl_cmd_metrics(int argc, char **argv)
         rc = expose(stdout, &s, err, sizeof err) == 0 ? 0 : 1;
         if (rc) fprintf(stderr, "sluice metrics: %s: %s\n", s.label, err);
     }
+    free(s.top.v);
     if (cfg) sl_conf_free(cfg);
     return rc;
 }

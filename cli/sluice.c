@@ -27,7 +27,8 @@ int sl_cmd_top(int argc, char **argv);           /* top.c */
 #endif
 
 static const char usage[] =
-    "usage: sluice run [-c FILE] [--in RULE]... [--out RULE]... [--dry-run] -- COMMAND [ARG]...\n"
+    "usage: sluice run [-c FILE] [--in RULE]... [--out RULE]... [--dry-run] [--verbose] -- COMMAND "
+    "[ARG]...\n"
     "       sluice check [-c FILE] [--in RULE]... [--out RULE]...\n"
     "       sluice stats (-c FILE | --pid PID | --shared NAME)\n"
     "       sluice ps [--clean]\n"
@@ -52,6 +53,7 @@ static const char usage[] =
     "  --in RULE           an inbound rule as key=value words: 'port=8080 rate=20/s burst=10'\n"
     "  --out RULE          an outbound rule: 'to=api.example port=443 rate=50/m action=delay'\n"
     "  --dry-run           decide and count, log what would be limited, enforce nothing\n"
+    "  --verbose           (run, check) log every decision, unlimited (log_level = debug)\n"
     "  --shared NAME       (stats, top, metrics) the table's shared name\n"
     "  --pid PID           (stats, top, metrics, reload) the program one of whose processes is "
     "PID\n"
@@ -62,6 +64,7 @@ struct args {
     const char *shared;
     char rules[8192];
     int dry_run;
+    int verbose;
     int pid;
     int clean;
 };
@@ -79,15 +82,11 @@ static void add_rule(struct args *a, const char *dir, const char *text)
 static int parse_args(int argc, char **argv, struct args *a)
 {
     static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"in", required_argument, NULL, 'i'},
-        {"out", required_argument, NULL, 'o'},
-        {"dry-run", no_argument, NULL, 'd'},
-        {"shared", required_argument, NULL, 's'},
-        {"pid", required_argument, NULL, 'p'},
-        {"clean", no_argument, NULL, 'C'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'}, {"in", required_argument, NULL, 'i'},
+        {"out", required_argument, NULL, 'o'},    {"dry-run", no_argument, NULL, 'd'},
+        {"verbose", no_argument, NULL, 'v'},      {"shared", required_argument, NULL, 's'},
+        {"pid", required_argument, NULL, 'p'},    {"clean", no_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     memset(a, 0, sizeof *a);
     optind = 1;
@@ -105,6 +104,9 @@ static int parse_args(int argc, char **argv, struct args *a)
             break;
         case 'd':
             a->dry_run = 1;
+            break;
+        case 'v':
+            a->verbose = 1;
             break;
         case 's':
             a->shared = optarg;
@@ -127,11 +129,12 @@ static int parse_args(int argc, char **argv, struct args *a)
             exit(2);
         }
     }
-    if (a->dry_run) {
+    if (a->dry_run || a->verbose) { /* global words first, then the rules */
         char tmp[sizeof a->rules];
         snprintf(tmp, sizeof tmp, "%s", a->rules);
         a->rules[0] = 0;
-        add_rule(a, "global", "dry_run=yes");
+        if (a->dry_run) add_rule(a, "global", "dry_run=yes");
+        if (a->verbose) add_rule(a, "global", "log_level=debug");
         if (*tmp) add_rule(a, "", tmp);
     }
     return optind;

@@ -13,21 +13,11 @@
 #include "../core/clock.h"
 #include "../core/reqkey.h"
 #include "locate.h"
+#include "top.h"
 
 int sl_cmd_top(int argc, char **argv);
 
-struct seen {
-    struct sl_denial d;
-    uint64_t count; /* after tally: denials of this rule and key */
-};
-
-struct view {
-    struct seen *v;
-    size_t n, cap;
-    uint64_t from, lost;
-};
-
-static void format_key(const struct sl_key *k, char *out, size_t len)
+void sl_top_format_key(const struct sl_key *k, char *out, size_t len)
 {
     if (k->extra & SL_REQ_KEY_VALUE) {
         char h[7];
@@ -55,7 +45,8 @@ static void format_key(const struct sl_key *k, char *out, size_t len)
 
 static int by_key(const void *a, const void *b)
 {
-    const struct sl_denial *x = &((const struct seen *)a)->d, *y = &((const struct seen *)b)->d;
+    const struct sl_denial *x = &((const struct sl_top_seen *)a)->d,
+                           *y = &((const struct sl_top_seen *)b)->d;
     if (x->rule != y->rule) return x->rule < y->rule ? -1 : 1;
     if (x->dry != y->dry) return x->dry ? 1 : -1;
     return memcmp(&x->key, &y->key, sizeof x->key);
@@ -63,12 +54,11 @@ static int by_key(const void *a, const void *b)
 
 static int by_count(const void *a, const void *b)
 {
-    const struct seen *x = a, *y = b;
+    const struct sl_top_seen *x = a, *y = b;
     return (x->count < y->count) - (x->count > y->count);
 }
 
-/* Reads what the ring gained, drops what fell out of the window. */
-static void refresh(struct view *w, const struct sl_table *t, uint64_t now, uint64_t window)
+void sl_top_refresh(struct sl_top_view *w, const struct sl_table *t, uint64_t now, uint64_t window)
 {
     struct sl_denial buf[512];
     size_t got;
@@ -77,13 +67,13 @@ static void refresh(struct view *w, const struct sl_table *t, uint64_t now, uint
             size_t cap = w->cap ? w->cap * 2 : 4096;
             while (cap < w->n + got)
                 cap *= 2;
-            struct seen *v = realloc(w->v, cap * sizeof *v);
+            struct sl_top_seen *v = realloc(w->v, cap * sizeof *v);
             if (!v) return;
             w->v = v;
             w->cap = cap;
         }
         for (size_t i = 0; i < got; i++)
-            w->v[w->n++] = (struct seen){.d = buf[i]};
+            w->v[w->n++] = (struct sl_top_seen){.d = buf[i]};
     }
     size_t keep = 0;
     for (size_t i = 0; i < w->n; i++)
@@ -91,23 +81,33 @@ static void refresh(struct view *w, const struct sl_table *t, uint64_t now, uint
     w->n = keep;
 }
 
-static void show(const struct view *w, const struct sl_table *t, const char *label, double window_s,
-                 int rows)
+struct sl_top_seen *sl_top_tally(const struct sl_top_view *w, size_t *m)
 {
-    struct seen *v = malloc((w->n ? w->n : 1) * sizeof *v);
-    if (!v) return;
+    struct sl_top_seen *v = malloc((w->n ? w->n : 1) * sizeof *v);
+    *m = 0;
+    if (!v) return NULL;
     memcpy(v, w->v, w->n * sizeof *v);
     qsort(v, w->n, sizeof *v, by_key);
-    size_t m = 0;
+    size_t k = 0;
     for (size_t i = 0; i < w->n; i++) {
-        if (m && by_key(&v[m - 1], &v[i]) == 0) {
-            v[m - 1].count++;
+        if (k && by_key(&v[k - 1], &v[i]) == 0) {
+            v[k - 1].count++;
         } else {
-            v[m] = v[i];
-            v[m++].count = 1;
+            v[k] = v[i];
+            v[k++].count = 1;
         }
     }
-    qsort(v, m, sizeof *v, by_count);
+    qsort(v, k, sizeof *v, by_count);
+    *m = k;
+    return v;
+}
+
+static void show(const struct sl_top_view *w, const struct sl_table *t, const char *label,
+                 double window_s, int rows)
+{
+    size_t m;
+    struct sl_top_seen *v = sl_top_tally(w, &m);
+    if (!v) return;
     printf("%s: %zu denials in the last %.0f s, %zu keys%s\n", label, w->n, window_s, m,
            w->lost ? " (some were overwritten before they were read)" : "");
     printf("%10s  %-24s %-8s %s\n", "denied", "rule", "", "key");
@@ -115,7 +115,7 @@ static void show(const struct view *w, const struct sl_table *t, const char *lab
         char rule[SL_NAME_MAX] = "?", key[96];
         uint64_t id;
         sl_table_rule_info(t, v[i].d.rule, &id, rule, sizeof rule);
-        format_key(&v[i].d.key, key, sizeof key);
+        sl_top_format_key(&v[i].d.key, key, sizeof key);
         printf("%10llu  %-24s %-8s %s\n", (unsigned long long)v[i].count, rule,
                v[i].d.dry ? "dry run" : "", key);
     }
@@ -178,10 +178,10 @@ int sl_cmd_top(int argc, char **argv)
         return 1;
     }
     sl_place_label(&place, label, sizeof label);
-    struct view w = {0};
+    struct sl_top_view w = {0};
     bool tty = isatty(STDOUT_FILENO);
     for (;;) {
-        refresh(&w, t, sl_clock_now(), (uint64_t)(window * 1e9));
+        sl_top_refresh(&w, t, sl_clock_now(), (uint64_t)(window * 1e9));
         if (tty && !once) fputs("\033[H\033[2J", stdout);
         show(&w, t, label, window, rows);
         fflush(stdout);

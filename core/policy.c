@@ -18,6 +18,7 @@
 #include "redis.h"
 #include "log.h"
 #include "mem.h"
+#include "pacelog.h"
 #include "reply.h"
 
 int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct sl_table *table,
@@ -128,19 +129,37 @@ struct pass {
     uint64_t wait_ns;
 };
 
-static void log_denial(const struct sl_rule *r, const struct sl_addr *a, const struct sl_verdict *v,
-                       bool dry, bool conns)
+static void log_denial(const struct sl_config *c, const struct sl_rule *r, const struct sl_addr *a,
+                       const struct sl_verdict *v, bool dry, bool conns)
 {
     char text[64];
     sl_addr_format(a->a, text, sizeof text);
     if (conns)
-        sl_log(SL_LOG_INFO, "rule \"%s\": %s %s %s (%u connections open)", r->name,
-               dry ? "would limit" : "limited", r->dir == SL_IN ? "peer" : "destination", text,
-               r->conns);
+        sl_decision_log(c, SL_LOG_INFO, "rule \"%s\": %s %s %s (%u connections open)", r->name,
+                        dry ? "would limit" : "limited", r->dir == SL_IN ? "peer" : "destination",
+                        text, r->conns);
     else
-        sl_log(SL_LOG_INFO, "rule \"%s\": %s %s %s (retry in %llu ms)", r->name,
-               dry ? "would limit" : "limited", r->dir == SL_IN ? "peer" : "destination", text,
-               (unsigned long long)(v->retry_ns / 1000000));
+        sl_decision_log(c, SL_LOG_INFO, "rule \"%s\": %s %s %s (retry in %llu ms)", r->name,
+                        dry ? "would limit" : "limited", r->dir == SL_IN ? "peer" : "destination",
+                        text, (unsigned long long)(v->retry_ns / 1000000));
+}
+
+/* A connection that passed: a line when it was paced, or in verbose mode. */
+static void log_pass(const struct sl_config *c, int rule, const struct sl_addr *a, uint64_t wait_ns,
+                     uint64_t now)
+{
+    if (!wait_ns && !sl_decisions_verbose(c)) return;
+    const struct sl_rule *r = &c->rules[rule];
+    char text[64], what[96];
+    sl_addr_format(a->a, text, sizeof text);
+    if (r->dir == SL_IN)
+        snprintf(what, sizeof what, "from %s", text);
+    else
+        snprintf(what, sizeof what, "to %s port %u", text, a->port);
+    if (wait_ns)
+        sl_pace_log(c, rule, false, what, wait_ns, now);
+    else
+        sl_decision_log(c, SL_LOG_DEBUG, "rule \"%s\": allowed a connection %s", r->name, what);
 }
 
 /* A key of a rule's byte bucket: the rule's key, told apart from its
@@ -238,7 +257,7 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
                              now);
         if (r->dry_run) {
             sl_table_count(rt->table, rt->table_rule[i], SL_C_WOULD_LIMIT, 1);
-            log_denial(r, addr, &v, true, conns_full);
+            log_denial(c, r, addr, &v, true, conns_full);
             continue;
         }
         for (int j = 0; j < npassed; j++) {
@@ -261,6 +280,7 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
         sl_table_count(rt->table, tr, SL_C_ALLOWED, 1);
         if (passed[j].wait_ns) sl_table_count_wait(rt->table, tr, now, passed[j].wait_ns);
         if (passed[j].wait_ns > d->wait_ns) d->wait_ns = passed[j].wait_ns;
+        log_pass(c, passed[j].rule, addr, passed[j].wait_ns, now);
     }
 }
 
@@ -270,7 +290,7 @@ void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const stru
     decide(rt, SL_IN, local, peer, now, 0, d);
     if (d->outcome == SL_DENY) {
         sl_table_count(rt->table, rt->table_rule[d->rule], SL_C_LIMITED, 1);
-        log_denial(&rt->cfg->rules[d->rule], peer, &d->v, false, d->conns_full);
+        log_denial(rt->cfg, &rt->cfg->rules[d->rule], peer, &d->v, false, d->conns_full);
     }
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "pacelog.h"
 #include "plan.h"
 #include "quota.h"
 #include "redis.h"
@@ -129,18 +130,36 @@ static bool request_matches(const struct sl_rule *r, const struct sl_req_head *h
     return sl_route_matches(r, path);
 }
 
-static void log_request(const struct sl_rule *r, const struct sl_req_head *h,
-                        const struct sl_addr *peer, const struct sl_key *k,
-                        const struct sl_verdict *v, bool dry)
+static void log_request(const struct sl_config *c, const struct sl_rule *r,
+                        const struct sl_req_head *h, const struct sl_addr *peer,
+                        const struct sl_key *k, const struct sl_verdict *v, bool dry)
 {
     char addr[64], key[7];
     sl_addr_format(peer->a, addr, sizeof addr);
     sl_req_key_short(k, key);
     int plen = h->path_len > 64 ? 64 : (int)h->path_len;
-    sl_log(SL_LOG_INFO, "rule \"%s\": %s request %.*s %.*s%s %s %s key #%s (retry in %llu ms)",
-           r->name, dry ? "would limit" : "limited", (int)(h->method_len > 16 ? 16 : h->method_len),
-           h->method ? h->method : "", plen, h->path ? h->path : "", h->path_len > 64 ? "..." : "",
-           r->dir == SL_IN ? "from" : "to", addr, key, (unsigned long long)(v->retry_ns / 1000000));
+    sl_decision_log(
+        c, SL_LOG_INFO, "rule \"%s\": %s request %.*s %.*s%s %s %s key #%s (retry in %llu ms)",
+        r->name, dry ? "would limit" : "limited", (int)(h->method_len > 16 ? 16 : h->method_len),
+        h->method ? h->method : "", plen, h->path ? h->path : "", h->path_len > 64 ? "..." : "",
+        r->dir == SL_IN ? "from" : "to", addr, key, (unsigned long long)(v->retry_ns / 1000000));
+}
+
+/* A request that passed: a line when it was paced, or in verbose mode. The
+ * key is told by its short hash, never its value. */
+static void log_grant(const struct sl_config *c, const struct grant *g, const struct sl_addr *peer,
+                      uint64_t now)
+{
+    if (!g->wait_ns && !sl_decisions_verbose(c)) return;
+    const struct sl_rule *r = &c->rules[g->rule];
+    char addr[64], key[7], what[128];
+    sl_addr_format(peer->a, addr, sizeof addr);
+    sl_req_key_short(&g->key, key);
+    snprintf(what, sizeof what, "%s %s key #%s", r->dir == SL_IN ? "from" : "to", addr, key);
+    if (g->wait_ns)
+        sl_pace_log(c, g->rule, true, what, g->wait_ns, now);
+    else
+        sl_decision_log(c, SL_LOG_DEBUG, "rule \"%s\": allowed a request %s", r->name, what);
 }
 
 static void give_back(struct sl_runtime *rt, const struct sl_req_rules *x, const struct grant *g,
@@ -301,13 +320,13 @@ void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, ui
                              now);
         if (r->dry_run) {
             sl_table_count(rt->table, x->entry[i], SL_C_WOULD_LIMIT, 1);
-            log_request(r, h, &x->peer, &g.key, &v, true);
+            log_request(c, r, h, &x->peer, &g.key, &v, true);
             continue;
         }
         for (int j = 0; j < ngranted; j++)
             give_back(rt, x, &granted[j], now, h);
         sl_table_count(rt->table, x->entry[i], SL_C_LIMITED, 1);
-        log_request(r, h, &x->peer, &g.key, &v, false);
+        log_request(c, r, h, &x->peer, &g.key, &v, false);
         d->allowed = false;
         d->rule = i;
         d->v = v;
@@ -319,5 +338,6 @@ void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, ui
         sl_table_count(rt->table, e, SL_C_ALLOWED, 1);
         if (granted[j].wait_ns) sl_table_count_wait(rt->table, e, now, granted[j].wait_ns);
         if (granted[j].wait_ns > d->wait_ns) d->wait_ns = granted[j].wait_ns;
+        log_grant(c, &granted[j], &x->peer, now);
     }
 }

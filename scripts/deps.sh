@@ -5,8 +5,11 @@ set -eu
 pkgs=(gcc make pkg-config libc6-dev libconfuse-dev libcmocka-dev libsodium-dev
       clang libclang-rt-14-dev python3 curl nginx-light wrk procps iproute2
       redis-server redis-tools nodejs util-linux
-      libhttp-parser-dev libnghttp2-dev libssl-dev openssl python3-requests python3-prometheus-client libmicrohttpd-dev man-db libhiredis-dev libnginx-mod-http-image-filter
-      debhelper dpkg-dev fakeroot faketime wget)
+      libhttp-parser-dev libnghttp2-dev libssl-dev openssl python3-requests python3-prometheus-client libmicrohttpd-dev man-db libhiredis-dev
+      debhelper dpkg-dev fakeroot faketime wget
+      libnginx-mod-http-image-filter
+      prometheus chromium chromium-driver python3-selenium
+      )
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

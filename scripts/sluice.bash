@@ -18,7 +18,7 @@ _sluice()
     [ "$cmd" = run ] && [[ " ${COMP_WORDS[*]} " == *" -- "* ]] && { COMPREPLY=($(compgen -c -- "$cur")); return; }
     local opts
     case $cmd in
-    run) opts="-c --config --in --out --dry-run --" ;;
+    run) opts="-c --config --in --out --dry-run --verbose --" ;;
     check) opts="-c --config --in --out" ;;
     stats) opts="-c --config --pid --shared" ;;
     ps) opts="--clean" ;;
