@@ -7,33 +7,40 @@ rate, python's http.server at 2MB/s at 0.89).
 
 Each case starts a fresh server under `--in 'port=P send_rate=R
 send_burst=B'` (so the key's bucket starts full) and N loopback clients (one
-key: 127.0.0.1) that send a request each at once and read to the end,
-recording when the first byte of any connection came and when the last one
-did. Servers: nginx (one worker, epoll, non-blocking sendfile) and python's
-http.server (threads, blocking writes).
+key: 127.0.0.1) that send a request each at once; one select loop reads
+them all to the end and notes the time and size of every read. Servers:
+nginx (one worker, epoll, non-blocking sendfile) and python's http.server
+(a thread per connection, blocking writes).
 
 Asserted, for every case:
   - every response is whole (its Content-Length, status 200);
-  - the key moved its bytes at the rate: (all bytes - burst) / (last byte -
-    first byte) is R within +-2 %.
+  - from the first byte to the last, the clients got R * t + B: (all bytes
+    - B) / t is R within +-2 %, bytes being everything on the wire (headers
+    too);
+  - the steady part alone (from the read that brings the count past B plus
+    a tenth of the rest, to the last read) moved R within +-2 %: the burst
+    plays no part there, so a grant larger than the burst at the start
+    cannot hide a slow rate after it, nor the reverse.
 
-Why this measure and why 2 % holds: the bucket starts full, so the burst
-leaves at once (it is in the first reads) and every further byte waits for
-the rate: from the first byte to the last the clients receive exactly
-R * t + burst, bytes being everything on the wire (headers too). Measured at
-the client, from first byte to last, neither the programs' start-up nor the
-request's round trip is in it. What is left is the lateness of the last
-wake-up (one quantum, R/50, is never late by more than a few ms on a loaded
-machine; earlier wake-ups cost nothing, the bucket keeps filling) and the
-client threads' own scheduling (ms): each case lasts ~2 s, so 2 % is 40 ms,
-ten times what we see. A connection that waits longer than its bytes need
-(the defect) overflows a small burst and shows as a rate well below R
-(0.53 and 0.89 above).
+Why 2 % holds: the bucket starts full, so the burst leaves at once and every
+further byte waits for the rate. Measured at the client, neither the
+programs' start-up nor the request's round trip is in it; one thread reads
+every socket as soon as select reports it (no client thread waits for the
+GIL while its bytes sit in the kernel), and nginx runs without tcp_nopush
+(TCP_CORK would hold sendfile's bytes in the kernel until a whole 64 KiB
+loopback segment is there). What is left is the lateness of the last
+wake-up and of the select loop (a few ms on a loaded machine): each case
+lasts ~2 s, so 2 % is 40 ms. A wake-up later than B/R loses what the bucket
+could not hold; see CI_CASES for why the CI's 16 KB cases run at 1 MB/s.
+Seen here: 0.999-1.000 of the rate in every case. A connection that waits
+longer than its bytes need (the defect) overflows a small burst and shows
+as a rate well below R (0.53 and 0.89 above).
 
 CI runs a representative subset, ~2 s each (under 30 s in all);
 SLUICE_BW_FULL=1 runs the whole matrix (1, 2 and 8 connections; bursts
 16 KB, 64 KB, 256 KB and 1 MB; both servers), about 1 minute;
-SLUICE_BW_ONLY="nginx 1 16KB; python 8 1MB" picks cases and
+SLUICE_BW_ONLY="nginx 1 16KB 3000000; python 8 1MB 2000000" picks
+cases (server, connections, burst, rate) and
 SLUICE_BW_SECONDS=6 makes each last longer.
 """
 from lib import *
@@ -41,22 +48,28 @@ from lib import *
 SECONDS = float(os.environ.get("SLUICE_BW_SECONDS", "2.0"))   # how long each case lasts
 TOL = 0.02
 
-SERVERS = {"nginx": 3_000_000, "python": 2_000_000}   # rate per server (the issue's figures)
+SERVERS = {"nginx": 3_000_000, "python": 2_000_000}   # the issue's rates
 BURSTS = {"16KB": 16_000, "64KB": 64_000, "256KB": 256_000, "1MB": 1_000_000}
 
+# (server, connections, burst, rate). The 16 KB cases run at 1 MB/s in CI:
+# a bucket holds burst/rate of time, and a wake-up later than that loses
+# what the bucket could not hold (a token bucket's rule, not a defect):
+# 16 KB is 5.3 ms at 3 MB/s, which a machine shared with other builds
+# sometimes exceeds; 16 ms at 1 MB/s it does not. A quantum (rate/50)
+# above the burst is then cut to the burst, as the issue's case was.
 CI_CASES = [
-    ("nginx", 1, "64KB"),    # the issue's case: 0.53 of the rate before the fix
-    ("python", 1, "64KB"),   # the issue's case: 0.89 before the fix
-    ("nginx", 1, "16KB"),
-    ("python", 2, "256KB"),
-    ("nginx", 2, "16KB"),
-    ("nginx", 8, "1MB"),
-    ("python", 8, "16KB"),
+    ("nginx", 1, "64KB", 3_000_000),    # the issue's case: 0.53 of the rate before the fix
+    ("python", 1, "64KB", 2_000_000),   # the issue's case: 0.89 before the fix
+    ("nginx", 1, "16KB", 1_000_000),
+    ("python", 2, "256KB", 2_000_000),
+    ("nginx", 2, "16KB", 1_000_000),
+    ("nginx", 8, "1MB", 3_000_000),
+    ("python", 8, "16KB", 1_000_000),
 ]
-FULL = [(s, n, b) for s in SERVERS for n in (1, 2, 8) for b in BURSTS]
+FULL = [(s, n, b, SERVERS[s]) for s in SERVERS for n in (1, 2, 8) for b in BURSTS]
 CASES = FULL if os.environ.get("SLUICE_BW_FULL") else CI_CASES
-if os.environ.get("SLUICE_BW_ONLY"):   # e.g. "nginx 1 16KB; python 8 1MB"
-    CASES = [(k, int(n), b) for k, n, b in
+if os.environ.get("SLUICE_BW_ONLY"):   # e.g. "nginx 1 16KB 3000000; python 8 1MB 2000000"
+    CASES = [(k, int(n), b, int(r)) for k, n, b, r in
              (c.split() for c in os.environ["SLUICE_BW_ONLY"].split(";") if c.strip())]
 
 
@@ -125,8 +138,8 @@ def server_argv(kind, tmp, port):
 
 
 results = []
-for kind, conns, btext in CASES:
-    rate, burst = SERVERS[kind], BURSTS[btext]
+for kind, conns, btext, rate in CASES:
+    burst = BURSTS[btext]
     size = int((burst + rate * SECONDS) / conns)
     with TempDir() as tmp:
         port = free_port()
@@ -153,11 +166,11 @@ for kind, conns, btext in CASES:
     span = reads[-1][0] - t_a
     measured = (wire - b_a) / span
     whole = reads[-1][0] - reads[0][0]
-    print(f"{name}: {wire} bytes, {whole:.3f}s first to last byte "
-          f"((bytes - burst) / time {(wire - burst) / whole / rate:.4f} of the rate); "
-          f"{wire - b_a} bytes in the last {span:.3f}s: {measured / 1e6:.4f} MB/s, "
-          f"{measured / rate:.4f} of the rate")
-    results.append((name, measured / rate))
+    print(f"{name}: {wire} bytes, {whole:.3f}s first to last byte: "
+          f"(bytes - burst) / time {(wire - burst) / whole / rate:.4f} of the rate; "
+          f"{wire - b_a} bytes in the last {span:.3f}s: {measured / rate:.4f} of the rate")
+    results.append((name + " (first to last byte)", (wire - burst) / whole / rate))
+    results.append((name + " (steady part)", measured / rate))
 
 bad = [(n, r) for n, r in results if abs(r - 1) > TOL]
 check(not bad, "not within 2 % of the rate: " + "; ".join(f"{n}: {r:.4f}" for n, r in bad))
