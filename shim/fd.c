@@ -188,6 +188,15 @@ void sl_fd_prefork(void)
 
 void sl_fd_postfork_child(int parent)
 {
+    /* a place in a key's queue (io.c) stays the parent's: the child's copy
+     * would use the same bytes a second time */
+    for (size_t c = 0; c < SL_FD_MAX / CHUNK; c++) {
+        struct sl_fd *ch = atomic_load_explicit(&chunks[c], memory_order_acquire);
+        for (size_t i = 0; ch && i < CHUNK; i++) {
+            atomic_store_explicit(&ch[i].turn[0].bytes, 0, memory_order_relaxed);
+            atomic_store_explicit(&ch[i].turn[1].bytes, 0, memory_order_relaxed);
+        }
+    }
     struct sl_runtime *rt = atomic_load(&sl_runtime_ptr);
     _Atomic uint16_t *r = atomic_load(&local_refs);
     if (!rt || !r) return;
