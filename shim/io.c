@@ -53,6 +53,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -298,6 +299,21 @@ static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, struct call *c, e
     }
 }
 
+/* What a call asks the budget for. A read asks for what the kernel holds,
+ * not for the program's whole buffer: a place in the key's queue is held
+ * until its turn, and one held for 16 KiB when 1 KiB is there would keep
+ * the key's other connections waiting for bytes nobody reads (redis reads
+ * 16 KiB at a time for 1 KB requests). With nothing there (a non-blocking
+ * read about to fail, or the end of the stream) it asks for one byte, so a
+ * read never moves bytes it has no budget for. */
+static size_t wanted(const struct call *c, enum sl_io io, size_t want)
+{
+    int n;
+    if (io != SL_IO_RECV || ioctl(c->fd, FIONREAD, &n) != 0 || n < 0) return want;
+    if (n == 0) return 1;
+    return (size_t)n < want ? (size_t)n : want;
+}
+
 /* A held call stopped by its timeout or a signal returns what it moved, as
  * the kernel does, else -1 with the errno that stopped it. */
 static ssize_t stopped(struct call *c, size_t done, int saved)
@@ -334,7 +350,7 @@ static ssize_t limited(struct sl_runtime *rt, struct sl_fd *e, struct call *c, e
         if (io == SL_IO_RECV && nb < 0) nb = nonblocking(c);
         if (io == SL_IO_RECV && !nb && sl_wait_fd(c->fd, POLLIN, deadline(c, io)) != 0)
             return stopped(c, done, saved);
-        uint64_t g = budget(rt, e, c, io, c->len - done, &nb);
+        uint64_t g = budget(rt, e, c, io, wanted(c, io, c->len - done), &nb);
         if (g == 0) return stopped(c, done, saved);
         release_signals(c);
         ssize_t n = real_call_at(c, done, g);
