@@ -313,8 +313,8 @@ uint64_t sl_bytes_take(struct sl_runtime *rt, int rule, const struct sl_key *k, 
                        struct sl_turn *turn, uint64_t now, uint64_t want, uint64_t *at)
 {
     const struct sl_limit *l = bytes_limit(&rt->cfg->rules[rule], io);
-    return sl_turn_take(rt->table, rt->table_rule[rule], k, l, sl_bytes_quantum(rt, rule, io),
-                        turn, now, want, at);
+    return sl_turn_take(rt->table, rt->table_rule[rule], k, l, sl_bytes_quantum(rt, rule, io), turn,
+                        now, want, at);
 }
 
 void sl_bytes_drop(struct sl_runtime *rt, int rule, const struct sl_key *k, int io,

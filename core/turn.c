@@ -13,9 +13,8 @@ uint64_t sl_turn_take(struct sl_table *t, int rule, const struct sl_key *k,
             uint64_t none = 0;
             /* not yet: put it back, unless another thread of the program
              * queued on this descriptor meanwhile (then one place is enough) */
-            if (!atomic_compare_exchange_strong_explicit(&turn->bytes, &none, held,
-                                                         memory_order_release,
-                                                         memory_order_relaxed))
+            if (!atomic_compare_exchange_strong_explicit(
+                    &turn->bytes, &none, held, memory_order_release, memory_order_relaxed))
                 sl_table_refund(t, rule, k, l, now, held);
             *at = when;
             return 0;

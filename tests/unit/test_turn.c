@@ -48,8 +48,8 @@ static void sim_open(struct sim *s, uint64_t rate, uint64_t burst)
 static uint64_t call(struct sim *s, struct conn *c, uint64_t want, uint64_t late)
 {
     if (want > 2 * s->quantum) want = 2 * s->quantum;
-    uint64_t at, got = sl_turn_take(s->t, s->rule, &s->key, &s->l, s->quantum, &c->turn, c->due,
-                                    want, &at);
+    uint64_t at,
+        got = sl_turn_take(s->t, s->rule, &s->key, &s->l, s->quantum, &c->turn, c->due, want, &at);
     if (got) {
         c->moved += got;
         c->turns++;
@@ -126,7 +126,8 @@ static void two_connections_alternate_and_share_evenly(void **unused)
     /* after the burst (the first grant), they take turns: never the same
      * connection twice in a row */
     for (int k = 2; k < 200; k++)
-        if (order[k] == order[k - 1]) fail_msg("connection %d had turns %d and %d", order[k], k - 1, k);
+        if (order[k] == order[k - 1])
+            fail_msg("connection %d had turns %d and %d", order[k], k - 1, k);
     uint64_t total = c[0].moved + c[1].moved, want = 64 * KB + 30 * MB;
     assert_true(total + s.quantum >= want && total <= want + s.quantum);
     uint64_t d = c[0].moved > c[1].moved ? c[0].moved - c[1].moved : c[1].moved - c[0].moved;
@@ -165,28 +166,24 @@ static void a_held_turn_is_kept_until_due_and_given_back_on_drop(void **unused)
     assert_int_equal(sl_turn_take(s.t, s.rule, &s.key, &s.l, s.quantum, &a, T0, 40 * KB, &at), 0);
     assert_int_equal(at, T0 + 20 * MS);
     /* early: still not due, the place is kept */
-    assert_int_equal(sl_turn_take(s.t, s.rule, &s.key, &s.l, s.quantum, &a, T0 + 5 * MS, 40 * KB,
-                                  &at),
-                     0);
+    assert_int_equal(
+        sl_turn_take(s.t, s.rule, &s.key, &s.l, s.quantum, &a, T0 + 5 * MS, 40 * KB, &at), 0);
     assert_int_equal(at, T0 + 20 * MS);
     /* b queues behind a */
-    assert_int_equal(sl_turn_take(s.t, s.rule, &s.key, &s.l, s.quantum, &b, T0 + 5 * MS, 40 * KB,
-                                  &at),
-                     0);
+    assert_int_equal(
+        sl_turn_take(s.t, s.rule, &s.key, &s.l, s.quantum, &b, T0 + 5 * MS, 40 * KB, &at), 0);
     assert_int_equal(at, T0 + 40 * MS);
     /* a closes: its place is given back, so the next to queue is due when
      * b's bytes have refilled, not after a's too */
     sl_turn_drop(s.t, s.rule, &s.key, &s.l, &a, T0 + 6 * MS);
     struct sl_turn c = {0};
-    assert_int_equal(sl_turn_take(s.t, s.rule, &s.key, &s.l, s.quantum, &c, T0 + 6 * MS, 40 * KB,
-                                  &at),
-                     0);
+    assert_int_equal(
+        sl_turn_take(s.t, s.rule, &s.key, &s.l, s.quantum, &c, T0 + 6 * MS, 40 * KB, &at), 0);
     assert_int_equal(at, T0 + 40 * MS);
     /* b, when due, gets what it asked for up to its place; a smaller call
      * uses part and gives the rest back */
-    assert_int_equal(sl_turn_take(s.t, s.rule, &s.key, &s.l, s.quantum, &b, T0 + 40 * MS, 5 * KB,
-                                  &at),
-                     5 * KB);
+    assert_int_equal(
+        sl_turn_take(s.t, s.rule, &s.key, &s.l, s.quantum, &b, T0 + 40 * MS, 5 * KB, &at), 5 * KB);
     sl_table_close(s.t);
 }
 
