@@ -266,16 +266,17 @@ static uint64_t deadline(struct call *c, enum sl_io io)
     return c->deadline;
 }
 
-/* Turns: connections of one key queue for its budget, a quantum each, in
+/* Takes budget for up to `want` bytes: > 0 granted; 0 with errno EAGAIN
+ * (non-blocking, or the socket's timeout came) or EINTR (see wait.h).
+ *
+ * Turns: connections of one key queue for its budget, a quantum each, in
  * the order they asked (core/turn.h), so one asking for megabytes at a
  * time (nginx's sendfile) does not starve another, and one alone waits no
  * longer than its bytes need. A call takes at most two quanta at once
  * from a bucket that holds more (a large burst), so even then the first
- * to call does not take it all. */
-/* Takes budget for up to `want` bytes: > 0 granted; 0 with errno EAGAIN
- * (non-blocking, or the socket's timeout came) or EINTR (see wait.h). A
- * call that stops keeps the connection's place (e->turn): the program's
- * next call uses it when it is due, close gives it back (fd.c). */
+ * to call does not take it all. A call that stops keeps the connection's
+ * place (e->turn): the program's next call uses it when it is due, close
+ * gives it back (fd.c). */
 static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum sl_io io,
                        size_t want, int *nb)
 {
