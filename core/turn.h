@@ -14,6 +14,12 @@
  * more; with a burst below two quanta the bucket overflowed meanwhile and
  * a lone connection got half its rate, issue 21.)
  *
+ * A place is used when the program comes back for it, however late (a
+ * non-blocking program may first wait for the kernel's own readiness):
+ * its bytes were counted at their turn, so the total stays rate * t +
+ * burst, but they may leave up to one quantum per connection later than
+ * that turn. Closing the connection gives the place back.
+ *
  * One struct sl_turn per connection and direction, in the program's
  * memory. Writers: the threads calling on that descriptor; what it holds
  * is claimed by exchange, so no two threads use the same bytes.
