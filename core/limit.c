@@ -141,20 +141,21 @@ uint64_t sl_limit_take(const struct sl_limit *l, uint64_t tat, uint64_t now, uin
                        uint64_t quantum, uint64_t *next, uint64_t *wait_ns)
 {
     uint64_t horizon = now + l->burst_ns;
-    if (tat > horizon) tat = horizon;
     uint64_t base = tat > now ? tat : now;
-    uint64_t room_ns = horizon - base;
-    u128 avail = (u128)room_ns * 1000 / l->interval_ps;
+    /* base is past the horizon while earlier callers hold places in the
+     * queue (see limit.h): nothing is there now */
+    u128 avail = base < horizon ? (u128)(horizon - base) * 1000 / l->interval_ps : 0;
     uint64_t granted = avail < want ? (uint64_t)avail : want;
     uint64_t need = want < quantum ? want : quantum;
     if (need > l->burst) need = l->burst ? l->burst : 1;
     if (need == 0) need = 1;
     *wait_ns = 0;
     if (granted < need) {
-        uint64_t ready = base + sl_gcra_cost_ns(l, need);
-        *wait_ns = ready > horizon ? ready - horizon : 1;
-        *next = tat;
-        return 0;
+        /* queue: take `need` at the far end now, usable once the bucket
+         * has refilled up to it */
+        *next = base + sl_gcra_cost_ns(l, need);
+        *wait_ns = *next > horizon ? *next - horizon : 1;
+        return need;
     }
     /* charge whole picoseconds rounded up, so grants never exceed the rate */
     u128 cost_ps = (u128)granted * l->interval_ps;

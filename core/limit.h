@@ -59,12 +59,16 @@ int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t 
 void sl_limit_step(const struct sl_limit *l, uint64_t old, uint64_t now, uint64_t cost,
                    uint64_t slack_ns, uint64_t *next, struct sl_verdict *v);
 
-/* Takes up to `want` units (bytes) from a GCRA bucket at once: returns how
- * many it granted and the state to publish in *next. It grants nothing
- * until at least min(want, `quantum`, burst) units are there, and then
- * *wait_ns says how long that takes: so a throttled transfer moves in
- * quanta, not in the slivers that build up between two calls. Partial
- * grants are the point: a read or write may be shorter than asked. */
+/* Takes up to `want` units (bytes) from a GCRA bucket: returns how many
+ * and the state to publish in *next. When at least min(want, `quantum`,
+ * burst) units are there, it grants what is there up to `want` and
+ * *wait_ns is 0 (partial grants are the point: a read or write may be
+ * shorter than asked). Otherwise it queues: it takes that minimum at once,
+ * at the bucket's far end, and *wait_ns says how long until the bucket has
+ * refilled up to it, when the caller may use it (turn.h). A throttled
+ * transfer so moves in quanta, not in the slivers that build up between
+ * two calls, and callers that queue one after another are served in that
+ * order: the state is the queue. Never returns 0 for a `want` above 0. */
 uint64_t sl_limit_take(const struct sl_limit *l, uint64_t old, uint64_t now, uint64_t want,
                        uint64_t quantum, uint64_t *next, uint64_t *wait_ns);
 

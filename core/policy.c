@@ -20,6 +20,7 @@
 #include "mem.h"
 #include "pacelog.h"
 #include "reply.h"
+#include "turn.h"
 
 int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct sl_table *table,
                     char *err, size_t errlen)
@@ -320,14 +321,27 @@ void sl_conn_release(struct sl_runtime *rt, const int32_t rec[SL_CONN_HOLDS])
         if (rec[i] >= 0) sl_table_conn_release(rt->table, rec[i]);
 }
 
-uint64_t sl_bytes_take(struct sl_runtime *rt, int rule, const struct sl_key *k, int io,
-                       uint64_t now, uint64_t want, uint64_t *wait_ns)
+uint64_t sl_bytes_quantum(const struct sl_runtime *rt, int rule, int io)
 {
     const struct sl_limit *l = bytes_limit(&rt->cfg->rules[rule], io);
     /* Move at least a fiftieth of a second's worth (at most the burst), so a
      * throttled transfer costs at most ~50 wake-ups a second. */
-    uint64_t quantum = l->count / 50 ? l->count / 50 : 1;
-    return sl_table_take(rt->table, rt->table_rule[rule], k, l, now, want, quantum, wait_ns);
+    return l->count / 50 ? l->count / 50 : 1;
+}
+
+uint64_t sl_bytes_take(struct sl_runtime *rt, int rule, const struct sl_key *k, int io,
+                       struct sl_turn *turn, uint64_t now, uint64_t want, uint64_t *at)
+{
+    const struct sl_limit *l = bytes_limit(&rt->cfg->rules[rule], io);
+    return sl_turn_take(rt->table, rt->table_rule[rule], k, l, sl_bytes_quantum(rt, rule, io), turn,
+                        now, want, at);
+}
+
+void sl_bytes_drop(struct sl_runtime *rt, int rule, const struct sl_key *k, int io,
+                   struct sl_turn *turn, uint64_t now)
+{
+    const struct sl_limit *l = bytes_limit(&rt->cfg->rules[rule], io);
+    sl_turn_drop(rt->table, rt->table_rule[rule], k, l, turn, now);
 }
 
 void sl_bytes_refund(struct sl_runtime *rt, int rule, const struct sl_key *k, int io, uint64_t now,

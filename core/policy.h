@@ -92,10 +92,17 @@ void sl_decide_out_refund(struct sl_runtime *rt, const struct sl_addr *dst, uint
 /* Releases the concurrency places a connection held (its last close). */
 void sl_conn_release(struct sl_runtime *rt, const int32_t rec[SL_CONN_HOLDS]);
 
-/* Byte budgets: takes up to `want` bytes for a connection's direction
- * (0 = SL_IO_RECV, 1 = SL_IO_SEND); see sl_table_take. */
+/* Byte budgets of a connection's direction (0 = SL_IO_RECV, 1 =
+ * SL_IO_SEND): up to `want` bytes now, or 0 and when to come back, the
+ * connection's place held in *turn (see core/turn.h). The quantum is what
+ * one turn moves: a fiftieth of the rate's second, at least 1. */
+struct sl_turn;
+uint64_t sl_bytes_quantum(const struct sl_runtime *rt, int rule, int io);
 uint64_t sl_bytes_take(struct sl_runtime *rt, int rule, const struct sl_key *k, int io,
-                       uint64_t now, uint64_t want, uint64_t *wait_ns);
+                       struct sl_turn *turn, uint64_t now, uint64_t want, uint64_t *at);
+/* Gives back what *turn holds (the connection closes). */
+void sl_bytes_drop(struct sl_runtime *rt, int rule, const struct sl_key *k, int io,
+                   struct sl_turn *turn, uint64_t now);
 void sl_bytes_refund(struct sl_runtime *rt, int rule, const struct sl_key *k, int io, uint64_t now,
                      uint64_t n);
 

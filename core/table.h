@@ -67,9 +67,10 @@ void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const
                      uint64_t now, uint64_t cost, uint64_t slack_ns, struct sl_verdict *v);
 
 /* Takes up to `want` bytes from the key's byte bucket (a GCRA limit over
- * bytes); returns the grant, and when it is 0 how long until
- * min(want, quantum) bytes are there. Give back what was not used with
- * sl_table_refund. */
+ * bytes), as sl_limit_take: a grant usable now (*wait_ns 0), or a place in
+ * the key's queue usable in *wait_ns. 0 only when on_full = deny refuses a
+ * key the table cannot hold (retry in *wait_ns). Give back what was not
+ * used with sl_table_refund. */
 uint64_t sl_table_take(struct sl_table *t, int rule, const struct sl_key *k,
                        const struct sl_limit *l, uint64_t now, uint64_t want, uint64_t quantum,
                        uint64_t *wait_ns);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "../core/clock.h"
 #include "../core/mem.h"
 #include "../core/policy.h"
 #include "ready.h"
@@ -38,6 +39,8 @@ static void reset(struct sl_fd *e)
     e->conn_rec[0] = e->conn_rec[1] = -1;
     atomic_store(&e->ready_at[0], 0);
     atomic_store(&e->ready_at[1], 0);
+    atomic_store(&e->turn[0].bytes, 0);
+    atomic_store(&e->turn[1].bytes, 0);
     atomic_store(&e->held_at, 0);
     atomic_store(&e->pending_connect, 0);
     atomic_store(&e->connect_error, 0);
@@ -111,11 +114,16 @@ void sl_fd_forget(int fd)
     struct sl_fd *e = sl_fd_get(fd);
     if (!e) return;
     int32_t recs[SL_CONN_HOLDS] = {e->conn_rec[0], e->conn_rec[1]};
+    struct sl_runtime *rt = atomic_load(&sl_runtime_ptr);
+    /* a place the connection held in its key's queue goes to the others */
+    for (int io = 0; io < 2 && rt; io++)
+        if (e->bytes_rule[io] >= 0 && e->bytes_rule[io] < rt->cfg->nrules)
+            sl_bytes_drop(rt, e->bytes_rule[io], &e->bytes_key[io], io, &e->turn[io],
+                          sl_clock_now());
     sl_pending_drop(e);
     sl_req_free(e);
     sl_reqout_free(e);
     atomic_store_explicit(&e->tracked, 0, memory_order_release);
-    struct sl_runtime *rt = atomic_load(&sl_runtime_ptr);
     if (!rt) return;
     for (int i = 0; i < SL_CONN_HOLDS; i++)
         if (recs[i] >= 0 && !unhold(recs[i])) recs[i] = -1;
@@ -180,6 +188,15 @@ void sl_fd_prefork(void)
 
 void sl_fd_postfork_child(int parent)
 {
+    /* a place in a key's queue (io.c) stays the parent's: the child's copy
+     * would use the same bytes a second time */
+    for (size_t c = 0; c < SL_FD_MAX / CHUNK; c++) {
+        struct sl_fd *ch = atomic_load_explicit(&chunks[c], memory_order_acquire);
+        for (size_t i = 0; ch && i < CHUNK; i++) {
+            atomic_store_explicit(&ch[i].turn[0].bytes, 0, memory_order_relaxed);
+            atomic_store_explicit(&ch[i].turn[1].bytes, 0, memory_order_relaxed);
+        }
+    }
     struct sl_runtime *rt = atomic_load(&sl_runtime_ptr);
     _Atomic uint16_t *r = atomic_load(&local_refs);
     if (!rt || !r) return;

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 
 #include "../core/key.h"
+#include "../core/turn.h"
 
 #define SL_FD_MAX 65536
 
@@ -34,6 +35,7 @@ struct sl_fd {
     struct sl_key bytes_key[2];   /* that rule's key for this connection */
     int32_t conn_rec[2];          /* concurrency records to release at the last close, -1 */
     _Atomic uint64_t ready_at[2]; /* recv / send throttled until (CLOCK_MONOTONIC ns), 0: not */
+    struct sl_turn turn[2];       /* recv / send: the place held in the key's queue (io.c) */
     /* sluice holds bytes the program may read from this time on (the
      * kernel does not know: they were read already, e.g. decrypted by
      * OpenSSL); 0: none. The wait wrappers report the fd readable then. */

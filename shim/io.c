@@ -37,7 +37,7 @@
  *   - a repeated call starts afresh (its own timeout, its own budget);
  *   - fairness: connections of one key take turns on every call family
  *     (see budget()), so one asking for megabytes at a time (nginx's
- *     sendfile) does not starve another.
+ *     sendfile) does not starve another, and one alone gets the whole rate.
  * One known gap: a signal whose handler runs while the real call runs
  * without blocking (microseconds) is not seen; the kernel would have
  * finished that call too, but a later wait of the same call goes on.
@@ -53,6 +53,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -265,47 +266,30 @@ static uint64_t deadline(struct call *c, enum sl_io io)
     return c->deadline;
 }
 
-/* Turns. Connections of one key that wait together all wake when the
- * bucket refills, and the first to call would take everything (nginx asks
- * sendfile for megabytes at a time: the other connection got 2 % of the
- * budget). So a call takes at most two quanta (the fiftieth of a second's
- * worth that sl_bytes_take waits for), and a connection that had the last
- * grant (ready_at 0) and must wait waits one quantum longer than one that
- * was already waiting: the waiting one takes the next quantum, and the
- * two alternate. Alone, a connection wakes to two quanta and takes both,
- * so its rate is unchanged. */
-static const struct sl_limit *byte_limit(const struct sl_runtime *rt, int rule, enum sl_io io)
-{
-    const struct sl_rule *r = &rt->cfg->rules[rule];
-    return io == SL_IO_RECV ? &r->recv_limit : &r->send_limit;
-}
-
-static uint64_t turn_bytes(const struct sl_limit *l)
-{
-    return l->count / 50 ? l->count / 50 : 1;
-}
-
-static uint64_t turn_ns(const struct sl_limit *l)
-{
-    return l->period_ns / 50;
-}
-
 /* Takes budget for up to `want` bytes: > 0 granted; 0 with errno EAGAIN
- * (non-blocking, or the socket's timeout came) or EINTR (see wait.h). */
+ * (non-blocking, or the socket's timeout came) or EINTR (see wait.h).
+ *
+ * Turns: connections of one key queue for its budget, a quantum each, in
+ * the order they asked (core/turn.h), so one asking for megabytes at a
+ * time (nginx's sendfile) does not starve another, and one alone waits no
+ * longer than its bytes need. A call takes at most two quanta at once
+ * from a bucket that holds more (a large burst), so even then the first
+ * to call does not take it all. A call that stops keeps the connection's
+ * place (e->turn): the program's next call uses it when it is due, close
+ * gives it back (fd.c). */
 static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum sl_io io,
                        size_t want, int *nb)
 {
-    const struct sl_limit *l = byte_limit(rt, e->bytes_rule[io], io);
-    if (want > 2 * turn_bytes(l)) want = 2 * turn_bytes(l);
+    int rule = e->bytes_rule[io];
+    uint64_t most = 2 * sl_bytes_quantum(rt, rule, io);
+    if (want > most) want = most;
     for (;;) {
-        uint64_t now = sl_clock_now(), wait;
-        uint64_t g = sl_bytes_take(rt, e->bytes_rule[io], &e->bytes_key[io], io, now, want, &wait);
+        uint64_t at, now = sl_clock_now();
+        uint64_t g = sl_bytes_take(rt, rule, &e->bytes_key[io], io, &e->turn[io], now, want, &at);
         if (g) {
             atomic_store_explicit(&e->ready_at[io], 0, memory_order_relaxed);
             return g;
         }
-        uint64_t at = now + wait;
-        if (atomic_load_explicit(&e->ready_at[io], memory_order_relaxed) == 0) at += turn_ns(l);
         if (*nb < 0) *nb = nonblocking(c);
         if (*nb) {
             sl_ready_throttle(c->fd, e, io, at);
@@ -314,6 +298,21 @@ static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, struct call *c, e
         }
         if (sl_wait_until_masked(at, deadline(c, io), hold_signals(c)) != 0) return 0;
     }
+}
+
+/* What a call asks the budget for. A read asks for what the kernel holds,
+ * not for the program's whole buffer: a place in the key's queue is held
+ * until its turn, and one held for 16 KiB when 1 KiB is there would keep
+ * the key's other connections waiting for bytes nobody reads (redis reads
+ * 16 KiB at a time for 1 KB requests). With nothing there (a non-blocking
+ * read about to fail, or the end of the stream) it asks for one byte, so a
+ * read never moves bytes it has no budget for. */
+static size_t wanted(const struct call *c, enum sl_io io, size_t want)
+{
+    int n;
+    if (io != SL_IO_RECV || ioctl(c->fd, FIONREAD, &n) != 0 || n < 0) return want;
+    if (n == 0) return 1;
+    return (size_t)n < want ? (size_t)n : want;
 }
 
 /* A held call stopped by its timeout or a signal returns what it moved, as
@@ -352,7 +351,7 @@ static ssize_t limited(struct sl_runtime *rt, struct sl_fd *e, struct call *c, e
         if (io == SL_IO_RECV && nb < 0) nb = nonblocking(c);
         if (io == SL_IO_RECV && !nb && sl_wait_fd(c->fd, POLLIN, deadline(c, io)) != 0)
             return stopped(c, done, saved);
-        uint64_t g = budget(rt, e, c, io, c->len - done, &nb);
+        uint64_t g = budget(rt, e, c, io, wanted(c, io, c->len - done), &nb);
         if (g == 0) return stopped(c, done, saved);
         release_signals(c);
         ssize_t n = real_call_at(c, done, g);

@@ -10,20 +10,32 @@ named table, so every run must agree on it.
 
 Rule: a named table (`shared`), `req_rate=100/s quota=5/d` to a local
 keep-alive server that logs what it serves.
-(a) run 1 at 23:59:50 of day D: 5 requests pass, the 6th fails (reject:
-    ECONNREFUSED), and the log says retry at midnight (~9 s, not a day);
-(b) run 2, a new process (a restart), 23:59:52 of day D: the first request
+(a) run 1 at 23:59:00 of day D: 5 requests pass, the 6th fails (reject:
+    ECONNREFUSED), and the log says retry at midnight (under a minute, not
+    a day: exactly midnight minus the client's fake time, give or take the
+    moment between the refusal and the client's last look at its clock);
+(b) run 2, a new process (a restart), 23:59:30 of day D: the first request
     fails: the quota survived the restart in the table;
 (c) run 3 at 00:00:05 of day D+1: 5 pass again, the 6th fails; only if
     libsluice sees the fake day does this pass (real time is one day);
-(d) delay variant (another table): an exhausted quota is not queued: the
-    request fails at once with ETIMEDOUT (the delay errno), even at
-    23:59:59 with max_delay=2s (the window ends in under 2 s);
+(d) delay variant (another table), max_delay=1h: at 23:30:00 of D 5 pass
+    and the 6th fails; at 23:30:30 the one request fails at once with
+    ETIMEDOUT (the delay errno): an exhausted quota is not queued, although
+    the window ends within max_delay (in under 30 minutes);
 (e) quota_offset=+1h: days are those of the zone UTC+1, so the window
-    changes at 23:00 UTC: 22:59:50 of D, 5 pass; 22:59:58, the first fails;
+    changes at 23:00 UTC: 22:59:00 of D, 5 pass; 22:59:30, the first fails;
     23:00:05 of D (still day D in UTC), 5 pass again.
 The server's log holds exactly the requests that passed.
+
+Margins: each fake clock starts when its process does and then runs in real
+time, so a run that must stay before a window's end starts 30 s or more
+before it (a run takes well under a second; the run times out at 30 s, so
+a slower machine fails there, never by crossing the boundary unseen).
+(d) once started at 23:59:59 with max_delay=2s and failed when the process
+took over a second to start (issue 21: the request went out at 00:00:00.07
+of the next day and passed).
 """
+import calendar
 import errno
 import re
 
@@ -89,33 +101,40 @@ try:
         wait_port(port)
         rej = conf(tmp, "reject.conf", tables[0], port, "    action = reject\n")
 
-        got, err = client(rej, f"{D} 23:59:50", port, "a", 7)
+        got, err = client(rej, f"{D} 23:59:00", port, "a", 7)
         check(got["codes"] == OK5 + [errno.ECONNREFUSED], f"(a) day D: {got} {err}")
         # the fake clock reached libsluice: the retry is the time to midnight
-        # (10 s minus the run's start-up), not a whole day
+        # as the client's fake clock tells it (read just after the refusal),
+        # not a whole day
         m = re.search(r"limited request GET /a5 .*retry in (\d+) ms", err)
-        check(m and 5000 <= int(m.group(1)) <= 10000, f"(a) retry until midnight: {err}")
+        to_midnight = (calendar.timegm(time.strptime(D1, "%Y-%m-%d")) - got["wall"]) * 1000
+        # (the log gives whole milliseconds, and the clocks' readings differ
+        # by a few: -10 ms of slack)
+        check(m and -10 <= int(m.group(1)) - to_midnight <= 2000 and int(m.group(1)) <= 60000,
+              f"(a) retry until midnight ({to_midnight:.0f} ms from the client's last look): {err}")
 
-        got, err = client(rej, f"{D} 23:59:52", port, "b", 3)
+        got, err = client(rej, f"{D} 23:59:30", port, "b", 3)
         check(got["codes"] == [errno.ECONNREFUSED], f"(b) restart, same day: {got} {err}")
 
         got, err = client(rej, f"{D1} 00:00:05", port, "c", 7)
         check(got["codes"] == OK5 + [errno.ECONNREFUSED], f"(c) day D+1: {got} {err}")
 
-        dly = conf(tmp, "delay.conf", tables[1], port, '    action = delay\n    max_delay = "2s"\n')
-        got, err = client(dly, f"{D} 23:59:50", port, "d", 6)
+        dly = conf(tmp, "delay.conf", tables[1], port, '    action = delay\n    max_delay = "1h"\n')
+        got, err = client(dly, f"{D} 23:30:00", port, "d", 6)
         check(got["codes"] == OK5 + [errno.ETIMEDOUT], f"(d) delay, exhausted: {got} {err}")
-        got, err = client(dly, f"{D} 23:59:59", port, "e", 1)
-        # not queued until midnight although that is within max_delay:
-        # it fails at once (took well under the ~1 s to midnight)
-        check(got["codes"] == [errno.ETIMEDOUT] and got["took"] < 0.5, f"(d) near midnight: {got} {err}")
+        got, err = client(dly, f"{D} 23:30:30", port, "e", 1)
+        # not queued until midnight although that is within max_delay: it
+        # fails at once. Queued, it would wait ~30 minutes (the run would
+        # time out at 30 s); 10 s tells the two apart on any machine.
+        check(got["codes"] == [errno.ETIMEDOUT] and got["took"] < 10,
+              f"(d) window ends within max_delay: {got} {err}")
 
         off = conf(tmp, "offset.conf", tables[2], port,
                    '    action = reject\n    quota_offset = "+1h"\n')
-        got, err = client(off, f"{D} 22:59:50", port, "f", 6)
+        got, err = client(off, f"{D} 22:59:00", port, "f", 6)
         check(got["codes"] == OK5 + [errno.ECONNREFUSED], f"(e) offset, first window: {got} {err}")
-        got, err = client(off, f"{D} 22:59:58", port, "g", 1)
-        check(got["codes"] == [errno.ECONNREFUSED], f"(e) 22:59:58 is still that window: {got} {err}")
+        got, err = client(off, f"{D} 22:59:30", port, "g", 1)
+        check(got["codes"] == [errno.ECONNREFUSED], f"(e) 22:59:30 is still that window: {got} {err}")
         got, err = client(off, f"{D} 23:00:05", port, "h", 6)
         check(got["codes"] == OK5 + [errno.ECONNREFUSED], f"(e) window from 23:00 UTC: {got} {err}")
 

@@ -38,13 +38,17 @@ static uint64_t take(const struct sl_limit *l, uint64_t *s, uint64_t now, uint64
     return got;
 }
 
-static void take_grants_the_whole_burst_then_nothing(void **unused)
+static void take_grants_the_whole_burst_then_queues(void **unused)
 {
     struct sl_limit l = bytes(2 * MB, 200000);
     uint64_t s = 0, wait;
     assert_int_equal(take(&l, &s, T0, 1 * MB, &wait), 200000);
-    assert_int_equal(take(&l, &s, T0, 1 * MB, &wait), 0);
+    assert_int_equal(wait, 0);
+    /* empty: the next byte is taken at once, usable when it has refilled */
+    assert_int_equal(take(&l, &s, T0, 1 * MB, &wait), 1);
     assert_int_equal(wait, 500); /* one byte at 2 MB/s */
+    assert_int_equal(take(&l, &s, T0, 1 * MB, &wait), 1);
+    assert_int_equal(wait, 1000); /* queued behind the first */
 }
 
 static void take_grants_part_of_a_request_that_exceeds_the_budget(void **unused)
@@ -60,11 +64,13 @@ static void take_refills_at_exactly_the_rate_over_ten_seconds(void **unused)
 {
     struct sl_limit l = bytes(2 * MB, 200000);
     uint64_t s = 0, wait, total = 0, now = T0;
-    /* a reader asking for 16 KiB whenever it may, 10 s of injected time */
+    /* a reader asking for 16 KiB whenever it may, in quanta of 4 KiB when
+     * it must wait, 10 s of injected time */
     while (now < T0 + 10 * SEC) {
-        uint64_t got = take(&l, &s, now, 16384, &wait);
+        uint64_t next, got = sl_limit_take(&l, s, now, 16384, 4096, &next, &wait);
+        s = next;
         total += got;
-        if (!got) now += wait;
+        now += wait; /* a queued quantum is used when it is due */
     }
     /* burst + rate * 10 s, give or take one read */
     assert_true(total >= 200000 + 20 * MB - 16384 && total <= 200000 + 20 * MB + 16384);
@@ -76,7 +82,7 @@ static void take_waits_for_a_quantum_not_for_one_byte(void **unused)
     uint64_t s = 0, next, wait;
     assert_int_equal(sl_limit_take(&l, s, T0, 1000, 100, &next, &wait), 1000);
     s = next;
-    assert_int_equal(sl_limit_take(&l, s, T0, 5000, 100, &next, &wait), 0);
+    assert_int_equal(sl_limit_take(&l, s, T0, 5000, 100, &next, &wait), 100);
     assert_int_equal(wait, 100 * US); /* 100 bytes at 1 MB/s */
 }
 
@@ -196,7 +202,7 @@ static void conns_keep_a_slot_from_being_reused_while_open(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(take_grants_the_whole_burst_then_nothing),
+        cmocka_unit_test(take_grants_the_whole_burst_then_queues),
         cmocka_unit_test(take_grants_part_of_a_request_that_exceeds_the_budget),
         cmocka_unit_test(take_refills_at_exactly_the_rate_over_ten_seconds),
         cmocka_unit_test(take_waits_for_a_quantum_not_for_one_byte),
