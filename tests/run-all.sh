@@ -33,10 +33,7 @@ stage boundary-conf tests/check-boundary.sh build conf
 stage unit make -j"$jobs" unit; count_cmocka "$log"
 stage unit-asan-ubsan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     make -j"$jobs" SAN=asan unit; count_cmocka "$log"
-# detect_deadlocks=0: jemalloc's fork handlers take more mutexes than TSan's
-# deadlock detector can track (it aborts); core takes no locks, and data
-# races are still reported.
-stage table-tsan sh -c "make -j$jobs SAN=tsan build/tsan/tests/test_table build/tsan/tests/test_budget build/tsan/tests/test_cluster build/tsan/tests/test_redis && TSAN_OPTIONS=halt_on_error=1:detect_deadlocks=0 tests/run-unit.sh build/tsan/tests/test_table build/tsan/tests/test_budget build/tsan/tests/test_cluster build/tsan/tests/test_redis"
+stage table-tsan sh -c "make -j$jobs SAN=tsan build/tsan/tests/test_table build/tsan/tests/test_budget build/tsan/tests/test_cluster build/tsan/tests/test_redis && TSAN_OPTIONS=halt_on_error=1 tests/run-unit.sh build/tsan/tests/test_table build/tsan/tests/test_budget build/tsan/tests/test_cluster build/tsan/tests/test_redis"
 count_cmocka "$log"
 if [ -x tests/fuzz/run.sh ]; then
     stage fuzz tests/fuzz/run.sh "${FUZZ_SECONDS:-20}"

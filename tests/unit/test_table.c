@@ -23,18 +23,6 @@
 #include "../../core/table.h"
 #include "testutil.h"
 
-/* jemalloc's fork handler takes every arena's mutexes at once: more than
- * the 64 TSan's deadlock detector can track in one thread, which aborts
- * the fork test with "CHECK failed: sanitizer_deadlock_detector.h:67". The
- * table takes no locks of its own, so the detector has nothing to find
- * here; data races are still reported. */
-#ifdef __SANITIZE_THREAD__
-__attribute__((visibility("default"))) const char *__tsan_default_options(void);
-const char *__tsan_default_options(void)
-{
-    return "detect_deadlocks=0";
-}
-#endif
 
 #define WEB_ID 0x1111ull
 #define API_ID 0x2222ull
