@@ -52,13 +52,14 @@
 #include <sys/epoll.h>
 
 #include "../core/clock.h"
+#include "../core/mem.h"
 #include "ready.h"
 #include "ready_int.h"
 #include "shim.h"
 #include "wait.h"
 
 #define DUE_MAX  64 /* registrations restored per pass (more: another pass at once) */
-#define HELD_MAX 64 /* descriptors with held bytes to announce (more: not announced) */
+
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -71,12 +72,13 @@ static struct sl_rd_table tab; /* under lock */
 static _Atomic uint32_t nregs_hint, nlist_hint;
 /* Descriptors whose held bytes (ready.h: sl_ready_held) are to be reported
  * as an EPOLLIN edge from `at` on, to whichever epfd waits first (under
- * lock; nheld_hint as the hints above). */
-static struct {
+ * lock; nheld_hint as the hints above). Grown as needed: one that could
+ * not be recorded (no memory) would be a connection that stalls. */
+static struct held {
     int fd;
     uint64_t at;
-} held[HELD_MAX];
-static uint32_t nheld;
+} *held;
+static uint32_t nheld, capheld;
 static _Atomic uint32_t nheld_hint;
 
 static void prefork(void)
@@ -270,6 +272,17 @@ void sl_epoll_forget(int fd)
     give();
 }
 
+/* A read of fd left bytes to announce: for an EPOLLONESHOT registration
+ * that read means its event fired, and the announcement waits for the
+ * program's re-arm (under lock). */
+static void held_disarm(int fd)
+{
+    for (uint32_t i = 0; i < tab.nep; i++) {
+        struct sl_rd_reg *r = sl_rd_find(&tab, tab.ep[i].epfd, fd);
+        if (r && (r->events & EPOLLONESHOT)) r->armed = false;
+    }
+}
+
 void sl_epoll_held(int fd, uint64_t at)
 {
     if (!at && !atomic_load_explicit(&nheld_hint, memory_order_relaxed)) return;
@@ -277,13 +290,21 @@ void sl_epoll_held(int fd, uint64_t at)
     uint32_t i = 0;
     while (i < nheld && held[i].fd != fd)
         i++;
+    if (at) held_disarm(fd);
     if (!at) {
         if (i < nheld) held_drop(i);
     } else if (i < nheld) {
         held[i].at = at;
-    } else if (nheld < HELD_MAX) {
-        held[nheld].fd = fd;
-        held[nheld++].at = at;
+    } else {
+        if (nheld == capheld) {
+            uint32_t cap = capheld ? 2 * capheld : 64;
+            struct held *h = sl_realloc(held, cap * sizeof *h);
+            if (h) {
+                held = h;
+                capheld = cap;
+            }
+        }
+        if (nheld < capheld) held[nheld++] = (struct held){.fd = fd, .at = at};
     }
     give();
 }
@@ -295,12 +316,17 @@ static uint64_t held_next(int epfd)
     uint64_t next = SL_RD_FOREVER;
     for (uint32_t i = 0; i < nheld; i++) {
         struct sl_rd_reg *r = sl_rd_find(&tab, epfd, held[i].fd);
-        if (r && (r->events & EPOLLIN) && held[i].at < next) next = held[i].at;
+        if (r && (r->events & EPOLLIN) && held[i].at < next &&
+            (!(r->events & EPOLLONESHOT) || r->armed))
+            next = held[i].at;
     }
     return next;
 }
 
-/* Adds the due announcements of epfd to the n events the kernel gave. */
+/* Adds the due announcements of epfd to the n events the kernel gave.
+ * EPOLLONESHOT: one event per arming, as the kernel would; an
+ * announcement made for it disarms the kernel's registration too, so the
+ * kernel does not report the descriptor to another thread as well. */
 static int held_report(int epfd, struct epoll_event *evs, int n, int max, uint64_t now)
 {
     take();
@@ -313,9 +339,19 @@ static int held_report(int epfd, struct epoll_event *evs, int n, int max, uint64
         int k = 0;
         while (k < n && evs[k].data.u64 != r->data)
             k++;
+        bool oneshot = (r->events & EPOLLONESHOT) != 0;
+        if (oneshot && k == n && !r->armed) { /* fired, not re-armed yet: later */
+            i++;
+            continue;
+        }
         if (k == n && n == max) break; /* no room: the next call */
         if (k == n) evs[n++] = (struct epoll_event){.events = 0, .data.u64 = r->data};
         evs[k].events |= EPOLLIN;
+        if (oneshot && r->armed && !r->parked) {
+            struct epoll_event off = {.events = EPOLLONESHOT, .data.u64 = r->data};
+            REAL(epoll_ctl)(epfd, EPOLL_CTL_MOD, r->fd, &off); /* the kernel's arming is used up */
+        }
+        r->armed = false;
         held_drop(i);
     }
     give();
@@ -360,6 +396,7 @@ SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
         } else {
             r->events = event->events;
             r->data = event->data.u64;
+            r->armed = true;
             if (bring(r, thr, SL_RD_PROGRAM, wake)) maybe_kick(epfd, wake);
         }
     } else {
@@ -386,6 +423,7 @@ SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
             r->data = want.data;
             r->applied = ev;
             r->parked = kop == SL_RD_DEL;
+            r->armed = true;
             if (sl_rd_done(&tab, r, SL_RD_KEEP, ev, wake)) maybe_kick(epfd, wake);
         } else if (rc == 0 && ev != event->events) {
             /* no memory to remember it: hand the program's request over as it was */
