@@ -50,6 +50,8 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "../core/clock.h"
 #include "../core/mem.h"
@@ -77,8 +79,24 @@ static _Atomic uint32_t nregs_hint, nlist_hint;
 static struct held {
     int fd;
     uint64_t at;
+    bool woken; /* a thread blocked in a wait was woken for it (wakers below) */
 } *held;
 static uint32_t nheld, capheld;
+
+/* Wakers: an eventfd added to each epoll set that a thread waits on with
+ * a timeout, so that bytes sluice makes readable while that thread is
+ * already blocked (another thread's read left them, or a held head's turn
+ * came) wake it, as the kernel would for bytes it received. Its event
+ * carries WAKE_DATA, which the wait wrapper takes out of what the program
+ * sees (an odd value near 2^64: no pointer, no descriptor number, which is
+ * what programs put in epoll_data); closed with its epoll set. Under
+ * lock; nwake_hint as the hints above. */
+#define WAKE_DATA 0xfffffffe5c1cc0d1ull
+static struct waker {
+    int epfd, efd;
+} *wakers;
+static uint32_t nwake, capwake;
+static _Atomic uint32_t nwake_hint;
 static _Atomic uint32_t nheld_hint;
 
 static void prefork(void)
@@ -116,6 +134,7 @@ static void take(void)
 static void give(void)
 {
     atomic_store_explicit(&nheld_hint, nheld, memory_order_relaxed);
+    atomic_store_explicit(&nwake_hint, nwake, memory_order_relaxed);
     atomic_store_explicit(&nregs_hint, tab.n, memory_order_relaxed);
     atomic_store_explicit(&nlist_hint, tab.nlist, memory_order_relaxed);
     pthread_mutex_unlock(&lock);
@@ -193,6 +212,100 @@ static uint64_t restore(int epfd, uint64_t now, bool locked)
     return next;
 }
 
+/* ---- wakers ---- */
+
+static struct waker *waker_find(int epfd)
+{
+    for (uint32_t i = 0; i < nwake; i++)
+        if (wakers[i].epfd == epfd) return &wakers[i];
+    return NULL;
+}
+
+/* epfd's waker, made on first need (under lock); NULL when it cannot be. */
+static struct waker *waker_get(int epfd)
+{
+    struct waker *w = waker_find(epfd);
+    if (w) return w;
+    if (nwake == capwake) {
+        uint32_t cap = capwake ? 2 * capwake : 8;
+        struct waker *g = sl_realloc(wakers, cap * sizeof *g);
+        if (!g) return NULL;
+        wakers = g;
+        capwake = cap;
+    }
+    int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (efd < 0) return NULL;
+    struct epoll_event e = {.events = EPOLLIN, .data.u64 = WAKE_DATA};
+    if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, efd, &e) != 0) {
+        REAL(close)(efd);
+        return NULL;
+    }
+    wakers[nwake] = (struct waker){.epfd = epfd, .efd = efd};
+    return &wakers[nwake++];
+}
+
+/* fd is closed: an epoll set closes its waker; a waker the program closed
+ * itself (closing every descriptor, as daemons do) is forgotten, so its
+ * number, reused, is never written to (under lock). */
+static void waker_forget(int fd)
+{
+    for (uint32_t i = 0; i < nwake; i++)
+        if (wakers[i].epfd == fd || wakers[i].efd == fd) {
+            if (wakers[i].epfd == fd) REAL(close)(wakers[i].efd);
+            wakers[i] = wakers[--nwake];
+            return;
+        }
+}
+
+/* Wakes the threads blocked on an epoll set that holds a readable
+ * registration of a held descriptor due by `now`, once per announcement;
+ * returns the earliest later announcement such a thread waits for (under
+ * lock). */
+static uint64_t held_wake(uint64_t now)
+{
+    uint64_t next = SL_RD_FOREVER;
+    for (uint32_t i = 0; i < nheld; i++) {
+        if (held[i].woken) continue;
+        for (uint32_t j = 0; j < nwake; j++) {
+            struct sl_rd_ep *ep = sl_rd_ep(&tab, wakers[j].epfd, false);
+            struct sl_rd_reg *r = sl_rd_find(&tab, wakers[j].epfd, held[i].fd);
+            if (!ep || !ep->waiters || !r || !(r->events & EPOLLIN) ||
+                ((r->events & EPOLLONESHOT) && !r->armed))
+                continue;
+            if (held[i].at > now) {
+                if (held[i].at < next) next = held[i].at;
+                continue;
+            }
+            uint64_t one = 1;
+            ssize_t n = REAL(write)(wakers[j].efd, &one, sizeof one);
+            (void)n; /* a full counter already wakes */
+            held[i].woken = true;
+        }
+    }
+    return next;
+}
+
+/* Takes the wakers' events out of the n the kernel gave for epfd. */
+static int wake_filter(int epfd, struct epoll_event *evs, int n)
+{
+    for (int k = 0; k < n;) {
+        if (evs[k].data.u64 != WAKE_DATA) {
+            k++;
+            continue;
+        }
+        take();
+        struct waker *w = waker_find(epfd);
+        if (w) {
+            uint64_t v;
+            ssize_t got = REAL(read)(w->efd, &v, sizeof v);
+            (void)got;
+        }
+        give();
+        evs[k] = evs[--n];
+    }
+    return n;
+}
+
 /* ---- the helper thread ---- */
 
 static void *helper(void *arg)
@@ -203,6 +316,8 @@ static void *helper(void *arg)
     for (;;) {
         uint64_t now = sl_clock_now();
         uint64_t next = restore(-1, now, true);
+        uint64_t h = nwake ? held_wake(now) : SL_RD_FOREVER;
+        if (h < next) next = h;
         if (next == SL_RD_FOREVER) {
             pthread_cond_wait(&helper_cond, &lock);
         } else if (next > now) {
@@ -261,8 +376,11 @@ void sl_epoll_throttle(int fd, uint64_t now)
 
 void sl_epoll_forget(int fd)
 {
-    if (!atomic_load_explicit(&nregs_hint, memory_order_relaxed)) return;
+    if (!atomic_load_explicit(&nregs_hint, memory_order_relaxed) &&
+        !atomic_load_explicit(&nwake_hint, memory_order_relaxed))
+        return;
     take();
+    waker_forget(fd);
     sl_rd_remove_fd(&tab, fd);
     for (uint32_t i = 0; i < nheld;)
         if (held[i].fd == fd)
@@ -283,18 +401,19 @@ static void held_disarm(int fd)
     }
 }
 
-void sl_epoll_held(int fd, uint64_t at)
+void sl_epoll_held(int fd, uint64_t at, bool read)
 {
     if (!at && !atomic_load_explicit(&nheld_hint, memory_order_relaxed)) return;
     take();
     uint32_t i = 0;
     while (i < nheld && held[i].fd != fd)
         i++;
-    if (at) held_disarm(fd);
+    if (at && read) held_disarm(fd);
     if (!at) {
         if (i < nheld) held_drop(i);
     } else if (i < nheld) {
         held[i].at = at;
+        held[i].woken = false;
     } else {
         if (nheld == capheld) {
             uint32_t cap = capheld ? 2 * capheld : 64;
@@ -306,6 +425,8 @@ void sl_epoll_held(int fd, uint64_t at)
         }
         if (nheld < capheld) held[nheld++] = (struct held){.fd = fd, .at = at};
     }
+    if (at && nwake && held_wake(sl_clock_now()) != SL_RD_FOREVER)
+        helper_kick(); /* a blocked thread waits for a later turn: the helper wakes it */
     give();
 }
 
@@ -433,6 +554,8 @@ SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
             sl_rd_remove(&tab, epfd, fd);
         }
     }
+    if (rc == 0 && op != EPOLL_CTL_DEL && nwake && nheld)
+        held_wake(now); /* a re-armed EPOLLONESHOT with held bytes: to a blocked thread */
     give();
     errno = rc == 0 ? saved : err;
     return rc;
@@ -459,6 +582,9 @@ static void waiter(int epfd, int delta, uint64_t until)
         if (e->waiters && --e->waiters == 0) e->wait_until = 0;
         sl_rd_ep_idle(&tab, epfd);
     } else if (e) {
+        struct sl_runtime *rt = sl_runtime();
+        if (delta > 0 && rt && (rt->any_req_in || rt->any_req_out))
+            waker_get(epfd); /* requests: sluice may make bytes readable meanwhile */
         e->waiters += (uint32_t)delta;
         if (until > e->wait_until) e->wait_until = until; /* the latest of them: may kick early */
     }
@@ -498,6 +624,11 @@ static int wait_call(void *ctx, uint64_t now, uint64_t wait)
         errno = saved;
     }
     int rc = call(w->k, w->epfd, w->evs, w->max, wait, w->sigmask);
+    if (rc > 0 && atomic_load_explicit(&nwake_hint, memory_order_relaxed)) {
+        int saved = errno;
+        rc = wake_filter(w->epfd, w->evs, rc);
+        errno = saved;
+    }
     if (rc >= 0 && atomic_load_explicit(&nheld_hint, memory_order_relaxed)) {
         int saved = errno;
         rc = held_report(w->epfd, w->evs, rc, w->max, sl_clock_now());

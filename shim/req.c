@@ -119,7 +119,7 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
             atomic_store_explicit(&e->ready_at[SL_IO_RECV], 0, memory_order_relaxed);
             /* a short read: what stays in the kernel is announced again,
              * a denial at once, a held head at its turn */
-            if (v.status == SL_REQ_DENY) sl_ready_held(fd, e, now);
+            if (v.status == SL_REQ_DENY) sl_ready_held_read(fd, e, now);
             if (v.status == SL_REQ_HOLD) sl_ready_throttle(fd, e, SL_IO_RECV, now + v.wait_ns);
             errno = saved;
             return (ssize_t)(ok < len ? ok : len);
@@ -251,7 +251,7 @@ static bool stash_room(struct sl_req_fd *r)
 static void hold(int fd, struct sl_fd *e, uint64_t until)
 {
     sl_ready_throttle(fd, e, SL_IO_RECV, until);
-    sl_ready_held(fd, e, until);
+    sl_ready_held_read(fd, e, until);
 }
 
 /* Tells the readiness layer about what the stash holds after a read that
@@ -262,11 +262,11 @@ static void announce(int fd, struct sl_fd *e, const struct sl_req_verdict *v, bo
                      uint64_t now)
 {
     if (e->req->stash_len == 0)
-        sl_ready_held(fd, e, 0);
+        sl_ready_held_read(fd, e, 0);
     else if (!left && v->status == SL_REQ_HOLD)
         hold(fd, e, now + v->wait_ns);
     else
-        sl_ready_held(fd, e, now);
+        sl_ready_held_read(fd, e, now);
 }
 
 /* Gives up to num of the ok stashed bytes that may pass (peek: copies
@@ -346,7 +346,7 @@ static ssize_t stash_read(int fd, struct sl_fd *e, void *buf, size_t num, bool p
             denied(r, &v);
             explicit_bzero(r->stash, r->stash_len);
             r->stash_len = 0;
-            sl_ready_held(fd, e, 0);
+            sl_ready_held_read(fd, e, 0);
             if (r->phase == RESET) return *how = SL_TLS_RESET, errno = ECONNRESET, -1;
             errno = saved;
             return *how = SL_TLS_EOF, 0;
