@@ -17,7 +17,11 @@
  *     comes back empty before the program's timeout, do it all again with
  *     the time left;
  *   - the program's own ADD/MOD of a throttled descriptor is masked the
- *     same way (its events are remembered); DEL and close drop the shadow.
+ *     same way (its events are remembered); DEL and close drop the shadow;
+ *   - bytes sluice holds (ready.h: sl_ready_held) are added as EPOLLIN to
+ *     the next wait on a set that registered the descriptor (EPOLLONESHOT:
+ *     once per arming), and a thread already blocked on such a set is
+ *     woken through the set's waker, an eventfd of ours (see wakers).
  * A restore MOD that gets ENOENT (the program closed an untracked fd, which
  * the kernel forgot silently) drops the stale shadow.
  *
@@ -60,8 +64,7 @@
 #include "shim.h"
 #include "wait.h"
 
-#define DUE_MAX  64 /* registrations restored per pass (more: another pass at once) */
-
+#define DUE_MAX 64 /* registrations restored per pass (more: another pass at once) */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -76,11 +79,12 @@ static _Atomic uint32_t nregs_hint, nlist_hint;
  * as an EPOLLIN edge from `at` on, to whichever epfd waits first (under
  * lock; nheld_hint as the hints above). Grown as needed: one that could
  * not be recorded (no memory) would be a connection that stalls. */
-static struct held {
+struct held {
     int fd;
     uint64_t at;
     bool woken; /* a thread blocked in a wait was woken for it (wakers below) */
-} *held;
+};
+static struct held *held;
 static uint32_t nheld, capheld;
 
 /* Wakers: an eventfd added to each epoll set that a thread waits on with
@@ -92,9 +96,10 @@ static uint32_t nheld, capheld;
  * what programs put in epoll_data); closed with its epoll set. Under
  * lock; nwake_hint as the hints above. */
 #define WAKE_DATA 0xfffffffe5c1cc0d1ull
-static struct waker {
+struct waker {
     int epfd, efd;
-} *wakers;
+};
+static struct waker *wakers;
 static uint32_t nwake, capwake;
 static _Atomic uint32_t nwake_hint;
 static _Atomic uint32_t nheld_hint;

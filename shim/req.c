@@ -324,7 +324,7 @@ static ssize_t stash_read(int fd, struct sl_fd *e, void *buf, size_t num, bool p
             /* an incomplete head (or nothing yet): what the source has */
             if (!stash_room(r)) return src->read(src, buf, num); /* no memory: unscanned */
             size_t room = STASH_MAX - r->stash_len;
-            ssize_t n = room == 0         ? 0 /* cannot happen: heads over 16 KiB pass */
+            ssize_t n = room == 0      ? 0 /* cannot happen: heads over 16 KiB pass */
                         : r->stash_len ? src->more(src, r->stash + r->stash_len, room)
                                        : src->read(src, r->stash, num < room ? num : room);
             if (n > 0) {
