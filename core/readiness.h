@@ -56,6 +56,8 @@ struct sl_rd_reg {
     bool used;
     bool parked; /* removed from the kernel: held-back connect */
     bool listed; /* differs from what the program asked for: on the restore list */
+    bool armed;  /* EPOLLONESHOT: the program (re-)armed it and no event was reported since
+                    that shim/epoll.c knows of (a read of the descriptor means one was) */
 };
 
 /* Why a registration is being brought in line. */

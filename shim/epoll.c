@@ -17,7 +17,11 @@
  *     comes back empty before the program's timeout, do it all again with
  *     the time left;
  *   - the program's own ADD/MOD of a throttled descriptor is masked the
- *     same way (its events are remembered); DEL and close drop the shadow.
+ *     same way (its events are remembered); DEL and close drop the shadow;
+ *   - bytes sluice holds (ready.h: sl_ready_held) are added as EPOLLIN to
+ *     the next wait on a set that registered the descriptor (EPOLLONESHOT:
+ *     once per arming), and a thread already blocked on such a set is
+ *     woken through the set's waker, an eventfd of ours (see wakers).
  * A restore MOD that gets ENOENT (the program closed an untracked fd, which
  * the kernel forgot silently) drops the stale shadow.
  *
@@ -50,15 +54,17 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "../core/clock.h"
+#include "../core/mem.h"
 #include "ready.h"
 #include "ready_int.h"
 #include "shim.h"
 #include "wait.h"
 
-#define DUE_MAX  64 /* registrations restored per pass (more: another pass at once) */
-#define HELD_MAX 64 /* descriptors with held bytes to announce (more: not announced) */
+#define DUE_MAX 64 /* registrations restored per pass (more: another pass at once) */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -71,12 +77,31 @@ static struct sl_rd_table tab; /* under lock */
 static _Atomic uint32_t nregs_hint, nlist_hint;
 /* Descriptors whose held bytes (ready.h: sl_ready_held) are to be reported
  * as an EPOLLIN edge from `at` on, to whichever epfd waits first (under
- * lock; nheld_hint as the hints above). */
-static struct {
+ * lock; nheld_hint as the hints above). Grown as needed: one that could
+ * not be recorded (no memory) would be a connection that stalls. */
+struct held {
     int fd;
     uint64_t at;
-} held[HELD_MAX];
-static uint32_t nheld;
+    bool woken; /* a thread blocked in a wait was woken for it (wakers below) */
+};
+static struct held *held;
+static uint32_t nheld, capheld;
+
+/* Wakers: an eventfd added to each epoll set that a thread waits on with
+ * a timeout, so that bytes sluice makes readable while that thread is
+ * already blocked (another thread's read left them, or a held head's turn
+ * came) wake it, as the kernel would for bytes it received. Its event
+ * carries WAKE_DATA, which the wait wrapper takes out of what the program
+ * sees (an odd value near 2^64: no pointer, no descriptor number, which is
+ * what programs put in epoll_data); closed with its epoll set. Under
+ * lock; nwake_hint as the hints above. */
+#define WAKE_DATA 0xfffffffe5c1cc0d1ull
+struct waker {
+    int epfd, efd;
+};
+static struct waker *wakers;
+static uint32_t nwake, capwake;
+static _Atomic uint32_t nwake_hint;
 static _Atomic uint32_t nheld_hint;
 
 static void prefork(void)
@@ -114,6 +139,7 @@ static void take(void)
 static void give(void)
 {
     atomic_store_explicit(&nheld_hint, nheld, memory_order_relaxed);
+    atomic_store_explicit(&nwake_hint, nwake, memory_order_relaxed);
     atomic_store_explicit(&nregs_hint, tab.n, memory_order_relaxed);
     atomic_store_explicit(&nlist_hint, tab.nlist, memory_order_relaxed);
     pthread_mutex_unlock(&lock);
@@ -191,6 +217,100 @@ static uint64_t restore(int epfd, uint64_t now, bool locked)
     return next;
 }
 
+/* ---- wakers ---- */
+
+static struct waker *waker_find(int epfd)
+{
+    for (uint32_t i = 0; i < nwake; i++)
+        if (wakers[i].epfd == epfd) return &wakers[i];
+    return NULL;
+}
+
+/* epfd's waker, made on first need (under lock); NULL when it cannot be. */
+static struct waker *waker_get(int epfd)
+{
+    struct waker *w = waker_find(epfd);
+    if (w) return w;
+    if (nwake == capwake) {
+        uint32_t cap = capwake ? 2 * capwake : 8;
+        struct waker *g = sl_realloc(wakers, cap * sizeof *g);
+        if (!g) return NULL;
+        wakers = g;
+        capwake = cap;
+    }
+    int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (efd < 0) return NULL;
+    struct epoll_event e = {.events = EPOLLIN, .data.u64 = WAKE_DATA};
+    if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, efd, &e) != 0) {
+        REAL(close)(efd);
+        return NULL;
+    }
+    wakers[nwake] = (struct waker){.epfd = epfd, .efd = efd};
+    return &wakers[nwake++];
+}
+
+/* fd is closed: an epoll set closes its waker; a waker the program closed
+ * itself (closing every descriptor, as daemons do) is forgotten, so its
+ * number, reused, is never written to (under lock). */
+static void waker_forget(int fd)
+{
+    for (uint32_t i = 0; i < nwake; i++)
+        if (wakers[i].epfd == fd || wakers[i].efd == fd) {
+            if (wakers[i].epfd == fd) REAL(close)(wakers[i].efd);
+            wakers[i] = wakers[--nwake];
+            return;
+        }
+}
+
+/* Wakes the threads blocked on an epoll set that holds a readable
+ * registration of a held descriptor due by `now`, once per announcement;
+ * returns the earliest later announcement such a thread waits for (under
+ * lock). */
+static uint64_t held_wake(uint64_t now)
+{
+    uint64_t next = SL_RD_FOREVER;
+    for (uint32_t i = 0; i < nheld; i++) {
+        if (held[i].woken) continue;
+        for (uint32_t j = 0; j < nwake; j++) {
+            struct sl_rd_ep *ep = sl_rd_ep(&tab, wakers[j].epfd, false);
+            struct sl_rd_reg *r = sl_rd_find(&tab, wakers[j].epfd, held[i].fd);
+            if (!ep || !ep->waiters || !r || !(r->events & EPOLLIN) ||
+                ((r->events & EPOLLONESHOT) && !r->armed))
+                continue;
+            if (held[i].at > now) {
+                if (held[i].at < next) next = held[i].at;
+                continue;
+            }
+            uint64_t one = 1;
+            ssize_t n = REAL(write)(wakers[j].efd, &one, sizeof one);
+            (void)n; /* a full counter already wakes */
+            held[i].woken = true;
+        }
+    }
+    return next;
+}
+
+/* Takes the wakers' events out of the n the kernel gave for epfd. */
+static int wake_filter(int epfd, struct epoll_event *evs, int n)
+{
+    for (int k = 0; k < n;) {
+        if (evs[k].data.u64 != WAKE_DATA) {
+            k++;
+            continue;
+        }
+        take();
+        struct waker *w = waker_find(epfd);
+        if (w) {
+            uint64_t v;
+            ssize_t got = REAL(read)(w->efd, &v, sizeof v);
+            (void)got;
+        }
+        give();
+        evs[k] = evs[--n];
+    }
+    return n;
+}
+
 /* ---- the helper thread ---- */
 
 static void *helper(void *arg)
@@ -201,6 +321,8 @@ static void *helper(void *arg)
     for (;;) {
         uint64_t now = sl_clock_now();
         uint64_t next = restore(-1, now, true);
+        uint64_t h = nwake ? held_wake(now) : SL_RD_FOREVER;
+        if (h < next) next = h;
         if (next == SL_RD_FOREVER) {
             pthread_cond_wait(&helper_cond, &lock);
         } else if (next > now) {
@@ -259,8 +381,11 @@ void sl_epoll_throttle(int fd, uint64_t now)
 
 void sl_epoll_forget(int fd)
 {
-    if (!atomic_load_explicit(&nregs_hint, memory_order_relaxed)) return;
+    if (!atomic_load_explicit(&nregs_hint, memory_order_relaxed) &&
+        !atomic_load_explicit(&nwake_hint, memory_order_relaxed))
+        return;
     take();
+    waker_forget(fd);
     sl_rd_remove_fd(&tab, fd);
     for (uint32_t i = 0; i < nheld;)
         if (held[i].fd == fd)
@@ -270,21 +395,43 @@ void sl_epoll_forget(int fd)
     give();
 }
 
-void sl_epoll_held(int fd, uint64_t at)
+/* A read of fd left bytes to announce: for an EPOLLONESHOT registration
+ * that read means its event fired, and the announcement waits for the
+ * program's re-arm (under lock). */
+static void held_disarm(int fd)
+{
+    for (uint32_t i = 0; i < tab.nep; i++) {
+        struct sl_rd_reg *r = sl_rd_find(&tab, tab.ep[i].epfd, fd);
+        if (r && (r->events & EPOLLONESHOT)) r->armed = false;
+    }
+}
+
+void sl_epoll_held(int fd, uint64_t at, bool read)
 {
     if (!at && !atomic_load_explicit(&nheld_hint, memory_order_relaxed)) return;
     take();
     uint32_t i = 0;
     while (i < nheld && held[i].fd != fd)
         i++;
+    if (at && read) held_disarm(fd);
     if (!at) {
         if (i < nheld) held_drop(i);
     } else if (i < nheld) {
         held[i].at = at;
-    } else if (nheld < HELD_MAX) {
-        held[nheld].fd = fd;
-        held[nheld++].at = at;
+        held[i].woken = false;
+    } else {
+        if (nheld == capheld) {
+            uint32_t cap = capheld ? 2 * capheld : 64;
+            struct held *h = sl_realloc(held, cap * sizeof *h);
+            if (h) {
+                held = h;
+                capheld = cap;
+            }
+        }
+        if (nheld < capheld) held[nheld++] = (struct held){.fd = fd, .at = at};
     }
+    if (at && nwake && held_wake(sl_clock_now()) != SL_RD_FOREVER)
+        helper_kick(); /* a blocked thread waits for a later turn: the helper wakes it */
     give();
 }
 
@@ -295,12 +442,17 @@ static uint64_t held_next(int epfd)
     uint64_t next = SL_RD_FOREVER;
     for (uint32_t i = 0; i < nheld; i++) {
         struct sl_rd_reg *r = sl_rd_find(&tab, epfd, held[i].fd);
-        if (r && (r->events & EPOLLIN) && held[i].at < next) next = held[i].at;
+        if (r && (r->events & EPOLLIN) && held[i].at < next &&
+            (!(r->events & EPOLLONESHOT) || r->armed))
+            next = held[i].at;
     }
     return next;
 }
 
-/* Adds the due announcements of epfd to the n events the kernel gave. */
+/* Adds the due announcements of epfd to the n events the kernel gave.
+ * EPOLLONESHOT: one event per arming, as the kernel would; an
+ * announcement made for it disarms the kernel's registration too, so the
+ * kernel does not report the descriptor to another thread as well. */
 static int held_report(int epfd, struct epoll_event *evs, int n, int max, uint64_t now)
 {
     take();
@@ -313,9 +465,19 @@ static int held_report(int epfd, struct epoll_event *evs, int n, int max, uint64
         int k = 0;
         while (k < n && evs[k].data.u64 != r->data)
             k++;
+        bool oneshot = (r->events & EPOLLONESHOT) != 0;
+        if (oneshot && k == n && !r->armed) { /* fired, not re-armed yet: later */
+            i++;
+            continue;
+        }
         if (k == n && n == max) break; /* no room: the next call */
         if (k == n) evs[n++] = (struct epoll_event){.events = 0, .data.u64 = r->data};
         evs[k].events |= EPOLLIN;
+        if (oneshot && r->armed && !r->parked) {
+            struct epoll_event off = {.events = EPOLLONESHOT, .data.u64 = r->data};
+            REAL(epoll_ctl)(epfd, EPOLL_CTL_MOD, r->fd, &off); /* the kernel's arming is used up */
+        }
+        r->armed = false;
         held_drop(i);
     }
     give();
@@ -360,6 +522,7 @@ SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
         } else {
             r->events = event->events;
             r->data = event->data.u64;
+            r->armed = true;
             if (bring(r, thr, SL_RD_PROGRAM, wake)) maybe_kick(epfd, wake);
         }
     } else {
@@ -386,6 +549,7 @@ SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
             r->data = want.data;
             r->applied = ev;
             r->parked = kop == SL_RD_DEL;
+            r->armed = true;
             if (sl_rd_done(&tab, r, SL_RD_KEEP, ev, wake)) maybe_kick(epfd, wake);
         } else if (rc == 0 && ev != event->events) {
             /* no memory to remember it: hand the program's request over as it was */
@@ -395,6 +559,8 @@ SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
             sl_rd_remove(&tab, epfd, fd);
         }
     }
+    if (rc == 0 && op != EPOLL_CTL_DEL && nwake && nheld)
+        held_wake(now); /* a re-armed EPOLLONESHOT with held bytes: to a blocked thread */
     give();
     errno = rc == 0 ? saved : err;
     return rc;
@@ -421,6 +587,9 @@ static void waiter(int epfd, int delta, uint64_t until)
         if (e->waiters && --e->waiters == 0) e->wait_until = 0;
         sl_rd_ep_idle(&tab, epfd);
     } else if (e) {
+        struct sl_runtime *rt = sl_runtime();
+        if (delta > 0 && rt && (rt->any_req_in || rt->any_req_out))
+            waker_get(epfd); /* requests: sluice may make bytes readable meanwhile */
         e->waiters += (uint32_t)delta;
         if (until > e->wait_until) e->wait_until = until; /* the latest of them: may kick early */
     }
@@ -460,6 +629,11 @@ static int wait_call(void *ctx, uint64_t now, uint64_t wait)
         errno = saved;
     }
     int rc = call(w->k, w->epfd, w->evs, w->max, wait, w->sigmask);
+    if (rc > 0 && atomic_load_explicit(&nwake_hint, memory_order_relaxed)) {
+        int saved = errno;
+        rc = wake_filter(w->epfd, w->evs, rc);
+        errno = saved;
+    }
     if (rc >= 0 && atomic_load_explicit(&nheld_hint, memory_order_relaxed)) {
         int saved = errno;
         rc = held_report(w->epfd, w->evs, rc, w->max, sl_clock_now());

@@ -69,7 +69,15 @@ void sl_ready_held(int fd, struct sl_fd *e, uint64_t at)
 {
     int saved = errno;
     atomic_store(&e->held_at, at);
-    sl_epoll_held(fd, at);
+    sl_epoll_held(fd, at, false);
+    errno = saved;
+}
+
+void sl_ready_held_read(int fd, struct sl_fd *e, uint64_t at)
+{
+    int saved = errno;
+    atomic_store(&e->held_at, at);
+    sl_epoll_held(fd, at, true);
     errno = saved;
 }
 

@@ -25,9 +25,15 @@ void sl_ready_throttle(int fd, struct sl_fd *e, enum sl_io io, uint64_t until_ns
 /* sluice holds bytes of fd that the program may read from `at` on (0: no
  * more), which the kernel cannot report: poll/select report fd readable
  * from then on while they are held, epoll once per call of this (an
- * edge), to a wait of the thread that made it or any later one. A wait
- * already blocked in another thread is not woken (documented). */
+ * edge), to a wait of the thread that made it or any later one, and a
+ * thread already blocked in epoll_wait on it is woken then (a blocked
+ * poll or select is not: documented). */
 void sl_ready_held(int fd, struct sl_fd *e, uint64_t at);
+
+/* The same, called by a read of fd that left the bytes: under
+ * EPOLLONESHOT the read means the registration's event fired, so the
+ * announcement waits for the program's re-arm. */
+void sl_ready_held_read(int fd, struct sl_fd *e, uint64_t at);
 
 /* fd is being closed. */
 void sl_ready_forget(int fd);

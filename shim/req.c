@@ -1,6 +1,7 @@
 /* req.c - requests on inbound connections: see req.h. */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -20,10 +21,6 @@
  * reads, plus one byte, so a head that does not fit is known to be too
  * large (and passed through) rather than waited for. */
 #define PEEK_MAX (16384 + 1)
-
-/* How soon an incomplete head is looked at again: the rest of a head split
- * across segments is usually a round trip away. */
-#define MORE_NS (2 * 1000000ull)
 
 /* What a TLS connection keeps of the decrypted bytes it read from the
  * library and has not given the program yet: a head of the largest size
@@ -114,28 +111,30 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
         uint64_t now = sl_clock_now();
         struct sl_req_verdict v;
         size_t ok = sl_req_admit(CONN(r), buf, (size_t)n, now, &v);
+        /* the peek shows everything the kernel has (a head that does not
+         * fit passes): an incomplete head goes to the program as it is and
+         * is decided when it completes (see the stash below) */
+        if (v.status == SL_REQ_NEED_MORE || v.status == SL_REQ_PASS) ok = (size_t)n;
         if (ok > 0) {
             atomic_store_explicit(&e->ready_at[SL_IO_RECV], 0, memory_order_relaxed);
+            /* a short read: what stays in the kernel is announced again,
+             * a denial at once, a held head at its turn */
+            if (v.status == SL_REQ_DENY) sl_ready_held_read(fd, e, now);
+            if (v.status == SL_REQ_HOLD) sl_ready_throttle(fd, e, SL_IO_RECV, now + v.wait_ns);
             errno = saved;
             return (ssize_t)(ok < len ? ok : len);
         }
-        uint64_t until;
-        switch (v.status) {
-        case SL_REQ_DENY:
+        if (v.status == SL_REQ_DENY) {
             denied(r, &v);
             if (r->phase == RESET) return errno = ECONNRESET, -1;
             errno = saved;
             return 0;
-        case SL_REQ_HOLD:
-            until = now + v.wait_ns;
-            break;
-        case SL_REQ_NEED_MORE:
-            until = now + MORE_NS;
-            break;
-        default: /* nothing shown may pass yet nothing stopped it: cannot happen */
+        }
+        if (v.status != SL_REQ_HOLD) { /* nothing may pass yet nothing stopped it: cannot happen */
             errno = saved;
             return (ssize_t)len;
         }
+        uint64_t until = now + v.wait_ns;
         if (nonblock) return not_yet(fd, e, until);
         if (sl_wait_until(until, deadline) != 0) return -1; /* EINTR, or EAGAIN at SO_RCVTIMEO */
     }
@@ -214,19 +213,29 @@ void sl_req_free(struct sl_fd *e)
  * may pass, that is all. When it got a head that may not pass yet (held,
  * denied, or incomplete), the bytes from that head on are kept in the
  * connection's stash, and later reads are served from the stash first.
- * The kernel no longer knows about stashed bytes, so when they may pass
- * (a held head's turn; bytes left over after a short read) the readiness
- * layer announces them (ready.h: sl_ready_held). The same loop serves a
- * TLS library's reads (OpenSSL decrypts into its own buffers: a peek at
- * the socket would show ciphertext). Blocking and timeouts are the
- * source's own (the real read blocks as the program asked), except while
- * a held head waits its turn (shim/wait.h). */
+ * The same loop serves a TLS library's reads (OpenSSL decrypts into its
+ * own buffers: a peek at the socket would show ciphertext).
+ *
+ * Nothing is lost and nothing waits without bound:
+ *   - an incomplete head is completed from what already arrived (reads
+ *     that do not wait), never waited for: when the source has nothing
+ *     more now, the partial head goes to the program as it is, and the
+ *     request is decided when its head completes (a denied one then ends
+ *     the connection: the program already has part of it). So the
+ *     program's read returns whenever it would have without sluice;
+ *   - whenever bytes stay in the stash after a read, the readiness layer
+ *     announces them (ready.h: sl_ready_held): at once when they may pass
+ *     or are a partial head or a denial to report, at its turn for a held
+ *     head. The kernel no longer knows about them, and an edge-triggered
+ *     program that got a short read waits for that announcement.
+ * Blocking and timeouts are the source's own (the real read blocks as the
+ * program asked), except while a held head waits its turn (shim/wait.h). */
 
 /* Where bytes come from: the socket (recv), or the TLS library. */
 struct src {
     struct sl_req_fd *r;
     ssize_t (*read)(const struct src *s, void *buf, size_t n); /* > 0, or <= 0 failed */
-    bool (*retry)(const struct src *s, ssize_t ret);           /* that failure: try again later */
+    ssize_t (*more)(const struct src *s, void *buf, size_t n); /* as read, never waits */
     int fd, flags;
     void *ssl;
     const struct sl_tls_ops *ops;
@@ -242,21 +251,22 @@ static bool stash_room(struct sl_req_fd *r)
 static void hold(int fd, struct sl_fd *e, uint64_t until)
 {
     sl_ready_throttle(fd, e, SL_IO_RECV, until);
-    sl_ready_held(fd, e, until);
+    sl_ready_held_read(fd, e, until);
 }
 
-/* What stopped the bytes the program got, told when it is due: bytes that
- * may pass are left (now), a denial (end of stream: now), a held head (at
- * its turn); an incomplete head waits for the kernel to tell. */
+/* Tells the readiness layer about what the stash holds after a read that
+ * gave the program bytes: nothing (forget it), or the bytes after what was
+ * given, due now (they may pass: `left`, or a partial head, or a denial)
+ * or at a held head's turn (v: what stopped what was given). */
 static void announce(int fd, struct sl_fd *e, const struct sl_req_verdict *v, bool left,
                      uint64_t now)
 {
-    if (left || v->status == SL_REQ_DENY)
-        sl_ready_held(fd, e, now);
-    else if (v->status == SL_REQ_HOLD)
+    if (e->req->stash_len == 0)
+        sl_ready_held_read(fd, e, 0);
+    else if (!left && v->status == SL_REQ_HOLD)
         hold(fd, e, now + v->wait_ns);
     else
-        sl_ready_held(fd, e, 0);
+        sl_ready_held_read(fd, e, now);
 }
 
 /* Gives up to num of the ok stashed bytes that may pass (peek: copies
@@ -286,76 +296,74 @@ static ssize_t stash_read(int fd, struct sl_fd *e, void *buf, size_t num, bool p
     if (r->phase == RESET) return *how = SL_TLS_RESET, errno = ECONNRESET, -1;
     int saved = errno, nonblock = -1;
     uint64_t deadline = 0;
+    if (r->stash_len == 0 && !peek) { /* the common read: straight into buf */
+        ssize_t n = src->read(src, buf, num);
+        if (n <= 0) return n;
+        struct sl_req_verdict v;
+        uint64_t now = sl_clock_now();
+        size_t ok = sl_req_admit(CONN(r), buf, (size_t)n, now, &v);
+        if (ok == (size_t)n || !stash_room(r)) { /* no memory: these pass as they are */
+            sl_req_passed(CONN(r), buf, (size_t)n);
+            errno = saved;
+            return n;
+        }
+        memcpy(r->stash, (char *)buf + ok, (size_t)n - ok);
+        r->stash_len = (size_t)n - ok;
+        if (ok > 0) {
+            sl_req_passed(CONN(r), buf, ok);
+            announce(fd, e, &v, false, now);
+            errno = saved;
+            return (ssize_t)ok;
+        }
+    }
     for (;;) {
         struct sl_req_verdict v = {.status = SL_REQ_NEED_MORE};
-        size_t ok = 0;
-        uint64_t now;
-        if (r->stash_len == 0 && !peek) { /* the common read: straight into buf */
-            ssize_t n = src->read(src, buf, num);
-            if (n <= 0) return n;
-            now = sl_clock_now();
-            ok = sl_req_admit(CONN(r), buf, (size_t)n, now, &v);
-            if (ok == (size_t)n || !stash_room(r)) { /* no memory: these pass as they are */
-                sl_req_passed(CONN(r), buf, (size_t)n);
-                errno = saved;
-                return n;
+        uint64_t now = sl_clock_now();
+        size_t ok = r->stash_len ? sl_req_admit(CONN(r), r->stash, r->stash_len, now, &v) : 0;
+        if (v.status == SL_REQ_NEED_MORE && ok == 0) {
+            /* an incomplete head (or nothing yet): what the source has */
+            if (!stash_room(r)) return src->read(src, buf, num); /* no memory: unscanned */
+            size_t room = STASH_MAX - r->stash_len;
+            ssize_t n = room == 0      ? 0 /* cannot happen: heads over 16 KiB pass */
+                        : r->stash_len ? src->more(src, r->stash + r->stash_len, room)
+                                       : src->read(src, r->stash, num < room ? num : room);
+            if (n > 0) {
+                r->stash_len += (size_t)n;
+                continue;
             }
-            memcpy(r->stash, (char *)buf + ok, (size_t)n - ok);
-            r->stash_len = (size_t)n - ok;
-            if (ok > 0) {
-                sl_req_passed(CONN(r), buf, ok);
-                announce(fd, e, &v, false, now);
-                errno = saved;
-                return (ssize_t)ok;
-            }
-        } else {
-            now = sl_clock_now();
-            if (r->stash_len) ok = sl_req_admit(CONN(r), r->stash, r->stash_len, now, &v);
-            if (ok > 0 ||
-                r->stash_len == STASH_MAX) { /* full: cannot happen (heads over 16 KiB pass) */
-                errno = saved;
-                return give(fd, e, buf, num, ok ? ok : r->stash_len, peek, &v, now);
-            }
+            if (r->stash_len == 0) return n; /* the source's own answer: wait, end, error */
+            /* nothing more now: the partial head goes to the program (the
+             * source's answer, if it was an end or an error, comes again
+             * at the next read) */
+            errno = saved;
+            return give(fd, e, buf, num, r->stash_len, peek, &v, sl_clock_now());
+        }
+        if (ok > 0) {
+            errno = saved;
+            return give(fd, e, buf, num, ok, peek, &v, now);
         }
         if (v.status == SL_REQ_DENY) {
             denied(r, &v);
             explicit_bzero(r->stash, r->stash_len);
             r->stash_len = 0;
-            sl_ready_held(fd, e, 0);
+            sl_ready_held_read(fd, e, 0);
             if (r->phase == RESET) return *how = SL_TLS_RESET, errno = ECONNRESET, -1;
             errno = saved;
             return *how = SL_TLS_EOF, 0;
         }
-        if (v.status == SL_REQ_HOLD) {
-            uint64_t until = now + v.wait_ns;
-            if (nonblock < 0) nonblock = (src->flags & MSG_DONTWAIT) || sl_fd_nonblocking(fd);
-            if (nonblock) {
-                hold(fd, e, until);
-                errno = EAGAIN;
-                return *how = SL_TLS_WANT_READ, -1;
-            }
-            if (!deadline) deadline = sl_wait_deadline(fd, SO_RCVTIMEO, now);
-            if (sl_wait_until(until, deadline) != 0) return *how = SL_TLS_WANT_READ, -1;
-            continue;
+        if (v.status != SL_REQ_HOLD) { /* nothing may pass yet nothing stopped it: cannot happen */
+            errno = saved;
+            return give(fd, e, buf, num, r->stash_len, peek, &v, now);
         }
-        /* an incomplete head: more from the source, no more than the
-         * program asked for (what may pass then fits its buffer) */
-        if (!stash_room(r)) return src->read(src, buf, num); /* no memory: unscanned */
-        size_t room = STASH_MAX - r->stash_len;
-        size_t want = num > r->stash_len ? num - r->stash_len : 1;
-        ssize_t n = src->read(src, r->stash + r->stash_len, want < room ? want : room);
-        if (n <= 0) {
-            /* the source's answer stands (try again: the kernel tells the
-             * program when more comes); at the end of the stream a partial
-             * head goes to the program, as it would have without sluice */
-            if (r->stash_len && !src->retry(src, n)) {
-                errno = saved;
-                v.status = SL_REQ_PASS;
-                return give(fd, e, buf, num, r->stash_len, peek, &v, sl_clock_now());
-            }
-            return n;
+        uint64_t until = now + v.wait_ns;
+        if (nonblock < 0) nonblock = (src->flags & MSG_DONTWAIT) || sl_fd_nonblocking(fd);
+        if (nonblock) {
+            hold(fd, e, until);
+            errno = EAGAIN;
+            return *how = SL_TLS_WANT_READ, -1;
         }
-        r->stash_len += (size_t)n;
+        if (!deadline) deadline = sl_wait_deadline(fd, SO_RCVTIMEO, now);
+        if (sl_wait_until(until, deadline) != 0) return *how = SL_TLS_WANT_READ, -1;
     }
 }
 
@@ -371,10 +379,9 @@ static ssize_t sock_read(const struct src *s, void *buf, size_t n)
     return got;
 }
 
-static bool sock_retry(const struct src *s, ssize_t ret)
+static ssize_t sock_more(const struct src *s, void *buf, size_t n)
 {
-    (void)s;
-    return ret < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+    return REAL(recv)(s->fd, buf, n, s->flags | MSG_DONTWAIT);
 }
 
 ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
@@ -384,7 +391,7 @@ ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
         return REAL(recv)(fd, buf, len, flags);
     fresh(r);
     struct src s = {
-        .r = r, .read = sock_read, .retry = sock_retry, .fd = fd, .flags = flags & ~MSG_PEEK};
+        .r = r, .read = sock_read, .more = sock_more, .fd = fd, .flags = flags & ~MSG_PEEK};
     enum sl_tls_how how;
     return stash_read(fd, e, buf, len, (flags & MSG_PEEK) != 0, &s, &how);
 }
@@ -412,9 +419,16 @@ static ssize_t tls_read(const struct src *s, void *buf, size_t n)
     return s->ops->read(s->ssl, buf, n > INT_MAX ? INT_MAX : (int)n);
 }
 
-static bool tls_retry(const struct src *s, ssize_t ret)
+/* The library reads the socket as the program set it: on a blocking one,
+ * only when the socket has bytes now (what OpenSSL itself buffered is
+ * then left for the program's next read, which decides the head). */
+static ssize_t tls_more(const struct src *s, void *buf, size_t n)
 {
-    return s->ops->retry(s->ssl, (int)ret);
+    if (!sl_fd_nonblocking(s->fd)) {
+        struct pollfd p = {.fd = s->fd, .events = POLLIN};
+        if (REAL(poll)(&p, 1, 0) != 1) return errno = EAGAIN, -1;
+    }
+    return tls_read(s, buf, n);
 }
 
 int sl_req_tls_read(int fd, struct sl_fd *e, void *ssl, void *buf, int num,
@@ -427,7 +441,7 @@ int sl_req_tls_read(int fd, struct sl_fd *e, void *ssl, void *buf, int num,
     fresh(r);
     if (num <= 0 || (r->stash_len == 0 && r->phase == OPEN && sl_req_done(CONN(r))))
         return ops->read(ssl, buf, num);
-    struct src s = {.r = r, .read = tls_read, .retry = tls_retry, .fd = fd, .ssl = ssl, .ops = ops};
+    struct src s = {.r = r, .read = tls_read, .more = tls_more, .fd = fd, .ssl = ssl, .ops = ops};
     return (int)stash_read(fd, e, buf, (size_t)num, false, &s, how);
 }
 

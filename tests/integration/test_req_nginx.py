@@ -23,8 +23,8 @@ route so their counts are independent:
    with an unknown key 2.
 Then a second nginx under `req_rate=5/s req_burst=1 action=delay
 max_delay=5s`: 6 requests on one keep-alive connection all get 200 and
-take 5 x 0.2 s = 1.0 s (0.9-1.4 s: a refill is 0.2 s, and the 2 ms re-look
-and scheduling add a little); the worker's CPU over the held second stays
+take 5 x 0.2 s = 1.0 s (0.9-1.4 s: a refill is 0.2 s, and epoll's
+millisecond timeouts and scheduling add a little); the worker's CPU over the held second stays
 under 0.15 s (a spinning event loop would burn the whole second).
 """
 import http.client
