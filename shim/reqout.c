@@ -23,10 +23,15 @@ struct sl_req_out {
     bool tls;                                   /* requests are written through SSL_write */
     bool hello;                                 /* its first write was a TLS handshake record */
     bool written;                               /* something was written */
+    bool h2;                                    /* its plaintext opened with the HTTP/2 preface */
+    bool tls_written;                           /* a plaintext write was seen */
+    char *kept;                                 /* sl_reqout_keep: taken, not yet written */
+    size_t nkept;
     _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn */
 };
 
-#define CONN(o) ((struct sl_req_conn *)(void *)(o)->conn)
+#define CONN(o)    ((struct sl_req_conn *)(void *)(o)->conn)
+#define H2_PREFACE "PRI * HTTP/2.0\r\n"
 
 void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
 {
@@ -121,6 +126,10 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
     *swallowed = false;
     if (len && !tls && !e->req_out->tls) unseen_tls(e->req_out, buf);
     if (e->req_out->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
+    if (tls && !e->req_out->tls_written && len) {
+        e->req_out->tls_written = true;
+        e->req_out->h2 = len >= sizeof H2_PREFACE - 1 && !memcmp(buf, H2_PREFACE, sizeof H2_PREFACE - 1);
+    }
     if (sl_req_done(c)) return (ssize_t)len;
     struct sl_runtime *rt = sl_runtime();
     if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
@@ -213,11 +222,43 @@ bool sl_reqout_tls(struct sl_fd *e)
     return sl_req_conn_init(CONN(o), o->rt, SL_OUT, NULL, &o->dst, sl_clock_now());
 }
 
+bool sl_reqout_h2(struct sl_fd *e)
+{
+    return e->req_out->h2;
+}
+
+bool sl_reqout_keep(struct sl_fd *e, const void *buf, size_t n)
+{
+    struct sl_req_out *o = e->req_out;
+    if (n > SL_REQOUT_KEEP_MAX - o->nkept) return false;
+    char *k = sl_realloc(o->kept, o->nkept + n);
+    if (!k) return false;
+    memcpy(k + o->nkept, buf, n);
+    o->kept = k;
+    o->nkept += n;
+    return true;
+}
+
+size_t sl_reqout_kept(struct sl_fd *e, const char **p)
+{
+    *p = e->req_out->kept;
+    return e->req_out->nkept;
+}
+
+void sl_reqout_kept_take(struct sl_fd *e, size_t n)
+{
+    struct sl_req_out *o = e->req_out;
+    if (n > o->nkept) n = o->nkept;
+    memmove(o->kept, o->kept + n, o->nkept - n);
+    o->nkept -= n;
+}
+
 void sl_reqout_free(struct sl_fd *e)
 {
     struct sl_req_out *o = e->req_out;
     if (!o) return;
     e->req_out = NULL;
+    sl_free(o->kept);
     sl_req_conn_fini(CONN(o));
     sl_free(o);
 }

@@ -65,6 +65,18 @@ void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls);
  * connection can no longer be tracked. */
 bool sl_reqout_tls(struct sl_fd *e);
 
+/* tls.c: the connection's plaintext opened with the HTTP/2 preface. */
+bool sl_reqout_h2(struct sl_fd *e);
+
+/* tls.c: bytes the program wrote through the library that sluice took
+ * (reported written) and writes itself when their turn comes, in order
+ * (see tls.c). keep appends n bytes (false: no room, at most
+ * SL_REQOUT_KEEP_MAX kept); kept peeks; kept_take drops n written. */
+#define SL_REQOUT_KEEP_MAX (64 * 1024)
+bool sl_reqout_keep(struct sl_fd *e, const void *buf, size_t n);
+size_t sl_reqout_kept(struct sl_fd *e, const char **p);
+void sl_reqout_kept_take(struct sl_fd *e, size_t n);
+
 /* fd.c: the entry is forgotten. */
 void sl_reqout_free(struct sl_fd *e);
 

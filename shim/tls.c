@@ -32,17 +32,31 @@
  * with want-write, and a rejected one fails it with the rule's errno. A
  * write through the library is all or nothing, so it waits for its last
  * request. The session is tied to its socket by SSL_get_wfd.
+ *
+ * HTTP/2 on a non-blocking socket (curl, libcurl) is the exception: a
+ * write that must wait is taken, reported written and kept (reqout.h,
+ * sl_reqout_keep), instead of failing with want-write. curl 7.88 (Debian
+ * 12) treats a want-write met while it answers the server's SETTINGS in
+ * its read path as a fatal send error (exit 55; 92 with several streams).
+ * The kept bytes go, in order and before anything the program writes
+ * after them, at its first call on the session once their turn came; the
+ * socket is reported readable then (ready.h), so an event loop calls
+ * SSL_read. What the program writes meanwhile is kept behind them, up to
+ * SL_REQOUT_KEEP_MAX, beyond which it gets want-write as before.
  */
 #include <errno.h>
 #include <limits.h>
 #include <openssl/ssl.h>
 #include <stdatomic.h>
 
+#include "../core/clock.h"
 #include "fd.h"
+#include "ready.h"
 #include "req.h"
 #include "reqout.h"
 #include "shim.h"
 #include "tls.h"
+#include "wait.h"
 
 #define SSL_VERSION "OPENSSL_3.0.0"
 #define SSL_LIB     "libssl.so.3"
@@ -120,6 +134,7 @@ static int write_plain(void *ssl, const void *buf, int n)
 static const struct sl_tls_ops ops = {.read = read_plain, .retry = retry, .write = write_plain};
 
 static struct sl_fd *tracked_out(const SSL *ssl, int *fd);
+static void flush_before_read(SSL *ssl);
 
 /* A read of a session an outbound `reply` rule matches (reqout.h): a
  * queued 429 first, else the library's read, whose bytes are counted as
@@ -165,6 +180,7 @@ static int read_ex_real(SSL *ssl, void *buf, size_t n, size_t *got)
 
 SL_EXPORT int SSL_read(SSL *ssl, void *buf, int num)
 {
+    flush_before_read(ssl);
     int fd;
     struct sl_fd *e = tracked(ssl, &fd);
     last.ssl = NULL;
@@ -181,6 +197,7 @@ SL_EXPORT int SSL_read(SSL *ssl, void *buf, int num)
 
 SL_EXPORT int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *readbytes)
 {
+    flush_before_read(ssl);
     int fd;
     struct sl_fd *e = tracked(ssl, &fd);
     last.ssl = NULL;
@@ -330,6 +347,64 @@ static ssize_t write_parts(SSL *ssl, int fd, struct sl_fd *e, const char *buf, s
     return (ssize_t)off;
 }
 
+static int write_ex_real(SSL *ssl, const void *buf, size_t n, size_t *got);
+
+/* Writes what was kept (see the top) if its turn came. Returns true when
+ * nothing is kept any more. Leaves `last` as it found it. */
+static bool flush_kept(SSL *ssl, int fd, struct sl_fd *e)
+{
+    const char *p;
+    size_t n = sl_reqout_kept(e, &p);
+    if (n == 0) return true;
+    int saved = errno;
+    __typeof__(last) was = last;
+    ssize_t k = write_parts(ssl, fd, e, p, n, write_ex_real);
+    if (k > 0) sl_reqout_kept_take(e, (size_t)k);
+    last = was;
+    n = sl_reqout_kept(e, &p);
+    if (n) { /* not yet: readable at the turn, to be asked again */
+        uint64_t at = atomic_load_explicit(&e->ready_at[SL_IO_SEND], memory_order_relaxed);
+        sl_ready_held(fd, e, at ? at : sl_clock_now() + SL_NS_PER_SEC / 1000);
+    } else {
+        sl_ready_held(fd, e, 0);
+    }
+    errno = saved;
+    return n == 0;
+}
+
+/* The program's write through the library, on a session whose requests
+ * are counted. */
+static ssize_t write_counted(SSL *ssl, int fd, struct sl_fd *e, const void *buf, size_t n,
+                             int (*w)(SSL *, const void *, size_t, size_t *))
+{
+    if (!flush_kept(ssl, fd, e)) { /* behind what waits */
+        if (sl_reqout_keep(e, buf, n)) return (ssize_t)n;
+        last.ssl = ssl;
+        last.how = SL_TLS_WANT_WRITE;
+        return -1;
+    }
+    ssize_t k = write_parts(ssl, fd, e, buf, n, w);
+    if (k < 0 && last.ssl == ssl && last.how == SL_TLS_WANT_WRITE && sl_reqout_h2(e) &&
+        sl_fd_nonblocking(fd) && sl_reqout_keep(e, buf, n)) {
+        last.ssl = NULL;
+        uint64_t at = atomic_load_explicit(&e->ready_at[SL_IO_SEND], memory_order_relaxed);
+        sl_ready_held(fd, e, at ? at : sl_clock_now());
+        return (ssize_t)n;
+    }
+    return k;
+}
+
+/* Before a read of a session with kept bytes: they go first when due. */
+static void flush_before_read(SSL *ssl)
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    int fd;
+    struct sl_fd *e;
+    const char *p;
+    if (rt && rt->any_req_out && (e = tracked_out(ssl, &fd)) && sl_reqout_kept(e, &p))
+        flush_kept(ssl, fd, e);
+}
+
 static int write_ex_of_write(SSL *ssl, const void *buf, size_t n, size_t *got)
 {
     int (*w)(SSL *, const void *, int) = REAL_SSL(write, "SSL_write", SSL_write);
@@ -350,7 +425,7 @@ SL_EXPORT int SSL_write(SSL *ssl, const void *buf, int num)
     last.ssl = NULL;
     int (*w)(SSL *, const void *, int) = REAL_SSL(write, "SSL_write", SSL_write);
     if (!e) return w(ssl, buf, num);
-    ssize_t n = write_parts(ssl, fd, e, buf, (size_t)num, write_ex_of_write);
+    ssize_t n = write_counted(ssl, fd, e, buf, (size_t)num, write_ex_of_write);
     return n > 0 ? (int)n : -1;
 }
 
@@ -362,7 +437,7 @@ SL_EXPORT int SSL_write_ex(SSL *ssl, const void *buf, size_t num, size_t *writte
     int (*w)(SSL *, const void *, size_t, size_t *) =
         REAL_SSL(write_ex, "SSL_write_ex", SSL_write_ex);
     if (!e) return w(ssl, buf, num, written);
-    ssize_t n = write_parts(ssl, fd, e, buf, num, write_ex_real);
+    ssize_t n = write_counted(ssl, fd, e, buf, num, write_ex_real);
     if (written) *written = n > 0 ? (size_t)n : 0;
     return n > 0;
 }
