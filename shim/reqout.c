@@ -54,8 +54,9 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
 
 /* A connection whose first write was a TLS handshake record and which
  * then writes application data records through send, not through an
- * interposed SSL_write: the program encrypts without OpenSSL 3 (GnuTLS,
- * a static OpenSSL) and its requests cannot be seen. Said once. */
+ * interposed SSL_write or gnutls_record_send: the program encrypts with a
+ * library sluice does not see (a static OpenSSL, rustls, JSSE) and its
+ * requests cannot be seen. Said once. */
 static void unseen_tls(struct sl_req_out *o, const void *buf)
 {
     unsigned char type = ((const unsigned char *)buf)[0];
@@ -70,8 +71,9 @@ static void unseen_tls(struct sl_req_out *o, const void *buf)
     sl_addr_format(o->dst.a, addr, sizeof addr);
     sl_log(SL_LOG_WARN,
            "a connection to %s port %u that an outbound request rule matches speaks TLS, and the "
-           "program encrypts it without OpenSSL 3's SSL_write (GnuTLS as in wget, or an OpenSSL "
-           "linked statically as in node's own binary): its requests are not counted (said once)",
+           "program encrypts it without OpenSSL 3's SSL_write or GnuTLS's gnutls_record_send (an "
+           "OpenSSL linked into the program as in node's own binary, or another TLS library): its "
+           "requests are not counted (said once)",
            addr, o->dst.port);
 }
 
@@ -251,6 +253,43 @@ void sl_reqout_kept_take(struct sl_fd *e, size_t n)
     if (n > o->nkept) n = o->nkept;
     memmove(o->kept, o->kept + n, o->nkept - n);
     o->nkept -= n;
+}
+
+/* When the kept bytes can go again: their turn, else soon (a write the
+ * library could not finish). */
+static void announce_kept(int fd, struct sl_fd *e)
+{
+    uint64_t at = atomic_load_explicit(&e->ready_at[SL_IO_SEND], memory_order_relaxed);
+    sl_ready_held(fd, e, at ? at : sl_clock_now() + SL_NS_PER_SEC / 1000);
+}
+
+bool sl_reqout_keep_held(int fd, struct sl_fd *e, const void *buf, size_t n)
+{
+    if (!e->req_out->h2 || !sl_fd_nonblocking(fd) || !sl_reqout_keep(e, buf, n)) return false;
+    announce_kept(fd, e);
+    return true;
+}
+
+bool sl_reqout_flush(int fd, struct sl_fd *e, sl_reqout_write_fn w, void *session)
+{
+    struct sl_req_out *o = e->req_out;
+    if (!o->nkept) return true;
+    int saved = errno;
+    while (o->nkept) {
+        bool swallowed;
+        ssize_t ok = sl_reqout_before_write(fd, e, o->kept, o->nkept, false, true, &swallowed);
+        if (ok <= 0) break; /* not yet (or refused: kept until the connection ends) */
+        ssize_t n = swallowed ? ok : w(session, o->kept, (size_t)ok);
+        if (n <= 0) break;
+        if (!swallowed) sl_req_passed(CONN(o), o->kept, (size_t)n);
+        sl_reqout_kept_take(e, (size_t)n);
+    }
+    if (o->nkept)
+        announce_kept(fd, e);
+    else
+        sl_ready_held(fd, e, 0);
+    errno = saved;
+    return o->nkept == 0;
 }
 
 void sl_reqout_free(struct sl_fd *e)

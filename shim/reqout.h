@@ -77,6 +77,18 @@ bool sl_reqout_keep(struct sl_fd *e, const void *buf, size_t n);
 size_t sl_reqout_kept(struct sl_fd *e, const char **p);
 void sl_reqout_kept_take(struct sl_fd *e, size_t n);
 
+/* tls.c, gnutls.c: after a write of HTTP/2 on a non-blocking socket was
+ * held, keeps its bytes (reported written by the caller) and announces the
+ * socket readable at their turn; false (not HTTP/2, blocking, no room):
+ * the caller reports the wait as before. */
+bool sl_reqout_keep_held(int fd, struct sl_fd *e, const void *buf, size_t n);
+
+/* tls.c, gnutls.c, before any write or read of the session: writes the
+ * kept bytes whose turn came with w (the library's write of plaintext:
+ * bytes taken, or <= 0). True when none are left kept. */
+typedef ssize_t (*sl_reqout_write_fn)(void *session, const void *buf, size_t n);
+bool sl_reqout_flush(int fd, struct sl_fd *e, sl_reqout_write_fn w, void *session);
+
 /* fd.c: the entry is forgotten. */
 void sl_reqout_free(struct sl_fd *e);
 

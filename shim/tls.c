@@ -49,14 +49,11 @@
 #include <openssl/ssl.h>
 #include <stdatomic.h>
 
-#include "../core/clock.h"
 #include "fd.h"
-#include "ready.h"
 #include "req.h"
 #include "reqout.h"
 #include "shim.h"
 #include "tls.h"
-#include "wait.h"
 
 #define SSL_VERSION "OPENSSL_3.0.0"
 #define SSL_LIB     "libssl.so.3"
@@ -244,7 +241,7 @@ void sl_tls_tie(int fd)
     }
 }
 
-static int tied_fd(const SSL *ssl)
+int sl_tls_tied_fd(const void *ssl)
 {
     for (int i = 0; i < TIES; i++)
         if (atomic_load_explicit(&ties[i].ssl, memory_order_acquire) == ssl)
@@ -252,7 +249,7 @@ static int tied_fd(const SSL *ssl)
     return -1;
 }
 
-static void untie(const SSL *ssl)
+void sl_tls_untie(const void *ssl)
 {
     for (int i = 0; i < TIES; i++) {
         const SSL *mine = ssl;
@@ -266,7 +263,7 @@ static int handshake(SSL *ssl, int (*real_call)(SSL *))
 {
     struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
     int (*get_wfd)(const SSL *) = REAL_SSL(get_wfd, "SSL_get_wfd", NULL);
-    bool tie = rt && rt->any_req_out && get_wfd && get_wfd(ssl) < 0 && tied_fd(ssl) < 0;
+    bool tie = rt && rt->any_req_out && get_wfd && get_wfd(ssl) < 0 && sl_tls_tied_fd(ssl) < 0;
     if (tie) sl_tls_tying = ssl;
     int rc = real_call(ssl);
     if (tie) sl_tls_tying = NULL;
@@ -295,7 +292,7 @@ static struct sl_fd *tracked_out(const SSL *ssl, int *fd)
     if (!get_wfd) return NULL;
     int saved = errno;
     *fd = get_wfd(ssl);
-    if (*fd < 0) *fd = tied_fd(ssl); /* curl: its own BIO */
+    if (*fd < 0) *fd = sl_tls_tied_fd(ssl); /* curl: its own BIO */
     errno = saved;
     struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
     return e && e->req_out && sl_reqout_tls(e) ? e : NULL;
@@ -349,46 +346,28 @@ static ssize_t write_parts(SSL *ssl, int fd, struct sl_fd *e, const char *buf, s
 
 static int write_ex_real(SSL *ssl, const void *buf, size_t n, size_t *got);
 
-/* Writes what was kept (see the top) if its turn came. Returns true when
- * nothing is kept any more. Leaves `last` as it found it. */
-static bool flush_kept(SSL *ssl, int fd, struct sl_fd *e)
+/* The library's own write of kept plaintext (reqout.h: sl_reqout_flush). */
+static ssize_t write_kept(void *ssl, const void *buf, size_t n)
 {
-    const char *p;
-    size_t n = sl_reqout_kept(e, &p);
-    if (n == 0) return true;
-    int saved = errno;
-    __typeof__(last) was = last;
-    ssize_t k = write_parts(ssl, fd, e, p, n, write_ex_real);
-    if (k > 0) sl_reqout_kept_take(e, (size_t)k);
-    last = was;
-    n = sl_reqout_kept(e, &p);
-    if (n) { /* not yet: readable at the turn, to be asked again */
-        uint64_t at = atomic_load_explicit(&e->ready_at[SL_IO_SEND], memory_order_relaxed);
-        sl_ready_held(fd, e, at ? at : sl_clock_now() + SL_NS_PER_SEC / 1000);
-    } else {
-        sl_ready_held(fd, e, 0);
-    }
-    errno = saved;
-    return n == 0;
+    size_t got = 0;
+    return write_ex_real(ssl, buf, n, &got) && got ? (ssize_t)got : -1;
 }
 
 /* The program's write through the library, on a session whose requests
- * are counted. */
+ * are counted: behind what is kept (see the top), or kept itself. */
 static ssize_t write_counted(SSL *ssl, int fd, struct sl_fd *e, const void *buf, size_t n,
                              int (*w)(SSL *, const void *, size_t, size_t *))
 {
-    if (!flush_kept(ssl, fd, e)) { /* behind what waits */
+    if (!sl_reqout_flush(fd, e, write_kept, ssl)) {
         if (sl_reqout_keep(e, buf, n)) return (ssize_t)n;
         last.ssl = ssl;
         last.how = SL_TLS_WANT_WRITE;
         return -1;
     }
     ssize_t k = write_parts(ssl, fd, e, buf, n, w);
-    if (k < 0 && last.ssl == ssl && last.how == SL_TLS_WANT_WRITE && sl_reqout_h2(e) &&
-        sl_fd_nonblocking(fd) && sl_reqout_keep(e, buf, n)) {
+    if (k < 0 && last.ssl == ssl && last.how == SL_TLS_WANT_WRITE &&
+        sl_reqout_keep_held(fd, e, buf, n)) {
         last.ssl = NULL;
-        uint64_t at = atomic_load_explicit(&e->ready_at[SL_IO_SEND], memory_order_relaxed);
-        sl_ready_held(fd, e, at ? at : sl_clock_now());
         return (ssize_t)n;
     }
     return k;
@@ -402,7 +381,7 @@ static void flush_before_read(SSL *ssl)
     struct sl_fd *e;
     const char *p;
     if (rt && rt->any_req_out && (e = tracked_out(ssl, &fd)) && sl_reqout_kept(e, &p))
-        flush_kept(ssl, fd, e);
+        sl_reqout_flush(fd, e, write_kept, ssl);
 }
 
 static int write_ex_of_write(SSL *ssl, const void *buf, size_t n, size_t *got)
@@ -500,6 +479,6 @@ SL_EXPORT void SSL_free(SSL *ssl)
         sl_req_tls_free(e, ssl);
     }
     if (last.ssl == ssl) last.ssl = NULL;
-    untie(ssl);
+    sl_tls_untie(ssl);
     REAL_SSL(free, "SSL_free", SSL_free)(ssl);
 }
