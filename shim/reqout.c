@@ -15,6 +15,7 @@
 #include "ready.h"
 #include "reload.h"
 #include "shim.h"
+#include "unseen.h"
 #include "wait.h"
 
 struct sl_req_out {
@@ -71,10 +72,9 @@ static void unseen_tls(struct sl_req_out *o, const void *buf)
     sl_addr_format(o->dst.a, addr, sizeof addr);
     sl_log(SL_LOG_WARN,
            "a connection to %s port %u that an outbound request rule matches speaks TLS, and the "
-           "program encrypts it without OpenSSL 3's SSL_write or GnuTLS's gnutls_record_send (an "
-           "OpenSSL linked into the program as in node's own binary, or another TLS library): its "
-           "requests are not counted (said once)",
-           addr, o->dst.port);
+           "program encrypts it without OpenSSL 3's SSL_write or GnuTLS's gnutls_record_send; "
+           "likely cause: %s. Its requests are not counted (said once)",
+           addr, o->dst.port, sl_unseen_tls_cause());
 }
 
 /* How long a request that `reply` swallows waits for the responses before

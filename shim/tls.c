@@ -54,6 +54,7 @@
 #include "reqout.h"
 #include "shim.h"
 #include "tls.h"
+#include "unseen.h"
 
 #define SSL_VERSION "OPENSSL_3.0.0"
 #define SSL_LIB     "libssl.so.3"
@@ -397,13 +398,28 @@ static int write_ex_real(SSL *ssl, const void *buf, size_t n, size_t *got)
     return REAL_SSL(write_ex, "SSL_write_ex", SSL_write_ex)(ssl, buf, n, got);
 }
 
+/* A write through a session with no socket and no tie: OpenSSL over memory
+ * BIOs, which the log names if the records then reach a matched socket. */
+static void note_memory_bio(const SSL *ssl)
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    int (*get_wfd)(const SSL *) = REAL_SSL(get_wfd, "SSL_get_wfd", NULL);
+    if (!rt || !rt->any_req_out || !get_wfd) return;
+    int saved = errno;
+    if (get_wfd(ssl) < 0 && sl_tls_tied_fd(ssl) < 0) sl_unseen_memory_bio();
+    errno = saved;
+}
+
 SL_EXPORT int SSL_write(SSL *ssl, const void *buf, int num)
 {
     int fd;
     struct sl_fd *e = num > 0 ? tracked_out(ssl, &fd) : NULL;
     last.ssl = NULL;
     int (*w)(SSL *, const void *, int) = REAL_SSL(write, "SSL_write", SSL_write);
-    if (!e) return w(ssl, buf, num);
+    if (!e) {
+        if (num > 0) note_memory_bio(ssl);
+        return w(ssl, buf, num);
+    }
     ssize_t n = write_counted(ssl, fd, e, buf, (size_t)num, write_ex_of_write);
     return n > 0 ? (int)n : -1;
 }
@@ -415,7 +431,10 @@ SL_EXPORT int SSL_write_ex(SSL *ssl, const void *buf, size_t num, size_t *writte
     last.ssl = NULL;
     int (*w)(SSL *, const void *, size_t, size_t *) =
         REAL_SSL(write_ex, "SSL_write_ex", SSL_write_ex);
-    if (!e) return w(ssl, buf, num, written);
+    if (!e) {
+        if (num > 0) note_memory_bio(ssl);
+        return w(ssl, buf, num, written);
+    }
     ssize_t n = write_counted(ssl, fd, e, buf, num, write_ex_real);
     if (written) *written = n > 0 ? (size_t)n : 0;
     return n > 0;
