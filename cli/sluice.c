@@ -285,9 +285,8 @@ static void say_clients_unseen(const struct sl_config *cfg)
                 r->name,
                 r->request ? "; and over TLS it limits the connections and bytes but cannot count "
                              "the requests of OpenSSL inside the program's binary (node's own "
-                             "build), OpenSSL over memory BIOs (python asyncio, aiohttp, "
-                             "httpx.AsyncClient), rustls or Java's JSSE (the program's log says "
-                             "so at the first such connection)"
+                             "build), rustls or Java's JSSE (the program's log says so at the "
+                             "first such connection)"
                            : "");
     }
 }

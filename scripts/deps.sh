@@ -6,7 +6,7 @@ pkgs=(gcc make pkg-config libc6-dev libconfuse-dev libjemalloc-dev libcmocka-dev
       clang libclang-rt-14-dev python3 curl nginx-light wrk procps iproute2
       redis-server redis-tools nodejs util-linux
       libhttp-parser-dev libnghttp2-dev libssl-dev openssl python3-requests python3-prometheus-client libmicrohttpd-dev man-db libhiredis-dev
-      debhelper dpkg-dev fakeroot faketime wget php-cli php-curl golang-go)
+      debhelper dpkg-dev fakeroot faketime wget php-cli php-curl golang-go python3-aiohttp python3-httpx)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

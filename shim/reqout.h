@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "../core/key.h"
@@ -88,6 +89,19 @@ bool sl_reqout_keep_held(int fd, struct sl_fd *e, const void *buf, size_t n);
  * bytes taken, or <= 0). True when none are left kept. */
 typedef ssize_t (*sl_reqout_write_fn)(void *session, const void *buf, size_t n);
 bool sl_reqout_flush(int fd, struct sl_fd *e, sl_reqout_write_fn w, void *session);
+
+/* tlsbio.c: the connection's records come from OpenSSL memory BIOs (its
+ * ClientHello tied it to a session without a socket). */
+bool sl_reqout_bio(struct sl_fd *e);
+
+/* tlsbio.c: the session's SSL_write of n plaintext bytes, written with w
+ * in parts: each request that must wait adds a hold at offset(session),
+ * the ciphertext offset where its records begin, which the socket writes
+ * of the records then honour (a denied one fails them there). Returns the
+ * bytes written, or -1. */
+ssize_t sl_reqout_bio_write(int fd, struct sl_fd *e, const void *buf, size_t n,
+                            sl_reqout_write_fn w, void *session,
+                            uint64_t (*offset)(void *session));
 
 /* fd.c: the entry is forgotten. */
 void sl_reqout_free(struct sl_fd *e);

@@ -54,6 +54,7 @@
 #include "reqout.h"
 #include "shim.h"
 #include "tls.h"
+#include "tlsbio.h"
 #include "unseen.h"
 
 #define SSL_VERSION "OPENSSL_3.0.0"
@@ -229,6 +230,11 @@ void sl_tls_tie(int fd)
 {
     const SSL *ssl = sl_tls_tying;
     sl_tls_tying = NULL; /* the first send is the session's socket */
+    sl_tls_tie_to(ssl, fd);
+}
+
+void sl_tls_tie_to(const void *ssl, int fd)
+{
     for (int i = 0; i < TIES; i++) {
         const SSL *none = NULL;
         if (atomic_load_explicit(&ties[i].ssl, memory_order_relaxed) == ssl) {
@@ -268,6 +274,7 @@ static int handshake(SSL *ssl, int (*real_call)(SSL *))
     if (tie) sl_tls_tying = ssl;
     int rc = real_call(ssl);
     if (tie) sl_tls_tying = NULL;
+    if (tie && sl_tls_tied_fd(ssl) < 0) sl_tlsbio_remember(ssl); /* memory BIOs: tlsbio.h */
     return rc;
 }
 
@@ -420,7 +427,8 @@ SL_EXPORT int SSL_write(SSL *ssl, const void *buf, int num)
         if (num > 0) note_memory_bio(ssl);
         return w(ssl, buf, num);
     }
-    ssize_t n = write_counted(ssl, fd, e, buf, (size_t)num, write_ex_of_write);
+    ssize_t n = sl_reqout_bio(e) ? sl_tlsbio_write(ssl, fd, e, buf, (size_t)num)
+                                 : write_counted(ssl, fd, e, buf, (size_t)num, write_ex_of_write);
     return n > 0 ? (int)n : -1;
 }
 
@@ -435,7 +443,8 @@ SL_EXPORT int SSL_write_ex(SSL *ssl, const void *buf, size_t num, size_t *writte
         if (num > 0) note_memory_bio(ssl);
         return w(ssl, buf, num, written);
     }
-    ssize_t n = write_counted(ssl, fd, e, buf, num, write_ex_real);
+    ssize_t n = sl_reqout_bio(e) ? sl_tlsbio_write(ssl, fd, e, buf, num)
+                                 : write_counted(ssl, fd, e, buf, num, write_ex_real);
     if (written) *written = n > 0 ? (size_t)n : 0;
     return n > 0;
 }
@@ -499,5 +508,6 @@ SL_EXPORT void SSL_free(SSL *ssl)
     }
     if (last.ssl == ssl) last.ssl = NULL;
     sl_tls_untie(ssl);
+    sl_tlsbio_forget(ssl);
     REAL_SSL(free, "SSL_free", SSL_free)(ssl);
 }

@@ -12,6 +12,9 @@ extern _Thread_local void *sl_tls_tying;
 /* send(): fd is the socket the session being tied writes to. */
 void sl_tls_tie(int fd);
 
+/* Ties a session to fd (tlsbio.c: by its ClientHello). */
+void sl_tls_tie_to(const void *session, int fd);
+
 /* The socket a session (OpenSSL's SSL, GnuTLS's session) was tied to, or
  * -1; untie forgets it (the session is freed). */
 int sl_tls_tied_fd(const void *session);

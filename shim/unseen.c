@@ -39,6 +39,7 @@ const char *sl_unseen_tls_cause(void)
         return "TLS in the binary: the program carries OpenSSL inside it (as node's own build)";
     if (atomic_load_explicit(&memory_bio, memory_order_relaxed))
         return "a memory BIO: the program runs OpenSSL over memory buffers and writes the "
-               "records itself (python asyncio, aiohttp, httpx.AsyncClient)";
+               "records itself, and this session could not be tied to its socket by its "
+               "ClientHello (shim/tlsbio.c)";
     return "a TLS library sluice does not interpose (rustls, Java's JSSE, a static OpenSSL)";
 }

@@ -8,7 +8,8 @@ fetches 3 URLs one after another over one keep-alive connection under an
 outbound request rule that would refuse the second (`req_rate=1/m
 req_burst=1 action=reject`): all 3 arrive (the requests were not seen, so
 not limited), and the log says once that this connection spoke TLS
-without OpenSSL's SSL_write, naming the destination. curl (OpenSSL) under
+without OpenSSL's SSL_write, naming the destination and the likely cause
+(TLS in the binary). curl (OpenSSL) under
 the same rule: no such line, and its second request is refused (counted)."""
 import shutil
 
@@ -43,8 +44,9 @@ with TempDir() as tmp:
         got = served(srv, "/w")
         check(len(got) == 3, f"node's 3 requests were not seen, so all arrived: {got} {r.stdout}")
         lines = [l for l in r.stderr.splitlines() if "without OpenSSL 3's SSL_write" in l]
-        check(len(lines) == 1 and f"127.0.0.1 port {port}" in lines[0],
-              f"the log says once that they were not counted: {r.stderr}")
+        check(len(lines) == 1 and f"127.0.0.1 port {port}" in lines[0]
+              and "likely cause: TLS in the binary" in lines[0],
+              f"the log says once that they were not counted, and why: {r.stderr}")
         r = run(sluice_argv(["curl", "-sk", "--http1.1", "-o", "/dev/null", "-o", "/dev/null",
                              "-w", "%{http_code}\\n", f"https://127.0.0.1:{port}/c0",
                              f"https://127.0.0.1:{port}/c1"], outs=[rule]))
