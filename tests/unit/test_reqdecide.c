@@ -557,6 +557,31 @@ static void under_delay_a_quota_renewing_beyond_max_delay_fails_at_once(void **u
     world_free(w);
 }
 
+/* A ramped rule's rate is computed per decision; when a later rule denies,
+ * what the ramped rule took is given back with that rate, after the
+ * function that computed it returned (it must not point into its frame:
+ * ASan with detect_stack_use_after_return=1 sees it). */
+static void a_ramped_grant_is_given_back_when_a_later_rule_denies(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *ramped = rule(w, "ramped", 10, SEC, 2);
+    ramped->ramp = (struct sl_ramp){.to_count = 2, .from_s = 0, .every_ns = SEC, .steps = 4};
+    rule(w, "strict", 1, MIN, 1);
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head h = head("GET", "/");
+    struct sl_req_decision d;
+    assert_true(ask(&x, &h, T0, &d));
+    for (int i = 0; i < 5; i++) { /* denied by "strict": "ramped" keeps its tokens */
+        assert_false(ask(&x, &h, T0, &d));
+        assert_string_equal(d.policy.name, "strict");
+    }
+    w->cfg->rules[1].req_limit.count = 0; /* "strict" off: "ramped" has 1 of its 2 left */
+    assert_int_equal(admitted(&x, &h, T0, 0, 5), 1);
+    world_free(w);
+}
+
 static void a_retry_with_the_same_idempotency_key_is_not_charged_again(void **unused)
 {
     (void)unused;
@@ -619,6 +644,7 @@ int main(void)
         cmocka_unit_test(a_quota_denial_gives_back_the_rate_token),
         cmocka_unit_test(under_delay_an_exhausted_quota_waits_for_its_window_within_max_delay),
         cmocka_unit_test(under_delay_a_quota_renewing_beyond_max_delay_fails_at_once),
+        cmocka_unit_test(a_ramped_grant_is_given_back_when_a_later_rule_denies),
         cmocka_unit_test(a_retry_with_the_same_idempotency_key_is_not_charged_again),
         cmocka_unit_test(an_idempotency_key_of_a_denied_request_stays_unspent),
     };
