@@ -73,6 +73,13 @@ with TempDir() as tmp:
         except FileNotFoundError:
             return []
 
+    def logged(tag, n):
+        """nginx logs a request after answering it: waits (at most 5 s) for n lines."""
+        deadline = time.monotonic() + 5
+        while len(served(tag)) < n and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return served(tag)
+
     def wget(tag, rule=None, extra=()):
         urls = [f"https://127.0.0.1:{port}/{tag}{i}" for i in range(N)]
         argv = ["wget", "-q", "--no-check-certificate", "-O", "/dev/null", *extra, *urls]
@@ -93,8 +100,7 @@ with TempDir() as tmp:
         r, free = wget("wfree")
         check(r.returncode == 0, f"wget without sluice: {r.returncode} {r.stderr}")
         r, took = wget("wpaced", delay)
-        time.sleep(0.2)
-        got = served("wpaced")
+        got = logged("wpaced", N)
         check(r.returncode == 0 and len(got) == N and {g[0] for g in got} == {"200"},
               f"wget: {N} served: {r.returncode} {got} {r.stderr}")
         check("not counted" not in r.stderr, f"wget's requests are counted: {r.stderr}")
@@ -108,14 +114,12 @@ with TempDir() as tmp:
         check(got["codes"] == [200] * N, f"libcurl-gnutls: {N} x 200: {got} {err}")
         check(DUE - 0.05 <= got["took"] <= DUE + free["took"] + 0.5,
               f"libcurl-gnutls: took {got['took']:.2f} s (without a rule {free['took']:.2f} s)")
-        time.sleep(0.2)
-        check(len(served("cpaced")) == N, f"nginx served {N}: {served('cpaced')}")
+        check(len(logged("cpaced", N)) == N, f"nginx served {N}: {served('cpaced')}")
         print(f"libcurl-gnutls (HTTP versions {got['versions']}): {got['took']:.2f} s")
 
         rule = f"to=127.0.0.1 port={port} req_rate=1/m req_burst=2 action=reject"
         r, _ = wget("wrj", rule, extra=("--tries=1",))
-        time.sleep(0.2)
-        check(len(served("wrj")) == 2, f"reject: nginx served {served('wrj')}: {r.stderr}")
+        check(len(logged("wrj", 2)) == 2, f"reject: nginx served {served('wrj')}: {r.stderr}")
         check(r.returncode != 0 and re.search(r"limited request GET /wrj2", r.stderr),
               f"reject: wget fails, the log names the request: {r.returncode} {r.stderr}")
 print("ok")

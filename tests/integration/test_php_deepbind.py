@@ -78,6 +78,13 @@ with TempDir() as tmp:
         except FileNotFoundError:
             return []
 
+    def logged(tag, n):
+        """nginx logs a request after answering it: waits (at most 5 s) for n lines."""
+        deadline = time.monotonic() + 5
+        while len(served(tag)) < n and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return served(tag)
+
     def calls(url, rule=None):
         argv = [php, "-r", PHP, url]
         r = run(sluice_argv(argv, outs=[rule]) if rule else argv, timeout=60)
@@ -95,8 +102,7 @@ with TempDir() as tmp:
             rule = f"to=127.0.0.1 port={port} req_rate={RATE}/s req_burst=1 action=delay"
             got, err = calls(f"{scheme}://127.0.0.1:{port}/{tag}", rule)
             check(got["codes"] == [200] * N, f"{scheme}: 12 x 200: {got} {err}")
-            time.sleep(0.2)
-            seen = served(tag)  # "/tls0".., not "/freetls0"..
+            seen = logged(tag, N)  # "/tls0".., not "/freetls0"..
             check(len(seen) == N and {s[1] for s in seen} == {proto},
                   f"{scheme}: nginx served {N} over {proto}: {seen}")
             check(DUE - 0.05 <= got["took"] <= DUE + free["took"] + 0.5,
