@@ -81,7 +81,7 @@ static uint64_t count_in(uint64_t state, uint64_t end)
 {
     uint64_t stored = state & ~(END_UNIT - 1);
     if (state == 0 || stored + TOLERANCE < end) return 0; /* a past window */
-    if (stored > end + TOLERANCE) return COUNT_MAX;        /* a later window */
+    if (stored > end + TOLERANCE) return COUNT_MAX;       /* a later window */
     return state & (END_UNIT - 1);
 }
 

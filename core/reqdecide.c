@@ -163,8 +163,8 @@ static void give_back(struct sl_runtime *rt, const struct sl_req_rules *x, const
  * there the request fails as before. Returns whether it may wait; on
  * false, the rate's token is already given back. */
 static bool wait_for_window(const struct sl_req_rules *x, int i, const struct sl_limit *rate,
-                            uint64_t now, uint64_t wall, enum sl_quota_window qwin,
-                            struct grant *g, struct quota_op *op, struct sl_verdict *v)
+                            uint64_t now, uint64_t wall, enum sl_quota_window qwin, struct grant *g,
+                            struct quota_op *op, struct sl_verdict *v)
 {
     struct sl_runtime *rt = x->rt;
     const struct sl_rule *r = &rt->cfg->rules[i];

@@ -37,6 +37,7 @@
 #include "../core/log.h"
 #include "shim.h"
 
+/* 64-bit ELF with RELA relocations: x86-64 and AArch64 */
 #if defined(__x86_64__)
 #define SL_R_JUMP_SLOT R_X86_64_JUMP_SLOT
 #define SL_R_GLOB_DAT  R_X86_64_GLOB_DAT
@@ -109,7 +110,7 @@ static void *ours(const char *name)
 
 #ifdef SL_R_JUMP_SLOT
 /* A dynamic entry's address: glibc has usually relocated it in place. */
-static uintptr_t dyn_ptr(uintptr_t base, ElfW(Addr) p)
+static uintptr_t dyn_ptr(uintptr_t base, Elf64_Addr p)
 {
     return p < base ? base + p : p;
 }
@@ -126,14 +127,14 @@ static void write_slot(void **slot, void *value, uintptr_t relro, size_t relro_l
     if (ro) mprotect((void *)page, (size_t)pg, PROT_READ);
 }
 
-static int bind_relocs(uintptr_t base, const ElfW(Rela) *rel, size_t n, const ElfW(Sym) *symtab,
+static int bind_relocs(uintptr_t base, const Elf64_Rela *rel, size_t n, const Elf64_Sym *symtab,
                        const char *strtab, uintptr_t relro, size_t relro_len)
 {
     int bound = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned long type = ELF64_R_TYPE(rel[i].r_info), sym = ELF64_R_SYM(rel[i].r_info);
         if ((type != SL_R_JUMP_SLOT && type != SL_R_GLOB_DAT) || sym == 0) continue;
-        const ElfW(Sym) *s = &symtab[sym];
+        const Elf64_Sym *s = &symtab[sym];
         if (s->st_shndx != SHN_UNDEF || ELF64_ST_TYPE(s->st_info) == STT_OBJECT) continue;
         void *mine = ours(strtab + s->st_name);
         if (!mine) continue;
@@ -150,7 +151,7 @@ struct fresh {
     uintptr_t self;
     struct {
         uintptr_t base;
-        const ElfW(Phdr) *phdr;
+        const Elf64_Phdr *phdr;
         int phnum;
     } obj[SEEN_MAX];
     int n;
@@ -169,31 +170,45 @@ static int note_fresh(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-static int bind_object(uintptr_t base, const ElfW(Phdr) *phdr, int phnum)
+static int bind_object(uintptr_t base, const Elf64_Phdr *phdr, int phnum)
 {
-    const ElfW(Dyn) *dyn = NULL;
+    const Elf64_Dyn *dyn = NULL;
     uintptr_t relro = 0;
     size_t relro_len = 0;
     for (int i = 0; i < phnum; i++) {
-        const ElfW(Phdr) *ph = &phdr[i];
-        if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(base + ph->p_vaddr);
+        const Elf64_Phdr *ph = &phdr[i];
+        if (ph->p_type == PT_DYNAMIC) dyn = (const Elf64_Dyn *)(base + ph->p_vaddr);
         if (ph->p_type == PT_GNU_RELRO) relro = base + ph->p_vaddr, relro_len = ph->p_memsz;
     }
     if (!dyn) return 0;
-    const ElfW(Sym) *symtab = NULL;
+    const Elf64_Sym *symtab = NULL;
     const char *strtab = NULL;
-    const ElfW(Rela) *rela = NULL, *jmprel = NULL;
+    const Elf64_Rela *rela = NULL, *jmprel = NULL;
     size_t relasz = 0, pltsz = 0;
     bool is_rela = true;
-    for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+    for (const Elf64_Dyn *d = dyn; d->d_tag != DT_NULL; d++) {
         switch (d->d_tag) {
-        case DT_SYMTAB: symtab = (const ElfW(Sym) *)dyn_ptr(base, d->d_un.d_ptr); break;
-        case DT_STRTAB: strtab = (const char *)dyn_ptr(base, d->d_un.d_ptr); break;
-        case DT_RELA: rela = (const ElfW(Rela) *)dyn_ptr(base, d->d_un.d_ptr); break;
-        case DT_RELASZ: relasz = d->d_un.d_val; break;
-        case DT_JMPREL: jmprel = (const ElfW(Rela) *)dyn_ptr(base, d->d_un.d_ptr); break;
-        case DT_PLTRELSZ: pltsz = d->d_un.d_val; break;
-        case DT_PLTREL: is_rela = d->d_un.d_val == DT_RELA; break;
+        case DT_SYMTAB:
+            symtab = (const Elf64_Sym *)dyn_ptr(base, d->d_un.d_ptr);
+            break;
+        case DT_STRTAB:
+            strtab = (const char *)dyn_ptr(base, d->d_un.d_ptr);
+            break;
+        case DT_RELA:
+            rela = (const Elf64_Rela *)dyn_ptr(base, d->d_un.d_ptr);
+            break;
+        case DT_RELASZ:
+            relasz = d->d_un.d_val;
+            break;
+        case DT_JMPREL:
+            jmprel = (const Elf64_Rela *)dyn_ptr(base, d->d_un.d_ptr);
+            break;
+        case DT_PLTRELSZ:
+            pltsz = d->d_un.d_val;
+            break;
+        case DT_PLTREL:
+            is_rela = d->d_un.d_val == DT_RELA;
+            break;
         }
     }
     if (!symtab || !strtab || !is_rela) return 0;
@@ -272,6 +287,7 @@ __attribute__((optimize("O2"))) SL_EXPORT void *dlopen(const char *file, int mod
 SL_EXPORT void *dlmopen(Lmid_t lmid, const char *file, int mode)
 {
     dlmopen_fn real = (dlmopen_fn)real_fn(&real_dlmopen, "dlmopen");
-    if (lmid != LM_ID_BASE && file && sl_runtime()) say_unbound(file, "with dlmopen in a new namespace");
+    if (lmid != LM_ID_BASE && file && sl_runtime())
+        say_unbound(file, "with dlmopen in a new namespace");
     return real(lmid, file, mode);
 }

@@ -114,7 +114,8 @@ SL_EXPORT ssize_t gnutls_record_send(gnutls_session_t s, const void *data, size_
     ssize_t ok = sl_reqout_before_write(fd, e, data, size, false, true, &swallowed);
     if (ok < 0) {
         if (errno == EAGAIN && sl_reqout_keep_held(fd, e, data, size)) return (ssize_t)size;
-        if (errno == EAGAIN) return SL_GNUTLS_E_AGAIN; /* held: the socket is writable at its turn */
+        if (errno == EAGAIN)
+            return SL_GNUTLS_E_AGAIN; /* held: the socket is writable at its turn */
         if (errno == EINTR) return SL_GNUTLS_E_INTERRUPTED;
         return SL_GNUTLS_E_PUSH_ERROR; /* reject: errno is the rule's */
     }

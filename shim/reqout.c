@@ -29,9 +29,9 @@ struct sl_req_out {
     bool tls_written;                           /* a plaintext write was seen */
     char *kept;                                 /* sl_reqout_keep: taken, not yet written */
     size_t nkept;
-    bool bio;                                   /* its records come from memory BIOs (tlsbio.h) */
-    uint64_t sent;                              /* bytes the program sent on the socket */
-    int nholds;                                 /* bio: where the ciphertext must wait */
+    bool bio;      /* its records come from memory BIOs (tlsbio.h) */
+    uint64_t sent; /* bytes the program sent on the socket */
+    int nholds;    /* bio: where the ciphertext must wait */
     struct hold {
         uint64_t at;    /* the stream offset of the held request's first record */
         uint64_t until; /* its turn */
@@ -191,8 +191,7 @@ bool sl_reqout_bio(struct sl_fd *e)
 }
 
 ssize_t sl_reqout_bio_write(int fd, struct sl_fd *e, const void *buf, size_t n,
-                            sl_reqout_write_fn w, void *session,
-                            uint64_t (*offset)(void *session))
+                            sl_reqout_write_fn w, void *session, uint64_t (*offset)(void *session))
 {
     struct sl_req_out *o = e->req_out;
     struct sl_req_conn *c = CONN(o);
@@ -241,7 +240,8 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
     if (e->req_out->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
     if (tls && !e->req_out->tls_written && len) {
         e->req_out->tls_written = true;
-        e->req_out->h2 = len >= sizeof H2_PREFACE - 1 && !memcmp(buf, H2_PREFACE, sizeof H2_PREFACE - 1);
+        e->req_out->h2 =
+            len >= sizeof H2_PREFACE - 1 && !memcmp(buf, H2_PREFACE, sizeof H2_PREFACE - 1);
     }
     if (sl_req_done(c)) return (ssize_t)len;
     struct sl_runtime *rt = sl_runtime();

@@ -100,8 +100,7 @@ bool sl_reqout_bio(struct sl_fd *e);
  * of the records then honour (a denied one fails them there). Returns the
  * bytes written, or -1. */
 ssize_t sl_reqout_bio_write(int fd, struct sl_fd *e, const void *buf, size_t n,
-                            sl_reqout_write_fn w, void *session,
-                            uint64_t (*offset)(void *session));
+                            sl_reqout_write_fn w, void *session, uint64_t (*offset)(void *session));
 
 /* fd.c: the entry is forgotten. */
 void sl_reqout_free(struct sl_fd *e);
