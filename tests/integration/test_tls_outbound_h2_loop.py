@@ -15,8 +15,9 @@ each printing its status, HTTP version and exit code, under
     independent of the machine's speed);
   - the waits spin nothing: the loop's CPU time (children) stays under 1 s;
     a busy wait of 2.2 s would use about 2.2 s.
-Same loop under `reject`: every curl either gets 200 or exits non-zero for
-a request sluice logged as limited: the failures are exactly the denials.
+Same loop under `reject` and `reply` (which fails an HTTP/2 request like
+reject): every curl either gets 200 or exits non-zero for a request sluice
+logged as limited: the failures are exactly the denials.
 """
 import re
 import resource
@@ -95,12 +96,16 @@ with TempDir() as tmp:
         check(cpu < 1.0, f"the loop used {cpu:.2f} s of CPU: a wait spins")
         print(f"paced: {took:.2f} s (due {DUE:.2f}, without a rule {free:.2f}), cpu {cpu:.2f} s")
 
-        rule = f"to=127.0.0.1 port={port} req_rate={RATE}/s req_burst=1 action=reject"
-        runs, _, _, r = loop("rj", rule)
-        ok = [x for x in runs if x == ("200", "2", "0")]
-        failed = [x for x in runs if x[2] != "0"]
-        limited = re.findall(r"limited request GET /rj\d+", r.stderr)
-        check(len(ok) + len(failed) == N and len(ok) >= 1, f"reject: {runs}")
-        check(len(failed) == len(limited), f"reject: failures are the denials: {runs} {r.stderr}")
-        check(len(logged("rj", len(ok))) == len(ok), f"reject: nginx served {len(served('rj'))}, {len(ok)} ok")
+        for action in ("reject", "reply"):  # reply over HTTP/2 fails like reject (README)
+            rule = f"to=127.0.0.1 port={port} req_rate={RATE}/s req_burst=1 action={action}"
+            tag = "rj" if action == "reject" else "rp"
+            runs, _, _, r = loop(tag, rule)
+            ok = [x for x in runs if x == ("200", "2", "0")]
+            failed = [x for x in runs if x[2] != "0"]
+            limited = re.findall(rf"limited request GET /{tag}\d+", r.stderr)
+            check(len(ok) + len(failed) == N and len(ok) >= 1, f"{action}: {runs}")
+            check(len(failed) == len(limited),
+                  f"{action}: failures are the denials: {runs} {r.stderr}")
+            check(len(logged(tag, len(ok))) == len(ok),
+                  f"{action}: nginx served {len(served(tag))}, {len(ok)} ok")
 print("ok")
