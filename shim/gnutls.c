@@ -73,13 +73,9 @@ static struct sl_fd *tracked_out(gnutls_session_t s, int *fd)
     void (*get_int2)(gnutls_session_t, int *, int *) =
         REAL_GNUTLS(get_int2, "gnutls_transport_get_int2", NULL);
     int saved = errno, rfd = -1;
-    *fd = -1;
-    if (get_int2) get_int2(s, &rfd, fd);
+    *fd = sl_tls_tied_fd(s); /* exact: its handshake's first send (its own push function) */
+    if (*fd < 0 && get_int2) get_int2(s, &rfd, fd); /* the descriptor the program gave */
     struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
-    if (!e || !e->req_out) { /* its own push function: the handshake's tie */
-        *fd = sl_tls_tied_fd(s);
-        e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
-    }
     errno = saved;
     return e && e->req_out && sl_reqout_tls(e) ? e : NULL;
 }
