@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "../conf/conf.h"
 #include "../core/clock.h"
+#include "../core/elfkind.h"
 #include "../core/table.h"
 #include "locate.h"
 
@@ -185,8 +187,9 @@ static int find_library(char *out, size_t len)
  * reported once, here, before the program starts (the library in the
  * program then finds it reported: conf/errors.c). Returns 78 when
  * on_error = closed refuses to start, else 0. */
-static int validate_for_run(const char *file, const char *rules)
+static int validate_for_run(const char *file, const char *rules, bool *requests)
 {
+    *requests = false;
     if (!file && !rules) return 0;
     char err[1024];
     enum sl_on_error on_error;
@@ -194,11 +197,46 @@ static int validate_for_run(const char *file, const char *rules)
     struct sl_config *cfg = sl_conf_load(file, rules, &on_error, err, sizeof err);
     if (cfg) {
         sl_conf_report_degraded(cfg);
+        for (int i = 0; i < cfg->nrules; i++)
+            *requests = *requests || cfg->rules[i].request;
         sl_conf_free(cfg);
         return 0;
     }
     sl_conf_report_failure(err, on_error);
     return on_error == SL_ON_ERROR_CLOSED ? 78 : 0;
+}
+
+/* The file execvp would run for `cmd`, or false. */
+static bool find_program(const char *cmd, char *out, size_t len)
+{
+    if (strchr(cmd, '/')) return realpath(cmd, out) != NULL;
+    const char *path = getenv("PATH");
+    char dir[PATH_MAX + 256], real[PATH_MAX];
+    for (const char *p = path && *path ? path : "/usr/local/bin:/usr/bin:/bin"; p;) {
+        const char *end = strchr(p, ':');
+        int n = end ? (int)(end - p) : (int)strlen(p);
+        snprintf(dir, sizeof dir, "%.*s/%s", n, n ? p : ".", cmd);
+        if (access(dir, X_OK) == 0 && realpath(dir, real) && strlen(real) < len) {
+            strcpy(out, real);
+            return true;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+/* Before exec: says once what sluice will not see in the program (a Go or
+ * static binary, TLS in the binary), and tells the library it was said. */
+static void say_unseen(const char *cmd, bool requests, bool any_rule)
+{
+    char path[PATH_MAX];
+    if (!any_rule || !find_program(cmd, path, sizeof path)) return;
+    struct sl_elf_kind k;
+    sl_elf_kind_file(path, &k);
+    const char *why = sl_elf_kind_unseen(&k, requests);
+    if (!why) return;
+    fprintf(stderr, "sluice: warning: %s: %s\n", path, why);
+    setenv("SLUICE_SEEN_EXE", path, 1);
 }
 
 static int cmd_run(int argc, char **argv)
@@ -221,8 +259,10 @@ static int cmd_run(int argc, char **argv)
         setenv("SLUICE_CONFIG", realpath(a.config, abs) ? abs : a.config, 1);
     }
     if (*a.rules) setenv("SLUICE_RULES", a.rules, 1);
-    int refused = validate_for_run(getenv("SLUICE_CONFIG"), *a.rules ? a.rules : NULL);
+    bool requests;
+    int refused = validate_for_run(getenv("SLUICE_CONFIG"), *a.rules ? a.rules : NULL, &requests);
     if (refused) return refused;
+    say_unseen(argv[first], requests, getenv("SLUICE_CONFIG") || *a.rules);
     /* Ours goes last, so a sanitizer runtime the user preloads stays first.
      * SLUICE_PRELOAD_FIRST puts one in front for this command only (the
      * tests run the ASan-built library this way). */
@@ -241,6 +281,25 @@ static void print_warning(const char *line)
     fprintf(stderr, "sluice: warning: %s\n", line);
 }
 
+/* Which clients an outbound rule will not see (README: what sluice cannot
+ * see), on stderr: stdout stays a valid configuration file. */
+static void say_clients_unseen(const struct sl_config *cfg)
+{
+    for (int i = 0; i < cfg->nrules; i++) {
+        const struct sl_rule *r = &cfg->rules[i];
+        if (r->dir != SL_OUT) continue;
+        fprintf(stderr,
+                "sluice: note: outbound \"%s\" does not see Go programs or statically linked ones "
+                "(raw system calls: `sluice run` warns about them)%s\n",
+                r->name,
+                r->request ? "; and over TLS it limits the connections and bytes but cannot count "
+                             "the requests of OpenSSL inside the program's binary (node's own "
+                             "build), rustls or Java's JSSE (the program's log says so at the "
+                             "first such connection)"
+                           : "");
+    }
+}
+
 static int cmd_check(int argc, char **argv)
 {
     struct args a;
@@ -249,6 +308,7 @@ static int cmd_check(int argc, char **argv)
     struct sl_config *cfg = load(&a);
     if (!cfg) return 1;
     sl_conf_print(cfg, stdout);
+    say_clients_unseen(cfg);
     sl_conf_free(cfg);
     return 0;
 }

@@ -74,11 +74,14 @@ static uint64_t round_end(uint64_t end_mono)
     return (end_mono + END_UNIT - 1) & ~(END_UNIT - 1);
 }
 
-/* The count the word holds for the window ending at end (rounded). */
+/* The count the word holds for the window ending at end (rounded). A word
+ * of a later window was booked by calls waiting for it (action = delay),
+ * which happens only once this window is full: it counts as full. */
 static uint64_t count_in(uint64_t state, uint64_t end)
 {
     uint64_t stored = state & ~(END_UNIT - 1);
     if (state == 0 || stored + TOLERANCE < end) return 0; /* a past window */
+    if (stored > end + TOLERANCE) return COUNT_MAX;       /* a later window */
     return state & (END_UNIT - 1);
 }
 
@@ -111,7 +114,7 @@ uint64_t sl_quota_refund(uint64_t state, uint64_t cost, uint64_t end_mono)
 {
     uint64_t end = round_end(end_mono);
     uint64_t used = count_in(state, end);
-    if (used == 0) return state;
+    if (used == 0 || (state & ~(END_UNIT - 1)) > end + TOLERANCE) return state;
     return (state & ~(END_UNIT - 1)) | (used > cost ? used - cost : 0);
 }
 

@@ -13,7 +13,10 @@
  * has ended. A state whose end lies more than an hour before the end of
  * the current window belongs to a past window and counts 0; the hour
  * absorbs the wall clock being stepped or slewed, whose windows the
- * monotonic ends are computed from. Counts stop at 2^28 - 1 per window.
+ * monotonic ends are computed from. A state whose end lies more than an
+ * hour after it belongs to the next window (calls queued for it under
+ * action = delay booked it) and makes the current one full. Counts stop at
+ * 2^28 - 1 per window.
  */
 #ifndef SL_QUOTA_H
 #define SL_QUOTA_H

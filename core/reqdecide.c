@@ -41,7 +41,8 @@ void sl_req_rules_entries(struct sl_req_rules *x)
 struct grant {
     int rule;
     struct sl_key key;
-    const struct sl_limit *rate; /* NULL: took nothing from a bucket */
+    bool took_rate;              /* took from a bucket of this rate (by value: a ramped */
+    struct sl_limit rate;        /* rate is computed per decision, on apply_rule's stack) */
     uint64_t quota_end;          /* 0: took nothing from a quota */
     uint64_t mark_end;           /* 0: opened no Idempotency-Key window */
     uint64_t wait_ns;
@@ -167,11 +168,11 @@ static void give_back(struct sl_runtime *rt, const struct sl_req_rules *x, const
 {
     const struct sl_rule *r = &rt->cfg->rules[g->rule];
     int e = x->entry[g->rule];
-    if (g->rate && r->scope == SL_SCOPE_REDIS && rt->redis)
-        sl_redis_refund(rt->redis, g->rule, r, &(struct sl_redis_what){.limit = g->rate}, &g->key,
+    if (g->took_rate && r->scope == SL_SCOPE_REDIS && rt->redis)
+        sl_redis_refund(rt->redis, g->rule, r, &(struct sl_redis_what){.limit = &g->rate}, &g->key,
                         now, r->cost);
-    else if (g->rate)
-        sl_table_refund(rt->table, e, &g->key, g->rate, now, r->cost);
+    else if (g->took_rate)
+        sl_table_refund(rt->table, e, &g->key, &g->rate, now, r->cost);
     if (g->quota_end) {
         struct sl_key qk;
         quota_key(&qk, &g->key);
@@ -183,6 +184,50 @@ static void give_back(struct sl_runtime *rt, const struct sl_req_rules *x, const
         struct idem_op op = {.opened = g->mark_end, .unmark = true};
         idem_apply(rt, e, &g->key, h, now, &op);
     }
+}
+
+/* Under action = delay, a request over its quota whose window renews
+ * within max_delay waits for the next window (max_delay is the user's
+ * bound on waiting, whatever the reason): its rate token is taken again as
+ * if it arrived at the renewal, so the calls queued for the new window
+ * leave at the rate rather than all at once, and it counts against the
+ * next window. A rate kept in Redis or in an exact log is not re-decided:
+ * there the request fails as before. Returns whether it may wait; on
+ * false, the rate's token is already given back. */
+static bool wait_for_window(const struct sl_req_rules *x, int i, const struct sl_limit *rate,
+                            uint64_t now, uint64_t wall, enum sl_quota_window qwin, struct grant *g,
+                            struct quota_op *op, struct sl_verdict *v)
+{
+    struct sl_runtime *rt = x->rt;
+    const struct sl_rule *r = &rt->cfg->rules[i];
+    int e = x->entry[i];
+    uint64_t left = op->end - now, at = op->end;
+    if (rate->count && (!g->took_rate || r->scope == SL_SCOPE_REDIS)) return false;
+    struct sl_verdict rv = {.allowed = true};
+    if (g->took_rate) {
+        sl_table_refund(rt->table, e, &g->key, rate, now, r->cost);
+        g->took_rate = false;
+        sl_table_decide(rt->table, e, &g->key, rate, at, r->cost, r->max_delay_ns - left, &rv);
+        if (!rv.allowed) return false;
+    }
+    struct sl_key qk;
+    quota_key(&qk, &g->key);
+    uint64_t next_end = now + (sl_quota_window_end(wall + left, qwin, r->quota_offset_s) - wall);
+    struct quota_op nx = {.limit = op->limit, .cost = op->cost, .end = next_end, .now = now};
+    if (!sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), now, quota_step, &nx) ||
+        !nx.v.allowed) {
+        if (rate->count) sl_table_refund(rt->table, e, &g->key, rate, at, r->cost);
+        if (nx.v.limit) op->v = nx.v; /* the next window is full too: retry after it */
+        return false;
+    }
+    g->took_rate = rate->count != 0;
+    g->rate = *rate;
+    g->wait_ns = left + rv.wait_ns;
+    g->quota_end = next_end;
+    *v = nx.v;
+    v->wait_ns = g->wait_ns;
+    sl_table_note_quota(rt->table, e, nx.v.limit - nx.v.remaining, r->cost, nx.v.limit);
+    return true;
 }
 
 static uint64_t window_seconds(uint64_t period_ns)
@@ -256,7 +301,8 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
         *pol = (struct sl_reply_policy){
             .name = pname, .quota = rate->count, .window_s = window_seconds(rate->period_ns)};
         if (v->allowed) {
-            g->rate = rate->alg == SL_ALG_LOG ? NULL : rate; /* a stamp is not given back */
+            g->took_rate = rate->alg != SL_ALG_LOG; /* a stamp is not given back */
+            g->rate = *rate;
             g->wait_ns = v->wait_ns;
         }
     }
@@ -273,6 +319,9 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
             if (op.v.allowed) {
                 g->quota_end = op.end;
                 sl_table_note_quota(rt->table, e, op.v.limit - op.v.remaining, r->cost, op.v.limit);
+            } else if (r->action == SL_ACT_DELAY && op.end - now <= r->max_delay_ns &&
+                       wait_for_window(x, i, rate, now, wall, qwin, g, &op, v)) {
+                /* waits for the next window (g, v filled) */
             } else {
                 *v = op.v;
                 *pol = (struct sl_reply_policy){
@@ -286,7 +335,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
         struct grant partial = *g;
         partial.quota_end = 0;
         give_back(rt, x, &partial, now, h);
-        g->rate = NULL;
+        g->took_rate = false;
         g->mark_end = 0;
     }
 }

@@ -9,6 +9,7 @@ pkgs=(gcc make pkg-config libc6-dev libconfuse-dev libcmocka-dev libsodium-dev
       debhelper dpkg-dev fakeroot faketime wget
       libnginx-mod-http-image-filter
       prometheus chromium chromium-driver python3-selenium
+      php-cli php-curl golang-go python3-aiohttp python3-httpx
       )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -32,6 +32,7 @@
 #include "ready.h"
 #include "reload.h"
 #include "shim.h"
+#include "unseen.h"
 
 struct sl_real sl_real;
 struct sl_runtime *_Atomic sl_runtime_ptr;
@@ -239,6 +240,7 @@ __attribute__((constructor)) static void sl_init(void)
     rt->config_gen = sl_table_config_gen(table);
     sl_reload_remember(file, rules);
     atomic_store_explicit(&sl_runtime_ptr, rt, memory_order_release);
+    sl_unseen_at_start(rt);
 out:
     sl_guard = 0;
 }

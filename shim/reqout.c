@@ -15,6 +15,8 @@
 #include "ready.h"
 #include "reload.h"
 #include "shim.h"
+#include "tlsbio.h"
+#include "unseen.h"
 #include "wait.h"
 
 struct sl_req_out {
@@ -23,10 +25,23 @@ struct sl_req_out {
     bool tls;                                   /* requests are written through SSL_write */
     bool hello;                                 /* its first write was a TLS handshake record */
     bool written;                               /* something was written */
+    bool h2;                                    /* its plaintext opened with the HTTP/2 preface */
+    bool tls_written;                           /* a plaintext write was seen */
+    char *kept;                                 /* sl_reqout_keep: taken, not yet written */
+    size_t nkept;
+    bool bio;      /* its records come from memory BIOs (tlsbio.h) */
+    uint64_t sent; /* bytes the program sent on the socket */
+    int nholds;    /* bio: where the ciphertext must wait */
+    struct hold {
+        uint64_t at;    /* the stream offset of the held request's first record */
+        uint64_t until; /* its turn */
+        int err;        /* denied: the write there fails with this errno */
+    } holds[8];
     _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn */
 };
 
-#define CONN(o) ((struct sl_req_conn *)(void *)(o)->conn)
+#define CONN(o)    ((struct sl_req_conn *)(void *)(o)->conn)
+#define H2_PREFACE "PRI * HTTP/2.0\r\n"
 
 void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
 {
@@ -49,25 +64,29 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
 
 /* A connection whose first write was a TLS handshake record and which
  * then writes application data records through send, not through an
- * interposed SSL_write: the program encrypts without OpenSSL 3 (GnuTLS,
- * a static OpenSSL) and its requests cannot be seen. Said once. */
-static void unseen_tls(struct sl_req_out *o, const void *buf)
+ * interposed SSL_write or gnutls_record_send: the program encrypts with a
+ * library sluice does not see (a static OpenSSL, rustls, JSSE) and its
+ * requests cannot be seen. Said once. */
+static void unseen_tls(struct sl_req_out *o, int fd, const void *buf, size_t len)
 {
     unsigned char type = ((const unsigned char *)buf)[0];
     if (!o->written) {
         o->written = true;
         o->hello = type == 0x16;
+        /* the ClientHello of a session over memory BIOs ties it here */
+        if (o->hello && sl_tlsbio_tie_hello(fd, buf, len)) o->bio = true;
         return;
     }
+    if (o->bio) return;
     static _Atomic bool told;
     if (!o->hello || type != 0x17 || atomic_exchange(&told, true)) return;
     char addr[64];
     sl_addr_format(o->dst.a, addr, sizeof addr);
     sl_log(SL_LOG_WARN,
            "a connection to %s port %u that an outbound request rule matches speaks TLS, and the "
-           "program encrypts it without OpenSSL 3's SSL_write (GnuTLS as in wget, or an OpenSSL "
-           "linked statically as in node's own binary): its requests are not counted (said once)",
-           addr, o->dst.port);
+           "program encrypts it without OpenSSL 3's SSL_write or GnuTLS's gnutls_record_send; "
+           "likely cause: %s. Its requests are not counted (said once)",
+           addr, o->dst.port, sl_unseen_tls_cause());
 }
 
 /* How long a request that `reply` swallows waits for the responses before
@@ -114,13 +133,116 @@ static ssize_t swallow(int fd, struct sl_fd *e, const void *buf, size_t len, int
     }
 }
 
+/* A write of ciphertext records from memory BIOs (tlsbio.h): the bytes
+ * before the first hold go; at a hold, its turn is waited for (blocking:
+ * sleep; non-blocking: EAGAIN, writable at the turn), or a denial fails
+ * the write. */
+static ssize_t cipher_turn(int fd, struct sl_fd *e, size_t len, bool nonblock_flag)
+{
+    struct sl_req_out *o = e->req_out;
+    int saved = errno, nonblock = nonblock_flag ? 1 : -1;
+    uint64_t deadline = 0;
+    for (;;) {
+        if (o->nholds == 0 || o->holds[0].at > o->sent) {
+            uint64_t room = o->nholds ? o->holds[0].at - o->sent : len;
+            atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
+            errno = saved;
+            return (ssize_t)(room < len ? room : len);
+        }
+        struct hold *h = &o->holds[0];
+        if (h->err) {
+            errno = h->err;
+            return -1;
+        }
+        uint64_t now = sl_clock_now();
+        if (now >= h->until) {
+            memmove(o->holds, o->holds + 1, (size_t)--o->nholds * sizeof *h);
+            continue;
+        }
+        if (nonblock < 0) nonblock = sl_fd_nonblocking(fd);
+        if (nonblock) {
+            sl_ready_throttle(fd, e, SL_IO_SEND, h->until);
+            errno = EAGAIN;
+            return -1;
+        }
+        if (!deadline) deadline = sl_wait_deadline(fd, SO_SNDTIMEO, now);
+        if (sl_wait_until(h->until, deadline) != 0) return -1;
+    }
+}
+
+/* A hold at the ciphertext offset `at`: a full list stretches its last one
+ * (the requests between then leave no earlier than their turns). */
+static void add_hold(struct sl_req_out *o, uint64_t at, uint64_t until, int err)
+{
+    int n = o->nholds, max = (int)(sizeof o->holds / sizeof o->holds[0]);
+    if (n == max) {
+        struct hold *last = &o->holds[n - 1];
+        if (until > last->until) last->until = until;
+        if (err && !last->err) last->err = err;
+        return;
+    }
+    o->holds[n] = (struct hold){.at = at, .until = until, .err = err};
+    o->nholds = n + 1;
+}
+
+bool sl_reqout_bio(struct sl_fd *e)
+{
+    return e->req_out->bio;
+}
+
+ssize_t sl_reqout_bio_write(int fd, struct sl_fd *e, const void *buf, size_t n,
+                            sl_reqout_write_fn w, void *session, uint64_t (*offset)(void *session))
+{
+    struct sl_req_out *o = e->req_out;
+    struct sl_req_conn *c = CONN(o);
+    (void)fd;
+    struct sl_runtime *rt = sl_runtime();
+    if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
+    const char *p = buf;
+    uint64_t t = sl_clock_now(); /* decisions after a hold are made at its turn */
+    size_t off = 0;
+    bool denied = false;
+    for (int round = 0; off < n; round++) {
+        size_t ok = n - off;
+        if (!denied && !sl_req_done(c) && round < 64) {
+            struct sl_req_verdict v;
+            size_t may = sl_req_admit(c, p + off, n - off, t, &v);
+            if (may == 0 && v.status == SL_REQ_HOLD) { /* this part waits for its turn */
+                t += v.wait_ns ? v.wait_ns : SL_NS_PER_SEC / 1000;
+                add_hold(o, offset(session), t, 0);
+                continue;
+            }
+            if (may == 0 && (v.status == SL_REQ_DENY || v.status == SL_REQ_SWALLOW)) {
+                /* reject (reply falls back to it): the socket write fails there */
+                const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[v.rule];
+                add_hold(o, offset(session), 0, r->err ? r->err : ECONNREFUSED);
+                denied = true;
+                continue;
+            }
+            if (v.status == SL_REQ_HOLD || v.status == SL_REQ_DENY || v.status == SL_REQ_SWALLOW)
+                ok = may; /* the bytes before the head that stopped */
+        }
+        ssize_t k = w(session, p + off, ok);
+        if (k <= 0) return off ? (ssize_t)off : -1;
+        if (!denied) sl_req_passed(c, p + off, (size_t)k);
+        off += (size_t)k;
+    }
+    return (ssize_t)off;
+}
+
 ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
                                bool nonblock_flag, bool tls, bool *swallowed)
 {
     struct sl_req_conn *c = CONN(e->req_out);
     *swallowed = false;
-    if (len && !tls && !e->req_out->tls) unseen_tls(e->req_out, buf);
+    if (len && !tls && !e->req_out->tls) unseen_tls(e->req_out, fd, buf, len);
+    if (!tls && e->req_out->bio) return cipher_turn(fd, e, len, nonblock_flag);
     if (e->req_out->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
+    if (tls && !e->req_out->tls_written && len) {
+        e->req_out->tls_written = true;
+        e->req_out->h2 =
+            len >= sizeof H2_PREFACE - 1 && !memcmp(buf, H2_PREFACE, sizeof H2_PREFACE - 1);
+    }
     if (sl_req_done(c)) return (ssize_t)len;
     struct sl_runtime *rt = sl_runtime();
     if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
@@ -171,6 +293,7 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
 
 void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls)
 {
+    if (!tls) e->req_out->sent += n;
     if (e->req_out->tls == tls) sl_req_passed(CONN(e->req_out), buf, n);
 }
 
@@ -213,11 +336,80 @@ bool sl_reqout_tls(struct sl_fd *e)
     return sl_req_conn_init(CONN(o), o->rt, SL_OUT, NULL, &o->dst, sl_clock_now());
 }
 
+bool sl_reqout_h2(struct sl_fd *e)
+{
+    return e->req_out->h2;
+}
+
+bool sl_reqout_keep(struct sl_fd *e, const void *buf, size_t n)
+{
+    struct sl_req_out *o = e->req_out;
+    if (n > SL_REQOUT_KEEP_MAX - o->nkept) return false;
+    char *k = sl_realloc(o->kept, o->nkept + n);
+    if (!k) return false;
+    memcpy(k + o->nkept, buf, n);
+    o->kept = k;
+    o->nkept += n;
+    return true;
+}
+
+size_t sl_reqout_kept(struct sl_fd *e, const char **p)
+{
+    *p = e->req_out->kept;
+    return e->req_out->nkept;
+}
+
+void sl_reqout_kept_take(struct sl_fd *e, size_t n)
+{
+    struct sl_req_out *o = e->req_out;
+    if (n > o->nkept) n = o->nkept;
+    memmove(o->kept, o->kept + n, o->nkept - n);
+    o->nkept -= n;
+}
+
+/* When the kept bytes can go again: their turn, else soon (a write the
+ * library could not finish). */
+static void announce_kept(int fd, struct sl_fd *e)
+{
+    uint64_t at = atomic_load_explicit(&e->ready_at[SL_IO_SEND], memory_order_relaxed);
+    sl_ready_held(fd, e, at ? at : sl_clock_now() + SL_NS_PER_SEC / 1000);
+}
+
+bool sl_reqout_keep_held(int fd, struct sl_fd *e, const void *buf, size_t n)
+{
+    if (!e->req_out->h2 || !sl_fd_nonblocking(fd) || !sl_reqout_keep(e, buf, n)) return false;
+    announce_kept(fd, e);
+    return true;
+}
+
+bool sl_reqout_flush(int fd, struct sl_fd *e, sl_reqout_write_fn w, void *session)
+{
+    struct sl_req_out *o = e->req_out;
+    if (!o->nkept) return true;
+    int saved = errno;
+    while (o->nkept) {
+        bool swallowed;
+        ssize_t ok = sl_reqout_before_write(fd, e, o->kept, o->nkept, false, true, &swallowed);
+        if (ok <= 0) break; /* not yet (or refused: kept until the connection ends) */
+        ssize_t n = swallowed ? ok : w(session, o->kept, (size_t)ok);
+        if (n <= 0) break;
+        if (!swallowed) sl_req_passed(CONN(o), o->kept, (size_t)n);
+        sl_reqout_kept_take(e, (size_t)n);
+    }
+    if (o->nkept)
+        announce_kept(fd, e);
+    else
+        sl_ready_held(fd, e, 0);
+    errno = saved;
+    return o->nkept == 0;
+}
+
 void sl_reqout_free(struct sl_fd *e)
 {
     struct sl_req_out *o = e->req_out;
     if (!o) return;
     e->req_out = NULL;
+    sl_free(o->kept);
     sl_req_conn_fini(CONN(o));
     sl_free(o);
 }

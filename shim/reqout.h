@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "../core/key.h"
@@ -64,6 +65,42 @@ void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls);
  * calls above), never in the ciphertext the library sends. False when the
  * connection can no longer be tracked. */
 bool sl_reqout_tls(struct sl_fd *e);
+
+/* tls.c: the connection's plaintext opened with the HTTP/2 preface. */
+bool sl_reqout_h2(struct sl_fd *e);
+
+/* tls.c: bytes the program wrote through the library that sluice took
+ * (reported written) and writes itself when their turn comes, in order
+ * (see tls.c). keep appends n bytes (false: no room, at most
+ * SL_REQOUT_KEEP_MAX kept); kept peeks; kept_take drops n written. */
+#define SL_REQOUT_KEEP_MAX (64 * 1024)
+bool sl_reqout_keep(struct sl_fd *e, const void *buf, size_t n);
+size_t sl_reqout_kept(struct sl_fd *e, const char **p);
+void sl_reqout_kept_take(struct sl_fd *e, size_t n);
+
+/* tls.c, gnutls.c: after a write of HTTP/2 on a non-blocking socket was
+ * held, keeps its bytes (reported written by the caller) and announces the
+ * socket readable at their turn; false (not HTTP/2, blocking, no room):
+ * the caller reports the wait as before. */
+bool sl_reqout_keep_held(int fd, struct sl_fd *e, const void *buf, size_t n);
+
+/* tls.c, gnutls.c, before any write or read of the session: writes the
+ * kept bytes whose turn came with w (the library's write of plaintext:
+ * bytes taken, or <= 0). True when none are left kept. */
+typedef ssize_t (*sl_reqout_write_fn)(void *session, const void *buf, size_t n);
+bool sl_reqout_flush(int fd, struct sl_fd *e, sl_reqout_write_fn w, void *session);
+
+/* tlsbio.c: the connection's records come from OpenSSL memory BIOs (its
+ * ClientHello tied it to a session without a socket). */
+bool sl_reqout_bio(struct sl_fd *e);
+
+/* tlsbio.c: the session's SSL_write of n plaintext bytes, written with w
+ * in parts: each request that must wait adds a hold at offset(session),
+ * the ciphertext offset where its records begin, which the socket writes
+ * of the records then honour (a denied one fails them there). Returns the
+ * bytes written, or -1. */
+ssize_t sl_reqout_bio_write(int fd, struct sl_fd *e, const void *buf, size_t n,
+                            sl_reqout_write_fn w, void *session, uint64_t (*offset)(void *session));
 
 /* fd.c: the entry is forgotten. */
 void sl_reqout_free(struct sl_fd *e);

@@ -43,6 +43,17 @@
  * with want-write, and a rejected one fails it with the rule's errno. A
  * write through the library is all or nothing, so it waits for its last
  * request. The session is tied to its socket by SSL_get_wfd.
+ *
+ * HTTP/2 on a non-blocking socket (curl, libcurl) is the exception: a
+ * write that must wait is taken, reported written and kept (reqout.h,
+ * sl_reqout_keep), instead of failing with want-write. curl 7.88 (Debian
+ * 12) treats a want-write met while it answers the server's SETTINGS in
+ * its read path as a fatal send error (exit 55; 92 with several streams).
+ * The kept bytes go, in order and before anything the program writes
+ * after them, at its first call on the session once their turn came; the
+ * socket is reported readable then (ready.h), so an event loop calls
+ * SSL_read. What the program writes meanwhile is kept behind them, up to
+ * SL_REQOUT_KEEP_MAX, beyond which it gets want-write as before.
  */
 #include <errno.h>
 #include <limits.h>
@@ -54,6 +65,8 @@
 #include "reqout.h"
 #include "shim.h"
 #include "tls.h"
+#include "tlsbio.h"
+#include "unseen.h"
 
 #define SSL_VERSION "OPENSSL_3.0.0"
 #define SSL_LIB     "libssl.so.3"
@@ -133,6 +146,7 @@ static int write_plain(void *ssl, const void *buf, int n)
 static const struct sl_tls_ops ops = {.read = read_plain, .retry = retry, .write = write_plain};
 
 static struct sl_fd *tracked_out(const SSL *ssl, int *fd);
+static void flush_before_read(SSL *ssl);
 
 /* A read of a session an outbound `reply` rule matches (reqout.h): a
  * queued 429 first, else the library's read, whose bytes are counted as
@@ -178,6 +192,7 @@ static int read_ex_real(SSL *ssl, void *buf, size_t n, size_t *got)
 
 SL_EXPORT int SSL_read(SSL *ssl, void *buf, int num)
 {
+    flush_before_read(ssl);
     int fd;
     struct sl_fd *e = tracked(ssl, &fd);
     last.ssl = NULL;
@@ -194,6 +209,7 @@ SL_EXPORT int SSL_read(SSL *ssl, void *buf, int num)
 
 SL_EXPORT int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *readbytes)
 {
+    flush_before_read(ssl);
     int fd;
     struct sl_fd *e = tracked(ssl, &fd);
     last.ssl = NULL;
@@ -240,6 +256,11 @@ void sl_tls_tie(int fd)
 {
     const SSL *ssl = sl_tls_tying;
     sl_tls_tying = NULL; /* the first send is the session's socket */
+    sl_tls_tie_to(ssl, fd);
+}
+
+void sl_tls_tie_to(const void *ssl, int fd)
+{
     for (int i = 0; i < TIES; i++) {
         const SSL *none = NULL;
         if (atomic_load_explicit(&ties[i].ssl, memory_order_relaxed) == ssl) {
@@ -253,7 +274,7 @@ void sl_tls_tie(int fd)
     }
 }
 
-static int tied_fd(const SSL *ssl)
+int sl_tls_tied_fd(const void *ssl)
 {
     for (int i = 0; i < TIES; i++)
         if (atomic_load_explicit(&ties[i].ssl, memory_order_acquire) == ssl)
@@ -261,7 +282,7 @@ static int tied_fd(const SSL *ssl)
     return -1;
 }
 
-static void untie(const SSL *ssl)
+void sl_tls_untie(const void *ssl)
 {
     for (int i = 0; i < TIES; i++) {
         const SSL *mine = ssl;
@@ -275,10 +296,11 @@ static int handshake(SSL *ssl, int (*real_call)(SSL *))
 {
     struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
     int (*get_wfd)(const SSL *) = REAL_SSL(get_wfd, "SSL_get_wfd", NULL);
-    bool tie = rt && rt->any_req_out && get_wfd && get_wfd(ssl) < 0 && tied_fd(ssl) < 0;
+    bool tie = rt && rt->any_req_out && get_wfd && get_wfd(ssl) < 0 && sl_tls_tied_fd(ssl) < 0;
     if (tie) sl_tls_tying = ssl;
     int rc = real_call(ssl);
     if (tie) sl_tls_tying = NULL;
+    if (tie && sl_tls_tied_fd(ssl) < 0) sl_tlsbio_remember(ssl); /* memory BIOs: tlsbio.h */
     return rc;
 }
 
@@ -304,7 +326,7 @@ static struct sl_fd *tracked_out(const SSL *ssl, int *fd)
     if (!get_wfd) return NULL;
     int saved = errno;
     *fd = get_wfd(ssl);
-    if (*fd < 0) *fd = tied_fd(ssl); /* curl: its own BIO */
+    if (*fd < 0) *fd = sl_tls_tied_fd(ssl); /* curl: its own BIO */
     errno = saved;
     struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
     return e && e->req_out && sl_reqout_tls(e) ? e : NULL;
@@ -356,6 +378,46 @@ static ssize_t write_parts(SSL *ssl, int fd, struct sl_fd *e, const char *buf, s
     return (ssize_t)off;
 }
 
+static int write_ex_real(SSL *ssl, const void *buf, size_t n, size_t *got);
+
+/* The library's own write of kept plaintext (reqout.h: sl_reqout_flush). */
+static ssize_t write_kept(void *ssl, const void *buf, size_t n)
+{
+    size_t got = 0;
+    return write_ex_real(ssl, buf, n, &got) && got ? (ssize_t)got : -1;
+}
+
+/* The program's write through the library, on a session whose requests
+ * are counted: behind what is kept (see the top), or kept itself. */
+static ssize_t write_counted(SSL *ssl, int fd, struct sl_fd *e, const void *buf, size_t n,
+                             int (*w)(SSL *, const void *, size_t, size_t *))
+{
+    if (!sl_reqout_flush(fd, e, write_kept, ssl)) {
+        if (sl_reqout_keep(e, buf, n)) return (ssize_t)n;
+        last.ssl = ssl;
+        last.how = SL_TLS_WANT_WRITE;
+        return -1;
+    }
+    ssize_t k = write_parts(ssl, fd, e, buf, n, w);
+    if (k < 0 && last.ssl == ssl && last.how == SL_TLS_WANT_WRITE &&
+        sl_reqout_keep_held(fd, e, buf, n)) {
+        last.ssl = NULL;
+        return (ssize_t)n;
+    }
+    return k;
+}
+
+/* Before a read of a session with kept bytes: they go first when due. */
+static void flush_before_read(SSL *ssl)
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    int fd;
+    struct sl_fd *e;
+    const char *p;
+    if (rt && rt->any_req_out && (e = tracked_out(ssl, &fd)) && sl_reqout_kept(e, &p))
+        sl_reqout_flush(fd, e, write_kept, ssl);
+}
+
 static int write_ex_of_write(SSL *ssl, const void *buf, size_t n, size_t *got)
 {
     int (*w)(SSL *, const void *, int) = REAL_SSL(write, "SSL_write", SSL_write);
@@ -369,14 +431,30 @@ static int write_ex_real(SSL *ssl, const void *buf, size_t n, size_t *got)
     return REAL_SSL(write_ex, "SSL_write_ex", SSL_write_ex)(ssl, buf, n, got);
 }
 
+/* A write through a session with no socket and no tie: OpenSSL over memory
+ * BIOs, which the log names if the records then reach a matched socket. */
+static void note_memory_bio(const SSL *ssl)
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    int (*get_wfd)(const SSL *) = REAL_SSL(get_wfd, "SSL_get_wfd", NULL);
+    if (!rt || !rt->any_req_out || !get_wfd) return;
+    int saved = errno;
+    if (get_wfd(ssl) < 0 && sl_tls_tied_fd(ssl) < 0) sl_unseen_memory_bio();
+    errno = saved;
+}
+
 SL_EXPORT int SSL_write(SSL *ssl, const void *buf, int num)
 {
     int fd;
     struct sl_fd *e = num > 0 ? tracked_out(ssl, &fd) : NULL;
     last.ssl = NULL;
     int (*w)(SSL *, const void *, int) = REAL_SSL(write, "SSL_write", SSL_write);
-    if (!e) return w(ssl, buf, num);
-    ssize_t n = write_parts(ssl, fd, e, buf, (size_t)num, write_ex_of_write);
+    if (!e) {
+        if (num > 0) note_memory_bio(ssl);
+        return w(ssl, buf, num);
+    }
+    ssize_t n = sl_reqout_bio(e) ? sl_tlsbio_write(ssl, fd, e, buf, (size_t)num)
+                                 : write_counted(ssl, fd, e, buf, (size_t)num, write_ex_of_write);
     return n > 0 ? (int)n : -1;
 }
 
@@ -387,8 +465,12 @@ SL_EXPORT int SSL_write_ex(SSL *ssl, const void *buf, size_t num, size_t *writte
     last.ssl = NULL;
     int (*w)(SSL *, const void *, size_t, size_t *) =
         REAL_SSL(write_ex, "SSL_write_ex", SSL_write_ex);
-    if (!e) return w(ssl, buf, num, written);
-    ssize_t n = write_parts(ssl, fd, e, buf, num, write_ex_real);
+    if (!e) {
+        if (num > 0) note_memory_bio(ssl);
+        return w(ssl, buf, num, written);
+    }
+    ssize_t n = sl_reqout_bio(e) ? sl_tlsbio_write(ssl, fd, e, buf, num)
+                                 : write_counted(ssl, fd, e, buf, num, write_ex_real);
     if (written) *written = n > 0 ? (size_t)n : 0;
     return n > 0;
 }
@@ -451,6 +533,7 @@ SL_EXPORT void SSL_free(SSL *ssl)
         sl_req_tls_free(e, ssl);
     }
     if (last.ssl == ssl) last.ssl = NULL;
-    untie(ssl);
+    sl_tls_untie(ssl);
+    sl_tlsbio_forget(ssl);
     REAL_SSL(free, "SSL_free", SSL_free)(ssl);
 }

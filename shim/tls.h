@@ -3,7 +3,7 @@
  * A TLS client that drives OpenSSL through a BIO of its own (curl) gives
  * the library no descriptor: while its handshake runs, sl_tls_tying names
  * the session, and the first send it makes ties the session to that
- * socket. */
+ * socket. shim/gnutls.c ties GnuTLS sessions the same way. */
 #ifndef SL_TLS_H
 #define SL_TLS_H
 
@@ -11,5 +11,13 @@ extern _Thread_local void *sl_tls_tying;
 
 /* send(): fd is the socket the session being tied writes to. */
 void sl_tls_tie(int fd);
+
+/* Ties a session to fd (tlsbio.c: by its ClientHello). */
+void sl_tls_tie_to(const void *session, int fd);
+
+/* The socket a session (OpenSSL's SSL, GnuTLS's session) was tied to, or
+ * -1; untie forgets it (the session is freed). */
+int sl_tls_tied_fd(const void *session);
+void sl_tls_untie(const void *session);
 
 #endif

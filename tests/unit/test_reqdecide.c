@@ -498,6 +498,90 @@ static void a_quota_denial_gives_back_the_rate_token(void **unused)
     world_free(w);
 }
 
+/* Under delay, a call over its quota whose window renews within max_delay
+ * waits for the new window, paced by the rate from there, and counts
+ * against the new window; one whose renewal is further away fails. */
+static void under_delay_an_exhausted_quota_waits_for_its_window_within_max_delay(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "paid", 1, SEC, 1);
+    r->quota = 2;
+    r->quota_window = SL_QUOTA_DAY;
+    r->action = SL_ACT_DELAY;
+    r->max_delay_ns = 5 * SEC;
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    /* 2026-11-22 23:59:57 UTC at T0: midnight is 3 s away */
+    x.wall_offset = (int64_t)(1795391997ull * SEC - T0);
+    struct sl_req_head h = head("GET", "/");
+    struct sl_req_decision d;
+    assert_true(ask(&x, &h, T0, &d));
+    assert_int_equal(d.wait_ns, 0);
+    assert_true(ask(&x, &h, T0, &d));
+    assert_int_equal(d.wait_ns, SEC); /* the rate: 1/s */
+    /* the quota is spent: waits for midnight (3 s), the new day's first */
+    assert_true(ask(&x, &h, T0, &d));
+    assert_int_equal(d.wait_ns, 3 * SEC);
+    /* the next one is paced by the rate from midnight on */
+    assert_true(ask(&x, &h, T0, &d));
+    assert_int_equal(d.wait_ns, 4 * SEC);
+    /* the new day's quota (2) is booked: the next would wait a day */
+    assert_false(ask(&x, &h, T0, &d));
+    assert_int_equal(d.policy.quota, 2);
+    /* at midnight the booked ones are the new day's two */
+    assert_false(ask(&x, &h, T0 + 3 * SEC, &d));
+    world_free(w);
+}
+
+static void under_delay_a_quota_renewing_beyond_max_delay_fails_at_once(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "paid", 0, 0, 0);
+    r->quota = 1;
+    r->quota_window = SL_QUOTA_DAY;
+    r->action = SL_ACT_DELAY;
+    r->max_delay_ns = 2 * SEC;
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    x.wall_offset = (int64_t)(1795391997ull * SEC - T0); /* 3 s to midnight */
+    struct sl_req_head h = head("GET", "/");
+    struct sl_req_decision d;
+    assert_true(ask(&x, &h, T0, &d));
+    assert_false(ask(&x, &h, T0, &d));
+    assert_int_equal(d.v.retry_ns, 3 * SEC);
+    /* 1.5 s to midnight: within max_delay, it waits */
+    assert_true(ask(&x, &h, T0 + 1500 * MS, &d));
+    assert_int_equal(d.wait_ns, 1500 * MS);
+    world_free(w);
+}
+
+/* A ramped rule's rate is computed per decision; when a later rule denies,
+ * what the ramped rule took is given back with that rate, after the
+ * function that computed it returned (it must not point into its frame:
+ * ASan with detect_stack_use_after_return=1 sees it). */
+static void a_ramped_grant_is_given_back_when_a_later_rule_denies(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *ramped = rule(w, "ramped", 10, SEC, 2);
+    ramped->ramp = (struct sl_ramp){.to_count = 2, .from_s = 0, .every_ns = SEC, .steps = 4};
+    rule(w, "strict", 1, MIN, 1);
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head h = head("GET", "/");
+    struct sl_req_decision d;
+    assert_true(ask(&x, &h, T0, &d));
+    for (int i = 0; i < 5; i++) { /* denied by "strict": "ramped" keeps its tokens */
+        assert_false(ask(&x, &h, T0, &d));
+        assert_string_equal(d.policy.name, "strict");
+    }
+    w->cfg->rules[1].req_limit.count = 0; /* "strict" off: "ramped" has 1 of its 2 left */
+    assert_int_equal(admitted(&x, &h, T0, 0, 5), 1);
+    world_free(w);
+}
+
 static void a_retry_with_the_same_idempotency_key_is_not_charged_again(void **unused)
 {
     (void)unused;
@@ -614,6 +698,9 @@ int main(void)
         cmocka_unit_test(a_key_with_a_plan_gets_its_plan_and_others_the_rule),
         cmocka_unit_test(a_daily_quota_in_the_table_resets_at_midnight),
         cmocka_unit_test(a_quota_denial_gives_back_the_rate_token),
+        cmocka_unit_test(under_delay_an_exhausted_quota_waits_for_its_window_within_max_delay),
+        cmocka_unit_test(under_delay_a_quota_renewing_beyond_max_delay_fails_at_once),
+        cmocka_unit_test(a_ramped_grant_is_given_back_when_a_later_rule_denies),
         cmocka_unit_test(a_retry_with_the_same_idempotency_key_is_not_charged_again),
         cmocka_unit_test(an_idempotency_key_of_a_denied_request_stays_unspent),
         cmocka_unit_test(an_idempotency_key_frees_only_retries_of_the_same_request),

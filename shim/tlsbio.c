@@ -1,0 +1,111 @@
+/* tlsbio.c - OpenSSL sessions over memory BIOs: see tlsbio.h. */
+#include "tlsbio.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "reqout.h"
+#include "shim.h"
+#include "tls.h"
+
+#define SSL_VERSION "OPENSSL_3.0.0"
+#define RANDOM_LEN  32
+#define HELLO_MIN   (11 + RANDOM_LEN) /* record 5, handshake 4, version 2, random */
+
+static struct {
+    size_t (*client_random)(const void *, unsigned char *, size_t);
+    void *(*get_wbio)(const void *);
+    uint64_t (*number_written)(void *);
+    int (*write_ex)(void *, const void *, size_t, size_t *);
+} real;
+
+static void *find(void *_Atomic *slot, const char *name, const char *lib)
+{
+    void *p = atomic_load_explicit(slot, memory_order_acquire);
+    if (!p) {
+        p = sl_resolve_next(name, SSL_VERSION, lib, NULL);
+        atomic_store_explicit(slot, p, memory_order_release);
+    }
+    return p;
+}
+
+#define REAL_FN(field, name, lib)                                                                  \
+    ((__typeof__(real.field))find((void *_Atomic *)&real.field, name, lib))
+
+/* Sessions waiting for their ClientHello to reach a socket: a few dozen
+ * handshakes at once; beyond that a session is not tied (and the log says
+ * its TLS was not read). */
+#define WAITING 64
+static struct {
+    const void *_Atomic ssl;
+    unsigned char random[RANDOM_LEN];
+} waiting[WAITING];
+
+void sl_tlsbio_remember(const void *ssl)
+{
+    size_t (*cr)(const void *, unsigned char *, size_t) =
+        REAL_FN(client_random, "SSL_get_client_random", "libssl.so.3");
+    unsigned char r[RANDOM_LEN], zero[RANDOM_LEN] = {0};
+    if (!cr || cr(ssl, r, sizeof r) != sizeof r || !memcmp(r, zero, sizeof r)) return;
+    int free_at = -1;
+    for (int i = 0; i < WAITING; i++) {
+        const void *s = atomic_load_explicit(&waiting[i].ssl, memory_order_acquire);
+        if (s == ssl) return; /* a later step of the same handshake */
+        if (!s && free_at < 0) free_at = i;
+    }
+    for (int i = free_at < 0 ? WAITING : free_at; i < WAITING; i++) {
+        const void *none = NULL;
+        if (atomic_compare_exchange_strong(&waiting[i].ssl, &none, (const void *)1)) {
+            memcpy(waiting[i].random, r, sizeof r); /* claimed with a marker, then published */
+            atomic_store_explicit(&waiting[i].ssl, ssl, memory_order_release);
+            return;
+        }
+    }
+}
+
+void sl_tlsbio_forget(const void *ssl)
+{
+    for (int i = 0; i < WAITING; i++) {
+        const void *mine = ssl;
+        if (atomic_compare_exchange_strong(&waiting[i].ssl, &mine, NULL)) return;
+    }
+}
+
+bool sl_tlsbio_tie_hello(int fd, const void *rec, size_t len)
+{
+    const unsigned char *p = rec;
+    if (len < HELLO_MIN || p[0] != 0x16 || p[5] != 0x01) return false; /* a ClientHello */
+    for (int i = 0; i < WAITING; i++) {
+        const void *s = atomic_load_explicit(&waiting[i].ssl, memory_order_acquire);
+        if (!s || s == (const void *)1 || memcmp(waiting[i].random, p + 11, RANDOM_LEN)) continue;
+        if (!atomic_compare_exchange_strong(&waiting[i].ssl, &s, NULL)) continue;
+        sl_tls_tie_to(s, fd);
+        return true;
+    }
+    return false;
+}
+
+/* The library's write of plaintext into the session (into its write BIO). */
+static ssize_t write_plain(void *ssl, const void *buf, size_t n)
+{
+    int (*w)(void *, const void *, size_t, size_t *) =
+        REAL_FN(write_ex, "SSL_write_ex", "libssl.so.3");
+    size_t got = 0;
+    return w && w(ssl, buf, n, &got) && got ? (ssize_t)got : -1;
+}
+
+/* Where the next record begins in the session's ciphertext stream. */
+static uint64_t cipher_offset(void *ssl)
+{
+    void *(*wbio)(const void *) = REAL_FN(get_wbio, "SSL_get_wbio", "libssl.so.3");
+    uint64_t (*nw)(void *) = REAL_FN(number_written, "BIO_number_written", "libcrypto.so.3");
+    void *b = wbio ? wbio(ssl) : NULL;
+    return b && nw ? nw(b) : 0;
+}
+
+ssize_t sl_tlsbio_write(void *ssl, int fd, struct sl_fd *e, const void *buf, size_t n)
+{
+    return sl_reqout_bio_write(fd, e, buf, n, write_plain, ssl, cipher_offset);
+}

@@ -1,0 +1,42 @@
+/* tlsbio.h - OpenSSL sessions over memory BIOs (python asyncio's sslproto,
+ * aiohttp, httpx.AsyncClient): the program runs OpenSSL on buffers and
+ * sends the records itself, so the session has no descriptor.
+ *
+ * Tie: after the session's first handshake step its client random is
+ * remembered; the ClientHello the program then writes to a socket carries
+ * it (bytes 11-42 of the record), and reqout.c asks here whether the
+ * record belongs to a remembered session, which is then tied to that
+ * socket (tls.h). Count: the plaintext given to SSL_write is read for
+ * requests as on any TLS connection. Pace: SSL_write always succeeds (the
+ * event loops treat want-write from an SSLObject as fatal); a request that
+ * must wait marks the offset in the ciphertext stream where its records
+ * begin (BIO_number_written of the session's write BIO), and the socket
+ * write of those bytes is held until the turn (reqout.h), the socket
+ * reported writable only then. A denied request (reject, and reply, which
+ * falls back to reject here) fails the socket write at that offset with
+ * the rule's errno.
+ */
+#ifndef SL_TLSBIO_H
+#define SL_TLSBIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "fd.h"
+
+/* tls.c: a handshake step of a session with no socket ended. */
+void sl_tlsbio_remember(const void *ssl);
+
+/* tls.c: the session is freed. */
+void sl_tlsbio_forget(const void *ssl);
+
+/* reqout.c: the first record the program writes to fd; true when it is the
+ * ClientHello of a remembered session, now tied to fd. */
+bool sl_tlsbio_tie_hello(int fd, const void *rec, size_t len);
+
+/* tls.c: SSL_write of n plaintext bytes on a tied session: the bytes
+ * handed to the library (n, or fewer when it failed part way), or -1. */
+ssize_t sl_tlsbio_write(void *ssl, int fd, struct sl_fd *e, const void *buf, size_t n);
+
+#endif
