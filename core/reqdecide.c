@@ -41,10 +41,10 @@ void sl_req_rules_entries(struct sl_req_rules *x)
 struct grant {
     int rule;
     struct sl_key key;
-    bool took_rate;              /* took from a bucket of this rate (by value: a ramped */
-    struct sl_limit rate;        /* rate is computed per decision, on apply_rule's stack) */
-    uint64_t quota_end;          /* 0: took nothing from a quota */
-    uint64_t mark_end;           /* 0: opened no Idempotency-Key window */
+    bool took_rate;       /* took from a bucket of this rate (by value: a ramped */
+    struct sl_limit rate; /* rate is computed per decision, on apply_rule's stack) */
+    uint64_t quota_end;   /* 0: took nothing from a quota */
+    uint64_t mark_end;    /* 0: opened no Idempotency-Key window */
     uint64_t wait_ns;
 };
 
@@ -214,7 +214,8 @@ static bool wait_for_window(const struct sl_req_rules *x, int i, const struct sl
     quota_key(&qk, &g->key);
     uint64_t next_end = now + (sl_quota_window_end(wall + left, qwin, r->quota_offset_s) - wall);
     struct quota_op nx = {.limit = op->limit, .cost = op->cost, .end = next_end, .now = now};
-    if (!sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), now, quota_step, &nx) ||
+    if (!sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), op->limit, now, quota_step,
+                        &nx) ||
         !nx.v.allowed) {
         if (rate->count) sl_table_refund(rt->table, e, &g->key, rate, at, r->cost);
         if (nx.v.limit) op->v = nx.v; /* the next window is full too: retry after it */
