@@ -3,6 +3,7 @@
  * offset is checked against the file's size, and anything odd means "not
  * known" rather than a guess. */
 #include "elfkind.h"
+#include "sys.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -81,17 +82,17 @@ void sl_elf_kind_of(const unsigned char *p, size_t n, struct sl_elf_kind *k)
 void sl_elf_kind_file(const char *path, struct sl_elf_kind *k)
 {
     memset(k, 0, sizeof *k);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = sl_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0) return;
     struct stat st;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    if (sl_sys_fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
         void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p != MAP_FAILED) {
             sl_elf_kind_of(p, (size_t)st.st_size, k);
             munmap(p, (size_t)st.st_size);
         }
     }
-    close(fd);
+    sl_sys_close(fd);
 }
 
 const char *sl_elf_kind_unseen(const struct sl_elf_kind *k, bool requests)
