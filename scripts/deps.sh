@@ -2,15 +2,19 @@
 # Installs the Debian packages sluice's build, tests and benchmarks use,
 # only those missing (apt-get update runs only if something is missing).
 set -eu
-pkgs=(gcc make pkg-config libc6-dev libconfuse-dev libcmocka-dev libsodium-dev
-      clang libclang-rt-14-dev python3 curl nginx-light wrk procps iproute2
-      redis-server redis-tools nodejs util-linux
-      libhttp-parser-dev libnghttp2-dev libssl-dev openssl python3-requests python3-prometheus-client libmicrohttpd-dev man-db libhiredis-dev
-      debhelper dpkg-dev fakeroot faketime wget
-      libnginx-mod-http-image-filter
-      prometheus chromium chromium-driver python3-selenium
-      php-cli php-curl golang-go python3-aiohttp python3-httpx
-      )
+# What the build needs (README "Building and installing" lists exactly
+# these; tests/integration/test_readme_needs.py compares the two).
+build=(gcc make pkg-config libc6-dev libconfuse-dev libsodium-dev libhttp-parser-dev
+       libnghttp2-dev libhiredis-dev libssl-dev libmicrohttpd-dev)
+# What the tests and benchmarks add: real programs to run under sluice.
+tests=(libcmocka-dev clang libclang-rt-14-dev python3 curl nginx-light wrk procps iproute2
+       redis-server redis-tools nodejs util-linux openssl python3-requests
+       python3-prometheus-client man-db debhelper dpkg-dev fakeroot faketime wget
+       libnginx-mod-http-image-filter
+       prometheus chromium chromium-driver python3-selenium
+       php-cli php-curl golang-go python3-aiohttp python3-httpx
+       )
+pkgs=("${build[@]}" "${tests[@]}")
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
