@@ -1,0 +1,28 @@
+"""README has one option table: every option of conf/options.c is a row,
+once, in the tables of "Global options", "Rule options" and the gossip and
+redis sections (`per` was once described in two tables, and the gossip
+options in none). sluice.conf(5) is generated from the same option table
+(test_man.py)."""
+import re
+
+from lib import *
+
+src = open(os.path.join(ROOT, "conf", "options.c")).read()
+names = re.findall(r'^\s*\{"(\w+)",\s*\w+,', src, re.M)
+check(len(names) > 40, f"option table not found: {names}")
+readme = open(os.path.join(ROOT, "README.md")).read()
+rows = {}
+for line in readme.splitlines():
+    m = re.match(r"^\| ((?:`\w+`(?:, )?)+) \|", line)
+    if not m:
+        continue
+    for n in re.findall(r"`(\w+)`", m.group(1)):
+        rows[n] = rows.get(n, 0) + 1
+# dry_run and interval/key_file are rows of two sections each by design
+# (global and per rule; gossip and redis): at most one row per section.
+twice = {"dry_run", "interval", "key_file"}
+bad = [f"{n}: {rows.get(n, 0)} rows" for n in dict.fromkeys(names)
+       if rows.get(n, 0) == 0 or (rows[n] > 1 and n not in twice) or rows[n] > 2]
+check(not bad, "options without exactly one README row: " + ", ".join(bad))
+print(f"{len(set(names))} options, each a row of README's option tables")
+print("ok")
