@@ -2,7 +2,7 @@
 once, in the tables of "Global options", "Rule options" and the gossip and
 redis sections (`per` was once described in two tables, and the gossip
 options in none). sluice.conf(5) is generated from the same option table
-(test_man.py)."""
+(test_man.py). The Configuration example passes `sluice check`."""
 import re
 
 from lib import *
@@ -25,4 +25,13 @@ bad = [f"{n}: {rows.get(n, 0)} rows" for n in dict.fromkeys(names)
        if rows.get(n, 0) == 0 or (rows[n] > 1 and n not in twice) or rows[n] > 2]
 check(not bad, "options without exactly one README row: " + ", ".join(bad))
 print(f"{len(set(names))} options, each a row of README's option tables")
+
+# The Configuration example is a valid file, and its paid API is paced by
+# requests (a connection `rate` there once left keep-alive calls unlimited).
+conf = readme.split("## Configuration", 1)[1].split("```", 2)[1]
+check('req_rate  = "50/m"' in conf, "the outbound example must use req_rate")
+with TempDir() as tmp:
+    r = run([SLUICE, "check", "-c", tmp.write("readme.conf", conf)])
+    check(r.returncode == 0 and 'outbound "vendor"' in r.stdout, f"{r.stdout}{r.stderr}")
+print("the Configuration example passes sluice check")
 print("ok")
