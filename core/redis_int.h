@@ -14,6 +14,8 @@
 
 #define SL_REDIS_PROBE   8   /* entries a key may live in */
 #define SL_REDIS_KEY_MAX 152 /* "RULE:KEY" as it appears in Redis keys */
+#define SL_REDIS_NODES_MAX 16 /* cluster primaries synced with */
+#define SL_REDIS_FDS 20       /* sockets of the sender: nodes, a sentinel, spare */
 
 enum sl_redis_counter {
     SL_RC_SYNCS,     /* rounds that got every reply */
@@ -24,6 +26,9 @@ enum sl_redis_counter {
     SL_RC_OVERFLOW,  /* keys that found no entry */
     SL_RC_BAD_REPLY, /* replies not of the script's shape */
     SL_RC_EARLY,     /* rounds sent before their tick (a key ran ahead) */
+    SL_RC_FAILOVERS, /* the primary (Sentinel) or a slot's node (Cluster) changed */
+    SL_RC_MOVED,     /* MOVED redirections (Cluster): the slot map is refreshed */
+    SL_RC_ASK,       /* ASK redirections (Cluster, a slot migrating) followed */
     SL_RC_NCOUNTERS
 };
 extern const char *const sl_redis_counter_names[SL_RC_NCOUNTERS]; /* "syncs", ... */
@@ -58,6 +63,15 @@ struct sl_rhdr {
     _Atomic uint64_t elect_ns; /* last election attempt, CAS by deciders */
     _Atomic uint32_t urgent;   /* a key ran its early share ahead: sync now */
     _Atomic uint64_t counters[SL_RC_NCOUNTERS];
+    /* the server(s) the sender syncs with, for `sluice metrics`: the
+     * primary (single, sentinel) or the cluster's primaries, with the
+     * calls each answered; addr_seq is odd while the sender rewrites them */
+    _Atomic uint32_t addr_seq;
+    uint32_t nnodes;
+    struct sl_rnode_view {
+        char addr[64];
+        _Atomic uint64_t calls;
+    } nodes[SL_REDIS_NODES_MAX];
 } __attribute__((aligned(64)));
 
 struct sl_redis_state {
@@ -73,8 +87,11 @@ struct sl_redis_state {
     /* the sender: process-local, meaningful in the process that runs it */
     pthread_t thread;
     _Atomic int running;
-    int fd;
+    int fds[SL_REDIS_FDS]; /* the sender's sockets, -1 none: a forked child closes them */
 };
+
+/* Publishes the servers the sender syncs with (redis.c, redis_cluster.c). */
+void sl_redis_set_nodes(struct sl_redis_state *s, const char (*addrs)[64], uint32_t n);
 
 /* Maps the state (redis_state.c); the sender is not started. */
 struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size_t errlen);

@@ -250,7 +250,8 @@ void sl_redis_refund(struct sl_redis_state *s, int rule, const struct sl_rule *r
 /* ---- the mapping ----------------------------------------------------------- */
 
 const char *const sl_redis_counter_names[SL_RC_NCOUNTERS] = {
-    "syncs", "calls", "failures", "connects", "fallback", "overflow", "bad_reply", "early",
+    "syncs",    "calls",     "failures",  "connects", "fallback", "overflow",
+    "bad_reply", "early",    "failovers", "moved",    "ask",
 };
 
 struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size_t errlen)
@@ -295,7 +296,8 @@ struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size
     s->ents = s->ovf + 2 * SL_MAX_RULES;
     s->mask = n - 1;
     s->bytes = bytes;
-    s->fd = -1;
+    for (int i = 0; i < SL_REDIS_FDS; i++)
+        s->fds[i] = -1;
     if (getrandom(s->secret, sizeof s->secret, 0) != (ssize_t)sizeof s->secret) {
         uint64_t t = sl_clock_now();
         for (int i = 0; i < 4; i++)
