@@ -4,7 +4,7 @@
 set -eu
 pkgs=(gcc make pkg-config libc6-dev libconfuse-dev libjemalloc-dev libcmocka-dev libsodium-dev
       clang libclang-rt-14-dev python3 curl nginx-light wrk procps iproute2
-      redis-server redis-tools nodejs util-linux
+      redis-server redis-tools redis-sentinel nodejs util-linux
       libhttp-parser-dev libnghttp2-dev libssl-dev openssl python3-requests python3-prometheus-client libmicrohttpd-dev man-db libhiredis-dev
       debhelper dpkg-dev fakeroot faketime wget)
 missing=()

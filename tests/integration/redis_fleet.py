@@ -37,18 +37,20 @@ def redis_bound(n, interval=INTERVAL, window=WINDOW, rtt=0.002):
 
 
 class Redis:
-    """redis-server on a free port; stop() kills it (SIGKILL when asked)."""
+    """redis-server on a free port; stop() kills it (SIGKILL when asked).
+    extra: more arguments (a replica's --replicaof, cluster options)."""
 
-    def __init__(self, tmp, port=None):
+    def __init__(self, tmp, port=None, extra=()):
         self.tmp = tmp
         self.port = port or free_port()
+        self.extra = list(extra)
         self.proc = None
         self.start()
 
     def start(self):
         argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
                 "--appendonly", "no", "--protected-mode", "no", "--dir", self.tmp.path,
-                "--loglevel", "warning", "--enable-debug-command", "local"]
+                "--loglevel", "warning", "--enable-debug-command", "local"] + self.extra
         self.proc = Proc(argv)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -77,11 +79,15 @@ class Redis:
 class Programs:
     """n http.servers under the shim, each its own program (no shared table)."""
 
-    def __init__(self, tmp, redis_port, n=2, on_error="local", port=None, extra="", limit=LIMIT):
+    def __init__(self, tmp, redis_port, n=2, on_error="local", port=None, extra="", limit=LIMIT,
+                 where=None):
+        """where: the redis section's line saying where Redis is (default
+        the address of redis_port): sentinels and master, or cluster."""
         self.port = port or free_port()
+        where = where or f'address = "127.0.0.1:{redis_port}"'
         self.conf = tmp.write("redis-fleet.conf", f"""
 redis {{
-    address          = "127.0.0.1:{redis_port}"
+    {where}
     interval         = {int(INTERVAL * 1000)}ms
     timeout          = {int(TIMEOUT * 1000)}ms
     on_backend_error = {on_error}
@@ -108,6 +114,69 @@ inbound "web" {{
     def stop(self):
         for p in self.procs:
             p.stop()
+
+
+class Sentinels:
+    """A primary, one replica and three redis-sentinels on loopback
+    watching it as "mymaster" (quorum 2), with a short down-after (1 s) and
+    failover-timeout (3 s) so that a failover takes a few seconds. ready()
+    waits until the sentinels know each other and the replica."""
+
+    MASTER = "mymaster"
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.primary = Redis(tmp)
+        self.replica = Redis(tmp, extra=["--replicaof", "127.0.0.1", str(self.primary.port)])
+        self.ports, self.procs = [], []
+        for i in range(3):
+            port = free_port()
+            conf = tmp.write(f"sentinel-{i}.conf", f"""port {port}
+bind 127.0.0.1
+protected-mode no
+dir {tmp.path}
+sentinel monitor {self.MASTER} 127.0.0.1 {self.primary.port} 2
+sentinel down-after-milliseconds {self.MASTER} 1000
+sentinel failover-timeout {self.MASTER} 3000
+sentinel parallel-syncs {self.MASTER} 1
+""")
+            self.ports.append(port)
+            self.procs.append(Proc(["redis-sentinel", conf, "--loglevel", "warning"]))
+        for port in self.ports:
+            wait_port(port)
+
+    def where(self):
+        return (f'sentinels = "{",".join(f"127.0.0.1:{p}" for p in self.ports)}"\n'
+                f'    master = "{self.MASTER}"')
+
+    def cli(self, i, *args):
+        r = subprocess.run(["redis-cli", "-p", str(self.ports[i])] + list(args),
+                           capture_output=True, text=True, timeout=5)
+        return r.stdout
+
+    def master_port(self, i=0):
+        out = self.cli(i, "SENTINEL", "get-master-addr-by-name", self.MASTER).split()
+        return int(out[1]) if len(out) == 2 else None
+
+    def ready(self, timeout=30.0):
+        """Every sentinel sees two others and the replica (hello messages
+        go every 2 s), and the replica is in sync."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ok = all("OK" in self.cli(i, "SENTINEL", "ckquorum", self.MASTER) and
+                     "num-other-sentinels\n2" in self.cli(i, "SENTINEL", "master", self.MASTER) and
+                     f"\n{self.replica.port}\n" in self.cli(i, "SENTINEL", "replicas", self.MASTER)
+                     for i in range(3))
+            if ok and "master_link_status:up" in self.replica.cli("INFO", "replication"):
+                return
+            time.sleep(0.2)
+        raise AssertionError("the sentinels did not settle\n" + self.cli(0, "SENTINEL", "master", self.MASTER))
+
+    def stop(self):
+        for p in self.procs:
+            p.stop()
+        self.primary.stop()
+        self.replica.stop()
 
 
 def connect_once(host, port):
