@@ -38,6 +38,7 @@
 #include "clock.h"
 #include "log.h"
 #include "mem.h"
+#include "redis_cluster.h"
 #include "redis_int.h"
 #include "redis_link.h"
 #include "redis_lua.h" /* generated from core/redis.lua: sl_redis_lua */
@@ -54,6 +55,10 @@
 struct call {
     struct sl_rentry *e;
     uint64_t tag, window;
+    uint64_t oc, op; /* this program's counts sent: this window, the previous one */
+    uint32_t next;   /* the next call on the same link (its replies' order) */
+    uint8_t node;    /* cluster: the primary it went to */
+    bool ask;        /* cluster: ASK sent it to `node`; sent again with ASKING */
 };
 
 struct conn {
@@ -66,6 +71,9 @@ struct conn {
     size_t ncalls;
     uint64_t fallback_at; /* SL_RC_FALLBACK when Redis went away */
     bool sentinel_mode;
+    struct sl_rcluster *cluster; /* cluster mode; then link is unused */
+    size_t nasks;                /* this round's calls redirected by ASK */
+    bool incomplete;             /* this round missed a node or a slot */
 };
 
 /* ---- connecting: AUTH, ROLE (behind Sentinel), then SCRIPT LOAD ------------ */
@@ -91,10 +99,11 @@ static int on_hello(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
     return 0;
 }
 
-static int connect_redis(struct conn *c)
+/* Connects l and makes it ready for rounds: AUTH, ROLE (behind Sentinel),
+ * SCRIPT LOAD (every node of a cluster gets the script: same digest). */
+static int hello(struct conn *c, struct sl_rlink *l)
 {
     const struct sl_redis *rc = &c->s->cfg->redis;
-    struct sl_rlink *l = &c->link;
     if (sl_rlink_connect(l) != 0) return -1;
     uint64_t deadline = sl_clock_now() + rc->timeout_ns;
     size_t want = 1;
@@ -135,11 +144,52 @@ static uint64_t sub0(int64_t a, int64_t b)
     return a > b ? (uint64_t)(a - b) : 0;
 }
 
+/* Reading one link's replies: calls[cursor] is the next reply's call,
+ * calls chained per node by `next`; after ASK, replies come in pairs
+ * (ASKING's OK, then the script's). */
+struct reading {
+    struct conn *c;
+    uint32_t cursor;
+    int node;
+    bool asking;
+};
+
 static int on_counts(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
 {
-    struct conn *c = ctx;
+    struct reading *rd = ctx;
+    struct conn *c = rd->c;
+    if (rd->asking && i % 2 == 0) /* ASKING */
+        return r->type == REDIS_REPLY_ERROR ? sl_rlink_fail(l, "ASKING refused", 0) : 0;
+    struct call *x = &c->calls[rd->cursor];
+    rd->cursor = x->next;
     struct sl_redis_counts k;
     if (sl_redis_reply_counts(r, &k) != 0) {
+        unsigned slot;
+        char to[SL_RADDR_MAX];
+        int redirect = c->cluster ? sl_rcluster_parse_redirect(r, &slot, to, sizeof to) : 0;
+        if (redirect == 1) { /* MOVED: the slot map is old; the key waits a round */
+            sl_redis_count(c->s, SL_RC_MOVED, 1);
+            c->cluster->stale = true;
+            return 0;
+        }
+        if (redirect == 2 && !rd->asking) { /* ASK: this call only, at the slot's new node */
+            sl_redis_count(c->s, SL_RC_ASK, 1);
+            int n = sl_rcluster_find(c->cluster, to);
+            if (n < 0) {
+                c->cluster->stale = true;
+                return 0;
+            }
+            x->node = (uint8_t)n;
+            x->ask = true;
+            c->nasks++;
+            return 0;
+        }
+        if (c->cluster && r->type == REDIS_REPLY_ERROR &&
+            (strncmp(r->str, "TRYAGAIN", 8) == 0 || strncmp(r->str, "CLUSTERDOWN", 11) == 0)) {
+            c->incomplete = true; /* a slot half migrated, or no quorum: the key waits */
+            c->cluster->stale = true;
+            return 0;
+        }
         sl_redis_count(c->s, SL_RC_BAD_REPLY, 1);
         if (r->type == REDIS_REPLY_ERROR) {
             char msg[96];
@@ -149,9 +199,9 @@ static int on_counts(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
         return 0;
     }
     sl_redis_count(c->s, SL_RC_CALLS, 1);
-    const struct call *x = &c->calls[i];
+    atomic_fetch_add_explicit(&c->s->hdr->nodes[rd->node].calls, 1, memory_order_relaxed);
     /* Redis answers: a long round keeps the rules counting with the fleet */
-    if ((i & 255) == 255)
+    if ((i & 255) == 255 && !c->cluster)
         atomic_store_explicit(&c->s->hdr->ok_at, sl_clock_now(), memory_order_release);
     if (atomic_load_explicit(&x->e->tag, memory_order_acquire) != x->tag) return 0; /* reused */
     atomic_store_explicit(
@@ -160,6 +210,30 @@ static int on_counts(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
     return 0;
 }
 
+/* The two keys of a call: {hash tag}, so both windows are in one slot, as
+ * Redis Cluster needs. */
+static void call_keys(const struct conn *c, const struct call *x, char *k1, char *k2, size_t len)
+{
+    const char *pre = c->s->cfg->redis.prefix;
+    snprintf(k1, len, "%s{%s}:%llu", pre, x->e->name, (unsigned long long)x->window);
+    snprintf(k2, len, "%s{%s}:%llu", pre, x->e->name, (unsigned long long)(x->window - 1));
+}
+
+static bool format_call(struct conn *c, struct sl_rlink *l, const struct call *x)
+{
+    char k1[256], k2[256], a3[24], a4[24], ttl[24];
+    call_keys(c, x, k1, k2, sizeof k1);
+    snprintf(a3, sizeof a3, "%llu", (unsigned long long)x->oc);
+    snprintf(a4, sizeof a4, "%llu", (unsigned long long)x->op);
+    snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)(2 * x->e->period_ns / 1000000 + 1000));
+    const char *argv[] = {"EVALSHA", c->sha, "2", k1, k2, c->node, "set", a3, a4, "0", "0", ttl};
+    size_t lens[sizeof argv / sizeof argv[0]];
+    for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++)
+        lens[i] = strlen(argv[i]);
+    return sl_rlink_append(l, (int)(sizeof argv / sizeof argv[0]), argv, lens);
+}
+
+/* A live entry (counted in the last two windows) becomes a call. */
 static void add_call(struct conn *c, struct sl_rentry *e, uint64_t wn)
 {
     const struct sl_config *cfg = c->s->cfg;
@@ -174,22 +248,10 @@ static void add_call(struct conn *c, struct sl_rentry *e, uint64_t wn)
     bool live = (own && sl_win_diff(cur, sl_win_index(own)) <= 1) ||
                 (rest && sl_win_diff(cur, sl_win_index(rest)) <= 1);
     if (!live || c->ncalls >= ROUND_MAX) return;
-    uint64_t op, oc;
-    sl_win_counts(own, cur, &op, &oc);
-    char k1[256], k2[256], a3[24], a4[24], ttl[24];
-    const char *pre = cfg->redis.prefix;
-    /* {hash tag}: both windows of a key in one slot, as Redis Cluster needs */
-    snprintf(k1, sizeof k1, "%s{%s}:%llu", pre, e->name, (unsigned long long)cur);
-    snprintf(k2, sizeof k2, "%s{%s}:%llu", pre, e->name, (unsigned long long)(cur - 1));
-    snprintf(a3, sizeof a3, "%llu", (unsigned long long)oc);
-    snprintf(a4, sizeof a4, "%llu", (unsigned long long)op);
-    snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)(2 * W / 1000000 + 1000));
-    const char *argv[] = {"EVALSHA", c->sha, "2", k1, k2, c->node, "set", a3, a4, "0", "0", ttl};
-    size_t lens[sizeof argv / sizeof argv[0]];
-    for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++)
-        lens[i] = strlen(argv[i]);
-    if (!sl_rlink_append(&c->link, (int)(sizeof argv / sizeof argv[0]), argv, lens)) return;
-    c->calls[c->ncalls++] = (struct call){e, tag, cur};
+    struct call *x = &c->calls[c->ncalls];
+    *x = (struct call){.e = e, .tag = tag, .window = cur};
+    sl_win_counts(own, cur, &x->op, &x->oc);
+    c->ncalls++;
     atomic_store_explicit(&e->synced, own, memory_order_relaxed);
 }
 
@@ -198,26 +260,158 @@ static int noop_reply(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
     return r->type == REDIS_REPLY_ERROR ? sl_rlink_fail(l, "PING failed", 0) : 0;
 }
 
-static int round_trip(struct conn *c, uint64_t now)
+static void collect(struct conn *c, uint64_t now)
 {
     struct sl_redis_state *s = c->s;
     uint64_t wn = sl_redis_wall(s, now);
     c->ncalls = 0;
-    c->link.outlen = 0;
     for (int i = 0; i < s->cfg->nrules; i++) {
         add_call(c, &s->ovf[i], wn);
         add_call(c, &s->ovf[i + SL_MAX_RULES], wn);
     }
     for (uint32_t i = 0; i <= s->mask; i++)
         add_call(c, &s->ents[i], wn);
+}
+
+static int round_single(struct conn *c, uint64_t now)
+{
+    struct sl_rlink *l = &c->link;
+    const uint64_t deadline = now + c->s->cfg->redis.timeout_ns;
+    l->outlen = 0;
+    collect(c, now);
     if (c->ncalls == 0) { /* nothing to say: a PING keeps the state honest */
         const char *argv[] = {"PING"};
         size_t lens[] = {4};
-        sl_rlink_append(&c->link, 1, argv, lens);
-        c->calls[0] = (struct call){0};
-        return sl_rlink_exchange(&c->link, 1, now + s->cfg->redis.timeout_ns, noop_reply, c);
+        sl_rlink_append(l, 1, argv, lens);
+        return sl_rlink_exchange(l, 1, deadline, noop_reply, c);
     }
-    return sl_rlink_exchange(&c->link, c->ncalls, now + s->cfg->redis.timeout_ns, on_counts, c);
+    for (size_t i = 0; i < c->ncalls; i++) {
+        c->calls[i].next = (uint32_t)i + 1;
+        if (!format_call(c, l, &c->calls[i])) return sl_rlink_fail(l, "out of memory", 0);
+    }
+    struct reading rd = {c, 0, 0, false};
+    return sl_rlink_exchange(l, c->ncalls, deadline, on_counts, &rd);
+}
+
+/* ---- a round in a cluster ------------------------------------------------------ */
+
+/* A node's link, connected and with the script loaded; NULL while it is
+ * down (and then not tried again before its backoff). */
+static struct sl_rlink *node_link(struct conn *c, int n)
+{
+    struct sl_rcluster *k = c->cluster;
+    struct sl_rlink *l = &k->links[n];
+    if (l->fd >= 0 && k->ready[n]) return l;
+    uint64_t now = sl_clock_now();
+    if (now < k->retry_at[n]) return NULL;
+    k->ready[n] = hello(c, l) == 0;
+    if (k->ready[n]) return l;
+    k->retry_at[n] = now + BACKOFF_MIN;
+    snprintf(k->why, sizeof k->why, "%.63s: %.90s", l->addr, l->why);
+    k->stale = true; /* it may have failed over */
+    return NULL;
+}
+
+/* Sends each node its calls, pipelined, and reads them back, node after
+ * node; then the calls an ASK sent elsewhere, with ASKING. Complete when
+ * every node answered every call (a MOVED counts as an answer: the map is
+ * refreshed before the next round and the key waits one round). */
+static int round_cluster(struct conn *c, uint64_t now)
+{
+    struct sl_rcluster *k = c->cluster;
+    const uint64_t timeout = c->s->cfg->redis.timeout_ns;
+    if (k->stale && now >= k->refresh_at) {
+        if (sl_rcluster_refresh(k) != 0) {
+            k->refresh_at = now + BACKOFF_MIN;
+            snprintf(c->link.why, sizeof c->link.why, "cluster: %.140s", k->why);
+            return -1;
+        }
+        sl_redis_set_nodes(c->s, (const char(*)[64])k->map.addr, k->map.nnodes);
+    }
+    if (!k->map.nnodes) return -1;
+    collect(c, now);
+    c->incomplete = false;
+    c->nasks = 0;
+    uint32_t head[SL_REDIS_NODES_MAX], tail[SL_REDIS_NODES_MAX], count[SL_REDIS_NODES_MAX] = {0};
+    struct sl_rlink *links[SL_REDIS_NODES_MAX] = {NULL};
+    for (uint32_t n = 0; n < k->map.nnodes; n++) {
+        k->links[n].outlen = 0;
+        links[n] = node_link(c, (int)n);
+        if (!links[n]) c->incomplete = true;
+    }
+    for (size_t i = 0; i < c->ncalls; i++) {
+        struct call *x = &c->calls[i];
+        char k1[256], k2[256];
+        call_keys(c, x, k1, k2, sizeof k1);
+        uint8_t n = k->map.node[sl_rcluster_slot(k1, strlen(k1))];
+        if (n == SL_NO_NODE || !links[n]) {
+            c->incomplete = true;
+            if (n == SL_NO_NODE) k->stale = true;
+            continue;
+        }
+        x->node = n;
+        x->next = UINT32_MAX;
+        if (!format_call(c, links[n], x)) return sl_rlink_fail(&c->link, "out of memory", 0);
+        if (count[n]++)
+            c->calls[tail[n]].next = (uint32_t)i;
+        else
+            head[n] = (uint32_t)i;
+        tail[n] = (uint32_t)i;
+    }
+    for (uint32_t n = 0; n < k->map.nnodes; n++) {
+        if (!links[n]) continue;
+        struct reading rd = {c, head[n], (int)n, false};
+        int ok;
+        if (count[n]) {
+            ok = sl_rlink_exchange(links[n], count[n], sl_clock_now() + timeout, on_counts, &rd);
+        } else { /* a PING: a node that died is noticed without traffic */
+            const char *argv[] = {"PING"};
+            size_t lens[] = {4};
+            sl_rlink_append(links[n], 1, argv, lens);
+            ok = sl_rlink_exchange(links[n], 1, sl_clock_now() + timeout, noop_reply, c);
+        }
+        if (ok != 0) {
+            snprintf(k->why, sizeof k->why, "%.63s: %.90s", links[n]->addr, links[n]->why);
+            k->ready[n] = false;
+            k->retry_at[n] = sl_clock_now() + BACKOFF_MIN;
+            k->stale = true;
+            c->incomplete = true;
+        }
+    }
+    for (uint32_t n = 0; c->nasks && n < k->map.nnodes; n++) { /* ASK: one node at a time */
+        struct sl_rlink *l = node_link(c, (int)n);
+        uint32_t first = UINT32_MAX, last = 0, asked = 0;
+        for (size_t i = 0; i < c->ncalls && l; i++) {
+            struct call *x = &c->calls[i];
+            if (!x->ask || x->node != n) continue;
+            x->ask = false;
+            const char *argv[] = {"ASKING"};
+            size_t lens[] = {6};
+            sl_rlink_append(l, 1, argv, lens);
+            format_call(c, l, x);
+            if (asked++)
+                c->calls[last].next = (uint32_t)i;
+            else
+                first = (uint32_t)i;
+            last = (uint32_t)i;
+        }
+        if (!asked) continue;
+        struct reading rd = {c, first, (int)n, true};
+        if (sl_rlink_exchange(l, 2 * asked, sl_clock_now() + timeout, on_counts, &rd) != 0) {
+            k->ready[n] = false;
+            c->incomplete = true;
+        }
+    }
+    if (c->incomplete) {
+        snprintf(c->link.why, sizeof c->link.why, "cluster: %.140s", *k->why ? k->why : "a slot is not served");
+        return -1;
+    }
+    return 0;
+}
+
+static int round_trip(struct conn *c, uint64_t now)
+{
+    return c->cluster ? round_cluster(c, now) : round_single(c, now);
 }
 
 /* ---- the thread ------------------------------------------------------------ */
@@ -306,7 +500,7 @@ static int connect_backend(struct conn *c)
         }
         new_primary(c, addr, "the sentinels say");
     }
-    return connect_redis(c);
+    return hello(c, &c->link);
 }
 
 /* Sleeps until `wait` ns have passed, or a sentinel speaks. */
@@ -327,10 +521,15 @@ static void *sender(void *arg)
     c.link.mirror = &s->fds[0];
     c.link.timeout_ns = rc->timeout_ns;
     c.sentinel_mode = rc->mode == SL_REDIS_SENTINEL;
-    if (c.sentinel_mode)
+    if (c.sentinel_mode) {
         sl_rsentinel_init(&c.sentinel, rc, &s->fds[1]);
-    else
+    } else if (rc->mode == SL_REDIS_CLUSTER) {
+        c.cluster = sl_alloc(sizeof *c.cluster);
+        if (!c.cluster) return NULL;
+        sl_rcluster_init(c.cluster, rc, &s->fds[2]);
+    } else {
         new_primary(&c, rc->address, "");
+    }
     uint64_t rnd = 0; /* tells this program's field from a restarted one's with its pid */
     if (getentropy(&rnd, sizeof rnd) != 0) rnd = sl_clock_now() ^ (uint64_t)(uintptr_t)&c;
     char host[32] = "";
@@ -353,7 +552,7 @@ static void *sender(void *arg)
         bool urgent = atomic_load_explicit(&s->hdr->urgent, memory_order_relaxed) &&
                       atomic_exchange_explicit(&s->hdr->urgent, 0, memory_order_relaxed);
         if (urgent) hot_until = now + rc->interval_ns;
-        if (now < next && !(urgent && c.link.fd >= 0)) { /* not yet: sleep, looking at urgent */
+        if (now < next && !(urgent && (c.cluster || c.link.fd >= 0))) { /* not yet: sleep, looking at urgent */
             uint64_t wait = next - now;
             if (now < hot_until && wait > HOT_POLL_NS) wait = HOT_POLL_NS;
             nap(&c, wait);
@@ -364,8 +563,8 @@ static void *sender(void *arg)
         atomic_store_explicit(&s->hdr->heartbeat, now, memory_order_relaxed);
         atomic_store_explicit(&s->hdr->offset_ns, sl_clock_wall_offset(), memory_order_relaxed);
         int rc_ = -1;
-        if (c.link.fd < 0 && now >= retry_at) rc_ = connect_backend(&c);
-        if (c.link.fd >= 0) {
+        if (!c.cluster && c.link.fd < 0 && now >= retry_at) rc_ = connect_backend(&c);
+        if (c.cluster || c.link.fd >= 0) {
             uint64_t start = sl_clock_now();
             rc_ = round_trip(&c, start);
             if (rc_ == 0) {
@@ -376,7 +575,7 @@ static void *sender(void *arg)
                 say_state(&c, &state, 1);
             }
         }
-        if (rc_ != 0 && c.link.fd < 0 && now >= retry_at) {
+        if (rc_ != 0 && (c.cluster || (c.link.fd < 0 && now >= retry_at))) {
             sl_redis_count(s, SL_RC_FAILURES, 1);
             say_state(&c, &state, 0);
             retry_at = sl_clock_now() + backoff;
@@ -389,6 +588,8 @@ static void *sender(void *arg)
     }
     sl_rlink_free(&c.link);
     if (c.sentinel_mode) sl_rsentinel_free(&c.sentinel);
+    if (c.cluster) sl_rcluster_free(c.cluster);
+    sl_free(c.cluster);
     sl_free(c.calls);
     return NULL;
 }

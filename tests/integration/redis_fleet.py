@@ -179,13 +179,105 @@ sentinel parallel-syncs {self.MASTER} 1
         self.replica.stop()
 
 
-def connect_once(host, port):
+def crc16(data):
+    """Redis Cluster's CRC16 (XMODEM), to know which node a key lives on."""
+    crc = 0
+    for b in data:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1) & 0xffff
+    return crc
+
+
+def key_slot(key):
+    """The slot of a key, hash tags as Redis Cluster reads them."""
+    o = key.find("{")
+    if o >= 0:
+        c = key.find("}", o + 1)
+        if c > o + 1:
+            key = key[o + 1:c]
+    return crc16(key.encode()) % 16384
+
+
+def cluster_port():
+    """A free port whose cluster bus port (+10000) is free too."""
+    for _ in range(100):
+        p = free_port()
+        if p < 55000:
+            try:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p + 10000))
+                return p
+            except OSError:
+                pass
+    raise AssertionError("no port for a cluster node")
+
+
+class Cluster:
+    """A Redis Cluster on loopback: `primaries` primaries (and `replicas`
+    replicas each), cluster-node-timeout 1 s, made with redis-cli --cluster
+    create; ready when every node says cluster_state:ok."""
+
+    def __init__(self, tmp, primaries=3, replicas=0):
+        self.tmp = tmp
+        self.nodes = []
+        for i in range(primaries * (1 + replicas)):
+            port = cluster_port()
+            self.nodes.append(Redis(tmp, port=port, extra=[
+                "--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf",
+                "--cluster-node-timeout", "1000", "--cluster-require-full-coverage", "no"]))
+        r = subprocess.run(["redis-cli", "--cluster", "create"] +
+                           [f"127.0.0.1:{n.port}" for n in self.nodes] +
+                           ["--cluster-replicas", str(replicas), "--cluster-yes"],
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0, f"cluster create: {r.stdout}{r.stderr}")
+        self.wait_ok()
+
+    def wait_ok(self, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all("cluster_state:ok" in n.cli("CLUSTER", "INFO") for n in self.nodes if n.proc):
+                return
+            time.sleep(0.1)
+        raise AssertionError("the cluster is not ok")
+
+    def where(self):
+        return f'cluster = "{",".join(f"127.0.0.1:{n.port}" for n in self.nodes[:3])}"'
+
+    def primaries(self):
+        """{port: (node id, [(first, last) slot ranges])} as the cluster says now."""
+        alive = next(n for n in self.nodes if n.proc)
+        out = {}
+        for line in alive.cli("CLUSTER", "NODES").splitlines():
+            f = line.split()
+            if "master" in f[2] and "fail" not in f[2]:
+                ranges = []
+                for r in f[8:]:
+                    if r.startswith("["):
+                        continue
+                    a, _, b = r.partition("-")
+                    ranges.append((int(a), int(b or a)))
+                out[int(f[1].split(":")[1].split("@")[0])] = (f[0], ranges)
+        return out
+
+    def node_of(self, slot):
+        for port, (_, ranges) in self.primaries().items():
+            if any(a <= slot <= b for a, b in ranges):
+                return port
+        return None
+
+    def stop(self):
+        for n in self.nodes:
+            n.stop()
+
+
+def connect_once(host, port, client=CLIENT):
     """One connection from CLIENT: (admitted, seconds it took)."""
     t = time.monotonic()
     try:
         with socket.socket() as s:
             s.settimeout(5)
-            s.bind((CLIENT, 0))
+            s.bind((client, 0))
             s.connect((host, port))
             s.sendall(b"GET / HTTP/1.0\r\n\r\n")
             ok = s.recv(64).split(b"\r\n")[0].endswith((b" 200 OK", b" 200"))
@@ -198,8 +290,8 @@ class Flood:
     """Clients connecting as fast as they can to `hosts` round robin.
     Records (start, admitted, duration) of every attempt."""
 
-    def __init__(self, hosts, port, threads=6):
-        self.hosts, self.port = list(hosts), port
+    def __init__(self, hosts, port, threads=6, clients=(CLIENT,)):
+        self.hosts, self.port, self.clients = list(hosts), port, list(clients)
         self.log = []
         self.lock = threading.Lock()
         self.stop_flag = False
@@ -215,21 +307,31 @@ class Flood:
 
     def _attempt(self, k):
         t = time.monotonic()
-        ok, took = connect_once(self.hosts[k % len(self.hosts)], self.port)
+        client = self.clients[(k // len(self.hosts)) % len(self.clients)]
+        ok, took = connect_once(self.hosts[k % len(self.hosts)], self.port, client)
         with self.lock:
-            self.log.append((t, ok, took))
+            self.log.append((t, ok, took, client))
 
     def rate(self, t0, t1):
         with self.lock:
-            return sum(1 for t, ok, _ in self.log if ok and t0 <= t < t1) / (t1 - t0)
+            return sum(1 for t, ok, *_ in self.log if ok and t0 <= t < t1) / (t1 - t0)
+
+    def admitted_by(self, t0, t1):
+        """{client address: admitted a second} from t0 to t1."""
+        with self.lock:
+            out = {c: 0 for c in self.clients}
+            for t, ok, _, c in self.log:
+                if ok and t0 <= t < t1:
+                    out[c] += 1
+            return {c: n / (t1 - t0) for c, n in out.items()}
 
     def attempts(self, t0, t1):
         with self.lock:
-            return sum(1 for t, _, _ in self.log if t0 <= t < t1)
+            return sum(1 for t, *_ in self.log if t0 <= t < t1)
 
     def slowest(self, t0, t1):
         with self.lock:
-            return max((d for t, _, d in self.log if t0 <= t < t1), default=0.0)
+            return max((d for t, _, d, *_ in self.log if t0 <= t < t1), default=0.0)
 
     def stop(self):
         self.stop_flag = True
