@@ -320,11 +320,18 @@ static int round_cluster(struct conn *c, uint64_t now)
 {
     struct sl_rcluster *k = c->cluster;
     const uint64_t timeout = c->s->cfg->redis.timeout_ns;
+    k->why[0] = 0;
     if (k->stale && now >= k->refresh_at) {
-        if (sl_rcluster_refresh(k) != 0) {
+        int fresh = sl_rcluster_refresh(k);
+        if (fresh < 0) {
             k->refresh_at = now + BACKOFF_MIN;
-            snprintf(c->link.why, sizeof c->link.why, "cluster: %.140s", k->why);
+            snprintf(c->link.why, sizeof c->link.why, "%.150s", k->why);
             return -1;
+        }
+        if (fresh) {
+            sl_redis_count(c->s, SL_RC_FAILOVERS, (uint64_t)fresh);
+            sl_log_state(SL_LOG_INFO, "redis: cluster: %d new primar%s, %u in all (a failover)",
+                         fresh, fresh > 1 ? "ies" : "y", k->map.nnodes);
         }
         sl_redis_set_nodes(c->s, (const char(*)[64])k->map.addr, k->map.nnodes);
     }
@@ -351,6 +358,7 @@ static int round_cluster(struct conn *c, uint64_t now)
         }
         x->node = n;
         x->next = UINT32_MAX;
+        atomic_store_explicit(&x->e->node, (uint32_t)n + 1, memory_order_relaxed);
         if (!format_call(c, links[n], x)) return sl_rlink_fail(&c->link, "out of memory", 0);
         if (count[n]++)
             c->calls[tail[n]].next = (uint32_t)i;
@@ -360,6 +368,7 @@ static int round_cluster(struct conn *c, uint64_t now)
     }
     for (uint32_t n = 0; n < k->map.nnodes; n++) {
         if (!links[n]) continue;
+        const uint64_t start = sl_clock_now();
         struct reading rd = {c, head[n], (int)n, false};
         int ok;
         if (count[n]) {
@@ -370,6 +379,8 @@ static int round_cluster(struct conn *c, uint64_t now)
             sl_rlink_append(links[n], 1, argv, lens);
             ok = sl_rlink_exchange(links[n], 1, sl_clock_now() + timeout, noop_reply, c);
         }
+        if (ok == 0) /* its keys count with the fleet, whatever the other nodes do */
+            atomic_store_explicit(&c->s->hdr->nodes[n].ok_at, start, memory_order_release);
         if (ok != 0) {
             snprintf(k->why, sizeof k->why, "%.63s: %.90s", links[n]->addr, links[n]->why);
             k->ready[n] = false;
@@ -403,7 +414,7 @@ static int round_cluster(struct conn *c, uint64_t now)
         }
     }
     if (c->incomplete) {
-        snprintf(c->link.why, sizeof c->link.why, "cluster: %.140s", *k->why ? k->why : "a slot is not served");
+        snprintf(c->link.why, sizeof c->link.why, "%.150s", *k->why ? k->why : "a slot is not served");
         return -1;
     }
     return 0;
@@ -421,6 +432,7 @@ static int round_trip(struct conn *c, uint64_t now)
 static const char *target(const struct conn *c, char *buf, size_t len)
 {
     const struct sl_redis *rc = &c->s->cfg->redis;
+    if (c->cluster) return "cluster";
     if (!c->sentinel_mode) return rc->address;
     snprintf(buf, len, "master %.63s (%.63s)", rc->master, *c->link.addr ? c->link.addr : "unknown");
     return buf;
@@ -444,8 +456,9 @@ static void say_state(struct conn *c, int *state, int now_ok)
                      "made under on_backend_error meanwhile)",
                      target(c, t, sizeof t), (unsigned long long)(fallback - c->fallback_at));
     else
-        sl_log_state(SL_LOG_WARN, "redis: %s: %s; redis rules: on_backend_error = %s (%s)",
+        sl_log_state(SL_LOG_WARN, "redis: %s: %s; redis rules%s: on_backend_error = %s (%s)",
                      target(c, t, sizeof t), c->link.why,
+                     c->cluster ? " (keys of the nodes that do not answer)" : "",
                      rc->on_error == SL_BACKEND_LOCAL  ? "local"
                      : rc->on_error == SL_BACKEND_OPEN ? "open"
                                                        : "closed",
@@ -462,8 +475,10 @@ void sl_redis_set_nodes(struct sl_redis_state *s, const char (*addrs)[64], uint3
     if (n > SL_REDIS_NODES_MAX) n = SL_REDIS_NODES_MAX;
     atomic_fetch_add_explicit(&h->addr_seq, 1, memory_order_acq_rel); /* odd: rewriting */
     for (uint32_t i = 0; i < n; i++) {
-        if (strcmp(h->nodes[i].addr, addrs[i]) != 0)
+        if (strcmp(h->nodes[i].addr, addrs[i]) != 0) { /* another node in this place */
             atomic_store_explicit(&h->nodes[i].calls, 0, memory_order_relaxed);
+            atomic_store_explicit(&h->nodes[i].ok_at, 0, memory_order_relaxed);
+        }
         snprintf(h->nodes[i].addr, sizeof h->nodes[i].addr, "%s", addrs[i]);
     }
     h->nnodes = n;

@@ -217,10 +217,13 @@ int sl_rcluster_refresh(struct sl_rcluster *k)
         old[o].mirror = NULL; /* its place now mirrors another link */
         sl_rlink_free(&old[o]);
     }
+    int fresh = 0; /* primaries that were not: a replica promoted (or a node added) */
+    for (uint32_t n = 0; k->map.nnodes && n < m.nnodes; n++)
+        fresh += sl_rcluster_find(k, m.addr[n]) < 0;
     memcpy(&k->map, &m, sizeof m);
 #undef m
     k->stale = false;
-    return 0;
+    return fresh;
 }
 
 void sl_rcluster_free(struct sl_rcluster *k)

@@ -58,7 +58,8 @@ void sl_rcluster_init(struct sl_rcluster *k, const struct sl_redis *rc, int *mir
 
 /* Asks the known primaries, then the seed nodes, for CLUSTER SLOTS, each
  * within the timeout, and moves the links to the new map (a link to a
- * primary that stays a primary is kept). 0, or -1 with why. */
+ * primary that stays a primary is kept). The number of primaries that
+ * were not primaries in the last map (a replica promoted), or -1 with why. */
 int sl_rcluster_refresh(struct sl_rcluster *k);
 
 /* The node index of an address in the map, -1 when it is not a primary

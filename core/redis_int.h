@@ -51,6 +51,7 @@ struct sl_rentry {
     _Atomic uint64_t own;
     _Atomic uint64_t rest;
     _Atomic uint64_t synced; /* own as the sender last sent it (early rounds) */
+    _Atomic uint32_t node;   /* cluster: 1 + the primary the sender last sent it to; 0 none */
     char name[SL_REDIS_KEY_MAX];
 } __attribute__((aligned(64)));
 
@@ -70,7 +71,8 @@ struct sl_rhdr {
     uint32_t nnodes;
     struct sl_rnode_view {
         char addr[64];
-        _Atomic uint64_t calls;
+        _Atomic uint64_t calls; /* script calls it answered */
+        _Atomic uint64_t ok_at; /* cluster: monotonic ns it last answered all its calls */
     } nodes[SL_REDIS_NODES_MAX];
 } __attribute__((aligned(64)));
 

@@ -225,7 +225,9 @@ class Cluster:
             port = cluster_port()
             self.nodes.append(Redis(tmp, port=port, extra=[
                 "--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf",
-                "--cluster-node-timeout", "1000", "--cluster-require-full-coverage", "no"]))
+                "--cluster-node-timeout", "1000", "--cluster-require-full-coverage", "no",
+                "--logfile", os.path.join(tmp.path, f"redis-{port}.log"), "--loglevel", "notice",
+                "--repl-diskless-sync-delay", "0"]))
         r = subprocess.run(["redis-cli", "--cluster", "create"] +
                            [f"127.0.0.1:{n.port}" for n in self.nodes] +
                            ["--cluster-replicas", str(replicas), "--cluster-yes"],
@@ -236,8 +238,11 @@ class Cluster:
     def wait_ok(self, timeout=30.0):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if all("cluster_state:ok" in n.cli("CLUSTER", "INFO") for n in self.nodes if n.proc):
-                return
+            live = [n for n in self.nodes if n.proc]
+            if (all("cluster_state:ok" in n.cli("CLUSTER", "INFO") for n in live) and
+                    all("role:master" in i or "master_link_status:up" in i
+                        for i in (n.cli("INFO", "replication") for n in live))):
+                return  # and every replica in sync: it could take over
             time.sleep(0.1)
         raise AssertionError("the cluster is not ok")
 
