@@ -374,3 +374,10 @@ def metrics(pid):
             out[(s.name, s.labels.get("kind"))] = s.value
     return out
 
+
+def node_calls(pid):
+    """sluice_redis_node_calls_total of `sluice metrics --pid PID`: {node: calls}."""
+    r = run([SLUICE, "metrics", "--pid", str(pid)])
+    check(r.returncode == 0, f"metrics: {r.stderr}")
+    return {s.labels["node"]: s.value for fam in text_string_to_metric_families(r.stdout)
+            for s in fam.samples if s.name == "sluice_redis_node_calls_total"}

@@ -96,8 +96,11 @@ with TempDir() as tmp:
         total = sum(rates.values())
         print(f"after: {total:.1f}/s in all; moved keys {[round(rates[c], 1) for c in moved]}/s")
         check(abs(total - L * len(CLIENTS)) <= 0.15 * L * len(CLIENTS), f"{total:.1f}/s after")
-        fell = [progs.stderr(i).count("on_backend_error") for i in range(2)]
-        print("fallback lines per program:", fell)
+        nodes = node_calls(progs.procs[0].p.pid)
+        print("calls per node:", nodes)
+        check(sorted(nodes) == sorted(f"127.0.0.1:{p}" for p in by_node) and
+              all(v > 0 for v in nodes.values()),
+              f"sluice metrics should name the three primaries, each with calls: {nodes}")
     finally:
         if flood:
             flood.stop()

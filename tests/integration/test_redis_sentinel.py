@@ -104,6 +104,19 @@ with TempDir() as tmp:
         check(abs(held - admitted) <= max(3, 0.05 * admitted),
               f"window {w}: Redis holds {held}, {admitted:.0f} admitted")
         check(flood.attempts(ta, ta + 2.5) > 2 * after, "the flood should be a flood")
+
+        # 5. metrics and stats name the new primary and count the failover
+        for p in progs.procs:
+            m, nodes = metrics(p.p.pid), node_calls(p.p.pid)
+            fo = m.get(("sluice_redis_events_total", "failovers"), 0)
+            print(f"program {p.p.pid}: failovers {fo:.0f}, nodes {nodes}")
+            check(fo == 1, f"one failover should be counted, not {fo}")
+            check(list(nodes) == [f"127.0.0.1:{sen.replica.port}"] and
+                  list(nodes.values())[0] > 0, f"metrics should name the new primary: {nodes}")
+        st = run([SLUICE, "stats", "--pid", str(progs.procs[0].p.pid)])
+        print(st.stdout[st.stdout.find("redis:"):])
+        check(f"127.0.0.1:{sen.replica.port}" in st.stdout and "failovers 1" in st.stdout,
+              "sluice stats should name the primary and count the failover")
     finally:
         if flood:
             flood.stop()
