@@ -172,10 +172,10 @@ static int on_counts(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
             c->cluster->stale = true;
             return 0;
         }
-        if (redirect == 2 && !rd->asking) { /* ASK: this call only, at the slot's new node */
+        if (redirect == 2) { /* ASK: this call only, at the slot's new node */
             sl_redis_count(c->s, SL_RC_ASK, 1);
-            int n = sl_rcluster_find(c->cluster, to);
-            if (n < 0) {
+            int n = rd->asking ? -1 : sl_rcluster_find(c->cluster, to);
+            if (n < 0) { /* asked twice, or a node not in the map: the key waits a round */
                 c->cluster->stale = true;
                 return 0;
             }
@@ -186,8 +186,9 @@ static int on_counts(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
         }
         if (c->cluster && r->type == REDIS_REPLY_ERROR &&
             (strncmp(r->str, "TRYAGAIN", 8) == 0 || strncmp(r->str, "CLUSTERDOWN", 11) == 0)) {
-            c->incomplete = true; /* a slot half migrated, or no quorum: the key waits */
-            c->cluster->stale = true;
+            /* a slot half migrated (the key's two windows not on one side), or no
+             * quorum: the key waits, following on_backend_error if it lasts */
+            if (r->str[0] == 'C') c->cluster->stale = true;
             return 0;
         }
         sl_redis_count(c->s, SL_RC_BAD_REPLY, 1);
@@ -204,6 +205,7 @@ static int on_counts(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
     if ((i & 255) == 255 && !c->cluster)
         atomic_store_explicit(&c->s->hdr->ok_at, sl_clock_now(), memory_order_release);
     if (atomic_load_explicit(&x->e->tag, memory_order_acquire) != x->tag) return 0; /* reused */
+    if (c->cluster) atomic_store_explicit(&x->e->missed, 0, memory_order_relaxed);
     atomic_store_explicit(
         &x->e->rest, sl_win_pack(x->window, sub0(k.prev, k.own_prev), sub0(k.curr, k.own_curr)),
         memory_order_relaxed);
@@ -349,6 +351,10 @@ static int round_cluster(struct conn *c, uint64_t now)
     for (size_t i = 0; i < c->ncalls; i++) {
         struct call *x = &c->calls[i];
         char k1[256], k2[256];
+        /* missed until a reply brings its counts (cleared in on_counts) */
+        uint64_t none = 0;
+        atomic_compare_exchange_strong_explicit(&x->e->missed, &none, now, memory_order_relaxed,
+                                                memory_order_relaxed);
         call_keys(c, x, k1, k2, sizeof k1);
         uint8_t n = k->map.node[sl_rcluster_slot(k1, strlen(k1))];
         if (n == SL_NO_NODE || !links[n]) {

@@ -115,6 +115,7 @@ void sl_rcluster_init(struct sl_rcluster *k, const struct sl_redis *rc, int *mir
     memset(k, 0, sizeof *k);
     k->rc = rc;
     k->mirrors = mirrors;
+    k->ask_mirror = &mirrors[SL_REDIS_NODES_MAX];
     memset(k->map.node, SL_NO_NODE, sizeof k->map.node);
     for (int i = 0; i < SL_REDIS_NODES_MAX; i++) {
         k->links[i].fd = -1;
@@ -154,7 +155,7 @@ static int on_slots(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
 static int ask(struct sl_rcluster *k, const char *addr, struct sl_rslots *m)
 {
     const struct sl_redis *rc = k->rc;
-    struct sl_rlink l = {.fd = -1, .timeout_ns = rc->timeout_ns};
+    struct sl_rlink l = {.fd = -1, .timeout_ns = rc->timeout_ns, .mirror = k->ask_mirror};
     snprintf(l.addr, sizeof l.addr, "%s", addr);
     struct asking a = {m, 1};
     int ok = sl_rlink_connect(&l);

@@ -50,10 +50,12 @@ struct sl_rcluster {
     bool stale;                                /* refresh the map before the next round */
     uint64_t refresh_at;                       /* not before (a refresh failed) */
     int *mirrors;                              /* SL_REDIS_NODES_MAX fds for the fork handler */
+    int *ask_mirror;                           /* ... and one for CLUSTER SLOTS */
     struct sl_rslots scratch;                  /* the map being read */
     char why[160];
 };
 
+/* mirrors: SL_REDIS_NODES_MAX + 1 places to publish sockets for the fork handler. */
 void sl_rcluster_init(struct sl_rcluster *k, const struct sl_redis *rc, int *mirrors);
 
 /* Asks the known primaries, then the seed nodes, for CLUSTER SLOTS, each

@@ -15,7 +15,7 @@
 #define SL_REDIS_PROBE   8   /* entries a key may live in */
 #define SL_REDIS_KEY_MAX 152 /* "RULE:KEY" as it appears in Redis keys */
 #define SL_REDIS_NODES_MAX 16 /* cluster primaries synced with */
-#define SL_REDIS_FDS 20       /* sockets of the sender: nodes, a sentinel, spare */
+#define SL_REDIS_FDS 20       /* the sender's sockets: the server, two to sentinels, or 16 cluster primaries and one asking */
 
 enum sl_redis_counter {
     SL_RC_SYNCS,     /* rounds that got every reply */
@@ -52,6 +52,7 @@ struct sl_rentry {
     _Atomic uint64_t rest;
     _Atomic uint64_t synced; /* own as the sender last sent it (early rounds) */
     _Atomic uint32_t node;   /* cluster: 1 + the primary the sender last sent it to; 0 none */
+    _Atomic uint64_t missed; /* cluster: monotonic ns since its calls get no counts; 0 none */
     char name[SL_REDIS_KEY_MAX];
 } __attribute__((aligned(64)));
 

@@ -28,7 +28,8 @@ void sl_rsentinel_init(struct sl_rsentinel *t, const struct sl_redis *rc, int *m
     memset(t, 0, sizeof *t);
     t->rc = rc;
     t->sub.fd = -1;
-    t->sub.mirror = mirror;
+    t->sub.mirror = &mirror[0];
+    t->ask_mirror = &mirror[1];
     t->sub.timeout_ns = rc->timeout_ns;
 }
 
@@ -134,7 +135,7 @@ int sl_rsentinel_discover(struct sl_rsentinel *t, char *out, size_t len, char *w
                           size_t whylen)
 {
     const struct sl_redis *rc = t->rc;
-    struct sl_rlink l = {.fd = -1, .timeout_ns = rc->timeout_ns};
+    struct sl_rlink l = {.fd = -1, .timeout_ns = rc->timeout_ns, .mirror = t->ask_mirror};
     int rc_ = -1;
     for (int k = 0; k < rc->naddrs && rc_ != 0; k++) {
         int i = (t->next + k) % rc->naddrs;

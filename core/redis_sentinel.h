@@ -15,12 +15,14 @@
 struct sl_rsentinel {
     const struct sl_redis *rc;
     struct sl_rlink sub; /* subscribed to +switch-master on one sentinel */
+    int *ask_mirror;     /* where a connection asking a sentinel publishes its fd */
     int next;            /* the sentinel to ask first: the last that answered */
     uint64_t sub_retry_at;
     char switched[SL_RADDR_MAX]; /* a +switch-master's new primary, until taken */
 };
 
-/* Sets up (no I/O); sub's fd is published in *mirror for the fork handler. */
+/* Sets up (no I/O); the subscription's socket and the one asking are
+ * published in mirror[0] and mirror[1] for the fork handler. */
 void sl_rsentinel_init(struct sl_rsentinel *t, const struct sl_redis *rc, int *mirror);
 
 /* Asks the sentinels in turn, each within rc->timeout_ns, for the primary's

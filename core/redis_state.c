@@ -115,6 +115,7 @@ static void setup(const struct sl_redis_state *s, struct sl_rentry *e, int rule,
     atomic_store_explicit(&e->own, 0, memory_order_relaxed);
     atomic_store_explicit(&e->rest, 0, memory_order_relaxed);
     atomic_store_explicit(&e->node, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->missed, 0, memory_order_relaxed);
     e->req = is_req(k);
     e->period_ns = w->limit->period_ns;
     key_name(s, r, w, k, e->name, sizeof e->name);
@@ -159,10 +160,13 @@ static struct sl_rentry *find(struct sl_redis_state *s, int rule, const struct s
 
 /* Redis answered lately: the whole round, or in a cluster the primary
  * that holds this key (a lost node leaves the keys of the others counting
- * with the fleet). */
+ * with the fleet), and this key's calls got counts (not a redirection or
+ * TRYAGAIN round after round, as in a slot half migrated). */
 static bool backend_ok(const struct sl_redis_state *s, const struct sl_rentry *e, uint64_t now)
 {
     uint32_t n = atomic_load_explicit(&e->node, memory_order_relaxed);
+    uint64_t missed = atomic_load_explicit(&e->missed, memory_order_relaxed);
+    if (missed && now > missed && now - missed > s->stale_ns) return false; /* MOVED, TRYAGAIN... */
     uint64_t ok = n && n <= SL_REDIS_NODES_MAX
                       ? atomic_load_explicit(&s->hdr->nodes[n - 1].ok_at, memory_order_acquire)
                       : atomic_load_explicit(&s->hdr->ok_at, memory_order_acquire);
