@@ -11,11 +11,14 @@
  * after a restart of Redis the next round writes every live count back:
  * only what other services counted in the lost windows is gone.
  *
- * hiredis formats the commands (redisFormatCommandArgv) and parses the
- * replies (redisReader); the socket is this file's own, non-blocking,
- * driven by raw system calls with ppoll deadlines, so no hook of sluice's
- * sees it and no call can block past `timeout`. hiredis's memory comes
- * from sluice's arena (redis_alloc.c).
+ * Where the calls go: the one server (`address`); behind Sentinel, the
+ * primary the sentinels name (redis_sentinel.c: asked before every
+ * connection, +switch-master followed); in a Redis Cluster, each key's
+ * primary by its hash tag's slot, one pipelined exchange per primary,
+ * MOVED and ASK followed (redis_cluster.c), each key falling back alone
+ * when its calls get no counts. The sockets are redis_link.c's:
+ * non-blocking, raw system calls with ppoll deadlines, so no hook of
+ * sluice's sees them and nothing waits past `timeout`.
  *
  * Life of the thread, as gossip.c's sender: started by the first decision
  * of a redis rule (so a program that inherits the config through exec and
@@ -420,7 +423,8 @@ static int round_cluster(struct conn *c, uint64_t now)
         }
     }
     if (c->incomplete) {
-        snprintf(c->link.why, sizeof c->link.why, "%.150s", *k->why ? k->why : "a slot is not served");
+        snprintf(c->link.why, sizeof c->link.why, "%.150s",
+                 *k->why ? k->why : "a slot is not served");
         return -1;
     }
     return 0;
@@ -440,7 +444,8 @@ static const char *target(const struct conn *c, char *buf, size_t len)
     const struct sl_redis *rc = &c->s->cfg->redis;
     if (c->cluster) return "cluster";
     if (!c->sentinel_mode) return rc->address;
-    snprintf(buf, len, "master %.63s (%.63s)", rc->master, *c->link.addr ? c->link.addr : "unknown");
+    snprintf(buf, len, "master %.63s (%.63s)", rc->master,
+             *c->link.addr ? c->link.addr : "unknown");
     return buf;
 }
 
@@ -541,13 +546,14 @@ static void *sender(void *arg)
     c.link.fd = -1;
     c.link.mirror = &s->fds[0];
     c.link.timeout_ns = rc->timeout_ns;
+    c.link.beat = &s->hdr->heartbeat;
     c.sentinel_mode = rc->mode == SL_REDIS_SENTINEL;
     if (c.sentinel_mode) {
-        sl_rsentinel_init(&c.sentinel, rc, &s->fds[1]);
+        sl_rsentinel_init(&c.sentinel, rc, &s->fds[1], &s->hdr->heartbeat);
     } else if (rc->mode == SL_REDIS_CLUSTER) {
         c.cluster = sl_alloc(sizeof *c.cluster);
         if (!c.cluster) return NULL;
-        sl_rcluster_init(c.cluster, rc, &s->fds[2]);
+        sl_rcluster_init(c.cluster, rc, &s->fds[2], &s->hdr->heartbeat);
     } else {
         new_primary(&c, rc->address, "");
     }
@@ -573,7 +579,8 @@ static void *sender(void *arg)
         bool urgent = atomic_load_explicit(&s->hdr->urgent, memory_order_relaxed) &&
                       atomic_exchange_explicit(&s->hdr->urgent, 0, memory_order_relaxed);
         if (urgent) hot_until = now + rc->interval_ns;
-        if (now < next && !(urgent && (c.cluster || c.link.fd >= 0))) { /* not yet: sleep, looking at urgent */
+        if (now < next &&
+            !(urgent && (c.cluster || c.link.fd >= 0))) { /* not yet: sleep, looking at urgent */
             uint64_t wait = next - now;
             if (now < hot_until && wait > HOT_POLL_NS) wait = HOT_POLL_NS;
             nap(&c, wait);
@@ -664,7 +671,9 @@ void sl_redis_check(struct sl_redis_state *s, uint64_t now)
         sl_log(SL_LOG_WARN, "%s", err);
     else if (hb) /* a sender before us died */
         sl_log(SL_LOG_INFO, "redis: this process (%d) now syncs with %s", (int)getpid(),
-               rc->mode == SL_REDIS_SINGLE ? rc->address : rc->mode == SL_REDIS_SENTINEL ? rc->master : "the cluster");
+               rc->mode == SL_REDIS_SINGLE     ? rc->address
+               : rc->mode == SL_REDIS_SENTINEL ? rc->master
+                                               : "the cluster");
     errno = saved;
 }
 

@@ -110,10 +110,12 @@ int sl_rcluster_parse_redirect(const void *reply, unsigned *slot, char *addr, si
 
 /* ---- the map and its links --------------------------------------------------- */
 
-void sl_rcluster_init(struct sl_rcluster *k, const struct sl_redis *rc, int *mirrors)
+void sl_rcluster_init(struct sl_rcluster *k, const struct sl_redis *rc, int *mirrors,
+                      _Atomic uint64_t *beat)
 {
     memset(k, 0, sizeof *k);
     k->rc = rc;
+    k->beat = beat;
     k->mirrors = mirrors;
     k->ask_mirror = &mirrors[SL_REDIS_NODES_MAX];
     memset(k->map.node, SL_NO_NODE, sizeof k->map.node);
@@ -121,6 +123,7 @@ void sl_rcluster_init(struct sl_rcluster *k, const struct sl_redis *rc, int *mir
         k->links[i].fd = -1;
         k->links[i].mirror = &mirrors[i];
         k->links[i].timeout_ns = rc->timeout_ns;
+        k->links[i].beat = k->beat;
     }
     k->stale = true;
 }
@@ -155,7 +158,8 @@ static int on_slots(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
 static int ask(struct sl_rcluster *k, const char *addr, struct sl_rslots *m)
 {
     const struct sl_redis *rc = k->rc;
-    struct sl_rlink l = {.fd = -1, .timeout_ns = rc->timeout_ns, .mirror = k->ask_mirror};
+    struct sl_rlink l = {
+        .fd = -1, .timeout_ns = rc->timeout_ns, .mirror = k->ask_mirror, .beat = k->beat};
     snprintf(l.addr, sizeof l.addr, "%s", addr);
     struct asking a = {m, 1};
     int ok = sl_rlink_connect(&l);
@@ -205,7 +209,7 @@ int sl_rcluster_refresh(struct sl_rcluster *k)
             k->ready[n] = was_ready[from];
             k->retry_at[n] = was_retry[from];
         } else {
-            *l = (struct sl_rlink){.fd = -1, .timeout_ns = k->rc->timeout_ns};
+            *l = (struct sl_rlink){.fd = -1, .timeout_ns = k->rc->timeout_ns, .beat = k->beat};
             if (n < m.nnodes) snprintf(l->addr, sizeof l->addr, "%s", m.addr[n]);
             k->ready[n] = false;
             k->retry_at[n] = 0;

@@ -12,7 +12,7 @@
 #include "redis_int.h"
 #include "redis_link.h"
 
-#define SL_SLOTS 16384
+#define SL_SLOTS   16384
 #define SL_NO_NODE 0xff
 
 /* The slot map: which primary serves each slot (SL_NO_NODE: none known). */
@@ -51,12 +51,14 @@ struct sl_rcluster {
     uint64_t refresh_at;                       /* not before (a refresh failed) */
     int *mirrors;                              /* SL_REDIS_NODES_MAX fds for the fork handler */
     int *ask_mirror;                           /* ... and one for CLUSTER SLOTS */
+    _Atomic uint64_t *beat;                    /* the sender's heartbeat (redis_link.h) */
     struct sl_rslots scratch;                  /* the map being read */
     char why[160];
 };
 
 /* mirrors: SL_REDIS_NODES_MAX + 1 places to publish sockets for the fork handler. */
-void sl_rcluster_init(struct sl_rcluster *k, const struct sl_redis *rc, int *mirrors);
+void sl_rcluster_init(struct sl_rcluster *k, const struct sl_redis *rc, int *mirrors,
+                      _Atomic uint64_t *beat);
 
 /* Asks the known primaries, then the seed nodes, for CLUSTER SLOTS, each
  * within the timeout, and moves the links to the new map (a link to a

@@ -12,10 +12,12 @@
 
 #include "redis.h"
 
-#define SL_REDIS_PROBE   8   /* entries a key may live in */
-#define SL_REDIS_KEY_MAX 152 /* "RULE:KEY" as it appears in Redis keys */
-#define SL_REDIS_NODES_MAX 16 /* cluster primaries synced with */
-#define SL_REDIS_FDS 20       /* the sender's sockets: the server, two to sentinels, or 16 cluster primaries and one asking */
+#define SL_REDIS_PROBE     8   /* entries a key may live in */
+#define SL_REDIS_KEY_MAX   152 /* "RULE:KEY" as it appears in Redis keys */
+#define SL_REDIS_NODES_MAX 16  /* cluster primaries synced with */
+/* the sender's sockets: the server, two to sentinels, or 16 cluster
+ * primaries and one asking for the slot map */
+#define SL_REDIS_FDS 20
 
 enum sl_redis_counter {
     SL_RC_SYNCS,     /* rounds that got every reply */

@@ -85,8 +85,14 @@ static uint64_t progress(uint64_t deadline, uint64_t timeout, uint64_t last)
     return d > last ? last : d > deadline ? d : deadline;
 }
 
-static int wait_fd(int fd, short ev, uint64_t deadline)
+/* Waits for ev on the link's socket until deadline; a long wait (a slow
+ * server, a sentinel or node that does not answer) keeps the sender's
+ * heartbeat fresh, so that no other process of the program takes it for
+ * dead and starts a second sender. */
+static int wait_fd(struct sl_rlink *l, short ev, uint64_t deadline)
 {
+    if (l->beat) atomic_store_explicit(l->beat, sl_clock_now(), memory_order_relaxed);
+    int fd = l->fd;
     int ms = remaining_ms(deadline);
     if (ms == 0) return 0;
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
@@ -114,7 +120,7 @@ int sl_rlink_connect(struct sl_rlink *l)
     uint64_t deadline = sl_clock_now() + l->timeout_ns;
     if (sl_sys_connect(l->fd, (struct sockaddr *)&ss, len) != 0) {
         if (errno != EINPROGRESS && errno != EAGAIN) return sl_rlink_fail(l, "connect", errno);
-        int rev = wait_fd(l->fd, POLLOUT, deadline);
+        int rev = wait_fd(l, POLLOUT, deadline);
         if (rev <= 0) return sl_rlink_fail(l, "connect timed out", 0);
         int e = 0;
         socklen_t el = sizeof e;
@@ -147,8 +153,7 @@ static int feed(struct sl_rlink *l, const char *buf, size_t n, size_t *got, size
     }
 }
 
-int sl_rlink_exchange(struct sl_rlink *l, size_t want, uint64_t deadline, sl_rlink_fn fn,
-                      void *ctx)
+int sl_rlink_exchange(struct sl_rlink *l, size_t want, uint64_t deadline, sl_rlink_fn fn, void *ctx)
 {
     const uint64_t timeout = l->timeout_ns;
     const uint64_t last = deadline + 7 * timeout;
@@ -157,7 +162,7 @@ int sl_rlink_exchange(struct sl_rlink *l, size_t want, uint64_t deadline, sl_rli
     if (l->fd < 0) return -1;
     while (got < want) {
         short ev = POLLIN | (sent < l->outlen ? POLLOUT : 0);
-        int rev = wait_fd(l->fd, ev, deadline);
+        int rev = wait_fd(l, ev, deadline);
         if (rev == 0) return sl_rlink_fail(l, "timed out", 0);
         if (rev < 0) {
             if (errno == EINTR) continue;

@@ -9,6 +9,7 @@
 #define SL_REDIS_LINK_H
 
 #include <hiredis/hiredis.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,8 +17,9 @@
 #define SL_RADDR_MAX 64 /* "host:port", "[v6]:port" */
 
 struct sl_rlink {
-    int fd;            /* -1: not connected */
-    int *mirror;       /* where the fd is published for the fork handler; may be NULL */
+    int fd;                 /* -1: not connected */
+    int *mirror;            /* where the fd is published for the fork handler; may be NULL */
+    _Atomic uint64_t *beat; /* the sender's heartbeat, kept fresh while waiting; may be NULL */
     redisReader *reader;
     char *out;
     size_t outlen, outcap;

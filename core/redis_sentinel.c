@@ -23,7 +23,8 @@
 
 #define SUB_RETRY_NS 1000000000ull /* re-subscribe at most once a second */
 
-void sl_rsentinel_init(struct sl_rsentinel *t, const struct sl_redis *rc, int *mirror)
+void sl_rsentinel_init(struct sl_rsentinel *t, const struct sl_redis *rc, int *mirror,
+                       _Atomic uint64_t *beat)
 {
     memset(t, 0, sizeof *t);
     t->rc = rc;
@@ -31,6 +32,7 @@ void sl_rsentinel_init(struct sl_rsentinel *t, const struct sl_redis *rc, int *m
     t->sub.mirror = &mirror[0];
     t->ask_mirror = &mirror[1];
     t->sub.timeout_ns = rc->timeout_ns;
+    t->sub.beat = beat;
 }
 
 int sl_rsentinel_fd(const struct sl_rsentinel *t)
@@ -131,11 +133,11 @@ static int on_addr(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
     return 0;
 }
 
-int sl_rsentinel_discover(struct sl_rsentinel *t, char *out, size_t len, char *why,
-                          size_t whylen)
+int sl_rsentinel_discover(struct sl_rsentinel *t, char *out, size_t len, char *why, size_t whylen)
 {
     const struct sl_redis *rc = t->rc;
-    struct sl_rlink l = {.fd = -1, .timeout_ns = rc->timeout_ns, .mirror = t->ask_mirror};
+    struct sl_rlink l = {
+        .fd = -1, .timeout_ns = rc->timeout_ns, .mirror = t->ask_mirror, .beat = t->sub.beat};
     int rc_ = -1;
     for (int k = 0; k < rc->naddrs && rc_ != 0; k++) {
         int i = (t->next + k) % rc->naddrs;

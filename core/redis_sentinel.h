@@ -23,12 +23,12 @@ struct sl_rsentinel {
 
 /* Sets up (no I/O); the subscription's socket and the one asking are
  * published in mirror[0] and mirror[1] for the fork handler. */
-void sl_rsentinel_init(struct sl_rsentinel *t, const struct sl_redis *rc, int *mirror);
+void sl_rsentinel_init(struct sl_rsentinel *t, const struct sl_redis *rc, int *mirror,
+                       _Atomic uint64_t *beat);
 
 /* Asks the sentinels in turn, each within rc->timeout_ns, for the primary's
  * "host:port"; 0, or -1 with why (the last sentinel's failure). */
-int sl_rsentinel_discover(struct sl_rsentinel *t, char *out, size_t len, char *why,
-                          size_t whylen);
+int sl_rsentinel_discover(struct sl_rsentinel *t, char *out, size_t len, char *why, size_t whylen);
 
 /* Keeps the subscription (re-subscribing at most every second) and reads
  * what it has; true when a +switch-master for our primary arrived since

@@ -79,11 +79,11 @@ static void the_slot_map_is_read_from_cluster_slots(void **st)
     assert_int_equal(m.node[100], 0);
     const char *bad[] = {
         "-ERR This instance has cluster support disabled\r\n",
-        "*0\r\n",                                                        /* no primary */
-        "*1\r\n*3\r\n:5\r\n:4\r\n*2\r\n$9\r\n127.0.0.1\r\n:7000\r\n",    /* first > last */
-        "*1\r\n*3\r\n:0\r\n:16384\r\n*2\r\n$9\r\n127.0.0.1\r\n:7000\r\n", /* past the slots */
+        "*0\r\n",                                                          /* no primary */
+        "*1\r\n*3\r\n:5\r\n:4\r\n*2\r\n$9\r\n127.0.0.1\r\n:7000\r\n",      /* first > last */
+        "*1\r\n*3\r\n:0\r\n:16384\r\n*2\r\n$9\r\n127.0.0.1\r\n:7000\r\n",  /* past the slots */
         "*1\r\n*3\r\n:0\r\n:9\r\n*2\r\n$9\r\n127.0.0.1\r\n$4\r\n7000\r\n", /* port as text */
-        "*1\r\n*2\r\n:0\r\n:9\r\n",                                       /* no node */
+        "*1\r\n*2\r\n:0\r\n:9\r\n",                                        /* no node */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         r = parse(bad[i]);
@@ -106,10 +106,10 @@ static void moved_and_ask_are_read(void **st)
     assert_int_equal(slot, 16383);
     assert_string_equal(addr, "[::1]:7002");
     freeReplyObject(r);
-    const char *no[] = {"-MOVED 16384 127.0.0.1:6381\r\n", "-MOVED 12 :6381\r\n",
-                        "-MOVED x 127.0.0.1:6381\r\n",     "-MOVED 12 host.example:6381\r\n",
-                        "-ERR wrong\r\n",                  "+MOVED 1 127.0.0.1:1\r\n",
-                        "-MOVED 12 127.0.0.1:99999\r\n",   "-ASK 12\r\n"};
+    const char *no[] = {
+        "-MOVED 16384 127.0.0.1:6381\r\n", "-MOVED 12 :6381\r\n", "-MOVED x 127.0.0.1:6381\r\n",
+        "-MOVED 12 host.example:6381\r\n", "-ERR wrong\r\n",      "+MOVED 1 127.0.0.1:1\r\n",
+        "-MOVED 12 127.0.0.1:99999\r\n",   "-ASK 12\r\n"};
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
         r = parse(no[i]);
         assert_int_equal(sl_rcluster_parse_redirect(r, &slot, addr, sizeof addr), 0);
@@ -152,7 +152,8 @@ static void switch_master_messages_name_the_new_primary(void **st)
         "*3\r\n$7\r\nmessage\r\n$6\r\n+sdown\r\n$38\r\nmymaster 127.0.0.1 6379 127.0.0.1 6380\r\n",
         /* four words, six words */
         "*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n$29\r\nmymaster 127.0.0.1 6379 1.2.3\r\n",
-        "*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n$34\r\nmymaster 1.1.1.1 1 2.2.2.2 2 extra\r\n",
+        "*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n$34\r\nmymaster 1.1.1.1 1 2.2.2.2 2 "
+        "extra\r\n",
     };
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
         r = parse(no[i]);
