@@ -152,8 +152,8 @@ static void switch_master_messages_name_the_new_primary(void **st)
         "*3\r\n$7\r\nmessage\r\n$6\r\n+sdown\r\n$38\r\nmymaster 127.0.0.1 6379 127.0.0.1 6380\r\n",
         /* four words, six words */
         "*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n$29\r\nmymaster 127.0.0.1 6379 1.2.3\r\n",
-        "*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n$34\r\nmymaster 1.1.1.1 1 2.2.2.2 2 "
-        "extra\r\n",
+        ("*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n"
+         "$34\r\nmymaster 1.1.1.1 1 2.2.2.2 2 extra\r\n"),
     };
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
         r = parse(no[i]);
