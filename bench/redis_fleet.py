@@ -19,7 +19,11 @@ connection rates only, and 10,000 connections a second is beyond these
 servers on 2 CPUs: no gossip row at this rate.
 
 Also the Redis commands each program sends a second and Redis's CPU per
-call. Knobs: FLEET_SECONDS (5)."""
+call. Knobs: FLEET_SECONDS (5); FLEET_BACKEND=sentinel or cluster measures
+the same Redis rows (no gossip) through Sentinel (a primary, a replica,
+three sentinels) or a Redis Cluster of three primaries (the one key of
+these runs on one of them), one backend for all runs, each run with its
+own key prefix."""
 import os
 import re
 import shutil
@@ -52,7 +56,34 @@ def measure(hosts, port, steady):
     return load.rate(t0 + 2.0, t0 + SECONDS), load.attempts(t0 + 2.0, t0 + SECONDS) / (SECONDS - 2)
 
 
+BACKEND = os.environ.get("FLEET_BACKEND", "single")
+HA = None  # the Sentinels or Cluster of FLEET_BACKEND, made once
+RUN = [0]  # runs so far: each gets its own key prefix on a shared backend
+
+
+def ha_where():
+    """The redis section's line for FLEET_BACKEND, with a fresh prefix, and
+    the redis-server whose EVALSHA stats count (the primary, or the
+    cluster primary holding the key)."""
+    RUN[0] += 1
+    prefix = f'prefix = "run{RUN[0]}:"'
+    if BACKEND == "sentinel":
+        return HA.where() + "\n    " + prefix, HA.primary
+    port = HA.node_of(key_slot(f"run{RUN[0]}:{{web:{CLIENT}}}:0"))
+    return HA.where() + "\n    " + prefix, next(x for x in HA.nodes if x.port == port)
+
+
 def redis_case(tmp, n, steady):
+    if HA:
+        where, redis = ha_where()
+        progs = Programs(tmp, 0, n=n, limit=L100, where=where)
+        try:
+            c0, t0 = evalsha_stat(redis), time.monotonic()
+            rate, offered = measure(HOSTS[:n], progs.port, steady)
+            ops = (evalsha_stat(redis) - c0) / (time.monotonic() - t0) / n
+            return rate, offered, ops, evalsha_stat(redis, "usec_per_call")
+        finally:
+            progs.stop()
     redis = Redis(tmp)
     progs = Programs(tmp, redis.port, n=n, limit=L100)
     try:
@@ -115,11 +146,22 @@ http {{
 
 def requests_case(tmp, n):
     """n nginx programs under one fleet-wide req_rate of L10K/s."""
-    redis = Redis(tmp)
+    if HA:  # per = rule: the key is "api:req:*"
+        RUN[0] += 1
+        prefix = f"run{RUN[0]}:"
+        where = HA.where() + f'\n    prefix = "{prefix}"'
+        if BACKEND == "sentinel":
+            redis = HA.primary
+        else:
+            port_ = HA.node_of(key_slot(f"{prefix}{{api:req:*}}:0"))
+            redis = next(x for x in HA.nodes if x.port == port_)
+    else:
+        redis = Redis(tmp)
+        where = f'address  = "127.0.0.1:{redis.port}"'
     port = free_port()
     conf = tmp.write(f"req{n}.conf", f"""
 redis {{
-    address  = "127.0.0.1:{redis.port}"
+    {where}
     interval = {int(INTERVAL * 1000)}ms
 }}
 inbound "api" {{ port = {port}  req_rate = "{L10K}/s"  per = rule  scope = redis  action = reply }}
@@ -165,7 +207,20 @@ inbound "api" {{ port = {port}  req_rate = "{L10K}/s"  per = rule  scope = redis
                 w.kill()
         for p in procs:
             p.stop()
-        redis.stop()
+        if not HA:
+            redis.stop()
+
+
+def fleet_100_ha(tmp):
+    print(f"| programs | load | offered/s | {BACKEND}: admitted/s (limit {L100}) | ratio | "
+          f"bound (docs/redis.md) | Redis calls/s per program | Redis CPU per call |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for n in (2, 3, 5):
+        for steady in (False, True):
+            r, offered, ops, us = redis_case(tmp, n, steady)
+            print(f"| {n} | {'steady 1.2 x' if steady else 'flood'} | {offered:.0f} | {r:.1f} | "
+                  f"{r / L100:.3f} | <= {1 + redis_bound(n):.3f} | {ops:.0f} | {us:.1f} us |",
+                  flush=True)
 
 
 def fleet_100(tmp):
@@ -198,10 +253,19 @@ def fleet_10k(tmp):
 
 
 with TempDir() as tmp:
-    if os.environ.get("FLEET_ONLY") != "10k":
-        fleet_100(tmp)
-        print()
-    fleet_10k(tmp)
+    if BACKEND == "sentinel":
+        HA = Sentinels(tmp)
+        HA.ready()
+    elif BACKEND == "cluster":
+        HA = Cluster(tmp)
+    try:
+        if os.environ.get("FLEET_ONLY") != "10k":
+            fleet_100_ha(tmp) if HA else fleet_100(tmp)
+            print()
+        fleet_10k(tmp)
+    finally:
+        if HA:
+            HA.stop()
     print(f"\n_Interval {int(INTERVAL * 1000)} ms for both backends; each run {SECONDS:.0f} s "
           f"with the first 2 s left out; a program sends one EVALSHA per live key per "
           f"interval (one key here), and early rounds when a key runs ahead._")

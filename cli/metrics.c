@@ -30,6 +30,7 @@
 #include "../core/table.h"
 #include "locate.h"
 #include "metrics.h"
+#include "redis_view.h"
 
 int sl_cmd_metrics(int argc, char **argv);
 
@@ -168,16 +169,9 @@ static void expose_quotas(FILE *out, const struct sl_metrics_source *s, const st
  * and its counters. Nothing without a redis section or a running program. */
 bool sl_metrics_redis(const struct sl_metrics_source *s, struct sl_rhdr *h)
 {
-    char path[PATH_MAX];
     int pid = s->place.npids ? s->place.pids[0] : 0;
-    if (!s->cfg || !s->cfg->redis.enabled || pid <= 0 ||
-        !sl_locate_memfd(pid, "sluice-redis", path, sizeof path))
-        return false;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    ssize_t got = pread(fd, h, sizeof *h, 0);
-    close(fd);
-    return got == (ssize_t)sizeof *h;
+    if (!s->cfg || !s->cfg->redis.enabled || pid <= 0) return false;
+    return sl_redis_view(pid, h);
 }
 
 static void expose_redis(FILE *out, const struct sl_metrics_source *s)
@@ -191,12 +185,20 @@ static void expose_redis(FILE *out, const struct sl_metrics_source *s)
             "sluice_redis_last_sync_age_seconds %.3f\n",
             ok ? (double)(now > ok ? now - ok : 0) / 1e9 : -1.0);
     fputs("# HELP sluice_redis_events_total The Redis sender's rounds, calls, failures, "
-          "connects, fallback decisions, overflows and bad replies.\n"
+          "connects, fallback decisions, overflows, bad replies, early rounds, failovers, MOVED "
+          "and ASK.\n"
           "# TYPE sluice_redis_events_total counter\n",
           out);
     for (int k = 0; k < SL_RC_NCOUNTERS; k++)
         fprintf(out, "sluice_redis_events_total{kind=\"%s\"} %llu\n", sl_redis_counter_names[k],
                 (unsigned long long)atomic_load(&h.counters[k]));
+    fputs("# HELP sluice_redis_node_calls_total Script calls each Redis server synced with "
+          "answered (the primary, or each cluster primary).\n"
+          "# TYPE sluice_redis_node_calls_total counter\n",
+          out);
+    for (uint32_t i = 0; i < h.nnodes; i++)
+        fprintf(out, "sluice_redis_node_calls_total{node=\"%s\"} %llu\n", h.nodes[i].addr,
+                (unsigned long long)atomic_load(&h.nodes[i].calls));
 }
 
 /* Writes the exposition of one table; -1 when it cannot be opened. */

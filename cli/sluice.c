@@ -15,6 +15,7 @@
 #include "../core/elfkind.h"
 #include "../core/table.h"
 #include "locate.h"
+#include "redis_view.h"
 
 int sl_cmd_keygen(int argc, char **argv);        /* cluster.c */
 int sl_cmd_cluster_stats(int argc, char **argv); /* cluster.c */
@@ -451,6 +452,8 @@ static int cmd_stats(int argc, char **argv)
                sl_table_bytes(t));
         print_rules(t, false);
         print_rules(t, true);
+        struct sl_rhdr rh; /* the Redis sender's state, with a redis section */
+        if (places[i].npids && sl_redis_view(places[i].pids[0], &rh)) sl_redis_view_print(stdout, &rh);
         sl_table_close(t);
     }
     return rc;

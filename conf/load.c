@@ -291,7 +291,23 @@ static int build_redis(cfg_t *sec, struct sl_redis *r)
 {
     r->enabled = true;
     const char *a = cfg_getstr(sec, "address");
-    if (strncmp(a, "unix:", 5) == 0)
+    const char *nodes = cfg_getstr(sec, "sentinels");
+    r->mode = SL_REDIS_SINGLE;
+    if (nodes) {
+        r->mode = SL_REDIS_SENTINEL;
+        snprintf(r->master, sizeof r->master, "%s", cfg_getstr(sec, "master"));
+    } else if ((nodes = cfg_getstr(sec, "cluster"))) {
+        r->mode = SL_REDIS_CLUSTER;
+    }
+    for (const char *p = nodes; p && r->naddrs < SL_REDIS_ADDRS_MAX; p = strchr(p, ',')) {
+        if (*p == ',') p++;
+        char one[128];
+        snprintf(one, sizeof one, "%.*s", (int)strcspn(p, ","), p);
+        conf_parse_hostport(one, r->addrs[r->naddrs++], sizeof r->addrs[0]); /* checked */
+    }
+    if (!a)
+        snprintf(r->address, sizeof r->address, "%s", nodes); /* for messages */
+    else if (strncmp(a, "unix:", 5) == 0)
         snprintf(r->address, sizeof r->address, "%s", a);
     else
         conf_parse_hostport(a, r->address, sizeof r->address);

@@ -86,6 +86,7 @@ static const char *check_dest(const struct option *o, const char *v, enum sl_dir
 static const char *check_hostport(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_redis_address(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_redis_text(const struct option *o, const char *v, enum sl_dir dir);
+static const char *check_redis_nodes(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_table_name(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_reply(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_key_file(const struct option *o, const char *v, enum sl_dir dir);
@@ -178,7 +179,10 @@ static const struct option options[] = {
     {"alone_share",  INT,  NULL,     GOSSIP,      1,        100,            0,            NULL,             NULL,            NULL},          /* %; ceil(100 / (peers + 1)) */
     {"key_file",     STR,  NULL,     GOSSIP|REDIS, 0,        0,              0,            check_key_file,   NULL,            NULL},          /* gossip: required; redis: for request keys by value. 64 hex characters, mode 600 */
     /* redis (core/redis.c; interval above) */
-    {"address",      STR,  NULL,     REDIS,       0,        0,              0,            check_redis_address, NULL,         NULL},          /* required: "host:port" or "unix:/path" */
+    {"address",      STR,  NULL,     REDIS,       0,        0,              0,            check_redis_address, NULL,         NULL},          /* one server: "host:port" or "unix:/path"; or sentinels, or cluster */
+    {"sentinels",    STR,  NULL,     REDIS,       0,        0,              0,            check_redis_nodes, NULL,           NULL},          /* "host:port,host:port": Sentinel finds the primary; with master */
+    {"master",       STR,  NULL,     REDIS,       0,        0,              0,            check_redis_text, NULL,            NULL},          /* the primary's name for the sentinels */
+    {"cluster",      STR,  NULL,     REDIS,       0,        0,              0,            check_redis_nodes, NULL,           NULL},          /* "host:port,...": Redis Cluster seed nodes */
     {"user",         STR,  NULL,     REDIS,       0,        0,              0,            check_redis_text, NULL,            NULL},          /* ACL user; none: AUTH with the password only */
     {"password",     STR,  NULL,     REDIS,       0,        0,              0,            check_redis_text, NULL,            NULL},          /* none: no AUTH; never printed or logged */
     {"prefix",       STR,  "sluice:", REDIS,      0,        0,              0,            check_redis_text, NULL,            NULL},          /* of every key sluice writes */
@@ -336,6 +340,27 @@ static const char *check_redis_address(const struct option *o, const char *v, en
     }
     return check_hostport(o, v, dir);
 }
+/* "host:port,host:port": up to SL_REDIS_ADDRS_MAX numeric addresses. */
+static const char *check_redis_nodes(const struct option *o, const char *v, enum sl_dir dir)
+{
+    char one[128], text[128];
+    int n = 0;
+    for (const char *p = v;; p++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == 0) return "has an empty address (\"host:port,host:port\")";
+        if (len >= sizeof one) return "has an address too long";
+        if (++n > SL_REDIS_ADDRS_MAX) return "has more than 8 addresses";
+        memcpy(one, p, len);
+        one[len] = 0;
+        const char *bad = conf_parse_hostport(one, text, sizeof text);
+        if (bad) return bad;
+        if (strlen(text) >= 64) return "has an address too long";
+        if (!end) return NULL;
+        p = end;
+    }
+}
+
 static const char *check_redis_text(const struct option *o, const char *v, enum sl_dir dir)
 {
     if (strlen(v) >= 128) return "is too long (at most 127 characters)";
@@ -770,8 +795,29 @@ static int validate_redis(cfg_t *parent, cfg_opt_t *opt)
                   conf_ctx->redis_inline ? "in inline rule" : "on line", conf_ctx->redis_line);
         return -1;
     }
-    if (cfg_size(sec, "address") == 0) {
-        conf_fail(sec, line, NULL, NULL, "option 'address' is missing");
+    int where = (cfg_size(sec, "address") > 0) + (cfg_size(sec, "sentinels") > 0) +
+                (cfg_size(sec, "cluster") > 0);
+    if (where == 0) {
+        conf_fail(sec, line, NULL, NULL, "option 'address' is missing (or 'sentinels', 'cluster')");
+        return -1;
+    }
+    if (where > 1) {
+        conf_fail(sec, line, NULL, NULL, "takes one of 'address', 'sentinels' and 'cluster'");
+        return -1;
+    }
+    if (cfg_size(sec, "sentinels") && !cfg_getstr(sec, "master")) {
+        conf_fail(sec, line, "sentinels", cfg_getstr(sec, "sentinels"),
+                  "needs master (the name the sentinels know the primary by)");
+        return -1;
+    }
+    if (cfg_getstr(sec, "master") && !cfg_size(sec, "sentinels")) {
+        conf_fail(sec, line, "master", cfg_getstr(sec, "master"), "needs sentinels");
+        return -1;
+    }
+    if (cfg_size(sec, "cluster") && strpbrk(cfg_getstr(sec, "prefix"), "{}")) {
+        /* the key's hash tag must be the first {...}: both windows in one slot */
+        conf_fail(sec, line, "prefix", cfg_getstr(sec, "prefix"),
+                  "may not have { or } with cluster (the keys' hash tag)");
         return -1;
     }
     if (cfg_getstr(sec, "user") && !cfg_getstr(sec, "password")) {

@@ -11,11 +11,14 @@
  * after a restart of Redis the next round writes every live count back:
  * only what other services counted in the lost windows is gone.
  *
- * hiredis formats the commands (redisFormatCommandArgv) and parses the
- * replies (redisReader); the socket is this file's own, non-blocking,
- * driven by raw system calls with ppoll deadlines, so no hook of sluice's
- * sees it and no call can block past `timeout`. hiredis's memory comes
- * from sluice's arena (redis_alloc.c).
+ * Where the calls go: the one server (`address`); behind Sentinel, the
+ * primary the sentinels name (redis_sentinel.c: asked before every
+ * connection, +switch-master followed); in a Redis Cluster, each key's
+ * primary by its hash tag's slot, one pipelined exchange per primary,
+ * MOVED and ASK followed (redis_cluster.c), each key falling back alone
+ * when its calls get no counts. The sockets are redis_link.c's:
+ * non-blocking, raw system calls with ppoll deadlines, so no hook of
+ * sluice's sees them and nothing waits past `timeout`.
  *
  * Life of the thread, as gossip.c's sender: started by the first decision
  * of a redis rule (so a program that inherits the config through exec and
@@ -32,171 +35,32 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
-#include "hostport.h"
 #include "log.h"
 #include "mem.h"
-#include "redis_int.h"
 #include "redis_lua.h" /* generated from core/redis.lua: sl_redis_lua */
+#include "redis_sender.h"
 #include "sys.h"
 #include "window.h"
 
-#define BACKOFF_MIN 100000000ull  /* 100 ms */
-#define BACKOFF_MAX 2000000000ull /* 2 s */
-#define ROUND_MAX   65536         /* keys synced per round */
-#define HOT_POLL_NS 1000000ull    /* how often a hot sender looks at the urgent word */
+/* ---- connecting: AUTH, ROLE (behind Sentinel), then SCRIPT LOAD ------------ */
 
-/* One call of a round: which entry, as it was, for which window. */
-struct call {
-    struct sl_rentry *e;
-    uint64_t tag, window;
-};
-
-struct conn {
-    struct sl_redis_state *s;
-    int fd;
-    redisReader *reader;
-    char sha[41];
-    char node[64];
-    char *out;
-    size_t outlen, outcap;
-    struct call *calls;
-    size_t ncalls;
-    char why[160];        /* the last failure, for the log */
-    uint64_t fallback_at; /* SL_RC_FALLBACK when Redis went away */
-};
-
-static bool append(struct conn *c, int argc, const char **argv, const size_t *len)
+static int on_hello(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
 {
-    char *cmd;
-    int n = redisFormatCommandArgv(&cmd, argc, argv, len);
-    if (n < 0) return false;
-    if (c->outlen + (size_t)n > c->outcap) {
-        size_t cap = c->outcap ? c->outcap : 65536;
-        while (cap < c->outlen + (size_t)n)
-            cap *= 2;
-        char *p = sl_realloc(c->out, cap);
-        if (!p) {
-            redisFreeCommand(cmd);
-            return false;
-        }
-        c->out = p;
-        c->outcap = cap;
-    }
-    memcpy(c->out + c->outlen, cmd, (size_t)n);
-    c->outlen += (size_t)n;
-    redisFreeCommand(cmd);
-    return true;
-}
-
-static void drop(struct conn *c)
-{
-    if (c->fd >= 0) sl_sys_close(c->fd);
-    c->fd = -1;
-    c->s->fd = -1;
-    if (c->reader) redisReaderFree(c->reader);
-    c->reader = NULL;
-    c->outlen = 0; /* what was not sent is not sent on the next connection */
-}
-
-static int fail(struct conn *c, const char *what, int err)
-{
-    if (err)
-        snprintf(c->why, sizeof c->why, "%s: %s", what, strerror(err));
-    else
-        snprintf(c->why, sizeof c->why, "%s", what);
-    drop(c);
-    return -1;
-}
-
-static int remaining_ms(uint64_t deadline)
-{
-    uint64_t now = sl_clock_now();
-    return now >= deadline ? 0 : (int)((deadline - now + 999999) / 1000000);
-}
-
-static uint64_t progress(uint64_t deadline, uint64_t timeout, uint64_t last)
-{
-    uint64_t d = sl_clock_now() + timeout;
-    return d > last ? last : d > deadline ? d : deadline;
-}
-
-static int wait_fd(int fd, short ev, uint64_t deadline)
-{
-    int ms = remaining_ms(deadline);
-    if (ms == 0) return 0;
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    struct pollfd p = {.fd = fd, .events = ev};
-    int n = sl_sys_ppoll(&p, 1, &ts);
-    return n > 0 ? p.revents : n;
-}
-
-/* Writes c->out and reads `want` replies, handing each to fn; -1 on any
- * failure, or when Redis makes no progress (reads nothing of ours, answers
- * nothing) until `deadline`, which each piece of progress moves to
- * `timeout` later: a large round is not a slow Redis. At most 8 timeouts
- * in all. */
-typedef int (*reply_fn)(struct conn *c, size_t i, redisReply *r);
-static int exchange(struct conn *c, size_t want, uint64_t deadline, reply_fn fn)
-{
-    const uint64_t timeout = c->s->cfg->redis.timeout_ns;
-    const uint64_t last = deadline + 7 * timeout;
-    size_t sent = 0, got = 0;
-    char buf[16384];
-    while (got < want) {
-        short ev = POLLIN | (sent < c->outlen ? POLLOUT : 0);
-        int rev = wait_fd(c->fd, ev, deadline);
-        if (rev == 0) return fail(c, "timed out", 0);
-        if (rev < 0) {
-            if (errno == EINTR) continue;
-            return fail(c, "ppoll", errno);
-        }
-        if ((rev & POLLOUT) && sent < c->outlen) {
-            ssize_t n = sl_sys_sendto(c->fd, c->out + sent, c->outlen - sent,
-                                      MSG_NOSIGNAL | MSG_DONTWAIT, NULL, 0);
-            if (n < 0 && errno != EAGAIN && errno != EINTR) return fail(c, "send", errno);
-            if (n > 0) sent += (size_t)n;
-            if (n > 0) deadline = progress(deadline, timeout, last);
-        }
-        if (rev & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t n = sl_sys_recvfrom(c->fd, buf, sizeof buf, MSG_DONTWAIT);
-            if (n == 0) return fail(c, "connection closed by Redis", 0);
-            if (n < 0) {
-                if (errno == EAGAIN || errno == EINTR) continue;
-                return fail(c, "recv", errno);
-            }
-            deadline = progress(deadline, timeout, last);
-            if (redisReaderFeed(c->reader, buf, (size_t)n) != REDIS_OK)
-                return fail(c, "reply too large", 0);
-            for (;;) {
-                void *r = NULL;
-                if (redisReaderGetReply(c->reader, &r) != REDIS_OK)
-                    return fail(c, "malformed reply", 0);
-                if (!r) break;
-                int rc = got < want ? fn(c, got, r) : -1;
-                freeReplyObject(r);
-                got++;
-                if (rc != 0) return -1; /* fn said why and dropped */
-            }
-        }
-    }
-    c->outlen = 0;
-    return 0;
-}
-
-/* ---- connecting: AUTH, then SCRIPT LOAD ------------------------------------ */
-
-static int on_hello(struct conn *c, size_t i, redisReply *r)
-{
+    struct sl_rconn *c = ctx;
     if (r->type == REDIS_REPLY_ERROR) {
         /* an AUTH error names no secret; keep the first words only */
         char msg[96];
         snprintf(msg, sizeof msg, "Redis said: %.80s", r->str);
-        return fail(c, msg, 0);
+        return sl_rlink_fail(l, msg, 0);
+    }
+    if (r->type == REDIS_REPLY_ARRAY) { /* ROLE: a demoted primary must not be written to */
+        const redisReply *e = r->elements ? r->element[0] : NULL;
+        if (!e || e->type != REDIS_REPLY_STRING || strcmp(e->str, "master") != 0)
+            return sl_rlink_fail(l, "is not the primary (ROLE)", 0);
     }
     if (r->type == REDIS_REPLY_STRING && r->len == 40) {
         memcpy(c->sha, r->str, 40);
@@ -205,172 +69,79 @@ static int on_hello(struct conn *c, size_t i, redisReply *r)
     return 0;
 }
 
-static int connect_redis(struct conn *c)
+/* Connects l and makes it ready for rounds: AUTH, ROLE (behind Sentinel),
+ * SCRIPT LOAD (every node of a cluster gets the script: same digest). */
+int sl_rsend_hello(struct sl_rconn *c, struct sl_rlink *l)
 {
     const struct sl_redis *rc = &c->s->cfg->redis;
-    struct sockaddr_storage ss = {0};
-    socklen_t len;
-    if (strncmp(rc->address, "unix:", 5) == 0) {
-        struct sockaddr_un *un = (struct sockaddr_un *)&ss;
-        un->sun_family = AF_UNIX;
-        snprintf(un->sun_path, sizeof un->sun_path, "%s", rc->address + 5);
-        len = sizeof *un;
-    } else if (sl_hostport_parse(rc->address, &ss, &len)) {
-        return fail(c, "address is not ADDRESS:PORT", 0);
-    }
-    c->fd = sl_sys_socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (c->fd < 0) return fail(c, "socket", errno);
-    c->s->fd = c->fd;
+    if (sl_rlink_connect(l) != 0) return -1;
     uint64_t deadline = sl_clock_now() + rc->timeout_ns;
-    if (sl_sys_connect(c->fd, (struct sockaddr *)&ss, len) != 0) {
-        if (errno != EINPROGRESS && errno != EAGAIN) return fail(c, "connect", errno);
-        int rev = wait_fd(c->fd, POLLOUT, deadline);
-        if (rev <= 0) return fail(c, "connect timed out", 0);
-        int e = 0;
-        socklen_t el = sizeof e;
-        sl_sys_getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &e, &el);
-        if (e) return fail(c, "connect", e);
-    }
-    c->reader = redisReaderCreate();
-    if (!c->reader) return fail(c, "out of memory", 0);
     size_t want = 1;
     if (*rc->password) {
         const char *argv[3] = {"AUTH", rc->user, rc->password};
         size_t lens[3] = {4, strlen(rc->user), strlen(rc->password)};
         if (*rc->user) {
-            append(c, 3, argv, lens);
+            sl_rlink_append(l, 3, argv, lens);
         } else {
             argv[1] = rc->password;
             lens[1] = lens[2];
-            append(c, 2, argv, lens);
+            sl_rlink_append(l, 2, argv, lens);
         }
+        want++;
+    }
+    if (c->sentinel_mode) {
+        const char *argv[] = {"ROLE"};
+        size_t lens[] = {4};
+        sl_rlink_append(l, 1, argv, lens);
         want++;
     }
     const char *argv[3] = {"SCRIPT", "LOAD", sl_redis_lua};
     size_t lens[3] = {6, 4, sizeof sl_redis_lua - 1};
-    if (!append(c, 3, argv, lens)) return fail(c, "out of memory", 0);
+    if (!sl_rlink_append(l, 3, argv, lens)) return sl_rlink_fail(l, "out of memory", 0);
     c->sha[0] = 0;
-    int done = exchange(c, want, deadline, on_hello);
-    if (c->out) explicit_bzero(c->out, c->outcap); /* it held the password */
+    int done = sl_rlink_exchange(l, want, deadline, on_hello, c);
+    if (l->out) explicit_bzero(l->out, l->outcap); /* it held the password */
     if (done != 0) return -1;
-    if (!c->sha[0]) return fail(c, "SCRIPT LOAD answered no digest", 0);
+    if (!c->sha[0]) return sl_rlink_fail(l, "SCRIPT LOAD answered no digest", 0);
     sl_redis_count(c->s, SL_RC_CONNECTS, 1);
     return 0;
 }
 
-/* ---- one round --------------------------------------------------------------- */
-
-static uint64_t sub0(int64_t a, int64_t b)
-{
-    return a > b ? (uint64_t)(a - b) : 0;
-}
-
-static int on_counts(struct conn *c, size_t i, redisReply *r)
-{
-    struct sl_redis_counts k;
-    if (sl_redis_reply_counts(r, &k) != 0) {
-        sl_redis_count(c->s, SL_RC_BAD_REPLY, 1);
-        if (r->type == REDIS_REPLY_ERROR) {
-            char msg[96];
-            snprintf(msg, sizeof msg, "Redis said: %.80s", r->str); /* NOSCRIPT: reload */
-            return fail(c, msg, 0);
-        }
-        return 0;
-    }
-    sl_redis_count(c->s, SL_RC_CALLS, 1);
-    const struct call *x = &c->calls[i];
-    /* Redis answers: a long round keeps the rules counting with the fleet */
-    if ((i & 255) == 255)
-        atomic_store_explicit(&c->s->hdr->ok_at, sl_clock_now(), memory_order_release);
-    if (atomic_load_explicit(&x->e->tag, memory_order_acquire) != x->tag) return 0; /* reused */
-    atomic_store_explicit(
-        &x->e->rest, sl_win_pack(x->window, sub0(k.prev, k.own_prev), sub0(k.curr, k.own_curr)),
-        memory_order_relaxed);
-    return 0;
-}
-
-static void add_call(struct conn *c, struct sl_rentry *e, uint64_t wn)
-{
-    const struct sl_config *cfg = c->s->cfg;
-    uint32_t m = atomic_load_explicit(&e->meta, memory_order_acquire);
-    uint64_t tag = atomic_load_explicit(&e->tag, memory_order_acquire);
-    if (tag < 2 || m == 0 || m > (uint32_t)cfg->nrules) return;
-    const struct sl_rule *r = &cfg->rules[m - 1];
-    if (r->scope != SL_SCOPE_REDIS || !e->period_ns) return;
-    const uint64_t W = e->period_ns, cur = wn / W;
-    uint64_t own = atomic_load_explicit(&e->own, memory_order_relaxed);
-    uint64_t rest = atomic_load_explicit(&e->rest, memory_order_relaxed);
-    bool live = (own && sl_win_diff(cur, sl_win_index(own)) <= 1) ||
-                (rest && sl_win_diff(cur, sl_win_index(rest)) <= 1);
-    if (!live || c->ncalls >= ROUND_MAX) return;
-    uint64_t op, oc;
-    sl_win_counts(own, cur, &op, &oc);
-    char k1[256], k2[256], a3[24], a4[24], ttl[24];
-    const char *pre = cfg->redis.prefix;
-    /* {hash tag}: both windows of a key in one slot, as Redis Cluster needs */
-    snprintf(k1, sizeof k1, "%s{%s}:%llu", pre, e->name, (unsigned long long)cur);
-    snprintf(k2, sizeof k2, "%s{%s}:%llu", pre, e->name, (unsigned long long)(cur - 1));
-    snprintf(a3, sizeof a3, "%llu", (unsigned long long)oc);
-    snprintf(a4, sizeof a4, "%llu", (unsigned long long)op);
-    snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)(2 * W / 1000000 + 1000));
-    const char *argv[] = {"EVALSHA", c->sha, "2", k1, k2, c->node, "set", a3, a4, "0", "0", ttl};
-    size_t lens[sizeof argv / sizeof argv[0]];
-    for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++)
-        lens[i] = strlen(argv[i]);
-    if (!append(c, (int)(sizeof argv / sizeof argv[0]), argv, lens)) return;
-    c->calls[c->ncalls++] = (struct call){e, tag, cur};
-    atomic_store_explicit(&e->synced, own, memory_order_relaxed);
-}
-
-static int noop_reply(struct conn *c, size_t i, redisReply *r)
-{
-    return r->type == REDIS_REPLY_ERROR ? fail(c, "PING failed", 0) : 0;
-}
-
-static int round_trip(struct conn *c, uint64_t now)
-{
-    struct sl_redis_state *s = c->s;
-    uint64_t wn = sl_redis_wall(s, now);
-    c->ncalls = 0;
-    c->outlen = 0;
-    for (int i = 0; i < s->cfg->nrules; i++) {
-        add_call(c, &s->ovf[i], wn);
-        add_call(c, &s->ovf[i + SL_MAX_RULES], wn);
-    }
-    for (uint32_t i = 0; i <= s->mask; i++)
-        add_call(c, &s->ents[i], wn);
-    if (c->ncalls == 0) { /* nothing to say: a PING keeps the state honest */
-        const char *argv[] = {"PING"};
-        size_t lens[] = {4};
-        append(c, 1, argv, lens);
-        c->calls[0] = (struct call){0};
-        return exchange(c, 1, now + s->cfg->redis.timeout_ns, noop_reply);
-    }
-    return exchange(c, c->ncalls, now + s->cfg->redis.timeout_ns, on_counts);
-}
-
 /* ---- the thread ------------------------------------------------------------ */
 
-static void say_state(struct conn *c, int *state, int now_ok)
+/* What the log calls the backend: the address, or the master's name and
+ * the primary the sentinels gave. */
+static const char *target(const struct sl_rconn *c, char *buf, size_t len)
+{
+    const struct sl_redis *rc = &c->s->cfg->redis;
+    if (c->cluster) return "cluster";
+    if (!c->sentinel_mode) return rc->address;
+    snprintf(buf, len, "master %.63s (%.63s)", rc->master,
+             *c->link.addr ? c->link.addr : "unknown");
+    return buf;
+}
+
+static void say_state(struct sl_rconn *c, int *state, int now_ok)
 {
     if (*state == now_ok) return;
     const struct sl_redis *rc = &c->s->cfg->redis;
     uint64_t fallback =
         atomic_load_explicit(&c->s->hdr->counters[SL_RC_FALLBACK], memory_order_relaxed);
-    char share[48];
+    char share[48], t[160];
     snprintf(share, sizeof share, "%u%% of each limit, on this program's counts",
              rc->local_share_pct);
     if (now_ok && *state < 0)
         sl_log_state(SL_LOG_INFO, "redis: %s connected; redis rules count with the fleet",
-                     rc->address);
+                     target(c, t, sizeof t));
     else if (now_ok)
         sl_log_state(SL_LOG_INFO,
                      "redis: %s answers; redis rules count with the fleet again (%llu decisions "
                      "made under on_backend_error meanwhile)",
-                     rc->address, (unsigned long long)(fallback - c->fallback_at));
+                     target(c, t, sizeof t), (unsigned long long)(fallback - c->fallback_at));
     else
-        sl_log_state(SL_LOG_WARN, "redis: %s: %s; redis rules: on_backend_error = %s (%s)",
-                     rc->address, c->why,
+        sl_log_state(SL_LOG_WARN, "redis: %s: %s; redis rules%s: on_backend_error = %s (%s)",
+                     target(c, t, sizeof t), c->link.why,
+                     c->cluster ? " (keys of the nodes that do not answer)" : "",
                      rc->on_error == SL_BACKEND_LOCAL  ? "local"
                      : rc->on_error == SL_BACKEND_OPEN ? "open"
                                                        : "closed",
@@ -381,11 +152,83 @@ static void say_state(struct conn *c, int *state, int now_ok)
     *state = now_ok;
 }
 
+void sl_redis_set_nodes(struct sl_redis_state *s, const char (*addrs)[64], uint32_t n)
+{
+    struct sl_rhdr *h = s->hdr;
+    if (n > SL_REDIS_NODES_MAX) n = SL_REDIS_NODES_MAX;
+    atomic_fetch_add_explicit(&h->addr_seq, 1, memory_order_acq_rel); /* odd: rewriting */
+    for (uint32_t i = 0; i < n; i++) {
+        if (strcmp(h->nodes[i].addr, addrs[i]) != 0) { /* another node in this place */
+            atomic_store_explicit(&h->nodes[i].calls, 0, memory_order_relaxed);
+            atomic_store_explicit(&h->nodes[i].ok_at, 0, memory_order_relaxed);
+        }
+        snprintf(h->nodes[i].addr, sizeof h->nodes[i].addr, "%s", addrs[i]);
+    }
+    h->nnodes = n;
+    atomic_fetch_add_explicit(&h->addr_seq, 1, memory_order_release);
+}
+
+/* A new primary, from the sentinels or their +switch-master: the next
+ * connection goes there. The first one is no failover. */
+static void new_primary(struct sl_rconn *c, const char *addr, const char *how)
+{
+    if (strcmp(c->link.addr, addr) == 0) return;
+    if (*c->link.addr) {
+        sl_redis_count(c->s, SL_RC_FAILOVERS, 1);
+        sl_log_state(SL_LOG_INFO, "redis: master %s: %s -> %s (%s)", c->s->cfg->redis.master,
+                     c->link.addr, addr, how);
+    }
+    sl_rlink_drop(&c->link);
+    snprintf(c->link.addr, sizeof c->link.addr, "%s", addr);
+    char one[1][64];
+    snprintf(one[0], sizeof one[0], "%s", addr);
+    sl_redis_set_nodes(c->s, (const char(*)[64])one, 1);
+}
+
+/* Connects to the server, or behind Sentinel to the primary the sentinels
+ * name now (asked again before every connection: a failed round may be a
+ * failover). */
+static int connect_backend(struct sl_rconn *c)
+{
+    if (c->sentinel_mode) {
+        char addr[SL_RADDR_MAX], why[160];
+        if (sl_rsentinel_discover(&c->sentinel, addr, sizeof addr, why, sizeof why) != 0) {
+            snprintf(c->link.why, sizeof c->link.why, "%s", why);
+            return -1;
+        }
+        new_primary(c, addr, "the sentinels say");
+    }
+    return sl_rsend_hello(c, &c->link);
+}
+
+/* Sleeps until `wait` ns have passed, or a sentinel speaks. */
+static void nap(struct sl_rconn *c, uint64_t wait)
+{
+    struct timespec ts = {(time_t)(wait / SL_NS_PER_SEC), (long)(wait % SL_NS_PER_SEC)};
+    int fd = c->sentinel_mode ? sl_rsentinel_fd(&c->sentinel) : -1;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    sl_sys_ppoll(fd >= 0 ? &p : NULL, fd >= 0 ? 1 : 0, &ts);
+}
+
 static void *sender(void *arg)
 {
     struct sl_redis_state *s = arg;
     const struct sl_redis *rc = &s->cfg->redis;
-    struct conn c = {.s = s, .fd = -1};
+    struct sl_rconn c = {.s = s};
+    c.link.fd = -1;
+    c.link.mirror = &s->fds[0];
+    c.link.timeout_ns = rc->timeout_ns;
+    c.link.beat = &s->hdr->heartbeat;
+    c.sentinel_mode = rc->mode == SL_REDIS_SENTINEL;
+    if (c.sentinel_mode) {
+        sl_rsentinel_init(&c.sentinel, rc, &s->fds[1], &s->hdr->heartbeat);
+    } else if (rc->mode == SL_REDIS_CLUSTER) {
+        c.cluster = sl_alloc(sizeof *c.cluster);
+        if (!c.cluster) return NULL;
+        sl_rcluster_init(c.cluster, rc, &s->fds[2], &s->hdr->heartbeat);
+    } else {
+        new_primary(&c, rc->address, "");
+    }
     uint64_t rnd = 0; /* tells this program's field from a restarted one's with its pid */
     if (getentropy(&rnd, sizeof rnd) != 0) rnd = sl_clock_now() ^ (uint64_t)(uintptr_t)&c;
     char host[32] = "";
@@ -398,14 +241,21 @@ static void *sender(void *arg)
     uint64_t backoff = BACKOFF_MIN, retry_at = 0, next = sl_clock_now(), hot_until = 0;
     while (atomic_load_explicit(&s->running, memory_order_relaxed)) {
         uint64_t now = sl_clock_now();
+        char addr[SL_RADDR_MAX];
+        if (c.sentinel_mode && sl_rsentinel_watch(&c.sentinel, now, addr, sizeof addr) &&
+            strcmp(addr, c.link.addr) != 0) {
+            new_primary(&c, addr, "+switch-master");
+            retry_at = now; /* reconnect at once, whatever the backoff */
+            backoff = BACKOFF_MIN;
+        }
         bool urgent = atomic_load_explicit(&s->hdr->urgent, memory_order_relaxed) &&
                       atomic_exchange_explicit(&s->hdr->urgent, 0, memory_order_relaxed);
         if (urgent) hot_until = now + rc->interval_ns;
-        if (now < next && !(urgent && c.fd >= 0)) { /* not yet: sleep, looking at urgent */
+        if (now < next &&
+            !(urgent && (c.cluster || c.link.fd >= 0))) { /* not yet: sleep, looking at urgent */
             uint64_t wait = next - now;
             if (now < hot_until && wait > HOT_POLL_NS) wait = HOT_POLL_NS;
-            struct timespec ts = {(time_t)(wait / SL_NS_PER_SEC), (long)(wait % SL_NS_PER_SEC)};
-            sl_sys_ppoll(NULL, 0, &ts);
+            nap(&c, wait);
             continue;
         }
         bool early = now < next;
@@ -413,10 +263,10 @@ static void *sender(void *arg)
         atomic_store_explicit(&s->hdr->heartbeat, now, memory_order_relaxed);
         atomic_store_explicit(&s->hdr->offset_ns, sl_clock_wall_offset(), memory_order_relaxed);
         int rc_ = -1;
-        if (c.fd < 0 && now >= retry_at) rc_ = connect_redis(&c);
-        if (c.fd >= 0) {
+        if (!c.cluster && c.link.fd < 0 && now >= retry_at) rc_ = connect_backend(&c);
+        if (c.cluster || c.link.fd >= 0) {
             uint64_t start = sl_clock_now();
-            rc_ = round_trip(&c, start);
+            rc_ = sl_rsend_round(&c, start);
             if (rc_ == 0) {
                 if (start > atomic_load_explicit(&s->hdr->ok_at, memory_order_relaxed))
                     atomic_store_explicit(&s->hdr->ok_at, start, memory_order_release);
@@ -425,7 +275,7 @@ static void *sender(void *arg)
                 say_state(&c, &state, 1);
             }
         }
-        if (rc_ != 0 && c.fd < 0 && now >= retry_at) {
+        if (rc_ != 0 && (c.cluster || (c.link.fd < 0 && now >= retry_at))) {
             sl_redis_count(s, SL_RC_FAILURES, 1);
             say_state(&c, &state, 0);
             retry_at = sl_clock_now() + backoff;
@@ -436,8 +286,10 @@ static void *sender(void *arg)
         now = sl_clock_now();
         if (next <= now) next = now + rc->interval_ns / 4;
     }
-    drop(&c);
-    sl_free(c.out);
+    sl_rlink_free(&c.link);
+    if (c.sentinel_mode) sl_rsentinel_free(&c.sentinel);
+    if (c.cluster) sl_rcluster_free(c.cluster);
+    sl_free(c.cluster);
     sl_free(c.calls);
     return NULL;
 }
@@ -448,10 +300,12 @@ static void after_fork_child(void)
 {
     struct sl_redis_state *s = atomic_load(&forked_watch);
     if (!s || !atomic_load(&s->running)) return;
-    /* The thread did not come along; its socket must not either. The
-     * parent's reader and buffers stay allocated in this copy (a few KiB). */
-    if (s->fd >= 0) sl_sys_close(s->fd);
-    s->fd = -1;
+    /* The thread did not come along; its sockets must not either. The
+     * parent's readers and buffers stay allocated in this copy (a few KiB). */
+    for (int i = 0; i < SL_REDIS_FDS; i++) {
+        if (s->fds[i] >= 0) sl_sys_close(s->fds[i]);
+        s->fds[i] = -1;
+    }
     atomic_store(&s->running, 0);
 }
 
@@ -489,7 +343,9 @@ void sl_redis_check(struct sl_redis_state *s, uint64_t now)
         sl_log(SL_LOG_WARN, "%s", err);
     else if (hb) /* a sender before us died */
         sl_log(SL_LOG_INFO, "redis: this process (%d) now syncs with %s", (int)getpid(),
-               rc->address);
+               rc->mode == SL_REDIS_SINGLE     ? rc->address
+               : rc->mode == SL_REDIS_SENTINEL ? rc->master
+                                               : "the cluster");
     errno = saved;
 }
 

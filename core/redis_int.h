@@ -12,8 +12,12 @@
 
 #include "redis.h"
 
-#define SL_REDIS_PROBE   8   /* entries a key may live in */
-#define SL_REDIS_KEY_MAX 152 /* "RULE:KEY" as it appears in Redis keys */
+#define SL_REDIS_PROBE     8   /* entries a key may live in */
+#define SL_REDIS_KEY_MAX   152 /* "RULE:KEY" as it appears in Redis keys */
+#define SL_REDIS_NODES_MAX 16  /* cluster primaries synced with */
+/* the sender's sockets: the server, two to sentinels, or 16 cluster
+ * primaries and one asking for the slot map */
+#define SL_REDIS_FDS 20
 
 enum sl_redis_counter {
     SL_RC_SYNCS,     /* rounds that got every reply */
@@ -24,6 +28,9 @@ enum sl_redis_counter {
     SL_RC_OVERFLOW,  /* keys that found no entry */
     SL_RC_BAD_REPLY, /* replies not of the script's shape */
     SL_RC_EARLY,     /* rounds sent before their tick (a key ran ahead) */
+    SL_RC_FAILOVERS, /* the primary (Sentinel) or a slot's node (Cluster) changed */
+    SL_RC_MOVED,     /* MOVED redirections (Cluster): the slot map is refreshed */
+    SL_RC_ASK,       /* ASK redirections (Cluster, a slot migrating) followed */
     SL_RC_NCOUNTERS
 };
 extern const char *const sl_redis_counter_names[SL_RC_NCOUNTERS]; /* "syncs", ... */
@@ -46,6 +53,8 @@ struct sl_rentry {
     _Atomic uint64_t own;
     _Atomic uint64_t rest;
     _Atomic uint64_t synced; /* own as the sender last sent it (early rounds) */
+    _Atomic uint32_t node;   /* cluster: 1 + the primary the sender last sent it to; 0 none */
+    _Atomic uint64_t missed; /* cluster: monotonic ns since its calls get no counts; 0 none */
     char name[SL_REDIS_KEY_MAX];
 } __attribute__((aligned(64)));
 
@@ -58,6 +67,16 @@ struct sl_rhdr {
     _Atomic uint64_t elect_ns; /* last election attempt, CAS by deciders */
     _Atomic uint32_t urgent;   /* a key ran its early share ahead: sync now */
     _Atomic uint64_t counters[SL_RC_NCOUNTERS];
+    /* the server(s) the sender syncs with, for `sluice metrics`: the
+     * primary (single, sentinel) or the cluster's primaries, with the
+     * calls each answered; addr_seq is odd while the sender rewrites them */
+    _Atomic uint32_t addr_seq;
+    uint32_t nnodes;
+    struct sl_rnode_view {
+        char addr[64];
+        _Atomic uint64_t calls; /* script calls it answered */
+        _Atomic uint64_t ok_at; /* cluster: monotonic ns it last answered all its calls */
+    } nodes[SL_REDIS_NODES_MAX];
 } __attribute__((aligned(64)));
 
 struct sl_redis_state {
@@ -73,8 +92,11 @@ struct sl_redis_state {
     /* the sender: process-local, meaningful in the process that runs it */
     pthread_t thread;
     _Atomic int running;
-    int fd;
+    int fds[SL_REDIS_FDS]; /* the sender's sockets, -1 none: a forked child closes them */
 };
+
+/* Publishes the servers the sender syncs with (redis.c, redis_cluster.c). */
+void sl_redis_set_nodes(struct sl_redis_state *s, const char (*addrs)[64], uint32_t n);
 
 /* Maps the state (redis_state.c); the sender is not started. */
 struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size_t errlen);

@@ -114,6 +114,8 @@ static void setup(const struct sl_redis_state *s, struct sl_rentry *e, int rule,
 {
     atomic_store_explicit(&e->own, 0, memory_order_relaxed);
     atomic_store_explicit(&e->rest, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->node, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->missed, 0, memory_order_relaxed);
     e->req = is_req(k);
     e->period_ns = w->limit->period_ns;
     key_name(s, r, w, k, e->name, sizeof e->name);
@@ -156,9 +158,18 @@ static struct sl_rentry *find(struct sl_redis_state *s, int rule, const struct s
 
 /* ---- deciding ------------------------------------------------------------- */
 
-static bool backend_ok(const struct sl_redis_state *s, uint64_t now)
+/* Redis answered lately: the whole round, or in a cluster the primary
+ * that holds this key (a lost node leaves the keys of the others counting
+ * with the fleet), and this key's calls got counts (not a redirection or
+ * TRYAGAIN round after round, as in a slot half migrated). */
+static bool backend_ok(const struct sl_redis_state *s, const struct sl_rentry *e, uint64_t now)
 {
-    uint64_t ok = atomic_load_explicit(&s->hdr->ok_at, memory_order_acquire);
+    uint32_t n = atomic_load_explicit(&e->node, memory_order_relaxed);
+    uint64_t missed = atomic_load_explicit(&e->missed, memory_order_relaxed);
+    if (missed && now > missed && now - missed > s->stale_ns) return false; /* MOVED, TRYAGAIN... */
+    uint64_t ok = n && n <= SL_REDIS_NODES_MAX
+                      ? atomic_load_explicit(&s->hdr->nodes[n - 1].ok_at, memory_order_acquire)
+                      : atomic_load_explicit(&s->hdr->ok_at, memory_order_acquire);
     return ok && (now < ok || now - ok <= s->stale_ns);
 }
 
@@ -205,7 +216,7 @@ void sl_redis_decide(struct sl_redis_state *s, int rule, const struct sl_rule *r
         }
         e = &s->ovf[rule + (is_req(k) ? SL_MAX_RULES : 0)];
     }
-    if (backend_ok(s, now)) {
+    if (backend_ok(s, e, now)) {
         sl_win_counts(atomic_load_explicit(&e->rest, memory_order_relaxed), cur, &P, &C);
     } else {
         sl_redis_count(s, SL_RC_FALLBACK, 1);
@@ -250,7 +261,8 @@ void sl_redis_refund(struct sl_redis_state *s, int rule, const struct sl_rule *r
 /* ---- the mapping ----------------------------------------------------------- */
 
 const char *const sl_redis_counter_names[SL_RC_NCOUNTERS] = {
-    "syncs", "calls", "failures", "connects", "fallback", "overflow", "bad_reply", "early",
+    "syncs",     "calls", "failures",  "connects", "fallback", "overflow",
+    "bad_reply", "early", "failovers", "moved",    "ask",
 };
 
 struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size_t errlen)
@@ -295,7 +307,8 @@ struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size
     s->ents = s->ovf + 2 * SL_MAX_RULES;
     s->mask = n - 1;
     s->bytes = bytes;
-    s->fd = -1;
+    for (int i = 0; i < SL_REDIS_FDS; i++)
+        s->fds[i] = -1;
     if (getrandom(s->secret, sizeof s->secret, 0) != (ssize_t)sizeof s->secret) {
         uint64_t t = sl_clock_now();
         for (int i = 0; i < 4; i++)

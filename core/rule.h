@@ -197,10 +197,23 @@ enum sl_backend_error {
     SL_BACKEND_CLOSED, /* everything is denied */
 };
 
+/* Where the redis section's counts go: one server, the primary that
+ * Sentinel names, or a Redis Cluster. */
+enum sl_redis_mode {
+    SL_REDIS_SINGLE,   /* address */
+    SL_REDIS_SENTINEL, /* sentinels + master */
+    SL_REDIS_CLUSTER,  /* cluster: the seed nodes */
+};
+#define SL_REDIS_ADDRS_MAX 8 /* sentinels or cluster seed nodes */
+
 /* The redis section (scope = redis rules). */
 struct sl_redis {
     bool enabled;
-    char address[256]; /* "host:port" (numeric) or "unix:/path" */
+    enum sl_redis_mode mode;
+    char address[256]; /* single: "host:port" (numeric) or "unix:/path" */
+    char addrs[SL_REDIS_ADDRS_MAX][64]; /* sentinel, cluster: "host:port" (numeric) */
+    int naddrs;
+    char master[64]; /* sentinel: the name the sentinels know the primary by */
     char user[128];    /* "": no ACL user (AUTH with the password only) */
     char password[256];
     char prefix[64];

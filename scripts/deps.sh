@@ -8,7 +8,7 @@ build=(gcc make pkg-config libc6-dev libconfuse-dev libsodium-dev libhttp-parser
        libnghttp2-dev libhiredis-dev libssl-dev libmicrohttpd-dev)
 # What the tests and benchmarks add: real programs to run under sluice.
 tests=(libcmocka-dev clang libclang-rt-14-dev python3 curl nginx-light wrk procps iproute2
-       redis-server redis-tools nodejs util-linux openssl python3-requests
+       redis-server redis-tools redis-sentinel nodejs util-linux openssl python3-requests
        python3-prometheus-client man-db debhelper dpkg-dev fakeroot faketime wget
        libnginx-mod-http-image-filter
        prometheus chromium chromium-driver python3-selenium

@@ -62,7 +62,9 @@ with TempDir() as tmp:
         s_rate = sum(1 for t in svc["log"] if a <= t < b) / (b - a)
         print(f"with the service counting: pair {pair:.1f}/s + service {s_rate:.1f}/s "
               f"({svc['tries']} calls) = {pair + s_rate:.1f}/s, limit {LIMIT}/s")
-        check(s_rate >= 10, f"the service counted only {s_rate:.1f}/s")
+        # each try spawns redis-cli: ~20 a second on a quiet machine, 9-10 at a load
+        # average of 10 on 2 CPUs; 5/s is still a sixth of the pair's room to give up
+        check(s_rate >= 5, f"the service counted only {s_rate:.1f}/s")
         check(abs(pair + s_rate - LIMIT) <= 0.08 * LIMIT,
               f"pair + service = {pair + s_rate:.1f}/s, limit {LIMIT} +-8 %")
 

@@ -101,7 +101,8 @@ static void redis_errors_name_the_line_the_option_and_the_value(void **st)
 {
     assert_error("inbound \"web\" { port = 80 rate = \"60/s\" scope = redis }\n",
                  "1: inbound \"web\": option 'scope': 'redis' needs a redis section");
-    assert_error("redis { prefix = x }\n", "1: redis: option 'address' is missing");
+    assert_error("redis { prefix = x }\n",
+                 "1: redis: option 'address' is missing (or 'sentinels', 'cluster')");
     assert_error("redis {\n address = \"unix:run\" }\n",
                  "2: redis: option 'address': 'unix:run' is not unix:/ABSOLUTE/PATH");
     assert_error("redis { address = \"127.0.0.1:6379\" user = app }\n",
@@ -123,6 +124,49 @@ static void redis_errors_name_the_line_the_option_and_the_value(void **st)
                  "section with scope = redis");
     assert_error("redis { address = \"127.0.0.1:6379\" }\nredis { address = \"127.0.0.1:6380\" }\n",
                  "2: redis: there is already a redis section on line 1");
+}
+
+static void sentinels_and_cluster_are_read(void **st)
+{
+    char err[512];
+    struct sl_config *c = load("redis { sentinels = \"127.0.0.1:26379,[::1]:26380\"\n"
+                               " master = mymaster }\n"
+                               "inbound \"web\" { port = 80 rate = \"60/s\" scope = redis }\n",
+                               err, sizeof err);
+    assert_non_null(c);
+    assert_int_equal(c->redis.mode, SL_REDIS_SENTINEL);
+    assert_int_equal(c->redis.naddrs, 2);
+    assert_string_equal(c->redis.addrs[0], "127.0.0.1:26379");
+    assert_string_equal(c->redis.addrs[1], "[::1]:26380");
+    assert_string_equal(c->redis.master, "mymaster");
+    sl_conf_free(c);
+    c = load("redis { cluster = \"127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002\" }\n", err,
+             sizeof err);
+    assert_non_null(c);
+    assert_int_equal(c->redis.mode, SL_REDIS_CLUSTER);
+    assert_int_equal(c->redis.naddrs, 3);
+    assert_string_equal(c->redis.addrs[2], "127.0.0.1:7002");
+    sl_conf_free(c);
+}
+
+static void sentinel_and_cluster_errors_name_the_option(void **st)
+{
+    assert_error("redis { sentinels = \"127.0.0.1:26379\" }\n",
+                 "1: redis: option 'sentinels': '127.0.0.1:26379' needs master (the name the "
+                 "sentinels know the primary by)");
+    assert_error("redis { address = \"127.0.0.1:6379\" master = m }\n",
+                 "1: redis: option 'master': 'm' needs sentinels");
+    assert_error("redis {\n address = \"127.0.0.1:6379\"\n cluster = \"127.0.0.1:7000\" }\n",
+                 "1: redis: takes one of 'address', 'sentinels' and 'cluster'");
+    assert_error("redis {\n cluster = \"127.0.0.1:7000,,127.0.0.1:7001\" }\n",
+                 "2: redis: option 'cluster': '127.0.0.1:7000,,127.0.0.1:7001' has an empty "
+                 "address (\"host:port,host:port\")");
+    assert_error("redis {\n cluster = \"127.0.0.1:7000,localhost\" }\n",
+                 "2: redis: option 'cluster': '127.0.0.1:7000,localhost' is not address:port (like "
+                 "10.0.0.2:7946 or [2001:db8::2]:7946; no host names)");
+    assert_error("redis { cluster = \"127.0.0.1:7000\" prefix = \"a{b}:\" }\n",
+                 "1: redis: option 'prefix': 'a{b}:' may not have { or } with cluster (the "
+                 "keys' hash tag)");
 }
 
 static void a_redis_section_can_be_inline(void **st)
@@ -151,6 +195,8 @@ int main(void)
         cmocka_unit_test(every_redis_option_is_read),
         cmocka_unit_test(redis_errors_name_the_line_the_option_and_the_value),
         cmocka_unit_test(a_redis_section_can_be_inline),
+        cmocka_unit_test(sentinels_and_cluster_are_read),
+        cmocka_unit_test(sentinel_and_cluster_errors_name_the_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,99 @@
+"""scope = redis on a Redis Cluster that loses a primary: three primaries
+with one replica each on loopback (cluster-node-timeout 1 s), two
+http.servers sharing 10 connections a second per client address for
+twelve addresses spread over the three primaries, flooded together. One
+primary is killed with SIGKILL:
+  1. the keys of that primary follow on_backend_error = local (each
+     program local_share = 30 % of the limit on its own counts: the pair
+     at 60 % of the limit, bounded at 75 % for small limits counted in
+     whole connections), while the keys of the two others keep counting
+     with the fleet (the pair within 15 % of their limits, well above the
+     60 % a fallback would give them);
+  2. no connection waits on Redis (slowest under 0.5 s);
+  3. once the cluster has promoted the replica, the programs refresh the
+     slot map and the lost keys count on the new primary (both programs'
+     fields in a whole window there), the pair admitting the limit again."""
+from redis_fleet import *
+
+L = 10
+CLIENTS = [f"127.0.1.{i}" for i in range(1, 13)]
+
+
+def key(client, w):
+    return f"sluice:{{web:{client}}}:{w}"
+
+
+def redis_lines(progs):
+    return "\n".join(l for i in range(2) for l in progs.stderr(i).splitlines() if "redis:" in l)
+
+
+with TempDir() as tmp:
+    cl = Cluster(tmp, primaries=3, replicas=1)
+    progs = flood = None
+    try:
+        by_node = {}
+        for c in CLIENTS:
+            by_node.setdefault(cl.node_of(key_slot(key(c, 0))), []).append(c)
+        print("keys per primary:", {p: len(v) for p, v in by_node.items()})
+        check(len(by_node) == 3, f"the keys should spread over the three primaries: {by_node}")
+        progs = Programs(tmp, 0, where=cl.where(), limit=f"{L}", extra="local_share = 30")
+        flood = Flood(HOSTS[:2], progs.port, threads=4, clients=CLIENTS)
+        t0 = time.monotonic()
+        time.sleep(3.0)
+        total = sum(flood.admitted_by(t0 + 1.0, t0 + 3.0).values())
+        print(f"before: {total:.1f}/s for {len(CLIENTS)} addresses (limit {L} each)")
+        check(abs(total - L * len(CLIENTS)) <= 0.15 * L * len(CLIENTS), f"{total:.1f}/s in all")
+
+        victim = max(by_node, key=lambda p: len(by_node[p]))
+        lost, kept = by_node[victim], [c for c in CLIENTS if c not in by_node[victim]]
+        node = next(n for n in cl.nodes if n.port == victim)
+        node.kill()
+        tk = time.monotonic()
+        def promoted():
+            p = cl.node_of(key_slot(key(lost[0], 0)))
+            return p is not None and p != victim
+        deadline = tk + 30
+        while not promoted() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        tp = time.monotonic()
+        check(promoted(), "the cluster should promote the replica within 30 s")
+        new = cl.node_of(key_slot(key(lost[0], 0)))
+        # the programs see the slot map change at their next failed round (within 100 ms)
+        time.sleep(0.5)
+        down = flood.admitted_by(tk + 0.3, tp)
+        lost_rate = sum(down[c] for c in lost)
+        kept_rate = sum(down[c] for c in kept)
+        slow = flood.slowest(tk, tp + 0.5)
+        print(f"primary {victim} killed; replica {new} promoted after {tp - tk:.1f} s; meanwhile "
+              f"its {len(lost)} addresses {lost_rate:.1f}/s (limit {L * len(lost)}), the other "
+              f"{len(kept)} {kept_rate:.1f}/s (limit {L * len(kept)}); slowest connection "
+              f"{1000 * slow:.0f} ms")
+        print(redis_lines(progs))
+        check(lost_rate <= 0.75 * L * len(lost), f"lost keys {lost_rate:.1f}/s: not on local_share")
+        check(abs(kept_rate - L * len(kept)) <= 0.15 * L * len(kept),
+              f"the other keys {kept_rate:.1f}/s: they should keep counting with the fleet")
+        check(slow < 0.5, f"a connection took {slow:.2f} s while a primary was lost")
+
+        ta = time.monotonic()
+        time.sleep(2.5)
+        w = int(time.time()) - 1
+        nn = next(n for n in cl.nodes if n.port == new)
+        for c in lost:
+            fields = nn.cli("HKEYS", key(c, w)).split()
+            check(len(fields) == 2, f"{c} on the promoted {new}: fields {fields}")
+        total = sum(flood.admitted_by(ta + 0.5, ta + 2.5).values())
+        print(f"after: {total:.1f}/s in all")
+        check(abs(total - L * len(CLIENTS)) <= 0.15 * L * len(CLIENTS), f"{total:.1f}/s after")
+        for p in progs.procs:
+            m = metrics(p.p.pid)
+            fo = m.get(("sluice_redis_events_total", "failovers"), 0)
+            print(f"program {p.p.pid}: failovers {fo:.0f}, moved "
+                  f"{m.get(('sluice_redis_events_total', 'moved'), 0):.0f}")
+            check(fo >= 1, "the failover should be counted in sluice metrics")
+    finally:
+        if flood:
+            flood.stop()
+        if progs:
+            progs.stop()
+        cl.stop()
+print("ok")
