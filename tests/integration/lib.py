@@ -509,3 +509,49 @@ def make_cert(tmp, cn="127.0.0.1"):
     check(r.returncode == 0, f"openssl req: {r.stderr}")
     os.chmod(key, 0o644)  # nginx's workers read it as nobody
     return crt, key
+
+
+# ---------------------------------------------------------------------------
+# An nginx "vendor" over TLS with HTTP/2 (and optionally plain HTTP), logging
+# each request it answers as "STATUS PROTOCOL [CONNECTION] URI", for the
+# outbound client tests (curl, wget, php, asyncio...).
+
+class NginxVendor:
+    """nginx on 127.0.0.1:tls_port (ssl http2) and, with plain=True, on
+    plain_port too; `argv` starts it. `served(tag)` are the logged requests
+    whose URI contains /tag, split in fields; `logged(tag, n)` waits (5 s at
+    most) until n of them are there, since nginx logs after answering."""
+
+    def __init__(self, tmp, plain=False, connection=True, keepalive=30):
+        self.crt, self.key = make_cert(tmp)
+        self.port = free_port()
+        self.plain_port = free_port() if plain else None
+        self.log = tmp.join("access.log")
+        fields = "$status $server_protocol $connection $uri" if connection else \
+            "$status $server_protocol $uri"
+        plain_listen = f"listen 127.0.0.1:{self.plain_port};" if plain else ""
+        _, self.argv = nginx_config(tmp, events="use epoll;", http=f"""
+    log_format brief '{fields}';
+    access_log {self.log} brief;
+    keepalive_timeout {keepalive};
+    server {{
+        listen 127.0.0.1:{self.port} ssl http2;
+        {plain_listen}
+        ssl_certificate {self.crt};
+        ssl_certificate_key {self.key};
+        location / {{ return 200 "ok\\n"; }}
+    }}
+""")
+
+    def served(self, tag):
+        try:
+            with open(self.log) as f:
+                return [l.split() for l in f.read().splitlines() if f"/{tag}" in l]
+        except FileNotFoundError:
+            return []
+
+    def logged(self, tag, n):
+        deadline = time.monotonic() + 5
+        while len(self.served(tag)) < n and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.served(tag)

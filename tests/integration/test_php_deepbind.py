@@ -57,33 +57,9 @@ int main(int argc, char **argv)
 php = shutil.which("php")
 check(php is not None, "php is not installed (apt-get install php-cli php-curl)")
 with TempDir() as tmp:
-    crt, key = make_cert(tmp)
-    tport, pport = free_port(), free_port()
-    log = tmp.join("access.log")
-    _, argv = nginx_config(tmp, events="use epoll;", http=f"""
-    log_format brief '$status $server_protocol $uri';
-    access_log {log} brief;
-    server {{
-        listen 127.0.0.1:{tport} ssl http2;
-        listen 127.0.0.1:{pport};
-        ssl_certificate {crt};
-        ssl_certificate_key {key};
-        location / {{ return 200 "ok\\n"; }}
-    }}
-""")
-
-    def served(tag):
-        try:
-            return [l.split() for l in open(log).read().splitlines() if f"/{tag}" in l]
-        except FileNotFoundError:
-            return []
-
-    def logged(tag, n):
-        """nginx logs a request after answering it: waits (at most 5 s) for n lines."""
-        deadline = time.monotonic() + 5
-        while len(served(tag)) < n and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return served(tag)
+    v = NginxVendor(tmp, plain=True, connection=False)
+    crt, tport, pport, log, argv = v.crt, v.port, v.plain_port, v.log, v.argv
+    served, logged = v.served, v.logged
 
     def calls(url, rule=None):
         argv = [php, "-r", PHP, url]

@@ -24,26 +24,9 @@ if "asan" in os.environ.get("SLUICE_BUILD", ""):
     sys.exit(0)
 
 with TempDir() as tmp:
-    crt, key = make_cert(tmp)
-    port = free_port()
-    log = tmp.join("access.log")
-    _, argv = nginx_config(tmp, events="use epoll;", http=f"""
-    log_format brief '$status $server_protocol $connection $uri';
-    access_log {log} brief;
-    keepalive_timeout 30;
-    server {{
-        listen 127.0.0.1:{port} ssl http2;
-        ssl_certificate {crt};
-        ssl_certificate_key {key};
-        location / {{ return 200 "ok\\n"; }}
-    }}
-""")
-
-    def lines(tag):
-        try:
-            return [l.split() for l in open(log).read().splitlines() if f"/{tag}" in l]
-        except FileNotFoundError:
-            return []
+    v = NginxVendor(tmp)
+    crt, port, log, argv = v.crt, v.port, v.log, v.argv
+    lines = v.served
 
     def curl_run(tag, rule=None):
         urls = sum([["-o", "/dev/null", f"https://127.0.0.1:{port}/{tag}{i}"] for i in range(12)],

@@ -41,32 +41,9 @@ done
 """
 
 with TempDir() as tmp:
-    crt, key = make_cert(tmp)
-    port = free_port()
-    log = tmp.join("access.log")
-    _, argv = nginx_config(tmp, events="use epoll;", http=f"""
-    log_format brief '$status $server_protocol $connection $uri';
-    access_log {log} brief;
-    server {{
-        listen 127.0.0.1:{port} ssl http2;
-        ssl_certificate {crt};
-        ssl_certificate_key {key};
-        location / {{ return 200 "ok\\n"; }}
-    }}
-""")
-
-    def served(tag):
-        try:
-            return [l.split() for l in open(log).read().splitlines() if f"/{tag}" in l]
-        except FileNotFoundError:
-            return []
-
-    def logged(tag, n):
-        """nginx logs a request after answering it: waits (at most 5 s) for n lines."""
-        deadline = time.monotonic() + 5
-        while len(served(tag)) < n and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return served(tag)
+    v = NginxVendor(tmp)
+    crt, port, log, argv = v.crt, v.port, v.log, v.argv
+    served, logged = v.served, v.logged
 
     def loop(tag, rule=None):
         argv = ["sh", "-c", LOOP % (N, port), "loop", tag]
