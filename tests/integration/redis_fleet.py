@@ -381,3 +381,13 @@ def node_calls(pid):
     check(r.returncode == 0, f"metrics: {r.stderr}")
     return {s.labels["node"]: s.value for fam in text_string_to_metric_families(r.stdout)
             for s in fam.samples if s.name == "sluice_redis_node_calls_total"}
+
+
+# The cluster tests' per-client keys (rule "web", documented layout) and the
+# redis lines of two programs' logs.
+def key(client, w):
+    return f"sluice:{{web:{client}}}:{w}"
+
+
+def redis_lines(progs):
+    return "\n".join(l for i in range(2) for l in progs.stderr(i).splitlines() if "redis:" in l)

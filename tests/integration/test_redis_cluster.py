@@ -30,14 +30,6 @@ L = 10
 CLIENTS = [f"127.0.1.{i}" for i in range(1, 13)]
 
 
-def key(client, w):
-    return f"sluice:{{web:{client}}}:{w}"
-
-
-def redis_lines(progs):
-    return "\n".join(l for i in range(2) for l in progs.stderr(i).splitlines() if "redis:" in l)
-
-
 with TempDir() as tmp:
     cl = Cluster(tmp)
     progs = flood = None
