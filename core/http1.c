@@ -252,9 +252,19 @@ static void url_compact(char *u, struct sl_h1_text *t)
 static void url_append(struct sl_h1 *s, const char *at, size_t n)
 {
     struct sl_h1_head *h = &s->head;
-    if (h->url_info.len + n >= sizeof h->url && !h->url_info.truncated)
-        url_compact(h->url, &h->url_info);
-    text_append(h->url, sizeof h->url, &h->url_info, at, n);
+    while (n > 0 && !h->url_info.truncated) {
+        size_t room = sizeof h->url - 1 - h->url_info.len;
+        if (room == 0) {
+            url_compact(h->url, &h->url_info);
+            room = sizeof h->url - 1 - h->url_info.len;
+            if (room == 0) break; /* nothing to resolve: cut */
+        }
+        size_t take = n < room ? n : room;
+        text_append(h->url, sizeof h->url, &h->url_info, at, take);
+        at += take;
+        n -= take;
+    }
+    if (n > 0) text_append(h->url, sizeof h->url, &h->url_info, at, n);
 }
 
 static int on_url(http_parser *p, const char *at, size_t n)
