@@ -320,7 +320,7 @@ static bool swallowed(struct sl_req_conn *c, const struct sl_h1_head *h1,
 }
 
 /* One line a second at most, per process: odd heads can come in floods. */
-static _Atomic uint64_t odd_logged_at, odd_unlogged;
+static uint64_t odd_logged_at, odd_unlogged; /* touched only with __atomic builtins */
 
 static void odd_log(const struct sl_req_conn *c, const struct sl_h1_head *h1, int rule,
                     uint64_t now)
