@@ -784,7 +784,7 @@ static void after_head(struct sl_h1 *s)
         s->state = SL_H1_IDLE;
         s->preface = 0;
         s->preface_at = s->pos;
-    } else if (get && h->body) {
+    } else if (get && h->body && !s->trust_bodies) {
         /* servers differ (python ignores a GET's body and runs what is in
          * it): every head-shaped line of the body counts */
         h->odd = SL_H1_ODD_GET_BODY;

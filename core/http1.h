@@ -134,6 +134,7 @@ struct sl_h1 {
     uint8_t preface;     /* stream bytes held while they match the HTTP/2 preface */
     uint64_t preface_at; /* where the preface may begin (0, or after an upgrade request) */
     bool want_cookie;    /* collect Cookie lines into head.cookie */
+    bool trust_bodies;   /* a GET's body is skipped like any other (outbound) */
     bool reported;       /* a head was reported: the stream is HTTP */
     /* the conservative reading (http1.c): its line state, the method it read */
     bool doubt;          /* the stream is read by it from now on */
@@ -165,6 +166,14 @@ void sl_h1_init(struct sl_h1 *s, enum sl_h1_key_kind kind, const char *name);
  * before feeding the rest. Returns how many bytes were consumed; *ev says
  * why it stopped. */
 size_t sl_h1_feed(struct sl_h1 *s, const void *buf, size_t len, enum sl_h1_event *ev);
+
+/* The writer of this stream is the program itself (outbound): a GET's body
+ * is framed by Content-Length as the server will read it, not scanned for
+ * heads (the conservative reading guards against hostile clients). */
+static inline void sl_h1_trust_bodies(struct sl_h1 *s)
+{
+    s->trust_bodies = true;
+}
 
 /* Collect every Cookie line into head.cookie (a rule keys on a cookie). */
 static inline void sl_h1_want_cookies(struct sl_h1 *s)

@@ -182,6 +182,7 @@ bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir 
      * header count its requests as without a key (documented) */
     sl_h1_init(&c->scan, header ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE, header);
     if (cookies) sl_h1_want_cookies(&c->scan);
+    if (c->out) sl_h1_trust_bodies(&c->scan);
     c->cookies = cookies;
     c->is_h2 = false;
     if (header) snprintf(c->header, sizeof c->header, "%s", header);

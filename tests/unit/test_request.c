@@ -474,6 +474,32 @@ static void outbound_reply_swallows_head_and_body_and_the_connection_goes_on(voi
     world_free(w);
 }
 
+/* Outbound, the program is the writer: a GET's body is framed by
+ * Content-Length (not scanned for heads), so a swallowed GET takes its body
+ * with it and the next request goes intact. */
+static void outbound_reply_swallows_a_get_body_whole(void **unused)
+{
+    (void)unused;
+    struct world *w = world_out(1, 1, SL_ACT_REPLY);
+    char sent[1024];
+    size_t nsent = 0, nsw = 0;
+    const char a[] = GET;
+    assert_int_equal(write_out(w, a, sizeof a - 1, T0, sent, &nsent, &nsw), sizeof a - 1);
+    sl_req_responses(w->c, RESP, sizeof RESP - 1);
+    const char b[] = "GET /search HTTP/1.1\r\nHost: a\r\nX-API-Key: k\r\nContent-Length: 19\r\n\r\n"
+                     "GET /x HTTP/1.1\r\n\r\n";
+    assert_int_equal(write_out(w, b, sizeof b - 1, T0, sent, &nsent, &nsw), sizeof b - 1);
+    assert_int_equal(nsw, sizeof b - 1);
+    const char *q;
+    size_t one = sl_req_inject_peek(w->c, &q);
+    sl_req_inject_take(w->c, one);
+    assert_int_equal(write_out(w, a, sizeof a - 1, T0 + SEC, sent, &nsent, &nsw), sizeof a - 1);
+    const char want[] = GET GET;
+    assert_int_equal(nsent, sizeof want - 1);
+    assert_memory_equal(sent, want, nsent);
+    world_free(w);
+}
+
 static void outbound_reply_waits_for_the_responses_owed_first(void **unused)
 {
     (void)unused;
@@ -565,6 +591,7 @@ int main(void)
         cmocka_unit_test(h2_streams_in_one_write_are_each_counted_and_denial_resets),
         cmocka_unit_test(h2_frames_split_byte_by_byte_are_counted_once_and_held),
         cmocka_unit_test(outbound_reply_swallows_head_and_body_and_the_connection_goes_on),
+        cmocka_unit_test(outbound_reply_swallows_a_get_body_whole),
         cmocka_unit_test(outbound_reply_waits_for_the_responses_owed_first),
         cmocka_unit_test(outbound_reply_of_a_head_partly_sent_fails_like_reject),
         cmocka_unit_test(outbound_reject_and_inbound_reply_are_unchanged),
