@@ -56,14 +56,25 @@ static void text_reset(char *buf, struct sl_h1_text *t)
     *t = (struct sl_h1_text){.hash = FNV_OFFSET};
 }
 
+static uint64_t fnv(uint64_t h, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)p[i]) * FNV_PRIME;
+    return h;
+}
+
+/* The hash is computed only once a value is cut (the common value fits
+ * and costs nothing): then over what was kept, and every byte after. */
 static void text_append(char *buf, size_t cap, struct sl_h1_text *t, const char *at, size_t n)
 {
     size_t room = cap - 1 - t->len;
-    if (!t->present && t->len == 0) t->hash = FNV_OFFSET;
     t->present = true;
-    for (size_t i = 0; i < n; i++)
-        t->hash = (t->hash ^ (uint8_t)at[i]) * FNV_PRIME;
+    if (t->truncated) {
+        t->hash = fnv(t->hash, at, n);
+        return;
+    }
     if (n > room) {
+        t->hash = fnv(fnv(FNV_OFFSET, buf, t->len), at, n);
         n = room;
         t->truncated = true;
     }
@@ -630,11 +641,34 @@ static enum rd_event rd_byte(struct sl_h1 *s, unsigned char c)
     return RD_LINE09;
 }
 
-/* The reader follows head bytes http-parser took (no fields: it has them). */
+/* The reader follows head bytes http-parser took (no fields: it has them).
+ * Inside a value (or a line being skipped) only the LF matters. */
 static void rd_track(struct sl_h1 *s, const char *buf, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        (void)rd_byte(s, (unsigned char)buf[i]);
+    for (size_t i = 0; i < n;) {
+        /* the bytes these states ignore without callbacks, skipped fast */
+        switch ((enum rd_state)s->rd) {
+        case R_HVAL:
+        case R_SKIP:
+        case R_HFOLD: {
+            const char *lf = memchr(buf + i, '\n', n - i);
+            if (!lf) return;
+            i = (size_t)(lf - buf);
+            break;
+        }
+        case R_HNAME:
+            while (i < n && buf[i] != ':' && buf[i] != '\n')
+                i++;
+            break;
+        case R_TARGET:
+            while (i < n && buf[i] != ' ' && buf[i] != '\r' && buf[i] != '\n')
+                i++;
+            break;
+        default:
+            break;
+        }
+        if (i < n) (void)rd_byte(s, (unsigned char)buf[i++]);
+    }
 }
 
 /* A head read (wholly or partly) by the conservative reading is reported. */
