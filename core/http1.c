@@ -45,7 +45,7 @@
 static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 #define H2_PREFACE_LEN (sizeof h2_preface - 1)
 
-enum target { T_NONE, T_HOST, T_KEY, T_IDEM, T_COOKIE };
+enum target { T_NONE, T_HOST, T_KEY, T_IDEM, T_COOKIE, T_LENGTH };
 
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME  0x100000001b3ull
@@ -166,6 +166,14 @@ static void trim(char *buf, struct sl_h1_text *t)
         buf[--t->len] = '\0';
 }
 
+/* A Content-Length the line reader saw (0: none usable). */
+static void length_seen(struct sl_h1 *s, uint64_t len)
+{
+    if (len == 0) return;
+    if (s->nlens++ == 0) s->len_first = len;
+    s->len_last = len;
+}
+
 /* The end of one header line's value: the Cookie line is searched now. */
 static void value_done(struct sl_h1 *s)
 {
@@ -178,6 +186,10 @@ static void value_done(struct sl_h1 *s)
         trim(h->idem, &h->idem_info);
     else if (s->target == T_COOKIE)
         trim(h->cookie, &h->cookie_info);
+    else if (s->target == T_LENGTH)
+        length_seen(s, s->rd_len_bad ? 0 : s->rd_len);
+    s->rd_len = 0;
+    s->rd_len_bad = false;
     s->target = T_NONE;
     s->in_value = false;
     s->field_len = 0;
@@ -195,6 +207,7 @@ static enum target target_of(const struct sl_h1 *s)
         return s->head.key_info.present ? T_NONE : T_KEY;
     if ((s->want_cookie || s->key_kind == SL_H1_KEY_COOKIE) && name_is(f, n, "cookie"))
         return T_COOKIE;
+    if (s->rd_cb && name_is(f, n, "content-length")) return T_LENGTH; /* the line reader's */
     if (name_is(f, n, "host")) return s->head.host_info.present ? T_NONE : T_HOST;
     if (name_is(f, n, "idempotency-key")) return s->head.idem_info.present ? T_NONE : T_IDEM;
     return T_NONE;
@@ -209,6 +222,9 @@ static void fields_begin(struct sl_h1 *s)
     text_reset(h->idem, &h->idem_info);
     text_reset(h->cookie, &h->cookie_info);
     h->path_off = h->path_len = h->query_off = h->query_len = 0;
+    s->nlens = 0;
+    s->rd_len = 0;
+    s->rd_len_bad = false;
     s->field_len = 0;
     s->field_long = false;
     s->in_value = false;
@@ -321,6 +337,14 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
             text_append(h->cookie, sizeof h->cookie, &h->cookie_info, "; ", 2);
         s->cookie_more = true;
         text_append(h->cookie, sizeof h->cookie, &h->cookie_info, at, n);
+        break;
+    case T_LENGTH:
+        for (size_t i = 0; i < n; i++) {
+            if (at[i] >= '0' && at[i] <= '9' && s->rd_len < (1ull << 40))
+                s->rd_len = s->rd_len * 10 + (uint64_t)(at[i] - '0');
+            else if (at[i] != ' ' && at[i] != '\t')
+                s->rd_len_bad = true;
+        }
         break;
     case T_NONE:
         break;
@@ -687,6 +711,11 @@ static void odd_report(struct sl_h1 *s)
     h->end = s->pos;
     s->odd = SL_H1_ODD_NONE;
     s->reported = true;
+    /* servers that frame the body by Content-Length look for the next
+     * head where it ends, which need not be a line start */
+    s->resync[0] = s->nlens ? s->pos + s->len_first : 0;
+    s->resync[1] = s->nlens > 1 ? s->pos + s->len_last : 0;
+    s->nlens = 0;
 }
 
 /* The reader alone, from pos: returns bytes consumed, *ev set on a head
@@ -696,6 +725,9 @@ static size_t doubt_feed(struct sl_h1 *s, const char *buf, size_t len, enum sl_h
     s->rd_cb = true;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)buf[i];
+        if ((s->pos == s->resync[0] || s->pos == s->resync[1]) && s->state == SL_H1_IDLE &&
+            !s->rd_skip)
+            s->rd = R_BOL;
         if (s->state == SL_H1_IDLE && !s->rd_skip && s->rd == R_BOL && c != '\r' && c != '\n') {
             s->line_start = s->pos;
             fields_begin(s);
@@ -786,6 +818,7 @@ static void parser_failed(struct sl_h1 *s)
     doubt_begin(s);
     if (s->state == SL_H1_IN_HEAD) {
         s->odd = SL_H1_ODD_SYNTAX;
+        if (s->parser.flags & F_CONTENTLENGTH) length_seen(s, s->parser.content_length);
     } else {
         s->state = SL_H1_IDLE;
         s->rd = R_BOL;
@@ -825,6 +858,7 @@ static void after_head(struct sl_h1 *s)
         doubt_begin(s);
         s->state = SL_H1_IDLE;
         s->rd = R_BOL;
+        s->resync[0] = h->chunked ? 0 : s->pos + h->content_length; /* nginx's next head */
     }
 }
 

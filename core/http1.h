@@ -144,6 +144,12 @@ struct sl_h1 {
     bool rd_09;          /* the request line had no version (HTTP/0.9 GET) */
     enum sl_h1_odd odd;  /* the head being read is odd, why */
     uint64_t line_start; /* where the line being read began */
+    /* a head it read gave Content-Length: a head may also begin where
+     * that body ends, at any byte (first and last such header) */
+    uint64_t rd_len, len_first, len_last;
+    bool rd_len_bad;
+    uint8_t nlens;
+    uint64_t resync[2]; /* stream offsets where a line is taken to begin (0: none) */
     char rd_method[SL_H1_METHOD_MAX];
     bool head_done;      /* set by the parser's callback: a head just completed */
     bool message_done;   /* set by the parser's callback: a message just ended */

@@ -66,6 +66,8 @@ POISONS = [
     ("3,400 small headers", b"GET /p HTTP/1.1\r\nHost: x\r\n" + b"a:b\r\n" * 3400 + b"\r\n"),
     ("GET with a body of 20 requests", body_get("")),
     ("Content-Length : N (space)", body_get(" ")),
+    ("FOO, then requests glued to a POST body", b"FOO /p HTTP/1.1\r\nHost: x\r\n\r\n"
+     b"POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"),
 ]
 
 NODE_SERVER = r"""

@@ -346,6 +346,30 @@ static void every_poison_is_counted_and_so_are_the_requests_after_it(void **unus
     free(req);
 }
 
+/* Under the conservative reading a body framed by Content-Length still
+ * ends where servers look for the next head, even mid-line: a request
+ * glued to the end of a body is counted. Before the fix it was not (seen
+ * failing: 2 heads). */
+static void a_head_glued_to_a_body_is_counted_under_doubt(void **unused)
+{
+    (void)unused;
+    const char *req = "FOO / HTTP/1.1\r\nHost: h\r\n\r\n"
+                      "POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}"
+                      "GET /x HTTP/1.1\r\nHost: h\r\n\r\n";
+    uint64_t seed = 8;
+    for (int split = 0; split < 2; split++) {
+        struct scan r;
+        scan_split(&r, SL_H1_KEY_NONE, NULL, req, strlen(req), split ? &seed : NULL);
+        assert_int_equal(r.heads, 3);
+        assert_string_equal(r.last.url, "/x");
+    }
+    /* the same after a GET with a body */
+    req = "GET /s HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}GET /x HTTP/1.1\r\n\r\n";
+    struct scan r;
+    scan(&r, req);
+    assert_int_equal(r.heads, 2);
+}
+
 /* Issue 18.4: a GET or HEAD with a body: python's http.server ignores the
  * body and runs the requests in it; each is counted (also with a space
  * before Content-Length's colon, which http-parser refuses). Before the
@@ -515,6 +539,7 @@ int main(void)
         cmocka_unit_test(what_is_not_http_from_its_first_bytes_passes_through),
         cmocka_unit_test(every_poison_is_counted_and_so_are_the_requests_after_it),
         cmocka_unit_test(requests_hidden_in_a_get_body_are_counted),
+        cmocka_unit_test(a_head_glued_to_a_body_is_counted_under_doubt),
         cmocka_unit_test(the_full_path_the_target_host_whole_keys_and_cookies),
         cmocka_unit_test(the_http2_preface_is_reported_and_look_alikes_are_http1),
         cmocka_unit_test(random_splits_report_what_one_whole_scan_reports),
