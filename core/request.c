@@ -358,7 +358,12 @@ static bool odd_head(struct sl_req_conn *c, const struct sl_h1_head *h1, uint64_
         if (first < 0) first = i;
         int e = c->rules.entry[i];
         if (e >= 0) sl_table_count(c->rules.rt->table, e, SL_C_ODD, 1);
-        if (deny_rule < 0 && cfg->rules[i].on_odd == SL_ODD_DENY) deny_rule = i;
+        if (cfg->rules[i].on_odd != SL_ODD_DENY) continue;
+        if (cfg->rules[i].dry_run) { /* counted as enforcing would, not denied */
+            if (e >= 0) sl_table_count(c->rules.rt->table, e, SL_C_WOULD_LIMIT, 1);
+        } else if (deny_rule < 0) {
+            deny_rule = i;
+        }
     }
     if (first < 0) return false;
     odd_log(c, h1, deny_rule >= 0 ? deny_rule : first, now);

@@ -272,6 +272,13 @@ static void on_odd_deny_denies_the_odd_head(void **unused)
     assert_non_null(strstr(v.reply, "429"));
     assert_int_equal(counter(w, SL_C_ODD), 1);
     world_free(w);
+    /* dry run: passed, counted as would_limit */
+    w = world(100, 100, SL_ACT_REPLY);
+    w->cfg.rules[0].on_odd = SL_ODD_DENY;
+    w->cfg.rules[0].dry_run = true;
+    assert_int_equal(drain(w, s, sizeof s - 1, T0, &v), sizeof s - 1);
+    assert_int_equal(counter(w, SL_C_WOULD_LIMIT), 1);
+    world_free(w);
     /* on_odd = count (the default): counted, passed, and in odd_heads */
     w = world(100, 100, SL_ACT_REPLY);
     assert_int_equal(drain(w, s, sizeof s - 1, T0, &v), sizeof s - 1);
