@@ -128,7 +128,8 @@ static void on_header(struct sl_h2 *s, const nghttp2_nv *nv)
         set_once(h->idem, sizeof h->idem, &h->idem_info, nv);
     }
     if (s->want_cookie && name_is(n, len, "cookie")) { /* crumbs join with "; " (RFC 9113) */
-        if (h->cookie_info.len) sl_h1_text_append(h->cookie, sizeof h->cookie, &h->cookie_info, "; ", 2);
+        if (h->cookie_info.len)
+            sl_h1_text_append(h->cookie, sizeof h->cookie, &h->cookie_info, "; ", 2);
         sl_h1_text_append(h->cookie, sizeof h->cookie, &h->cookie_info, (const char *)nv->value,
                           nv->valuelen);
     }
@@ -265,7 +266,8 @@ static void frame_begin(struct sl_h2 *s)
         return;
     }
     s->block_bytes += s->remaining;
-    if (s->block_bytes > SL_H2_BLOCK_MAX) blind(s); /* its request is reported at this frame's end */
+    if (s->block_bytes > SL_H2_BLOCK_MAX)
+        blind(s); /* its request is reported at this frame's end */
 }
 
 /* Payload bytes of the current frame; consumes them all. */

@@ -470,22 +470,22 @@ const struct sl_h1_head *sl_h1_head(const struct sl_h1 *s)
 /* ---- the conservative reading: one byte at a time ---- */
 
 enum rd_state {
-    R_BOL,      /* a line begins: a request line, or not */
-    R_METHOD,   /* a token */
-    R_SP1,      /* spaces after it */
-    R_TARGET,   /* the request target */
-    R_SP2,      /* spaces after it */
-    R_VER,      /* "HTTP/" */
-    R_VMAJ,     /* digits */
-    R_VMIN,     /* digits after the dot */
-    R_VEND,     /* spaces, CR, then LF */
-    R_SKIP,     /* a line that is not a request line: to its LF */
-    R_HBOL,     /* a header line begins, or the blank line */
-    R_HCR,      /* a CR at the start of a header line */
-    R_HNAME,    /* a field name */
-    R_HVALWS,   /* spaces before the value */
-    R_HVAL,     /* the value */
-    R_HFOLD,    /* a line that starts with a space: skipped */
+    R_BOL,    /* a line begins: a request line, or not */
+    R_METHOD, /* a token */
+    R_SP1,    /* spaces after it */
+    R_TARGET, /* the request target */
+    R_SP2,    /* spaces after it */
+    R_VER,    /* "HTTP/" */
+    R_VMAJ,   /* digits */
+    R_VMIN,   /* digits after the dot */
+    R_VEND,   /* spaces, CR, then LF */
+    R_SKIP,   /* a line that is not a request line: to its LF */
+    R_HBOL,   /* a header line begins, or the blank line */
+    R_HCR,    /* a CR at the start of a header line */
+    R_HNAME,  /* a field name */
+    R_HVALWS, /* spaces before the value */
+    R_HVAL,   /* the value */
+    R_HFOLD,  /* a line that starts with a space: skipped */
 };
 
 enum rd_event { RD_NONE, RD_LINE, RD_LINE09, RD_NOT_REQUEST, RD_HEAD_END };

@@ -99,9 +99,9 @@ struct sl_h1_head {
     bool chunked;    /* Transfer-Encoding: chunked */
     bool has_length; /* Content-Length given */
     uint64_t content_length;
-    bool body;       /* a body follows (HTTP/2: the HEADERS frame lacked END_STREAM) */
-    bool keep_alive; /* another request may follow on the connection */
-    bool upgrade;    /* Upgrade or CONNECT (the scan goes on: only a 101 makes a tunnel) */
+    bool body;          /* a body follows (HTTP/2: the HEADERS frame lacked END_STREAM) */
+    bool keep_alive;    /* another request may follow on the connection */
+    bool upgrade;       /* Upgrade or CONNECT (the scan goes on: only a 101 makes a tunnel) */
     enum sl_h1_odd odd; /* not NONE: read under the rule of doubt (see above) */
     char cookie[SL_H1_COOKIE_MAX]; /* every Cookie line, joined by "; " (when wanted) */
     struct sl_h1_text cookie_info;
@@ -137,9 +137,9 @@ struct sl_h1 {
     bool trust_bodies;   /* a GET's body is skipped like any other (outbound) */
     bool reported;       /* a head was reported: the stream is HTTP */
     /* the conservative reading (http1.c): its line state, the method it read */
-    bool doubt;          /* the stream is read by it from now on */
-    bool rd_cb;          /* it feeds the head's fields (http-parser gave up) */
-    bool rd_skip;        /* the rest of an already reported head: not a new one */
+    bool doubt;   /* the stream is read by it from now on */
+    bool rd_cb;   /* it feeds the head's fields (http-parser gave up) */
+    bool rd_skip; /* the rest of an already reported head: not a new one */
     uint8_t rd, rd_n, rd_major, rd_minor;
     bool rd_09;          /* the request line had no version (HTTP/0.9 GET) */
     enum sl_h1_odd odd;  /* the head being read is odd, why */
@@ -151,15 +151,15 @@ struct sl_h1 {
     uint8_t nlens;
     uint64_t resync[2]; /* stream offsets where a line is taken to begin (0: none) */
     char rd_method[SL_H1_METHOD_MAX];
-    bool head_done;      /* set by the parser's callback: a head just completed */
-    bool message_done;   /* set by the parser's callback: a message just ended */
+    bool head_done;    /* set by the parser's callback: a head just completed */
+    bool message_done; /* set by the parser's callback: a message just ended */
     /* the header being read: its name (bounded), which field it feeds */
     char field[SL_H1_NAME_MAX];
     size_t field_len;
     bool field_long;
     bool in_value;
     bool cookie_more; /* the Cookie value being read has begun */
-    int target; /* enum in http1.c: which buffer the current value goes to */
+    int target;       /* enum in http1.c: which buffer the current value goes to */
     struct sl_h1_head head;
 };
 

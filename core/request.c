@@ -70,7 +70,7 @@ struct sl_req_conn {
     bool denied;
     uint64_t deny_off;
     struct sl_req_verdict deny;
-    bool pass; /* not HTTP from its first bytes: nothing more is limited */
+    bool pass;    /* not HTTP from its first bytes: nothing more is limited */
     bool cookies; /* a rule keys on a cookie: the scanners collect Cookie lines */
     char reply[SL_REPLY_MAX];
     struct sl_h1 scan;
@@ -331,8 +331,8 @@ static void odd_log(const struct sl_req_conn *c, const struct sl_h1_head *h1, in
         __atomic_fetch_add(&odd_unlogged, 1, __ATOMIC_RELAXED);
         return;
     }
-    if (!__atomic_compare_exchange_n(&odd_logged_at, &last, now ? now : 1, false,
-                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    if (!__atomic_compare_exchange_n(&odd_logged_at, &last, now ? now : 1, false, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED)) {
         __atomic_fetch_add(&odd_unlogged, 1, __ATOMIC_RELAXED);
         return;
     }

@@ -162,8 +162,8 @@ struct sl_rule {
     struct sl_ramp ramp;       /* req_rate stepping to another value over time; steps 0: none */
     char ramp_to_text[32], ramp_from_text[32];
     uint64_t ramp_over_ns;
-    uint32_t cost;             /* tokens a matching request takes: conf default 1;
-                                  0: counted, never limited */
+    uint32_t cost;                               /* tokens a matching request takes: conf default 1;
+                                                    0: counted, never limited */
     char routes[SL_MAX_ROUTES][SL_ROUTE_MAX];    /* path prefixes; with * ? or [ a glob
                                                     matched against the whole path */
     int nroutes;                                 /* 0: every path */

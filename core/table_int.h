@@ -11,7 +11,7 @@
 #include "table.h"
 
 #define SL_MAGIC   0x31656369756c73ull /* "sluice1" */
-#define SL_VERSION 4 /* 4: stripes of two cache lines (odd_heads) */
+#define SL_VERSION 4                   /* 4: stripes of two cache lines (odd_heads) */
 #define SL_STRIPES 16
 #define SL_HDR     4096
 

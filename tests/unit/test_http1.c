@@ -314,8 +314,7 @@ static void every_poison_is_counted_and_so_are_the_requests_after_it(void **unus
     char *req = malloc(cap);
     for (size_t p = 0; p < sizeof poison / sizeof *poison; p++) {
         int n = snprintf(req, cap, "%s%s%s", poison[p].head, poison[p].pad,
-                         *poison[p].pad && poison[p].odd == SL_H1_ODD_LONG &&
-                                 poison[p].pad == pad
+                         *poison[p].pad && poison[p].odd == SL_H1_ODD_LONG && poison[p].pad == pad
                              ? "\r\n\r\n"
                              : (*poison[p].pad ? "\r\n" : ""));
         for (int i = 0; i < 5; i++)
@@ -384,8 +383,8 @@ static void requests_hidden_in_a_get_body_are_counted(void **unused)
     for (int f = 0; f < 2; f++) {
         char cl[64];
         snprintf(cl, sizeof cl, forms[f], strlen(body));
-        snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: h\r\n%s\r\n\r\n%sGET /last HTTP/1.1\r\n\r\n",
-                 cl, body);
+        snprintf(req, sizeof req,
+                 "GET / HTTP/1.1\r\nHost: h\r\n%s\r\n\r\n%sGET /last HTTP/1.1\r\n\r\n", cl, body);
         uint64_t seed = 99;
         for (int split = 0; split < 2; split++) {
             struct scan r;
@@ -395,7 +394,8 @@ static void requests_hidden_in_a_get_body_are_counted(void **unused)
         }
     }
     /* a POST body is skipped as before: a request in it is no request */
-    snprintf(req, sizeof req, "POST / HTTP/1.1\r\nContent-Length: %zu\r\n\r\n%sGET /last HTTP/1.1\r\n\r\n",
+    snprintf(req, sizeof req,
+             "POST / HTTP/1.1\r\nContent-Length: %zu\r\n\r\n%sGET /last HTTP/1.1\r\n\r\n",
              strlen(body), body);
     struct scan r;
     scan(&r, req);
@@ -418,7 +418,8 @@ static void the_full_path_the_target_host_whole_keys_and_cookies(void **unused)
     assert_int_equal(r.heads, 1);
     assert_false(r.last.url_info.truncated);
     char norm[2048];
-    assert_true(sl_path_normalise(r.last.url + r.last.path_off, r.last.path_len, norm, sizeof norm));
+    assert_true(
+        sl_path_normalise(r.last.url + r.last.path_off, r.last.path_len, norm, sizeof norm));
     assert_string_equal(norm, "/export"); /* what nginx's $uri is */
     assert_memory_equal(r.last.url + r.last.query_off, "x=1", 3);
     n = snprintf(req, sizeof req, "GET /a");
@@ -427,7 +428,8 @@ static void the_full_path_the_target_host_whole_keys_and_cookies(void **unused)
     snprintf(req + n, sizeof req - (size_t)n, "/export HTTP/1.1\r\n\r\n");
     scan(&r, req);
     assert_false(r.last.url_info.truncated);
-    assert_true(sl_path_normalise(r.last.url + r.last.path_off, r.last.path_len, norm, sizeof norm));
+    assert_true(
+        sl_path_normalise(r.last.url + r.last.path_off, r.last.path_len, norm, sizeof norm));
     assert_string_equal(norm, "/a/export");
 
     scan(&r, "GET http://api.example.com/export HTTP/1.1\r\nHost: other.example\r\n\r\n");
