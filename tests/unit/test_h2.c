@@ -270,6 +270,26 @@ static void a_wrong_preface_or_a_framing_error_passes_through(void **unused)
     assert_true(r.passthrough);
 }
 
+/* per = cookie:NAME on HTTP/2 (issue 18.3): cookie fields (crumbs) are
+ * joined with "; " for the rules to search, whatever the key kind. */
+static void cookie_fields_are_joined_when_wanted(void **unused)
+{
+    (void)unused;
+    static struct h2out o;
+    size_t starts[4], ends[4];
+    client_stream(&o, starts, ends);
+    struct sl_h2 s;
+    sl_h2_init(&s, SL_H1_KEY_HEADER, "x-api-key", 0, false);
+    sl_h2_want_cookies(&s);
+    enum sl_h2_event ev;
+    size_t off = sl_h2_feed(&s, o.buf, o.len, &ev);
+    assert_int_equal(ev, SL_H2_REQUEST);
+    assert_true(off <= o.len);
+    assert_string_equal(sl_h2_head(&s)->cookie, "a=1; sid=c1");
+    assert_string_equal(sl_h2_head(&s)->key, "k1");
+    sl_h2_fini(&s);
+}
+
 /* Counts the requests in buf fed in pieces of `piece` bytes (0: whole). */
 static int count_requests(const uint8_t *buf, size_t len, size_t piece, int *odd, bool *pass)
 {
@@ -361,6 +381,7 @@ int main(void)
         cmocka_unit_test(a_scanner_started_after_the_preface_reads_frames_at_once),
         cmocka_unit_test(the_http1_scanner_hands_a_preface_stream_to_the_h2_scanner),
         cmocka_unit_test(a_wrong_preface_or_a_framing_error_passes_through),
+        cmocka_unit_test(cookie_fields_are_joined_when_wanted),
         cmocka_unit_test(a_block_the_inflater_refuses_is_counted_and_so_is_every_later_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;

@@ -360,6 +360,34 @@ static void h2_client(struct h2out *o, size_t *starts)
     nghttp2_hd_deflate_del(d);
 }
 
+/* Issue 24.5: after a 101 to h2c the client's preface comes and its streams
+ * are counted (streams 3, 5, ... after the upgraded request on stream 1).
+ * Before the fix: the Upgrade switched counting off (seen failing: all
+ * passed). */
+static void after_an_h2c_upgrade_the_streams_are_counted(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 2, SL_ACT_REPLY);
+    static struct h2out o;
+    size_t starts[3];
+    h2_client(&o, starts);
+    static char s[16384];
+    const char up[] =
+        "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+        "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nX-API-Key: k\r\n\r\n";
+    memcpy(s, up, sizeof up - 1);
+    memcpy(s + sizeof up - 1, o.buf, o.len);
+    size_t len = sizeof up - 1 + o.len;
+    struct sl_req_verdict v;
+    /* the upgrade request and stream 1 of the frames take the burst of 2;
+     * the next stream is denied (an HTTP/2 denial resets) */
+    size_t passed = drain(w, s, len, T0, &v);
+    assert_int_equal(v.status, SL_REQ_DENY);
+    assert_int_equal(v.action, SL_ACT_REJECT);
+    assert_int_equal(passed, sizeof up - 1 + starts[1]);
+    world_free(w);
+}
+
 static void h2_streams_in_one_write_are_each_counted_and_denial_resets(void **unused)
 {
     (void)unused;
@@ -595,6 +623,7 @@ int main(void)
         cmocka_unit_test(on_odd_deny_denies_the_odd_head),
         cmocka_unit_test(per_cookie_keys_http1_requests),
         cmocka_unit_test(a_connection_no_request_rule_matches_is_not_tracked),
+        cmocka_unit_test(after_an_h2c_upgrade_the_streams_are_counted),
         cmocka_unit_test(h2_streams_in_one_write_are_each_counted_and_denial_resets),
         cmocka_unit_test(h2_frames_split_byte_by_byte_are_counted_once_and_held),
         cmocka_unit_test(outbound_reply_swallows_head_and_body_and_the_connection_goes_on),
