@@ -724,6 +724,20 @@ static size_t doubt_feed(struct sl_h1 *s, const char *buf, size_t len, enum sl_h
 {
     s->rd_cb = true;
     for (size_t i = 0; i < len; i++) {
+        if (s->rd == R_SKIP && s->state != SL_H1_IN_HEAD) {
+            /* a line that is not a request line: on to its LF at memchr's
+             * pace (WebSocket frames after an upgrade are such lines), but
+             * not past a place where a body ends */
+            size_t lim = len;
+            for (int k = 0; k < 2; k++)
+                if (s->resync[k] >= s->pos && s->resync[k] - s->pos < lim - i)
+                    lim = i + (size_t)(s->resync[k] - s->pos);
+            const char *lf = memchr(buf + i, '\n', lim - i);
+            size_t stop = lf ? (size_t)(lf - buf) : lim;
+            s->pos += stop - i;
+            i = stop;
+            if (i == len) break;
+        }
         unsigned char c = (unsigned char)buf[i];
         if ((s->pos == s->resync[0] || s->pos == s->resync[1]) && s->state == SL_H1_IDLE &&
             !s->rd_skip)
