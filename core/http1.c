@@ -832,6 +832,17 @@ static void parser_failed(struct sl_h1 *s)
     doubt_begin(s);
     if (s->state == SL_H1_IN_HEAD) {
         s->odd = SL_H1_ODD_SYNTAX;
+        /* http-parser hands a field over in pieces at the end of each call,
+         * and not the piece it failed in: the line it failed in is not used
+         * (what follows must not depend on how the bytes were split) */
+        if (s->rd == R_HVALWS || s->rd == R_HVAL) { /* the name is whole, the value not */
+            s->in_value = true;
+            s->target = T_NONE;
+        } else { /* a complete value is done; a name cut short is no name */
+            if (s->in_value) value_done(s);
+            s->field_len = 0;
+            s->field_long = s->rd == R_HNAME;
+        }
         if (s->parser.flags & F_CONTENTLENGTH) length_seen(s, s->parser.content_length);
     } else {
         s->state = SL_H1_IDLE;
