@@ -197,6 +197,9 @@ static void head_of(const struct sl_h1 *s, const struct sl_h1_head *h1, struct s
     h->method_len = strlen(h1->method);
     h->path = h1->url + h1->path_off;
     h->path_len = h1->path_len;
+    /* cut inside the path (not its query): no route can be judged */
+    h->path_cut = h1->url_info.truncated && !memchr(h1->url, '?', h1->url_info.len) &&
+                  !memchr(h1->url, '#', h1->url_info.len);
     if (h1->query_len) {
         h->query = h1->url + h1->query_off;
         h->query_len = h1->query_len;

@@ -287,6 +287,46 @@ static void on_odd_deny_denies_the_odd_head(void **unused)
     world_free(w);
 }
 
+/* Issue 18.3: a path too long for the scanner even after "." and ".."
+ * are resolved is counted by every route rule (here a glob it would
+ * otherwise escape); a long query does not make the path unknown. Before
+ * the fix: it escaped (seen failing: all passed). */
+static void a_path_too_long_to_judge_counts_against_route_rules(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 1, SL_ACT_REPLY);
+    struct sl_rule *r = &w->cfg.rules[0];
+    strcpy(r->routes[0], "/api/*/dump");
+    r->nroutes = 1;
+    static char s[16384];
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        n += snprintf(s + n, sizeof s - (size_t)n, "GET /api/");
+        memset(s + n, 'a', 3000);
+        n += 3000;
+        n += snprintf(s + n, sizeof s - (size_t)n,
+                      "/dump HTTP/1.1\r\nHost: a\r\nX-API-Key: k\r\n\r\n");
+    }
+    struct sl_req_verdict v;
+    size_t one = (size_t)n / 2;
+    assert_int_equal(drain(w, s, (size_t)n, T0, &v), one);
+    assert_int_equal(v.status, SL_REQ_DENY);
+    world_free(w);
+    /* a long query: the path is whole, /other does not match */
+    w = world(1, 1, SL_ACT_REPLY);
+    strcpy(w->cfg.rules[0].routes[0], "/api/*/dump");
+    w->cfg.rules[0].nroutes = 1;
+    n = 0;
+    for (int i = 0; i < 2; i++) {
+        n += snprintf(s + n, sizeof s - (size_t)n, "GET /other?q=");
+        memset(s + n, 'a', 3000);
+        n += 3000;
+        n += snprintf(s + n, sizeof s - (size_t)n, " HTTP/1.1\r\nHost: a\r\nX-API-Key: k\r\n\r\n");
+    }
+    assert_int_equal(drain(w, s, (size_t)n, T0, &v), (size_t)n);
+    world_free(w);
+}
+
 /* per = cookie:NAME on HTTP/1: each cookie value its own bucket. Before the
  * fix: the Cookie lines were never kept, every request counted as keyless
  * (seen failing). */
@@ -622,6 +662,7 @@ int main(void)
         cmocka_unit_test(a_poison_then_40_requests_lets_at_most_burst_plus_one_through),
         cmocka_unit_test(on_odd_deny_denies_the_odd_head),
         cmocka_unit_test(per_cookie_keys_http1_requests),
+        cmocka_unit_test(a_path_too_long_to_judge_counts_against_route_rules),
         cmocka_unit_test(a_connection_no_request_rule_matches_is_not_tracked),
         cmocka_unit_test(after_an_h2c_upgrade_the_streams_are_counted),
         cmocka_unit_test(h2_streams_in_one_write_are_each_counted_and_denial_resets),
