@@ -26,14 +26,19 @@
  * head is still reported with what could be read (an odd head). From
  * then on the stream is read by the reader alone, the conservative
  * reading: a line shaped like a request line (a token, a target, and
- * "HTTP/d.d" or nothing for a 0.9 GET: the union of what nginx, llhttp
- * and python's http.server accept) starts a head, the head ends at its
- * blank line, and bodies are never skipped (a request hidden in a body
- * that some server runs is counted; one that no server runs costs a
- * token: the safe side). Lines that are not request-shaped are skipped
- * and pass. Under the reader a head is held only from the end of its
- * request line (servers act on nothing before the blank line), so a body
- * that merely contains text never waits for more bytes.
+ * "HTTP/d.d" read as loosely as http-parser reads it, or nothing for a 0.9
+ * GET: the union of what nginx, llhttp, python's http.server and
+ * http-parser accept) starts a head, the head ends at its blank line, and
+ * bodies are never skipped (a request hidden in a body that some server
+ * runs is counted; one that no server runs costs a token: the safe side).
+ * Where such a head gave Content-Length, a head may also begin where the
+ * body ends (resync), even mid-line, as servers that frame by it read.
+ * Lines that are not request-shaped are skipped and pass. Under the reader
+ * a head is held only from the end of its request line (servers act on
+ * nothing before the blank line), so a body that merely contains text
+ * never waits for more bytes. When a resync point falls inside a line
+ * that began as a request line, the resync reading wins (the one servers
+ * framing by Content-Length follow).
  */
 #include "http1.h"
 
@@ -475,7 +480,7 @@ enum rd_state {
     R_SP1,    /* spaces after it */
     R_TARGET, /* the request target */
     R_SP2,    /* spaces after it */
-    R_VER,    /* "HTTP/" */
+    R_VER,    /* "HTTP/" (loosely) */
     R_VMAJ,   /* digits */
     R_VMIN,   /* digits after the dot */
     R_VEND,   /* spaces, CR, then LF */
@@ -559,8 +564,8 @@ static enum rd_event rd_byte(struct sl_h1 *s, unsigned char c)
         s->rd = R_VER;
         s->rd_n = 1;
         return RD_NONE;
-    case R_VER:
-        if (c != (unsigned char)"HTTP/"[s->rd_n]) return not_request(s, c);
+    case R_VER: /* "HTTP/", or H and any four (what http-parser takes when not strict) */
+        if (c == ' ' || c == '\r' || c == '\n') return not_request(s, c);
         if (++s->rd_n == 5) {
             s->rd = R_VMAJ;
             s->rd_n = 0;
