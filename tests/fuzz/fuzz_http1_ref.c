@@ -10,6 +10,14 @@
  * stream through that the reference found a head in. A stream sluice
  * hands to HTTP/2 (the preface) is not compared. node's llhttp is the
  * second reference, run over the same seeds by tests/fuzz/diff_llhttp.sh.
+ *
+ * Debian builds http-parser without HTTP_PARSER_STRICT, and strict mode is
+ * what a server's reading is compared with: streams holding a CR that is
+ * not followed by LF are skipped (the non-strict build takes any byte
+ * after a CR as its LF, which no server does: nginx, llhttp and python
+ * end lines at LF and refuse a stray CR or keep it in the line). The
+ * other non-strict leniency, the letters of "HTTP/", sluice's reading
+ * shares.
  */
 #include <http_parser.h>
 #include <stdint.h>
@@ -65,9 +73,17 @@ static int sluice(const uint8_t *buf, size_t len, unsigned seed, bool *pass)
     return heads;
 }
 
+/* A CR not followed by LF (see above). */
+static bool stray_cr(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] == '\r' && (i + 1 == n || p[i + 1] != '\n')) return true;
+    return false;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1) return 0;
+    if (size < 1 || stray_cr(data + 1, size - 1)) return 0;
     int want = reference(data + 1, size - 1);
     bool pass;
     int got = sluice(data + 1, size - 1, data[0], &pass);
