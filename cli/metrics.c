@@ -248,12 +248,24 @@ static int expose(FILE *out, struct sl_metrics_source *s, char *err, size_t errl
     char rule[SL_NAME_MAX];
     for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++)
         for (int c = SL_C_OVERFLOW; c < SL_NCOUNTERS; c++) {
-            if (c == SL_C_REUSED || c == SL_C_CLAIMED) continue;
+            if (c == SL_C_REUSED || c == SL_C_CLAIMED || c == SL_C_ODD) continue;
             fputs("sluice_table_problems_total{rule=\"", out);
             label(out, rule);
             fprintf(out, "\",problem=\"%s\"} %llu\n", sl_counter_names[c],
                     (unsigned long long)sl_table_counter(t, r, (enum sl_counter)c));
         }
+    fputs("# HELP sluice_odd_heads_total Request heads sluice could read only by the rule of "
+          "doubt (counted, or denied under on_odd = deny), per request rule.\n"
+          "# TYPE sluice_odd_heads_total counter\n",
+          out);
+    for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
+        size_t n = strlen(rule);
+        if (n <= 4 || strcmp(rule + n - 4, ":req") != 0) continue;
+        rule[n - 4] = 0;
+        fputs("sluice_odd_heads_total{rule=\"", out);
+        label(out, rule);
+        fprintf(out, "\"} %llu\n", (unsigned long long)sl_table_counter(t, r, SL_C_ODD));
+    }
     fprintf(
         out,
         "# HELP sluice_table_slots Slots in the shared table.\n# TYPE sluice_table_slots gauge\n"

@@ -179,6 +179,7 @@ void conf_buf_puts(struct conf_buf *b, const char *s);
 /* Request options (reqopts.c). */
 #include <stdio.h>
 extern const char *const conf_per_missing_names[];
+extern const char *const conf_on_odd_names[];
 bool conf_req_per(const char *text, enum sl_req_per *kind, const char **name);
 const char *conf_parse_req_per_name(const char *name);
 const char *conf_parse_quota(const char *text, uint64_t *n, enum sl_quota_window *w);

@@ -112,6 +112,7 @@ static const struct conf_enum action_enum = {conf_action_names, action_where};
 static const struct conf_enum on_error_enum = {conf_on_error_names, NULL};
 static const struct conf_enum on_full_enum = {conf_on_full_names, NULL};
 static const struct conf_enum per_missing_enum = {conf_per_missing_names, NULL};
+static const struct conf_enum on_odd_enum = {conf_on_odd_names, NULL};
 static const struct conf_enum backend_error_enum = {conf_backend_error_names, NULL};
 static const struct conf_enum log_enum = {conf_log_names, NULL};
 static const struct conf_enum log_level_enum = {conf_log_level_names, NULL};
@@ -150,6 +151,7 @@ static const struct option options[] = {
     {"method",       LIST, NULL,     RULE,        0,        0,              SL_MAX_METHODS, check_method,   NULL,            NULL},          /* {}: every method */
     {"host",         LIST, NULL,     RULE,        0,        0,              SL_MAX_REQ_HOSTS, check_req_host, NULL,          NULL},          /* {}: any Host */
     {"per_missing",  STR,  "peer",   RULE,        0,        0,              0,            check_enum,       &per_missing_enum, NULL},        /* a request without the per key */
+    {"on_odd",       STR,  "count",  RULE,        0,        0,              0,            check_enum,       &on_odd_enum,    NULL},          /* a head read by the rule of doubt: count, deny */
     {"quota_offset", STR,  NULL,     RULE,        0,        0,              0,            check_utc_offset, NULL,            NULL},          /* quota windows from UTC midnight: +5:30, -8; 0 */
     {"plans",        STR,  NULL,     RULE,        0,        0,              0,            NULL,             NULL,            NULL},          /* a plans file (any size); none. Unloadable under on_error = open: the rule's own limits */
     {"quota",        STR,  NULL,     RULE,        0,        0,              0,            check_quota,      NULL,            NULL},          /* N/d or N/month (UTC); none */

@@ -12,6 +12,7 @@
 
 static const char *const req_per_prefix[] = {NULL, "header:", "query:", "cookie:"};
 const char *const conf_per_missing_names[] = {"peer", "rule", "deny", NULL};
+const char *const conf_on_odd_names[] = {"count", "deny", NULL};
 
 bool conf_req_per(const char *text, enum sl_req_per *kind, const char **name)
 {
@@ -315,6 +316,9 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
     int pm = 0;
     conf_parse_enum(cfg_getstr(sec, "per_missing"), conf_per_missing_names, &pm);
     r->per_missing = (enum sl_per_missing)pm;
+    int oo = 0;
+    conf_parse_enum(cfg_getstr(sec, "on_odd"), conf_on_odd_names, &oo);
+    r->on_odd = (enum sl_on_odd)oo;
     const char *quota = cfg_getstr(sec, "quota");
     if (quota) {
         conf_parse_quota(quota, &r->quota, &r->quota_window);
@@ -395,6 +399,8 @@ void conf_print_request(FILE *out, const struct sl_rule *r)
     put_list(out, "host", &r->req_hosts[0][0], SL_HOST_MAX, r->nreq_hosts);
     put(out, "per_missing");
     fprintf(out, "%s\n", conf_per_missing_names[r->per_missing]);
+    put(out, "on_odd");
+    fprintf(out, "%s\n", conf_on_odd_names[r->on_odd]);
     if (r->quota) {
         put(out, "quota");
         fprintf(out, "\"%s\"\n", r->quota_text);

@@ -95,6 +95,12 @@ static void pass(struct sl_h2 *s)
     s->state = SL_H2_PASS;
 }
 
+/* The HPACK state is lost: frames are still counted (see h2.h). */
+static void blind(struct sl_h2 *s)
+{
+    s->blind = true;
+}
+
 static bool name_is(const uint8_t *name, size_t len, const char *want)
 {
     return strlen(want) == len && strncasecmp((const char *)name, want, len) == 0;
@@ -121,6 +127,12 @@ static void on_header(struct sl_h2 *s, const nghttp2_nv *nv)
     } else if (name_is(n, len, "idempotency-key")) {
         set_once(h->idem, sizeof h->idem, &h->idem_info, nv);
     }
+    if (s->want_cookie && name_is(n, len, "cookie")) { /* crumbs join with "; " (RFC 9113) */
+        if (h->cookie_info.len)
+            sl_h1_text_append(h->cookie, sizeof h->cookie, &h->cookie_info, "; ", 2);
+        sl_h1_text_append(h->cookie, sizeof h->cookie, &h->cookie_info, (const char *)nv->value,
+                          nv->valuelen);
+    }
     if (s->key_kind == SL_H1_KEY_HEADER && len == s->key_name_len &&
         strncasecmp((const char *)n, s->key_name, len) == 0)
         set_once(h->key, sizeof h->key, &h->key_info, nv);
@@ -139,6 +151,9 @@ static void head_begin(struct sl_h2 *s)
     memset(h, 0, offsetof(struct sl_h1_head, method));
     h->method[0] = h->url[0] = h->host[0] = h->key[0] = h->idem[0] = '\0';
     h->url_info = h->host_info = h->key_info = h->idem_info = (struct sl_h1_text){0};
+    h->cookie[0] = '\0';
+    h->cookie_info = (struct sl_h1_text){0};
+    h->odd = SL_H1_ODD_NONE;
     h->http_major = 2;
     h->http_minor = 0;
     h->chunked = h->has_length = h->upgrade = h->body = false;
@@ -158,6 +173,9 @@ static void head_end(struct sl_h2 *s)
         h->query_len = strcspn(h->url + end + 1, "#");
     }
     if (s->key_kind == SL_H1_KEY_QUERY) sl_h1_query_key(h, s->key_name, s->key_name_len);
+    sl_h1_text_seal(h->key, sizeof h->key, &h->key_info);
+    sl_h1_text_seal(h->idem, sizeof h->idem, &h->idem_info);
+    if (s->blind) h->odd = SL_H1_ODD_SYNTAX;
     h->start = s->head_start;
     h->end = s->pos;
 }
@@ -170,7 +188,7 @@ static void inflate(struct sl_h2 *s, const uint8_t *in, size_t n, bool final)
         int flags = 0;
         ssize_t r = nghttp2_hd_inflate_hd2(s->inflater, &nv, &flags, in, n, final);
         if (r < 0) {
-            pass(s);
+            blind(s);
             return;
         }
         in += r;
@@ -182,7 +200,7 @@ static void inflate(struct sl_h2 *s, const uint8_t *in, size_t n, bool final)
         }
         if (n == 0 && !(flags & NGHTTP2_HD_INFLATE_EMIT) && !final) return;
         if (n == 0 && r == 0 && !(flags & NGHTTP2_HD_INFLATE_EMIT)) {
-            pass(s); /* final, nothing consumed, nothing emitted: a truncated block */
+            blind(s); /* final, nothing consumed, nothing emitted: a truncated block */
             return;
         }
     }
@@ -220,15 +238,11 @@ static void frame_begin(struct sl_h2 *s)
             pass(s);
             return;
         }
-        if (!s->inflater) {
-            if (nghttp2_hd_inflate_new2(&s->inflater, &mem) != 0) {
-                pass(s);
-                return;
-            }
-            if (nghttp2_hd_inflate_change_table_size(s->inflater, SL_H2_TABLE_MAX) != 0) {
-                pass(s);
-                return;
-            }
+        if (!s->inflater && !s->blind) {
+            if (nghttp2_hd_inflate_new2(&s->inflater, &mem) != 0)
+                blind(s);
+            else if (nghttp2_hd_inflate_change_table_size(s->inflater, SL_H2_TABLE_MAX) != 0)
+                blind(s);
         }
         s->in_block = true;
         s->block_bytes = 0;
@@ -252,7 +266,8 @@ static void frame_begin(struct sl_h2 *s)
         return;
     }
     s->block_bytes += s->remaining;
-    if (s->block_bytes > SL_H2_BLOCK_MAX) pass(s);
+    if (s->block_bytes > SL_H2_BLOCK_MAX)
+        blind(s); /* its request is reported at this frame's end */
 }
 
 /* Payload bytes of the current frame; consumes them all. */
@@ -275,7 +290,7 @@ static void payload(struct sl_h2 *s, const uint8_t *p, size_t n)
         } else if (s->remaining > s->pad) {
             size_t frag = s->remaining - s->pad;
             if (frag > n) frag = n;
-            inflate(s, p, frag, false);
+            if (!s->blind) inflate(s, p, frag, false);
             s->remaining -= (uint32_t)frag;
             p += frag;
             n -= frag;
@@ -291,13 +306,20 @@ static void payload(struct sl_h2 *s, const uint8_t *p, size_t n)
 static bool frame_end(struct sl_h2 *s)
 {
     s->hdr_got = 0;
-    if (!is_block_frame(s) || !(s->flags & END_HEADERS)) return false;
-    static const uint8_t none[1];
-    inflate(s, none, 0, true);
-    s->in_block = false;
+    if (!is_block_frame(s)) return false;
+    bool end = (s->flags & END_HEADERS) != 0;
+    /* a block over the bound is decided now (its rest is not a request) */
+    bool early = s->block_request && s->block_bytes > SL_H2_BLOCK_MAX;
+    if (!end && !early) return false;
+    if (end) {
+        static const uint8_t none[1];
+        if (!s->blind) inflate(s, none, 0, true);
+        s->in_block = false;
+    }
     if (s->state == SL_H2_PASS) return false;
     s->state = SL_H2_IDLE;
     if (!s->block_request) return false;
+    s->block_request = false;
     s->last_stream = s->block_stream;
     head_end(s);
     return true;

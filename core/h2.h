@@ -14,8 +14,14 @@
  * every byte exactly once, as soon as it is seen, and next time feed only
  * the bytes past sl_h2_pos() (see http1.h). Never feed a copy.
  *
- * A protocol or compression error, or a header block over SL_H2_BLOCK_MAX,
- * ends scanning (passthrough): bytes are never changed. The inflater is
+ * The rule of doubt (http1.h): when the inflater fails (nghttp2 refuses
+ * some blocks nginx accepts, e.g. a dynamic table size update after the
+ * first header) or a header block grows over SL_H2_BLOCK_MAX, the HPACK
+ * state is lost, but frames are still framed: that request and every
+ * later HEADERS frame that opens a client stream are reported, with
+ * `odd` set and no fields (their key missing). Only a stream that does
+ * not open with the preface, or a framing error (after which servers end
+ * the connection), ends scanning (passthrough). Bytes are never changed. The inflater is
  * allocated (core/mem.h) at the first header block; the dynamic table may
  * grow to SL_H2_TABLE_MAX. Not thread-safe.
  */
@@ -69,8 +75,16 @@ struct sl_h2 {
     uint32_t block_stream;
     uint32_t last_stream; /* highest client stream opened */
     struct nghttp2_hd_inflater *inflater;
+    bool blind;       /* the inflater failed: requests are framed, not decoded */
+    bool want_cookie; /* collect cookie fields into head.cookie */
     struct sl_h1_head head;
 };
+
+/* Collect cookie fields into head.cookie (a rule keys on a cookie). */
+static inline void sl_h2_want_cookies(struct sl_h2 *s)
+{
+    s->want_cookie = true;
+}
 
 /* Starts a stream at offset `pos` (0 at the start of a connection; after
  * SL_H1_H2, sl_h1_pos() with preface_seen true). kind/name as sl_h1_init. */

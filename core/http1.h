@@ -8,11 +8,19 @@
  * cookie) and Idempotency-Key. Bodies (Content-Length, chunked) are skipped
  * so the next pipelined head is found. Bytes are never changed.
  *
- * Passthrough: after an upgrade (Upgrade header, CONNECT), on a stream that
- * is not HTTP/1, after a malformed head, or a head longer than
- * SL_H1_HEAD_MAX, nothing more is reported: the program answers 400 as it
- * always did. A stream that opens with the HTTP/2 connection preface is
- * reported as SL_H1_H2 (hand it to core/h2.h).
+ * The rule of doubt: the scanner never stops reporting heads because it
+ * could not parse one. Passthrough is only for a stream whose first line
+ * is not shaped like a request line (not HTTP at all). A head that
+ * http-parser refuses, a head over SL_H1_HEAD_MAX, or a GET/HEAD with a
+ * body is reported with `odd` set (the reason says why), and from then on
+ * the stream is read by the conservative reading (see http1.c): every
+ * head-shaped line sequence is a head, bodies are not skipped, so nothing
+ * a server might run as a request goes uncounted. An upgrade (Upgrade,
+ * CONNECT) does not stop the scan either: the request is reported and
+ * scanning goes on, since only the peer's 101 (which this direction never
+ * sees) makes it a tunnel; a stream that opens, or continues after an
+ * upgrade request, with the HTTP/2 connection preface is reported as
+ * SL_H1_H2 (hand it to core/h2.h).
  *
  * Scanning ahead: a stream's bytes never change, so the caller needs no
  * "uncommitted" state. Feed every byte exactly once, as soon as it is seen
@@ -22,7 +30,11 @@
  * copy is also a valid scratch scanner if a caller ever needs one.
  *
  * Fixed size, no allocation. Not thread-safe: one stream, one caller.
- * Values longer than their buffer are truncated and flagged.
+ * Values longer than their buffer are truncated and flagged; a key or
+ * Idempotency-Key value that is cut ends in '#' and 16 hex digits of a
+ * hash of the whole value, so long values that differ anywhere differ.
+ * A long origin-form URL has its complete path segments resolved (".",
+ * "..", empty) when the buffer fills, so the path the server acts on fits.
  * Query parameters and cookies are compared as sent: no percent-decoding.
  */
 #ifndef SL_HTTP1_H
@@ -33,7 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SL_H1_HEAD_MAX   16384 /* a longer head is passed through untouched */
+#define SL_H1_HEAD_MAX   16384 /* a longer head is decided when it reaches this (odd) */
 #define SL_H1_METHOD_MAX 24
 #define SL_H1_URL_MAX    2048 /* path + query as sent */
 #define SL_H1_HOST_MAX   256
@@ -55,7 +67,20 @@ struct sl_h1_text {
     size_t len;
     bool present;
     bool truncated;
+    uint64_t hash; /* FNV-1a of every byte appended, kept or cut */
 };
+
+/* Why a head was odd (reported, but not as http-parser reads it). */
+enum sl_h1_odd {
+    SL_H1_ODD_NONE,
+    SL_H1_ODD_SYNTAX,   /* http-parser refused it: the conservative reading found it */
+    SL_H1_ODD_LONG,     /* longer than SL_H1_HEAD_MAX: decided before its end */
+    SL_H1_ODD_GET_BODY, /* a GET or HEAD with a body: the body is scanned for heads */
+    SL_H1_ODD_PREFACE,  /* a broken HTTP/2 connection preface */
+};
+
+/* A short reason for logs ("a header line http-parser refuses"). */
+const char *sl_h1_odd_reason(enum sl_h1_odd why);
 
 struct sl_h1_head {
     uint64_t start, end; /* stream offsets: the head is [start, end), end after the blank line */
@@ -64,7 +89,7 @@ struct sl_h1_head {
     struct sl_h1_text url_info;
     size_t path_off, path_len;   /* the path inside url (absolute-form: its path part) */
     size_t query_off, query_len; /* the query inside url (after '?'), len 0 when none */
-    char host[SL_H1_HOST_MAX];   /* Host header (absolute-form: the URL's host) */
+    char host[SL_H1_HOST_MAX];   /* absolute-form: the URL's host (as servers use it); else Host */
     struct sl_h1_text host_info;
     char key[SL_H1_VALUE_MAX]; /* the configured key's value; present=false: missing */
     struct sl_h1_text key_info;
@@ -74,15 +99,18 @@ struct sl_h1_head {
     bool chunked;    /* Transfer-Encoding: chunked */
     bool has_length; /* Content-Length given */
     uint64_t content_length;
-    bool body;       /* a body follows (HTTP/2: the HEADERS frame lacked END_STREAM) */
-    bool keep_alive; /* another request may follow on the connection */
-    bool upgrade;    /* Upgrade or CONNECT: the stream passes through after this head */
+    bool body;          /* a body follows (HTTP/2: the HEADERS frame lacked END_STREAM) */
+    bool keep_alive;    /* another request may follow on the connection */
+    bool upgrade;       /* Upgrade or CONNECT (the scan goes on: only a 101 makes a tunnel) */
+    enum sl_h1_odd odd; /* not NONE: read under the rule of doubt (see above) */
+    char cookie[SL_H1_COOKIE_MAX]; /* every Cookie line, joined by "; " (when wanted) */
+    struct sl_h1_text cookie_info;
 };
 
 enum sl_h1_event {
     SL_H1_MORE,        /* every byte consumed, no head completed: feed more */
     SL_H1_HEAD,        /* a head completed: sl_h1_head() holds it; feed the rest */
-    SL_H1_PASSTHROUGH, /* nothing more will be reported on this stream (all bytes consumed) */
+    SL_H1_PASSTHROUGH, /* not HTTP: nothing more will be reported (all bytes consumed) */
     SL_H1_H2,          /* the stream opened with the 24-byte HTTP/2 preface, now consumed:
                           continue with core/h2.h from sl_h1_pos() */
 };
@@ -91,7 +119,7 @@ enum sl_h1_state {
     SL_H1_IDLE,    /* between requests: the next byte starts a head */
     SL_H1_IN_HEAD, /* inside an incomplete head that started at sl_h1_head_start() */
     SL_H1_IN_BODY, /* inside a body */
-    SL_H1_PASS,    /* passthrough or HTTP/2: no more heads */
+    SL_H1_PASS,    /* not HTTP, or HTTP/2: no more heads */
 };
 
 struct sl_h1 {
@@ -104,16 +132,34 @@ struct sl_h1 {
     uint64_t head_start; /* IN_HEAD: where the head began */
     uint64_t body_end;   /* where the last message with a body ended (0: none yet) */
     uint8_t preface;     /* stream bytes held while they match the HTTP/2 preface */
-    bool head_done;      /* set by the parser's callback: a head just completed */
-    bool message_done;   /* set by the parser's callback: a message just ended */
+    uint64_t preface_at; /* where the preface may begin (0, or after an upgrade request) */
+    bool want_cookie;    /* collect Cookie lines into head.cookie */
+    bool trust_bodies;   /* a GET's body is skipped like any other (outbound) */
+    bool reported;       /* a head was reported: the stream is HTTP */
+    /* the conservative reading (http1.c): its line state, the method it read */
+    bool doubt;   /* the stream is read by it from now on */
+    bool rd_cb;   /* it feeds the head's fields (http-parser gave up) */
+    bool rd_skip; /* the rest of an already reported head: not a new one */
+    uint8_t rd, rd_n, rd_major, rd_minor;
+    bool rd_09;          /* the request line had no version (HTTP/0.9 GET) */
+    enum sl_h1_odd odd;  /* the head being read is odd, why */
+    uint64_t line_start; /* where the line being read began */
+    /* a head it read gave Content-Length: a head may also begin where
+     * that body ends, at any byte (first and last such header) */
+    uint64_t rd_len, len_first, len_last;
+    bool rd_len_bad;
+    uint8_t nlens;
+    uint64_t resync[2]; /* stream offsets where a line is taken to begin (0: none) */
+    char rd_method[SL_H1_METHOD_MAX];
+    bool head_done;    /* set by the parser's callback: a head just completed */
+    bool message_done; /* set by the parser's callback: a message just ended */
     /* the header being read: its name (bounded), which field it feeds */
     char field[SL_H1_NAME_MAX];
     size_t field_len;
     bool field_long;
     bool in_value;
-    int target; /* enum in http1.c: which buffer the current value goes to */
-    char cookie[SL_H1_COOKIE_MAX];
-    struct sl_h1_text cookie_info;
+    bool cookie_more; /* the Cookie value being read has begun */
+    int target;       /* enum in http1.c: which buffer the current value goes to */
     struct sl_h1_head head;
 };
 
@@ -127,11 +173,30 @@ void sl_h1_init(struct sl_h1 *s, enum sl_h1_key_kind kind, const char *name);
  * why it stopped. */
 size_t sl_h1_feed(struct sl_h1 *s, const void *buf, size_t len, enum sl_h1_event *ev);
 
+/* The writer of this stream is the program itself (outbound): a GET's body
+ * is framed by Content-Length as the server will read it, not scanned for
+ * heads (the conservative reading guards against hostile clients). */
+static inline void sl_h1_trust_bodies(struct sl_h1 *s)
+{
+    s->trust_bodies = true;
+}
+
+/* Collect every Cookie line into head.cookie (a rule keys on a cookie). */
+static inline void sl_h1_want_cookies(struct sl_h1 *s)
+{
+    s->want_cookie = true;
+}
+
 /* The last completed head (valid after SL_H1_HEAD until the next feed). */
 const struct sl_h1_head *sl_h1_head(const struct sl_h1 *s);
 
 /* Shared with core/h2.c. A bounded copy of n bytes into buf (cap bytes). */
 void sl_h1_text_set(char *buf, size_t cap, struct sl_h1_text *t, const char *at, size_t n);
+/* Appends n bytes (bounded, hashed). */
+void sl_h1_text_append(char *buf, size_t cap, struct sl_h1_text *t, const char *at, size_t n);
+/* A cut value gets the hash of the whole value as its last 17 bytes
+ * ("#" and 16 hex digits): values that differ past the cut stay apart. */
+void sl_h1_text_seal(char *buf, size_t cap, struct sl_h1_text *t);
 /* The head's key from its query string (per = query:NAME), if the URL was
  * not cut: shared by the HTTP/1 and HTTP/2 scanners. */
 void sl_h1_query_key(struct sl_h1_head *h, const char *name, size_t name_len);

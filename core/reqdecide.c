@@ -123,7 +123,7 @@ static bool request_matches(const struct sl_rule *r, const struct sl_req_head *h
 {
     if (!sl_method_matches(r, h->method ? h->method : "", h->method_len)) return false;
     if (r->nreq_hosts && (!h->host || !sl_host_matches(r, h->host, h->host_len))) return false;
-    if (r->nroutes == 0) return true;
+    if (r->nroutes == 0 || h->path_cut) return true;
     if (!*normalised) {
         sl_path_normalise(h->path ? h->path : "", h->path_len, path, PATH_MAX_NORMAL);
         *normalised = true;

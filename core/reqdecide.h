@@ -39,6 +39,8 @@ struct sl_req_head {
     /* the value of the header named by sl_req_rules.header (NULL: absent) */
     const char *header;
     size_t header_len;
+    bool path_cut; /* the path did not fit the scanner: every route matches it (the
+                      rule of doubt: counted against each route rule, never escaping) */
 };
 
 /* What a connection's requests are judged by; filled once per connection. */

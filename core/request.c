@@ -13,6 +13,13 @@
  * held head whose time has not come, (c) the start of a head the scanner
  * is still reading, (d) the first byte not scanned (the scanner pauses
  * when SL_REQ_AHEAD heads are remembered).
+ *
+ * The rule of doubt (core/http1.h): an odd head (one sluice could read only
+ * by the conservative reading) is counted like any request, and counted
+ * in odd_heads of every rule matching the connection, with a log line (at
+ * most one a second per process, saying how many were not logged); a rule
+ * with on_odd = deny denies it instead. Only a stream that is not HTTP
+ * from its first bytes passes uncounted.
  */
 #include "request.h"
 
@@ -22,10 +29,12 @@
 #include <time.h>
 
 #include "h1resp.h"
+#include "log.h"
 #include "h2.h"
 #include "http1.h"
 #include "reply.h"
 #include "reqdecide.h"
+#include "table.h"
 
 #define SL_REQ_AHEAD 16
 
@@ -61,7 +70,8 @@ struct sl_req_conn {
     bool denied;
     uint64_t deny_off;
     struct sl_req_verdict deny;
-    bool pass; /* passthrough: nothing more is limited */
+    bool pass;    /* not HTTP from its first bytes: nothing more is limited */
+    bool cookies; /* a rule keys on a cookie: the scanners collect Cookie lines */
     char reply[SL_REPLY_MAX];
     struct sl_h1 scan;
     bool is_h2; /* the HTTP/2 preface was seen: h2 scans from there on */
@@ -147,12 +157,14 @@ bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir 
     uint64_t match = 0;
     bool quota = false, replies = false;
     const char *header = NULL;
+    bool cookies = false;
     for (int i = 0; i < cfg->nrules && i < SL_MAX_RULES; i++) {
         const struct sl_rule *r = &cfg->rules[i];
         if (!r->request || r->dir != dir || !conn_matches(r, dir, local, peer)) continue;
         match |= 1ull << i;
         quota |= r->quota != 0 || r->plans != NULL || r->ramp.steps != 0; /* wall time needed */
         if (!header && r->req_per == SL_REQ_PER_HEADER) header = r->req_per_name;
+        cookies |= r->req_per == SL_REQ_PER_COOKIE;
         replies |= dir == SL_OUT && r->action == SL_ACT_REPLY;
     }
     if (!match) return false;
@@ -169,6 +181,9 @@ bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir 
     /* one header is extracted per connection: rules keyed by another
      * header count its requests as without a key (documented) */
     sl_h1_init(&c->scan, header ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE, header);
+    if (cookies) sl_h1_want_cookies(&c->scan);
+    if (c->out) sl_h1_trust_bodies(&c->scan);
+    c->cookies = cookies;
     c->is_h2 = false;
     if (header) snprintf(c->header, sizeof c->header, "%s", header);
     (void)now;
@@ -182,6 +197,9 @@ static void head_of(const struct sl_h1 *s, const struct sl_h1_head *h1, struct s
     h->method_len = strlen(h1->method);
     h->path = h1->url + h1->path_off;
     h->path_len = h1->path_len;
+    /* cut inside the path (not its query): no route can be judged */
+    h->path_cut = h1->url_info.truncated && !memchr(h1->url, '?', h1->url_info.len) &&
+                  !memchr(h1->url, '#', h1->url_info.len);
     if (h1->query_len) {
         h->query = h1->url + h1->query_off;
         h->query_len = h1->query_len;
@@ -190,9 +208,10 @@ static void head_of(const struct sl_h1 *s, const struct sl_h1_head *h1, struct s
         h->host = h1->host;
         h->host_len = h1->host_info.len;
     }
-    if (s && s->cookie_info.present) {
-        h->cookie = s->cookie;
-        h->cookie_len = s->cookie_info.len;
+    (void)s;
+    if (h1->cookie_info.present && !h1->cookie_info.truncated) {
+        h->cookie = h1->cookie;
+        h->cookie_len = h1->cookie_info.len;
     }
     if (h1->idem_info.present) {
         h->idem = h1->idem;
@@ -260,6 +279,7 @@ static bool next_head(struct sl_req_conn *c, const char *buf, size_t len,
         c->is_h2 = true;
         sl_h2_init(&c->h2, *c->header ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE,
                    *c->header ? c->header : NULL, sl_h1_pos(&c->scan), true);
+        if (c->cookies) sl_h2_want_cookies(&c->h2);
         return next_head(c, buf, len, h1, s);
     }
     if (ev == SL_H1_PASSTHROUGH) c->pass = true;
@@ -303,6 +323,62 @@ static bool swallowed(struct sl_req_conn *c, const struct sl_h1_head *h1,
     return true;
 }
 
+/* One line a second at most, per process: odd heads can come in floods. */
+static uint64_t odd_logged_at, odd_unlogged; /* touched only with __atomic builtins */
+
+static void odd_log(const struct sl_req_conn *c, const struct sl_h1_head *h1, int rule,
+                    uint64_t now)
+{
+    uint64_t last = __atomic_load_n(&odd_logged_at, __ATOMIC_RELAXED);
+    if (last && now - last < SL_NS_PER_SEC) {
+        __atomic_fetch_add(&odd_unlogged, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    if (!__atomic_compare_exchange_n(&odd_logged_at, &last, now ? now : 1, false, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED)) {
+        __atomic_fetch_add(&odd_unlogged, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t more = __atomic_exchange_n(&odd_unlogged, 0, __ATOMIC_RELAXED);
+    const struct sl_rule *r = &c->rules.rt->cfg->rules[rule];
+    char addr[64];
+    sl_addr_format(c->rules.peer.a, addr, sizeof addr);
+    sl_log(SL_LOG_INFO,
+           "rule \"%s\": odd request head %s %s (%s): %s as a request (%llu more not logged)",
+           r->name, c->out ? "to" : "from", addr, sl_h1_odd_reason(h1->odd),
+           r->on_odd == SL_ODD_DENY ? "denied" : "counted", (unsigned long long)more);
+}
+
+/* An odd head: counted in odd_heads of the connection's rules; a rule with
+ * on_odd = deny denies it (true, *d set). */
+static bool odd_head(struct sl_req_conn *c, const struct sl_h1_head *h1, uint64_t now,
+                     struct sl_req_decision *d)
+{
+    const struct sl_config *cfg = c->rules.rt->cfg;
+    int deny_rule = -1, first = -1;
+    for (int i = 0; i < cfg->nrules && i < SL_MAX_RULES; i++) {
+        if (!(c->rules.match & (1ull << i))) continue;
+        if (first < 0) first = i;
+        int e = c->rules.entry[i];
+        if (e >= 0) sl_table_count(c->rules.rt->table, e, SL_C_ODD, 1);
+        if (cfg->rules[i].on_odd != SL_ODD_DENY) continue;
+        if (cfg->rules[i].dry_run) { /* counted as enforcing would, not denied */
+            if (e >= 0) sl_table_count(c->rules.rt->table, e, SL_C_WOULD_LIMIT, 1);
+        } else if (deny_rule < 0) {
+            deny_rule = i;
+        }
+    }
+    if (first < 0) return false;
+    odd_log(c, h1, deny_rule >= 0 ? deny_rule : first, now);
+    if (deny_rule < 0) return false;
+    const struct sl_rule *r = &cfg->rules[deny_rule];
+    *d = (struct sl_req_decision){.allowed = false, .rule = deny_rule};
+    d->v = (struct sl_verdict){.retry_ns = SL_NS_PER_SEC};
+    d->policy = (struct sl_reply_policy){.name = r->name, .window_s = 1};
+    sl_table_count(c->rules.rt->table, c->rules.entry[deny_rule], SL_C_LIMITED, 1);
+    return true;
+}
+
 /* Scans the bytes of buf past the scanner's position, deciding each head. */
 static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
 {
@@ -315,6 +391,10 @@ static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t no
         struct sl_req_head h;
         struct sl_req_decision d;
         head_of(sc, h1, &h);
+        if (h1->odd && odd_head(c, h1, now, &d)) {
+            deny(c, h1->start, &d);
+            return;
+        }
         sl_req_decide(&c->rules, &h, now, &d);
         if (!d.allowed && swallowed(c, h1, &d)) continue;
         if (!d.allowed) {

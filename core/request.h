@@ -63,9 +63,10 @@ bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir 
  * position (buf[0] is the first byte the next sl_req_passed will count).
  * Decides every complete request head among them not decided before and
  * returns how many of the len bytes may pass now (possibly 0). *v says why
- * it stopped: see enum sl_req_status. Bytes after a request upgrade
- * (WebSocket, CONNECT, h2c), of a connection that is not HTTP, or after a
- * malformed head always pass (v->status PASS). */
+ * it stopped: see enum sl_req_status. Bytes of a connection that is not
+ * HTTP from its first bytes always pass (v->status PASS); after an
+ * Upgrade or CONNECT request, or a head the parser refuses, requests are
+ * still found and decided (the rule of doubt, core/http1.h). */
 size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now,
                     struct sl_req_verdict *v);
 

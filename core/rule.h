@@ -52,6 +52,13 @@ enum sl_per_missing {
     SL_MISSING_DENY, /* denied, as if its limit were 0 */
 };
 
+/* What a request head sluice could only read by the rule of doubt does
+ * (`on_odd`, core/http1.h): counted like any request, or denied. */
+enum sl_on_odd {
+    SL_ODD_COUNT,
+    SL_ODD_DENY,
+};
+
 /* Calendar windows of a quota. */
 enum sl_quota_window { SL_QUOTA_NONE, SL_QUOTA_DAY, SL_QUOTA_MONTH };
 
@@ -155,8 +162,8 @@ struct sl_rule {
     struct sl_ramp ramp;       /* req_rate stepping to another value over time; steps 0: none */
     char ramp_to_text[32], ramp_from_text[32];
     uint64_t ramp_over_ns;
-    uint32_t cost;             /* tokens a matching request takes: conf default 1;
-                                  0: counted, never limited */
+    uint32_t cost;                               /* tokens a matching request takes: conf default 1;
+                                                    0: counted, never limited */
     char routes[SL_MAX_ROUTES][SL_ROUTE_MAX];    /* path prefixes; with * ? or [ a glob
                                                     matched against the whole path */
     int nroutes;                                 /* 0: every path */
@@ -167,6 +174,7 @@ struct sl_rule {
     enum sl_req_per req_per;                       /* SL_REQ_PER_ADDRESS: as `per` says */
     char req_per_name[SL_REQ_NAME_MAX];            /* the header, parameter or cookie name */
     enum sl_per_missing per_missing;
+    enum sl_on_odd on_odd;
     uint64_t quota; /* requests (by cost) per calendar window; 0: none */
     enum sl_quota_window quota_window;
     int32_t quota_offset_s;       /* windows begin at midnight of UTC + this */

@@ -70,7 +70,8 @@
 #include "window.h"
 
 const char *const sl_counter_names[SL_NCOUNTERS] = {
-    "allowed", "limited", "delayed", "would_limit", "overflow", "reused", "claimed", "errors",
+    "allowed", "limited", "delayed", "would_limit", "overflow",
+    "reused",  "claimed", "errors",  "odd_heads",
 };
 
 static uint32_t conn_records(uint32_t nslots)

@@ -32,6 +32,7 @@ enum sl_counter {
     SL_C_REUSED,      /* idle slots given to a new key */
     SL_C_CLAIMED,     /* empty slots given to a new key */
     SL_C_ERRORS,      /* failures inside the shim for this rule (fail open) */
+    SL_C_ODD,         /* request heads read under the rule of doubt (core/http1.h) */
     SL_NCOUNTERS
 };
 

@@ -11,7 +11,8 @@
 #include "table.h"
 
 #define SL_MAGIC   0x31656369756c73ull /* "sluice1" */
-#define SL_VERSION 4                   /* 4: side entries say how much of its limit a key may use */
+#define SL_VERSION 5                   /* 4: side entries say how much of its limit a key may use;
+                                          5: stripes of two cache lines (odd_heads) */
 #define SL_STRIPES 16
 #define SL_HDR     4096
 
@@ -39,10 +40,12 @@ struct sl_rule_entry {
 };
 _Static_assert(sizeof(struct sl_rule_entry) == 64, "a rule entry is one cache line");
 
+#define SL_STRIPE_WORDS 16 /* two cache lines: room for counters to come */
 struct sl_stripe {
     _Atomic uint64_t v[SL_NCOUNTERS];
+    uint64_t pad[SL_STRIPE_WORDS - SL_NCOUNTERS];
 };
-_Static_assert(sizeof(struct sl_stripe) == 64, "a stripe is one cache line");
+_Static_assert(sizeof(struct sl_stripe) == 128, "a stripe is two cache lines");
 
 struct sl_header {
     uint64_t magic;

@@ -3,7 +3,8 @@
  * The first input byte picks the key kind and a split seed; the rest is
  * the stream. It is scanned whole and in pieces, and the two scans must
  * report the same heads (offsets, method, URL, Host, key, Idempotency-Key)
- * and end in the same state: a differential check on every input. */
+ * and end in the same state: a differential check on every input (an odd
+ * head, read by the rule of doubt, only its offsets and reason). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,9 @@ struct scan {
 
 static void check_head(const struct sl_h1 *s, const struct sl_h1_head *h)
 {
-    if (h->start > h->end || h->end != sl_h1_pos(s) || h->end - h->start > SL_H1_HEAD_MAX) abort();
+    /* a head is decided by SL_H1_HEAD_MAX + 1 bytes (+ its final LF) */
+    if (h->start > h->end || h->end != sl_h1_pos(s) || h->end - h->start > SL_H1_HEAD_MAX + 2)
+        abort();
     if (h->path_off + h->path_len > h->url_info.len ||
         h->query_off + h->query_len > h->url_info.len)
         abort();
@@ -72,6 +75,10 @@ static bool same_text(const char *a, const struct sl_h1_text *ta, const char *b,
 
 static bool same(const struct sl_h1_head *a, const struct sl_h1_head *b)
 {
+    /* an odd head's fields are what could be read before http-parser gave
+     * up, which depends on how the bytes were split: only its place and
+     * its reason must agree */
+    if (a->odd || b->odd) return a->start == b->start && a->end == b->end && a->odd == b->odd;
     return a->start == b->start && a->end == b->end && strcmp(a->method, b->method) == 0 &&
            same_text(a->url, &a->url_info, b->url, &b->url_info) &&
            same_text(a->host, &a->host_info, b->host, &b->host_info) &&

@@ -2,6 +2,8 @@
 # Builds every tests/fuzz/fuzz_*.c with libFuzzer + ASan + UBSan and runs
 # each for a bounded time (first argument, seconds; default 20). Prints
 # "fuzz: ok NAME" per target that found nothing; exits non-zero otherwise.
+# fuzz_http1_ref compares the HTTP/1 scanner with http-parser as a server
+# runs it, diff_llhttp.sh with node's llhttp (issue 18 item 10).
 set -u
 cd "$(dirname "$0")/../.."
 secs=${1:-20}
@@ -31,4 +33,6 @@ for src in tests/fuzz/fuzz_*.c; do
         echo "fuzz: FAILED $name"; tail -40 "$out/$name.log"; status=1
     fi
 done
+# The second reference, node's llhttp, runs outside libFuzzer (tests/fuzz/diff_llhttp.sh).
+if tests/fuzz/diff_llhttp.sh; then echo "fuzz: ok diff_llhttp"; else echo "fuzz: FAILED diff_llhttp"; status=1; fi
 exit $status

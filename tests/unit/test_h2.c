@@ -254,7 +254,7 @@ static void the_http1_scanner_hands_a_preface_stream_to_the_h2_scanner(void **un
     sl_h2_fini(&s);
 }
 
-static void a_wrong_preface_or_a_broken_block_passes_through(void **unused)
+static void a_wrong_preface_or_a_framing_error_passes_through(void **unused)
 {
     (void)unused;
     struct seen r;
@@ -265,15 +265,110 @@ static void a_wrong_preface_or_a_broken_block_passes_through(void **unused)
     static struct h2out o;
     memcpy(o.buf, H2_PREFACE, 24);
     o.len = 24;
-    h2frame(&o, 1, 0x4, 1, "\xff\xff\xff\xff\xff\xff", 6); /* an index far past the table */
-    h2frame(&o, 1, 0x4, 3, "\x82", 1);
-    scan(&r, SL_H1_KEY_NONE, NULL, o.buf, o.len, NULL);
-    assert_true(r.passthrough);
-    assert_int_equal(r.count, 0);
-    o.len = 24;
     h2frame(&o, 9, 0x4, 1, "\x82", 1); /* CONTINUATION with no open block */
     scan(&r, SL_H1_KEY_NONE, NULL, o.buf, o.len, NULL);
     assert_true(r.passthrough);
+}
+
+/* per = cookie:NAME on HTTP/2 (issue 18.3): cookie fields (crumbs) are
+ * joined with "; " for the rules to search, whatever the key kind. */
+static void cookie_fields_are_joined_when_wanted(void **unused)
+{
+    (void)unused;
+    static struct h2out o;
+    size_t starts[4], ends[4];
+    client_stream(&o, starts, ends);
+    struct sl_h2 s;
+    sl_h2_init(&s, SL_H1_KEY_HEADER, "x-api-key", 0, false);
+    sl_h2_want_cookies(&s);
+    enum sl_h2_event ev;
+    size_t off = sl_h2_feed(&s, o.buf, o.len, &ev);
+    assert_int_equal(ev, SL_H2_REQUEST);
+    assert_true(off <= o.len);
+    assert_string_equal(sl_h2_head(&s)->cookie, "a=1; sid=c1");
+    assert_string_equal(sl_h2_head(&s)->key, "k1");
+    sl_h2_fini(&s);
+}
+
+/* Counts the requests in buf fed in pieces of `piece` bytes (0: whole). */
+static int count_requests(const uint8_t *buf, size_t len, size_t piece, int *odd, bool *pass)
+{
+    struct sl_h2 s;
+    sl_h2_init(&s, SL_H1_KEY_HEADER, "x-api-key", 0, false);
+    int count = 0;
+    *odd = 0;
+    *pass = false;
+    for (size_t off = 0; off < len;) {
+        size_t n = piece && piece < len - off ? piece : len - off;
+        enum sl_h2_event ev;
+        off += sl_h2_feed(&s, buf + off, n, &ev);
+        if (ev == SL_H2_REQUEST) {
+            count++;
+            *odd += sl_h2_head(&s)->odd != SL_H1_ODD_NONE;
+        }
+        if (ev == SL_H2_PASSTHROUGH) *pass = true;
+    }
+    sl_h2_fini(&s);
+    return count;
+}
+
+/* Issue 18.2: nghttp2's inflater refuses blocks nginx accepts (a table size
+ * update after the first header, an index past the table, a block over the
+ * bound); the request and every later one are still counted. Before the
+ * fix: 0 requests and passthrough (seen failing). */
+static void a_block_the_inflater_refuses_is_counted_and_so_is_every_later_one(void **unused)
+{
+    (void)unused;
+    static const char *const poison[] = {
+        "\x82\x3f\xe1\x1f\x84\x86", /* GET, size update 4096, /, http */
+        "\x82\x20\x84\x86",         /* GET, size update 0, /, http */
+        "\xff\xff\xff\xff\xff\xff", /* an index far past the table */
+    };
+    static struct h2out o;
+    for (size_t p = 0; p < sizeof poison / sizeof *poison; p++) {
+        memcpy(o.buf, H2_PREFACE, 24);
+        o.len = 24;
+        h2frame(&o, 1, 0x5, 1, poison[p], strlen(poison[p]));
+        for (uint32_t id = 3; id <= 101; id += 2)
+            h2frame(&o, 1, 0x5, id, "\x82\x84\x86", 3); /* 50 more: GET / http */
+        int odd;
+        bool pass;
+        for (size_t piece = 0; piece < 8; piece += 7) {
+            assert_int_equal(count_requests(o.buf, o.len, piece, &odd, &pass), 51);
+            assert_false(pass);
+            assert_true(odd >= 1);
+        }
+    }
+    /* 66 KB of size updates in CONTINUATION frames: decided when the block
+     * passes the bound, the next stream counted too */
+    static uint8_t big[90000];
+    size_t len = 0;
+    memcpy(big, H2_PREFACE, 24);
+    len = 24;
+    static uint8_t ups[16000];
+    memset(ups, 0x20, sizeof ups); /* size update to 0, again and again */
+    struct h2out *f = malloc(sizeof *f);
+    f->len = 0;
+    h2frame(f, 1, 0x1, 1, "\x82", 1);
+    memcpy(big + len, f->buf, f->len);
+    len += f->len;
+    for (int i = 0; i < 5; i++) {
+        uint8_t h[9] = {0, 0x3e, 0x80, 9, i == 4 ? 0x4 : 0, 0, 0, 0, 1}; /* 16000 bytes */
+        memcpy(big + len, h, 9);
+        memcpy(big + len + 9, ups, sizeof ups);
+        len += 9 + sizeof ups;
+    }
+    f->len = 0;
+    h2frame(f, 1, 0x5, 3, "\x82\x84\x86", 3);
+    memcpy(big + len, f->buf, f->len);
+    len += f->len;
+    free(f);
+    int odd;
+    bool pass;
+    assert_int_equal(count_requests(big, len, 0, &odd, &pass), 2);
+    assert_false(pass);
+    assert_int_equal(odd, 2);
+    assert_int_equal(count_requests(big, len, 1000, &odd, &pass), 2);
 }
 
 int main(void)
@@ -285,7 +380,9 @@ int main(void)
         cmocka_unit_test(a_request_cut_short_is_in_head_from_its_frame_start),
         cmocka_unit_test(a_scanner_started_after_the_preface_reads_frames_at_once),
         cmocka_unit_test(the_http1_scanner_hands_a_preface_stream_to_the_h2_scanner),
-        cmocka_unit_test(a_wrong_preface_or_a_broken_block_passes_through),
+        cmocka_unit_test(a_wrong_preface_or_a_framing_error_passes_through),
+        cmocka_unit_test(cookie_fields_are_joined_when_wanted),
+        cmocka_unit_test(a_block_the_inflater_refuses_is_counted_and_so_is_every_later_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

@@ -28,7 +28,7 @@ static void request_options_fill_the_rule(void **unused)
     struct sl_config *c =
         load("in name=api port=8080 req_rate=20/s req_burst=5 per=header:X-API-Key "
              "route=/export,/api/*/dump method=get,POST host=API.example.com cost=10 "
-             "per_missing=rule quota=10000/d action=reply",
+             "per_missing=rule quota=10000/d action=reply on_odd=deny",
              err, sizeof err);
     if (!c) fail_msg("%s", err);
     const struct sl_rule *r = &c->rules[0];
@@ -46,6 +46,7 @@ static void request_options_fill_the_rule(void **unused)
     assert_string_equal(r->req_hosts[0], "api.example.com");
     assert_int_equal(r->cost, 10);
     assert_int_equal(r->per_missing, SL_MISSING_RULE);
+    assert_int_equal(r->on_odd, SL_ODD_DENY);
     assert_int_equal(r->quota, 10000);
     assert_int_equal(r->quota_window, SL_QUOTA_DAY);
     sl_conf_free(c);
@@ -61,6 +62,7 @@ static void defaults_are_cost_one_and_fallback_to_the_peer(void **unused)
     assert_int_equal(c->rules[0].cost, 1);
     assert_int_equal(c->rules[0].req_limit.burst, 3);
     assert_int_equal(c->rules[0].per_missing, SL_MISSING_PEER);
+    assert_int_equal(c->rules[0].on_odd, SL_ODD_COUNT);
     assert_int_equal(c->rules[0].req_per, SL_REQ_PER_ADDRESS);
     assert_false(c->rules[1].request);
     sl_conf_free(c);
@@ -87,6 +89,7 @@ static void bad_values_are_refused_with_the_option_named(void **unused)
         {"in port=80 req_rate=2/s method=GE@T", "method"},
         {"in port=80 req_rate=2/s per=header:", "per"},
         {"in port=80 req_rate=2/s per_missing=maybe", "per_missing"},
+        {"in port=80 req_rate=2/s on_odd=maybe", "on_odd"},
         {"in port=80 req_rate=2/s cost=-1", "cost"},
         {"in port=80 quota=5/d quota_offset=+15", "quota_offset"},
         {"in port=80 quota=5/d quota_offset=5:75", "quota_offset"},
@@ -107,7 +110,7 @@ static void check_output_reloads_to_itself(void **unused)
     struct sl_config *c =
         load("in name=api port=8080 req_rate=20/s per=query:key route=/a,/b* method=GET "
              "host=*.example.com cost=0 per_missing=deny quota=7/month quota_offset=-5:30 "
-             "action=reply",
+             "action=reply on_odd=deny",
              err, sizeof err);
     if (!c) fail_msg("%s", err);
     char path[] = "/tmp/sluice-reqconf-XXXXXX";
@@ -130,6 +133,7 @@ static void check_output_reloads_to_itself(void **unused)
     assert_non_null(strstr(a, "per         = \"query:key\""));
     assert_non_null(strstr(a, "quota       = \"7/month\""));
     assert_non_null(strstr(a, "cost        = 0"));
+    assert_non_null(strstr(a, "on_odd      = deny"));
     assert_non_null(strstr(a, "quota_offset = \"-5:30\""));
     assert_int_equal(again->rules[0].quota_offset_s, -(5 * 3600 + 30 * 60));
     free(a);

@@ -179,17 +179,178 @@ static void a_delayed_head_is_held_until_its_turn(void **unused)
     world_free(w);
 }
 
-static void an_upgraded_connection_passes_through(void **unused)
+/* Issue 24.5 / 18.1: an Upgrade answered 200 leaves an HTTP/1 connection:
+ * its requests are counted (the 101 is the peer's; nothing here sees it).
+ * Before the fix: every byte passed (seen failing). */
+static void an_upgrade_request_does_not_switch_counting_off(void **unused)
 {
     (void)unused;
     struct world *w = world(1, 1, SL_ACT_REPLY);
-    const char s[] =
-        "GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
-        "GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n";
+    const char s[] = "GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     "X-API-Key: k\r\n\r\n" GET GET;
     struct sl_req_verdict v;
+    size_t up = sizeof s - 1 - 2 * (sizeof GET - 1);
+    assert_int_equal(drain(w, s, sizeof s - 1, T0, &v), up);
+    assert_int_equal(v.status, SL_REQ_DENY);
+    assert_false(sl_req_done(w->c));
+    world_free(w);
+}
+
+/* A counter summed over the table's rule entries (a request rule counts
+ * under its ":req" entry). */
+static uint64_t counter(const struct world *w, enum sl_counter c)
+{
+    uint64_t id, sum = 0;
+    char name[64];
+    for (int r = 0; sl_table_rule_info(w->table, r, &id, name, sizeof name); r++)
+        sum += sl_table_counter(w->table, r, c);
+    return sum;
+}
+
+/* Handled requests: whole heads that passed before the denial. */
+static int handled(const char *s, size_t passed)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, "\r\n\r\n")) && (size_t)(p + 4 - s) <= passed; p += 4)
+        n++;
+    return n;
+}
+
+/* The poison table of issue 18 under req_rate=2/s req_burst=2: a poison,
+ * then 40 requests on one connection; at most burst + 1 pass, and the
+ * poison is counted in odd_heads. Before the fix: all 41 (seen failing). */
+static void a_poison_then_40_requests_lets_at_most_burst_plus_one_through(void **unused)
+{
+    (void)unused;
+    static char pad[17000];
+    memset(pad, 'p', sizeof pad - 1);
+    const char *poison[] = {
+        "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: x\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\nX-A: a\x01z\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\nX-A: a\x7fz\r\n\r\n",
+        "FOO / HTTP/1.1\r\nHost: a\r\n\r\n",
+        "QUERY / HTTP/1.1\r\nHost: a\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\n: x\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: a\r\nContent-Length : 40\r\n\r\n" GET,
+        NULL, /* a head over 16 KiB */
+    };
+    size_t cap = 64 * 1024;
+    char *s = malloc(cap);
+    for (size_t p = 0; p < sizeof poison / sizeof *poison; p++) {
+        struct world *w = world(2, 2, SL_ACT_REPLY);
+        int n = poison[p] ? snprintf(s, cap, "%s", poison[p])
+                          : snprintf(s, cap, "GET / HTTP/1.1\r\nX-Pad: %s\r\n\r\n", pad);
+        for (int i = 0; i < 40; i++)
+            n += snprintf(s + n, cap - (size_t)n, GET);
+        struct sl_req_verdict v;
+        size_t passed = drain(w, s, (size_t)n, T0, &v);
+        int got = handled(s, passed);
+        print_message("poison %zu: %d handled, odd_heads %llu\n", p, got,
+                      (unsigned long long)counter(w, SL_C_ODD));
+        assert_int_equal(v.status, SL_REQ_DENY);
+        assert_true(got <= 3);
+        /* odd, except the Upgrade answered 200 and TE: identity (normal heads) */
+        assert_int_equal(counter(w, SL_C_ODD), p == 0 || p == 5 ? 0 : 1);
+        world_free(w);
+    }
+    free(s);
+}
+
+/* on_odd = deny: the odd head itself gets the rule's denial. */
+static void on_odd_deny_denies_the_odd_head(void **unused)
+{
+    (void)unused;
+    struct world *w = world(100, 100, SL_ACT_REPLY);
+    w->cfg.rules[0].on_odd = SL_ODD_DENY;
+    const char s[] = GET "FOO / HTTP/1.1\r\nHost: a\r\n\r\n" GET;
+    struct sl_req_verdict v;
+    assert_int_equal(drain(w, s, sizeof s - 1, T0, &v), sizeof GET - 1);
+    assert_int_equal(v.status, SL_REQ_DENY);
+    assert_int_equal(v.action, SL_ACT_REPLY);
+    assert_non_null(strstr(v.reply, "429"));
+    assert_int_equal(counter(w, SL_C_ODD), 1);
+    world_free(w);
+    /* dry run: passed, counted as would_limit */
+    w = world(100, 100, SL_ACT_REPLY);
+    w->cfg.rules[0].on_odd = SL_ODD_DENY;
+    w->cfg.rules[0].dry_run = true;
     assert_int_equal(drain(w, s, sizeof s - 1, T0, &v), sizeof s - 1);
-    assert_int_equal(v.status, SL_REQ_PASS);
-    assert_true(sl_req_done(w->c));
+    assert_int_equal(counter(w, SL_C_WOULD_LIMIT), 1);
+    world_free(w);
+    /* on_odd = count (the default): counted, passed, and in odd_heads */
+    w = world(100, 100, SL_ACT_REPLY);
+    assert_int_equal(drain(w, s, sizeof s - 1, T0, &v), sizeof s - 1);
+    assert_int_equal(counter(w, SL_C_ODD), 1);
+    assert_int_equal(counter(w, SL_C_ALLOWED), 3);
+    world_free(w);
+}
+
+/* Issue 18.3: a path too long for the scanner even after "." and ".."
+ * are resolved is counted by every route rule (here a glob it would
+ * otherwise escape); a long query does not make the path unknown. Before
+ * the fix: it escaped (seen failing: all passed). */
+static void a_path_too_long_to_judge_counts_against_route_rules(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 1, SL_ACT_REPLY);
+    struct sl_rule *r = &w->cfg.rules[0];
+    strcpy(r->routes[0], "/api/*/dump");
+    r->nroutes = 1;
+    static char s[16384];
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        n += snprintf(s + n, sizeof s - (size_t)n, "GET /api/");
+        memset(s + n, 'a', 3000);
+        n += 3000;
+        n += snprintf(s + n, sizeof s - (size_t)n,
+                      "/dump HTTP/1.1\r\nHost: a\r\nX-API-Key: k\r\n\r\n");
+    }
+    struct sl_req_verdict v;
+    size_t one = (size_t)n / 2;
+    assert_int_equal(drain(w, s, (size_t)n, T0, &v), one);
+    assert_int_equal(v.status, SL_REQ_DENY);
+    world_free(w);
+    /* a long query: the path is whole, /other does not match */
+    w = world(1, 1, SL_ACT_REPLY);
+    strcpy(w->cfg.rules[0].routes[0], "/api/*/dump");
+    w->cfg.rules[0].nroutes = 1;
+    n = 0;
+    for (int i = 0; i < 2; i++) {
+        n += snprintf(s + n, sizeof s - (size_t)n, "GET /other?q=");
+        memset(s + n, 'a', 3000);
+        n += 3000;
+        n += snprintf(s + n, sizeof s - (size_t)n, " HTTP/1.1\r\nHost: a\r\nX-API-Key: k\r\n\r\n");
+    }
+    assert_int_equal(drain(w, s, (size_t)n, T0, &v), (size_t)n);
+    world_free(w);
+}
+
+/* per = cookie:NAME on HTTP/1: each cookie value its own bucket. Before the
+ * fix: the Cookie lines were never kept, every request counted as keyless
+ * (seen failing). */
+static void per_cookie_keys_http1_requests(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 1, SL_ACT_REPLY);
+    sl_req_conn_fini(w->c);
+    struct sl_rule *r = &w->cfg.rules[0];
+    r->req_per = SL_REQ_PER_COOKIE;
+    strcpy(r->req_per_name, "sid");
+    r->per_missing = SL_MISSING_DENY;
+    struct sl_addr peer = {.v4 = true, .port = 5000};
+    peer.a[10] = peer.a[11] = 0xff;
+    peer.a[12] = 127;
+    peer.a[15] = 1;
+    assert_true(sl_req_conn_init(w->c, &w->rt, SL_IN, NULL, &peer, T0));
+    const char s[] = "GET / HTTP/1.1\r\nCookie: a=1\r\nCookie: sid=one\r\n\r\n"
+                     "GET / HTTP/1.1\r\nCookie: sid=two; a=2\r\n\r\n"
+                     "GET / HTTP/1.1\r\nCookie: sid=one\r\n\r\n";
+    struct sl_req_verdict v;
+    size_t two = strstr(s, "GET / HTTP/1.1\r\nCookie: sid=one\r\n\r\n") - s;
+    assert_int_equal(drain(w, s, sizeof s - 1, T0, &v), two);
+    assert_int_equal(v.status, SL_REQ_DENY);
     world_free(w);
 }
 
@@ -237,6 +398,34 @@ static void h2_client(struct h2out *o, size_t *starts)
         }
     }
     nghttp2_hd_deflate_del(d);
+}
+
+/* Issue 24.5: after a 101 to h2c the client's preface comes and its streams
+ * are counted (streams 3, 5, ... after the upgraded request on stream 1).
+ * Before the fix: the Upgrade switched counting off (seen failing: all
+ * passed). */
+static void after_an_h2c_upgrade_the_streams_are_counted(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 2, SL_ACT_REPLY);
+    static struct h2out o;
+    size_t starts[3];
+    h2_client(&o, starts);
+    static char s[16384];
+    const char up[] =
+        "GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+        "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nX-API-Key: k\r\n\r\n";
+    memcpy(s, up, sizeof up - 1);
+    memcpy(s + sizeof up - 1, o.buf, o.len);
+    size_t len = sizeof up - 1 + o.len;
+    struct sl_req_verdict v;
+    /* the upgrade request and stream 1 of the frames take the burst of 2;
+     * the next stream is denied (an HTTP/2 denial resets) */
+    size_t passed = drain(w, s, len, T0, &v);
+    assert_int_equal(v.status, SL_REQ_DENY);
+    assert_int_equal(v.action, SL_ACT_REJECT);
+    assert_int_equal(passed, sizeof up - 1 + starts[1]);
+    world_free(w);
 }
 
 static void h2_streams_in_one_write_are_each_counted_and_denial_resets(void **unused)
@@ -360,6 +549,32 @@ static void outbound_reply_swallows_head_and_body_and_the_connection_goes_on(voi
     world_free(w);
 }
 
+/* Outbound, the program is the writer: a GET's body is framed by
+ * Content-Length (not scanned for heads), so a swallowed GET takes its body
+ * with it and the next request goes intact. */
+static void outbound_reply_swallows_a_get_body_whole(void **unused)
+{
+    (void)unused;
+    struct world *w = world_out(1, 1, SL_ACT_REPLY);
+    char sent[1024];
+    size_t nsent = 0, nsw = 0;
+    const char a[] = GET;
+    assert_int_equal(write_out(w, a, sizeof a - 1, T0, sent, &nsent, &nsw), sizeof a - 1);
+    sl_req_responses(w->c, RESP, sizeof RESP - 1);
+    const char b[] = "GET /search HTTP/1.1\r\nHost: a\r\nX-API-Key: k\r\nContent-Length: 19\r\n\r\n"
+                     "GET /x HTTP/1.1\r\n\r\n";
+    assert_int_equal(write_out(w, b, sizeof b - 1, T0, sent, &nsent, &nsw), sizeof b - 1);
+    assert_int_equal(nsw, sizeof b - 1);
+    const char *q;
+    size_t one = sl_req_inject_peek(w->c, &q);
+    sl_req_inject_take(w->c, one);
+    assert_int_equal(write_out(w, a, sizeof a - 1, T0 + SEC, sent, &nsent, &nsw), sizeof a - 1);
+    const char want[] = GET GET;
+    assert_int_equal(nsent, sizeof want - 1);
+    assert_memory_equal(sent, want, nsent);
+    world_free(w);
+}
+
 static void outbound_reply_waits_for_the_responses_owed_first(void **unused)
 {
     (void)unused;
@@ -443,11 +658,17 @@ int main(void)
         cmocka_unit_test(a_head_split_byte_by_byte_is_counted_once),
         cmocka_unit_test(bytes_shown_again_after_a_short_read_are_not_charged_again),
         cmocka_unit_test(a_delayed_head_is_held_until_its_turn),
-        cmocka_unit_test(an_upgraded_connection_passes_through),
+        cmocka_unit_test(an_upgrade_request_does_not_switch_counting_off),
+        cmocka_unit_test(a_poison_then_40_requests_lets_at_most_burst_plus_one_through),
+        cmocka_unit_test(on_odd_deny_denies_the_odd_head),
+        cmocka_unit_test(per_cookie_keys_http1_requests),
+        cmocka_unit_test(a_path_too_long_to_judge_counts_against_route_rules),
         cmocka_unit_test(a_connection_no_request_rule_matches_is_not_tracked),
+        cmocka_unit_test(after_an_h2c_upgrade_the_streams_are_counted),
         cmocka_unit_test(h2_streams_in_one_write_are_each_counted_and_denial_resets),
         cmocka_unit_test(h2_frames_split_byte_by_byte_are_counted_once_and_held),
         cmocka_unit_test(outbound_reply_swallows_head_and_body_and_the_connection_goes_on),
+        cmocka_unit_test(outbound_reply_swallows_a_get_body_whole),
         cmocka_unit_test(outbound_reply_waits_for_the_responses_owed_first),
         cmocka_unit_test(outbound_reply_of_a_head_partly_sent_fails_like_reject),
         cmocka_unit_test(outbound_reject_and_inbound_reply_are_unchanged),

@@ -1,0 +1,157 @@
+"""The rule of doubt over HTTP/2 (issue 18 item 2): nghttp2's HPACK inflater
+refuses header blocks that nginx accepts (a dynamic table size update after
+the first header: `3f e1 1f` or `20`; 66 KB of size updates in CONTINUATION
+frames), and sluice used to stop counting the connection there: 51 of 51
+streams handled under a 2/s rule. Now the refused block and every later
+HEADERS frame that opens a stream are counted.
+
+nginx 1.22 (`listen ... http2`, prior knowledge h2c, and `ssl http2` with
+ALPN h2) under req_rate=2/s req_burst=2 per=header:X-API-Key action=reply
+(HTTP/2 denials reset the connection). One connection per poison: the
+poison stream, then 50 streams with an API key, all written at once; the
+frames are made here by hand (literal HPACK, no Huffman). nginx's access
+log counts the streams it handled (status 200): at most burst + 1 = 3.
+The keys of the streams after a refused block cannot be read (the HPACK
+state is lost), so they count in the peer's bucket: each poison comes
+from its own loopback address. No timing tolerance: 51 streams arrive in
+one write, decided within ms of each other, far from the 500 ms a token
+takes. Also a clean connection from another address: 2 handled (the
+burst), so the limit is the rule's, not an artefact.
+"""
+import socket
+import ssl
+import struct
+
+from lib import *
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def frame(ftype, flags, stream, payload):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", stream) + payload
+
+
+def lit(name, value):
+    """A literal header field without indexing, new name (RFC 7541 6.2.2)."""
+    n, v = name.encode(), value.encode()
+    return b"\x00" + bytes([len(n)]) + n + bytes([len(v)]) + v
+
+
+def request_block(key, tls):
+    # :method GET, :path /, :scheme http(s), :authority x, x-api-key
+    return b"\x82\x84" + (b"\x87" if tls else b"\x86") + b"\x01\x01x" + lit("x-api-key", key)
+
+
+END_STREAM, END_HEADERS = 0x1, 0x4
+
+
+def conn_bytes(poison, key, tls):
+    out = PREFACE + frame(4, 0, 0, b"")  # SETTINGS
+    out += poison
+    for i in range(50):
+        out += frame(1, END_STREAM | END_HEADERS, 3 + 2 * i, request_block(key, tls))
+    return out
+
+
+def poisons(tls):
+    s = b"\x86" if not tls else b"\x87"
+    big = []
+    first = frame(1, END_STREAM, 1, b"\x82")
+    for i in range(5):  # 5 x 13,200 bytes of "size update to 0": 66 KB
+        big.append(frame(9, END_HEADERS if i == 4 else 0, 1, b"\x20" * 13200))
+    return [
+        ("size update 3f e1 1f after the first header",
+         frame(1, END_STREAM | END_HEADERS, 1, b"\x82\x3f\xe1\x1f\x84" + s + b"\x01\x01x")),
+        ("size update 20 after the first header",
+         frame(1, END_STREAM | END_HEADERS, 1, b"\x82\x20\x84" + s + b"\x01\x01x")),
+        ("66 KB of size updates in CONTINUATION", first + b"".join(big)),
+    ]
+
+
+CTX = ssl._create_unverified_context()
+CTX.set_alpn_protocols(["h2"])
+
+
+def talk(port, data, source, tls, timeout=4.0):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0))
+    if tls:
+        s = CTX.wrap_socket(s, server_hostname="localhost")
+        check(s.selected_alpn_protocol() == "h2", "no h2 by ALPN")
+    deadline = time.monotonic() + timeout
+    try:
+        s.sendall(data)
+        while time.monotonic() < deadline:
+            try:
+                if not s.recv(65536):
+                    break
+            except socket.timeout:
+                break
+    except (ConnectionResetError, BrokenPipeError, ssl.SSLError, OSError):
+        pass
+    finally:
+        s.close()
+
+
+with TempDir() as tmp:
+    crt, key = make_cert(tmp, cn="localhost")
+    p_c, p_t = free_port(), free_port()
+    www = tmp.join("www")
+    os.mkdir(www)
+    os.chmod(www, 0o755)
+    with open(os.path.join(www, "index.html"), "w") as f:
+        f.write("ok\n")
+    log = tmp.join("access.log")
+    _, ng_argv = nginx_config(tmp, f"""
+    log_format who '$remote_addr $status $server_protocol';
+    access_log {log} who;
+    server {{
+        listen 127.0.0.1:{p_c} http2;
+        listen 127.0.0.1:{p_t} ssl http2;
+        ssl_certificate {crt};
+        ssl_certificate_key {key};
+        root {www};
+        http2_max_requests 1000;
+    }}""")
+    conf = tmp.write("sluice.conf", f"""
+inbound "api" {{
+    port = {{ {p_c}, {p_t} }}
+    req_rate = "2/s"
+    req_burst = 2
+    per = "header:X-API-Key"
+    action = reply
+}}
+""")
+    ng = Proc(sluice_argv(ng_argv, config=conf))
+
+    def handled(source):
+        time.sleep(0.1)  # nginx writes the log line as the stream ends: already done
+        with open(log) as f:
+            return sum(1 for l in f if l.split()[0] == source and l.split()[1] == "200")
+
+    try:
+        wait_listen(p_c)
+        wait_listen(p_t)
+        rows, bad, ip = [], [], 20
+        for tls, port, label in ((False, p_c, "h2c"), (True, p_t, "TLS h2")):
+            ip += 1
+            src = f"127.0.3.{ip}"
+            talk(port, conn_bytes(b"", f"clean{ip}", tls), src, tls)
+            n = handled(src)
+            rows.append((f"no poison, 50 streams", label, n))
+            check(n == 2, f"{label}: a clean connection got {n} handled, want the burst (2)")
+            for name, poison in poisons(tls):
+                ip += 1
+                src = f"127.0.3.{ip}"
+                talk(port, conn_bytes(poison, f"k{ip}", tls), src, tls)
+                n = handled(src)
+                rows.append((name, label, n))
+                if n > 3:
+                    bad.append(f"{name} / {label}: {n} handled")
+        print("| poison | server | handled of 51 |")
+        print("|---|---|---:|")
+        for r in rows:
+            print(f"| {r[0]} | nginx {r[1]} | {r[2]} |")
+        check(not bad, "more than burst + 1 handled:\n" + "\n".join(bad))
+    finally:
+        ng.stop()
+print("ok")
