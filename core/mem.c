@@ -88,10 +88,10 @@ size_t sl_mem_usable(const void *p)
 #else
 
 enum {
-    HDR = 16,               /* keeps every block 16-byte aligned */
-    SMALL_MAX = 64 * 1024,  /* larger blocks are mappings of their own */
+    HDR = 16,              /* keeps every block 16-byte aligned */
+    SMALL_MAX = 64 * 1024, /* larger blocks are mappings of their own */
     NCLASS = 46,
-    CHUNK = 1024 * 1024,    /* small blocks are carved from these */
+    CHUNK = 1024 * 1024, /* small blocks are carved from these */
     LARGE = 0xffff,
 };
 

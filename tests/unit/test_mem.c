@@ -112,14 +112,16 @@ static void *churn(void *arg)
         if (!keep[k] || !all_zero(keep[k], n)) return (void *)1;
         memset(keep[k], (int)k, n);
     }
-    for (int k = 0; k < 64; k++) sl_free(keep[k]);
+    for (int k = 0; k < 64; k++)
+        sl_free(keep[k]);
     return NULL;
 }
 
 static void threads_and_fork(void **st)
 {
     pthread_t t[4];
-    for (uintptr_t i = 0; i < 4; i++) pthread_create(&t[i], NULL, churn, (void *)(i + 1));
+    for (uintptr_t i = 0; i < 4; i++)
+        pthread_create(&t[i], NULL, churn, (void *)(i + 1));
     /* A fork while the others allocate: the child must be able to allocate
      * (the lock is held across fork, never inherited locked). Only for
      * sluice's own heap: a sanitizer's allocator can deadlock a child
@@ -144,9 +146,12 @@ static void threads_and_fork(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(zeroed_even_when_reused), cmocka_unit_test(classes_fit_with_little_slack),
-        cmocka_unit_test(freed_block_is_reused),   cmocka_unit_test(realloc_keeps_contents),
-        cmocka_unit_test(failure_hook),            cmocka_unit_test(threads_and_fork),
+        cmocka_unit_test(zeroed_even_when_reused),
+        cmocka_unit_test(classes_fit_with_little_slack),
+        cmocka_unit_test(freed_block_is_reused),
+        cmocka_unit_test(realloc_keeps_contents),
+        cmocka_unit_test(failure_hook),
+        cmocka_unit_test(threads_and_fork),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
