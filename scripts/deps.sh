@@ -10,6 +10,7 @@ pkgs=(gcc make pkg-config libc6-dev libconfuse-dev libcmocka-dev libsodium-dev
       libnginx-mod-http-image-filter
       prometheus chromium chromium-driver python3-selenium
       php-cli php-curl golang-go python3-aiohttp python3-httpx
+      ruby libwww-perl liblwp-protocol-https-perl openjdk-17-jdk-headless
       )
 missing=()
 for p in "${pkgs[@]}"; do
