@@ -12,11 +12,11 @@
 
 #include <string.h>
 
-#define REC_CCS      20
-#define REC_HANDSHK  22
-#define REC_APPDATA  23
-#define REC_MAX      (16384 + 2048)
-#define HELLO_MAX    8192 /* a ClientHello longer than this is not read */
+#define REC_CCS     20
+#define REC_HANDSHK 22
+#define REC_APPDATA 23
+#define REC_MAX     (16384 + 2048)
+#define HELLO_MAX   8192 /* a ClientHello longer than this is not read */
 
 static unsigned be16(const uint8_t *p)
 {
@@ -74,7 +74,7 @@ static int hello_body(const uint8_t *p, size_t n, struct sl_tls_hello *h)
     if (off + 2 > n) return -1;
     off += 2 + be16(p + off); /* cipher_suites */
     if (off + 1 > n) return -1;
-    off += 1 + p[off]; /* legacy_compression_methods */
+    off += 1 + p[off];      /* legacy_compression_methods */
     if (off == n) return 1; /* no extensions (TLS 1.2 allows it) */
     if (off + 2 > n || be16(p + off) != n - off - 2) return -1;
     for (off += 2; off + 4 <= n;) {

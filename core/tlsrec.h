@@ -25,10 +25,10 @@
 #include <stdint.h>
 
 struct sl_tls_hello {
-    char sni[256];  /* the server_name (host_name) offered, "" when none */
-    bool alpn;      /* an ALPN extension was offered */
-    bool alpn_h2;   /* ... and it names "h2" */
-    bool alpn_h1;   /* ... and it names "http/1.1" */
+    char sni[256];   /* the server_name (host_name) offered, "" when none */
+    bool alpn;       /* an ALPN extension was offered */
+    bool alpn_h2;    /* ... and it names "h2" */
+    bool alpn_h1;    /* ... and it names "http/1.1" */
     bool alpn_other; /* ... and it names some other protocol */
 };
 
@@ -43,15 +43,15 @@ bool sl_tls_hello_exact(const struct sl_tls_hello *h);
 
 /* The record layer of what one client writes, across writes. */
 struct sl_tlsrec {
-    uint8_t hdr[5];   /* the header being read */
-    uint8_t nhdr;     /* bytes of it seen */
-    uint8_t type;     /* the current record's content type */
-    uint32_t left;    /* bytes of the current record's body still to come */
-    bool after_ccs;   /* the last complete record was a ChangeCipherSpec */
-    bool answered;    /* the server sent something since the last burst began */
-    bool in_burst;    /* application data was written since */
-    bool bad;         /* not a TLS record stream: nothing more is found */
-    uint64_t bursts;  /* request bursts begun */
+    uint8_t hdr[5];  /* the header being read */
+    uint8_t nhdr;    /* bytes of it seen */
+    uint8_t type;    /* the current record's content type */
+    uint32_t left;   /* bytes of the current record's body still to come */
+    bool after_ccs;  /* the last complete record was a ChangeCipherSpec */
+    bool answered;   /* the server sent something since the last burst began */
+    bool in_burst;   /* application data was written since */
+    bool bad;        /* not a TLS record stream: nothing more is found */
+    uint64_t bursts; /* request bursts begun */
 };
 
 /* A new connection: the first application-data burst counts. */

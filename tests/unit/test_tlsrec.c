@@ -19,15 +19,26 @@ static size_t hello(uint8_t *out, const char *name, const char *alpn, size_t alp
     size_t e = 0;
     if (name) {
         size_t n = strlen(name);
-        uint8_t x[] = {0, 0, (uint8_t)((n + 5) >> 8), (uint8_t)(n + 5), (uint8_t)((n + 3) >> 8),
-                       (uint8_t)(n + 3), 0, (uint8_t)(n >> 8), (uint8_t)n};
+        uint8_t x[] = {0,
+                       0,
+                       (uint8_t)((n + 5) >> 8),
+                       (uint8_t)(n + 5),
+                       (uint8_t)((n + 3) >> 8),
+                       (uint8_t)(n + 3),
+                       0,
+                       (uint8_t)(n >> 8),
+                       (uint8_t)n};
         memcpy(ext + e, x, sizeof x);
         memcpy(ext + e + sizeof x, name, n);
         e += sizeof x + n;
     }
     if (alpn) {
-        uint8_t x[] = {0, 16, (uint8_t)((alpn_len + 2) >> 8), (uint8_t)(alpn_len + 2),
-                       (uint8_t)(alpn_len >> 8), (uint8_t)alpn_len};
+        uint8_t x[] = {0,
+                       16,
+                       (uint8_t)((alpn_len + 2) >> 8),
+                       (uint8_t)(alpn_len + 2),
+                       (uint8_t)(alpn_len >> 8),
+                       (uint8_t)alpn_len};
         memcpy(ext + e, x, sizeof x);
         memcpy(ext + e + sizeof x, alpn, alpn_len);
         e += sizeof x + alpn_len;
@@ -35,10 +46,10 @@ static size_t hello(uint8_t *out, const char *name, const char *alpn, size_t alp
     uint8_t body[800];
     size_t b = 0;
     body[b++] = 3, body[b++] = 3;
-    memset(body + b, 0xab, 32), b += 32;                       /* random */
-    body[b++] = 32, memset(body + b, 0xcd, 32), b += 32;       /* session id */
+    memset(body + b, 0xab, 32), b += 32;                             /* random */
+    body[b++] = 32, memset(body + b, 0xcd, 32), b += 32;             /* session id */
     body[b++] = 0, body[b++] = 4, memset(body + b, 0x13, 4), b += 4; /* 2 suites */
-    body[b++] = 1, body[b++] = 0;                              /* null compression */
+    body[b++] = 1, body[b++] = 0;                                    /* null compression */
     body[b++] = (uint8_t)(e >> 8), body[b++] = (uint8_t)e;
     memcpy(body + b, ext, e), b += e;
     size_t m = b + 4;
