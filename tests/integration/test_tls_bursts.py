@@ -18,6 +18,10 @@ req_burst=1 action=delay'`:
   (b) the agent offers h2 and http/1.1 (the server picks neither): paced
       the same, and the log says the count is approximate.
   (c) reject (req_rate=1/m req_burst=2): 2 served, the rest refused.
+  (d) rules match by name: the server name of the ClientHello stands as
+      each burst's Host, so a rule with `host=api.vendor.example` refuses
+      after 2 when node sends that name (SNI), and lets all 12 through
+      when it sends another (the rule does not match: nothing counted).
 """
 import resource
 import shutil
@@ -29,9 +33,10 @@ DUE = (N - 1) / RATE
 
 NODE = r"""
 const https = require("https");
-const [url, n, alpn] = [process.argv[1], +process.argv[2], process.argv[3]];
+const [url, n, alpn, sni] = [process.argv[1], +process.argv[2], process.argv[3], process.argv[4]];
 const opts = {keepAlive: true, maxSockets: 1, rejectUnauthorized: false};
 if (alpn === "h2") opts.ALPNProtocols = ["h2", "http/1.1"];
+if (sni) opts.servername = sni;
 const agent = new https.Agent(opts);
 function get(u) {
   return new Promise((ok) => {
@@ -53,10 +58,10 @@ with TempDir() as tmp:
     try:
         wait_listen(port)
 
-        def fetch(tag, rule, alpn="none"):
+        def fetch(tag, rule, alpn="none", sni=""):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             r = run(sluice_argv([node, "-e", NODE, f"https://127.0.0.1:{port}/{tag}-", str(N),
-                                 alpn], outs=[rule]), cwd=tmp.path, timeout=60)
+                                 alpn, sni], outs=[rule]), cwd=tmp.path, timeout=60)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
             deadline = time.monotonic() + 2
@@ -83,6 +88,15 @@ with TempDir() as tmp:
         r, got, _ = fetch("c", f"to=127.0.0.1 port={port} req_rate=1/m req_burst=2 action=reject")
         check(len(got) == 2 and r.stdout.split() == ["200", "200"] + ["ERR"] * (N - 2),
               f"(c) 2 served, the rest refused: {got} {r.stdout}")
+
+        by_name = f"to=127.0.0.1 port={port} host=api.vendor.example req_rate=1/m req_burst=2 " \
+            "action=reject"
+        r, got, _ = fetch("d1", by_name, sni="api.vendor.example")
+        check(len(got) == 2 and r.stdout.split() == ["200", "200"] + ["ERR"] * (N - 2),
+              f"(d) the rule matches the server name: {got} {r.stdout} {r.stderr}")
+        r, got, _ = fetch("d2", by_name, sni="other.example")
+        check(len(got) == N and r.stdout.split() == ["200"] * N,
+              f"(d) another name: not matched, all served: {got} {r.stdout} {r.stderr}")
     finally:
         srv.stop()
 print("ok")
