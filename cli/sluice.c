@@ -293,10 +293,10 @@ static void say_clients_unseen(const struct sl_config *cfg)
                 "sluice: note: outbound \"%s\" does not see Go programs or statically linked ones "
                 "(raw system calls: `sluice run` warns about them)%s\n",
                 r->name,
-                r->request ? "; and over TLS it limits the connections and bytes but cannot count "
-                             "the requests of OpenSSL inside the program's binary (node's own "
-                             "build), rustls or Java's JSSE (the program's log says so at the "
-                             "first such connection)"
+                r->request ? "; and over TLS it cannot read the requests of OpenSSL inside the "
+                             "program's binary (node's own build), rustls or Java's JSSE: it "
+                             "counts them as write bursts, approximately when h2 is offered (the "
+                             "program's log says which, once)"
                            : "");
     }
 }

@@ -107,7 +107,8 @@ const char *sl_elf_kind_unseen(const struct sl_elf_kind *k, bool requests)
                "nothing is limited or counted";
     if (k->tls_inside && requests)
         return "the program carries OpenSSL inside its binary (TLS in the binary, as node's own "
-               "build): its connections and bytes are limited, but its requests over TLS are not "
-               "counted";
+               "build): its requests over TLS are counted from the records it writes, one per "
+               "write burst (shim/tlsrec.c: exact for HTTP/1.1 without pipelining, approximate "
+               "when h2 is offered)";
     return NULL;
 }

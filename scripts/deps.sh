@@ -13,6 +13,7 @@ tests=(libcmocka-dev clang libclang-rt-14-dev python3 curl nginx-light wrk procp
        libnginx-mod-http-image-filter
        prometheus chromium chromium-driver python3-selenium
        php-cli php-curl golang-go python3-aiohttp python3-httpx
+       ruby libwww-perl liblwp-protocol-https-perl openjdk-17-jdk-headless
        )
 pkgs=("${build[@]}" "${tests[@]}")
 missing=()

@@ -16,6 +16,7 @@
 #include "reload.h"
 #include "shim.h"
 #include "tlsbio.h"
+#include "tlsrec.h"
 #include "unseen.h"
 #include "wait.h"
 
@@ -30,6 +31,7 @@ struct sl_req_out {
     char *kept;                                 /* sl_reqout_keep: taken, not yet written */
     size_t nkept;
     bool bio;      /* its records come from memory BIOs (tlsbio.h) */
+    struct sl_tlsrec_conn *rec; /* TLS sluice cannot decrypt: bursts (tlsrec.h) */
     uint64_t sent; /* bytes the program sent on the socket */
     int nholds;    /* bio: where the ciphertext must wait */
     struct hold {
@@ -75,9 +77,10 @@ static void unseen_tls(struct sl_req_out *o, int fd, const void *buf, size_t len
         o->hello = type == 0x16;
         /* the ClientHello of a session over memory BIOs ties it here */
         if (o->hello && sl_tlsbio_tie_hello(fd, buf, len)) o->bio = true;
+        else if (o->hello) o->rec = sl_tlsrec_open(o->rt, &o->dst, fd, buf, len);
         return;
     }
-    if (o->bio) return;
+    if (o->bio || o->rec) return;
     static _Atomic bool told;
     if (!o->hello || type != 0x17 || atomic_exchange(&told, true)) return;
     char addr[64];
@@ -237,6 +240,8 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
     *swallowed = false;
     if (len && !tls && !e->req_out->tls) unseen_tls(e->req_out, fd, buf, len);
     if (!tls && e->req_out->bio) return cipher_turn(fd, e, len, nonblock_flag);
+    if (!tls && !e->req_out->tls && e->req_out->rec)
+        return sl_tlsrec_before_write(e->req_out->rec, fd, e, buf, len, nonblock_flag);
     if (e->req_out->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
     if (tls && !e->req_out->tls_written && len) {
         e->req_out->tls_written = true;
@@ -294,6 +299,7 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
 void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls)
 {
     if (!tls) e->req_out->sent += n;
+    if (!tls && !e->req_out->tls && e->req_out->rec) sl_tlsrec_written(e->req_out->rec, buf, n);
     if (e->req_out->tls == tls) sl_req_passed(CONN(e->req_out), buf, n);
 }
 
@@ -410,6 +416,7 @@ void sl_reqout_free(struct sl_fd *e)
     if (!o) return;
     e->req_out = NULL;
     sl_free(o->kept);
+    sl_tlsrec_close(o->rec);
     sl_req_conn_fini(CONN(o));
     sl_free(o);
 }

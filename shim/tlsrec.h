@@ -1,0 +1,50 @@
+/* tlsrec.h - requests over TLS that sluice cannot decrypt (OpenSSL inside
+ * the program's binary as in node's own build, Java's JSSE, rustls),
+ * counted as write bursts and paced at the socket.
+ *
+ * At a connection's first write (reqout.c), a ClientHello that no
+ * interposed TLS library has claimed (OpenSSL over a socket or memory
+ * BIOs, GnuTLS: those set the connection's tls or bio mode and this is
+ * never asked again) opens a tracker. Each burst of application-data
+ * records written after the server sent something (the kernel's count of
+ * received bytes grew) or first on the connection is one request
+ * (core/tlsrec.h), decided like a request `GET /` to the server name (or
+ * the address) and held at its first record until its turn: a blocking
+ * write sleeps, a non-blocking one gets EAGAIN and the socket is reported
+ * writable only at the turn (ready.h). `reject` fails the write with the
+ * rule's errno; `reply` falls back to reject (no 429 can be put into an
+ * encrypted stream). Exact for a client that offers only http/1.1 (or no
+ * ALPN) and does not pipeline; approximate when h2 is offered. The mode is
+ * logged once per process for each of the two.
+ */
+#ifndef SL_SHIM_TLSREC_H
+#define SL_SHIM_TLSREC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "fd.h"
+
+struct sl_runtime;
+struct sl_addr;
+struct sl_tlsrec_conn;
+
+/* reqout.c, at the connection's first write (buf, len), which starts with
+ * a TLS handshake record: a tracker, or NULL (not a whole ClientHello, or
+ * no request rule matches). */
+struct sl_tlsrec_conn *sl_tlsrec_open(struct sl_runtime *rt, const struct sl_addr *dst, int fd,
+                                      const void *buf, size_t len);
+
+/* reqout.c, before each write of ciphertext on the connection: how many
+ * of the len bytes may go now (> 0), or -1 with errno (EAGAIN: held,
+ * EINTR, the rule's errno). */
+ssize_t sl_tlsrec_before_write(struct sl_tlsrec_conn *t, int fd, struct sl_fd *e, const void *buf,
+                               size_t len, bool nonblock_flag);
+
+/* reqout.c: n bytes of buf were written. */
+void sl_tlsrec_written(struct sl_tlsrec_conn *t, const void *buf, size_t n);
+
+void sl_tlsrec_close(struct sl_tlsrec_conn *t);
+
+#endif
