@@ -14,7 +14,8 @@ on a new connection; the client counts the 200s.
   - a key without a plan sends 3: counted under no plan.
 The JSON (`plans` of the rule's requests row), `sluice metrics` (every
 sluice_plan_quota_* series) and `sluice stats` (its plans section) must
-show exactly these figures, and none of them a key value.
+show exactly these figures, and none of them a key value; `promtool
+check metrics` accepts the exposition.
 Tolerance: none. The quota window is moved by quota_offset so that its
 renewal is about 12 hours away from now: no window can end during the
 test, whatever the time of day it runs.
@@ -111,6 +112,9 @@ inbound "api" {{
                         got = series.get((f"sluice_plan_quota_{metric}", p, pct))
                         check(got == v, f"metrics {metric} {p} {pct} %: {got}, expected {v}")
             check(len(series) == 2 * 10, f"only the two plans' series: {sorted(series)}")
+            if shutil.which("promtool"):  # Debian's prometheus (CI installs it)
+                lint = run(["promtool", "check", "metrics"], input=r.stdout)
+                check(lint.returncode == 0, f"promtool check metrics: {lint.stdout}{lint.stderr}")
             metrics_text = r.stdout
 
             # /stats.json of the live page's server
