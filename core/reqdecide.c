@@ -46,9 +46,8 @@ struct grant {
     struct sl_limit rate; /* rate is computed per decision, on apply_rule's stack) */
     uint64_t quota_end;   /* 0: took nothing from a quota */
     uint64_t mark_end;    /* 0: opened no Idempotency-Key window */
-    int plan;             /* the plan's counters in the table (table_plans.h); -1: none */
-    /* what it took of the quota, counted for the plan once the request passes */
-    uint64_t quota_used, quota_limit, quota_end_s;
+    int32_t plan;         /* the plan's counters in the table (table_plans.h); -1: none */
+    uint32_t quota_used, quota_limit; /* of the quota (< 2^28), for the plan's counters */
     uint64_t wait_ns;
 };
 
@@ -229,9 +228,8 @@ static bool wait_for_window(const struct sl_req_rules *x, int i, const struct sl
     g->rate = *rate;
     g->wait_ns = left + rv.wait_ns;
     g->quota_end = next_end;
-    g->quota_used = nx.v.limit - nx.v.remaining;
-    g->quota_limit = nx.v.limit;
-    g->quota_end_s = sl_quota_window_end(wall + left, qwin, r->quota_offset_s) / SL_NS_PER_SEC;
+    g->quota_used = (uint32_t)(nx.v.limit - nx.v.remaining);
+    g->quota_limit = (uint32_t)nx.v.limit;
     *v = nx.v;
     v->wait_ns = g->wait_ns;
     sl_table_note_quota(rt->table, e, nx.v.limit - nx.v.remaining, r->cost, nx.v.limit);
@@ -328,9 +326,8 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
         if (sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), quota, now, quota_step, &op)) {
             if (op.v.allowed) {
                 g->quota_end = op.end;
-                g->quota_used = op.v.limit - op.v.remaining;
-                g->quota_limit = op.v.limit;
-                g->quota_end_s = sl_quota_window_end(wall, qwin, r->quota_offset_s) / SL_NS_PER_SEC;
+                g->quota_used = (uint32_t)(op.v.limit - op.v.remaining);
+                g->quota_limit = (uint32_t)op.v.limit;
                 sl_table_note_quota(rt->table, e, op.v.limit - op.v.remaining, r->cost, op.v.limit);
             } else if (r->action == SL_ACT_DELAY && op.end - now <= r->max_delay_ns &&
                        wait_for_window(x, i, rate, now, wall, qwin, g, &op, v)) {
@@ -403,7 +400,8 @@ void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, ui
         if (granted[j].quota_end) /* admitted against its plan's quota only now it passes */
             sl_table_plan_admit(rt->table, granted[j].plan, granted[j].quota_used,
                                 c->rules[granted[j].rule].cost, granted[j].quota_limit,
-                                granted[j].quota_end_s);
+                                /* the window's end, monotonic to wall seconds */
+                                (granted[j].quota_end + (uint64_t)x->wall_offset) / SL_NS_PER_SEC);
         if (granted[j].wait_ns > d->wait_ns) d->wait_ns = granted[j].wait_ns;
         log_grant(c, &granted[j], &x->peer, now);
     }

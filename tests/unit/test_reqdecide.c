@@ -642,6 +642,40 @@ static void quota_use_is_counted_per_plan(void **unused)
     world_free(w);
 }
 
+/* Under delay, a call queued for the next window counts for its plan in
+ * that window: the figures of the window are then the next one's. */
+static void a_plan_s_call_queued_for_the_next_window_counts_there(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "paid", 0, 0, 0);
+    r->req_per = SL_REQ_PER_HEADER;
+    strcpy(r->req_per_name, "X-API-Key");
+    r->plans = plans_with_quotas(); /* free: 2 a day */
+    r->action = SL_ACT_DELAY;
+    r->max_delay_ns = 5 * SEC;
+    start(w);
+    struct sl_req_rules x = conn(w, 1, "X-API-Key");
+    const uint64_t midnight = 1795392000ull;
+    x.wall_offset = (int64_t)((midnight - 3) * SEC - T0); /* 3 s to midnight */
+    struct sl_req_head h = with_header(head("GET", "/"), "sk_free");
+    struct sl_req_decision d;
+    assert_true(ask(&x, &h, T0, &d));
+    assert_true(ask(&x, &h, T0, &d));
+    struct sl_plan_use f = plan_use(w, "free", midnight - 3);
+    assert_int_equal(f.window_end_s, midnight);
+    assert_int_equal(f.used, 2);
+    assert_int_equal(f.keys[2], 1);
+    assert_true(ask(&x, &h, T0, &d)); /* waits for midnight */
+    assert_int_equal(d.wait_ns, 3 * SEC);
+    f = plan_use(w, "free", midnight - 3);
+    assert_int_equal(f.window_end_s, midnight + 86400);
+    assert_int_equal(f.used, 1);
+    assert_int_equal(f.admitted, 3);
+    assert_int_equal(f.refused, 0);
+    world_free(w);
+}
+
 /* A ramped rule's rate is computed per decision; when a later rule denies,
  * what the ramped rule took is given back with that rate, after the
  * function that computed it returned (it must not point into its frame:
@@ -786,6 +820,7 @@ int main(void)
         cmocka_unit_test(under_delay_an_exhausted_quota_waits_for_its_window_within_max_delay),
         cmocka_unit_test(under_delay_a_quota_renewing_beyond_max_delay_fails_at_once),
         cmocka_unit_test(quota_use_is_counted_per_plan),
+        cmocka_unit_test(a_plan_s_call_queued_for_the_next_window_counts_there),
         cmocka_unit_test(a_ramped_grant_is_given_back_when_a_later_rule_denies),
         cmocka_unit_test(a_retry_with_the_same_idempotency_key_is_not_charged_again),
         cmocka_unit_test(an_idempotency_key_of_a_denied_request_stays_unspent),
