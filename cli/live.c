@@ -2,19 +2,22 @@
  * self-contained HTML page (cli/live.html, built in as a string: inline
  * CSS, JS and SVG, no external asset), which reads /stats.json every
  * second. The JSON is a snapshot of the table: per rule its counters (the
- * numbers `sluice stats` prints), queue and quota thresholds; the keys
- * denied most in the last minute, as `sluice top` names them (addresses,
- * or short hashes of request keys: never a key's value); gossip peers and
- * the Redis sender. Rates over the last minute are the page's own work:
- * it keeps the last 60 snapshots and charts their differences.
+ * numbers `sluice stats` prints), queue, quota thresholds and quota use
+ * per plan (plans by name); the keys denied most in the last minute, as
+ * `sluice top` names them (addresses, or short hashes of request keys:
+ * never a key's value); gossip peers and the Redis sender. Rates over
+ * the last minute are the page's own work: it keeps the last 60 snapshots
+ * and charts their differences.
  */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../core/clock.h"
 #include "../core/cluster_int.h"
+#include "../core/table_plans.h"
 #include "metrics.h"
 
 #include "live_html.h" /* sl_live_html, generated from cli/live.html */
@@ -38,6 +41,32 @@ static void jstr(FILE *out, const char *v)
             fputc(*p, out);
     }
     fputc('"', out);
+}
+
+/* A request rule's quota use per plan (core/table_plans.h): ever, and in
+ * the current window ("used", "keys" that reached 80/90/100 %). */
+static void plans_json(FILE *out, const struct sl_table *t, int r)
+{
+    struct sl_plan_use u;
+    uint64_t wall_s = (uint64_t)time(NULL);
+    fputs(", \"plans\": [", out);
+    for (int i = -1, n = 0; sl_metrics_next_plan(t, r, &i, &u); n++) {
+        fputs(n ? ", {\"plan\": " : "{\"plan\": ", out);
+        jstr(out, u.name);
+        fprintf(
+            out,
+            ", \"quota\": %llu, \"window\": \"%s\", \"admitted\": %llu, \"refused\": %llu, "
+            "\"reached\": {\"80\": %llu, \"90\": %llu, \"100\": %llu}, \"used\": %llu, "
+            "\"keys\": {\"80\": %llu, \"90\": %llu, \"100\": %llu}, \"window_ends_in_s\": %lld}",
+            (unsigned long long)u.quota, sl_metrics_window(u.window),
+            (unsigned long long)u.admitted, (unsigned long long)u.refused,
+            (unsigned long long)u.reached[0], (unsigned long long)u.reached[1],
+            (unsigned long long)u.reached[2], (unsigned long long)u.used,
+            (unsigned long long)u.keys[0], (unsigned long long)u.keys[1],
+            (unsigned long long)u.keys[2],
+            u.window_end_s > wall_s ? (long long)(u.window_end_s - wall_s) : 0ll);
+    }
+    fputc(']', out);
 }
 
 static void rules_json(FILE *out, struct sl_metrics_source *s, const struct sl_table *t,
@@ -67,6 +96,7 @@ static void rules_json(FILE *out, struct sl_metrics_source *s, const struct sl_t
             sl_table_quota_crossed(t, r, q);
             fprintf(out, ", \"quota_reached\": {\"80\": %llu, \"90\": %llu, \"100\": %llu}",
                     (unsigned long long)q[0], (unsigned long long)q[1], (unsigned long long)q[2]);
+            plans_json(out, t, r);
         }
         fputc('}', out);
     }

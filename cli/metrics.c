@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../conf/conf.h"
@@ -28,6 +29,7 @@
 #include "../core/hostport.h"
 #include "../core/redis_int.h"
 #include "../core/table.h"
+#include "../core/table_plans.h"
 #include "locate.h"
 #include "metrics.h"
 #include "redis_view.h"
@@ -164,6 +166,70 @@ static void expose_quotas(FILE *out, const struct sl_metrics_source *s, const st
     }
 }
 
+const char *sl_metrics_window(enum sl_quota_window w)
+{
+    return w == SL_QUOTA_MONTH ? "month" : w == SL_QUOTA_DAY ? "day" : "";
+}
+
+bool sl_metrics_next_plan(const struct sl_table *t, int rule, int *i, struct sl_plan_use *u)
+{
+    uint64_t wall_s = (uint64_t)time(NULL);
+    while (++*i < sl_table_plan_entries())
+        if (sl_table_plan_use(t, *i, wall_s, u) && u->rule == rule) return true;
+    return false;
+}
+
+/* Quota use per plan (core/table_plans.h), per request rule: requests
+ * admitted against the plan's quota and refused by it, keys that reached
+ * 80, 90, 100 % of it, ever (counters) and in the current window (gauges,
+ * with the window's use and the quota itself). Plans by name only. */
+static void expose_plans(FILE *out, const struct sl_metrics_source *s, const struct sl_table *t)
+{
+    static const char *const pct[3] = {"80", "90", "100"};
+    static const struct {
+        const char *name, *type, *help;
+    } m[6] = {
+        {"admitted_total", "counter", "Requests admitted against the plan's quota."},
+        {"refused_total", "counter", "Requests the plan's quota refused (in dry run: would have)."},
+        {"reached_total", "counter",
+         "Times a key of the plan reached a share of its quota (80, 90, 100 percent)."},
+        {"limit", "gauge", "The plan's quota per key and window (requests, by cost)."},
+        {"used", "gauge",
+         "Requests (by cost) admitted against the plan's quota in the current window, all keys."},
+        {"keys", "gauge",
+         "Keys of the plan that reached a share of their quota in the current window."},
+    };
+    for (int k = 0; k < 6; k++) {
+        fprintf(out, "# HELP sluice_plan_quota_%s %s\n# TYPE sluice_plan_quota_%s %s\n", m[k].name,
+                m[k].help, m[k].name, m[k].type);
+        uint64_t id;
+        char rule[SL_NAME_MAX];
+        for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
+            size_t n = strlen(rule);
+            if (n <= 4 || strcmp(rule + n - 4, ":req") != 0) continue;
+            rule[n - 4] = 0;
+            struct sl_plan_use u;
+            for (int i = -1; sl_metrics_next_plan(t, r, &i, &u);) {
+                bool pcts = k == 2 || k == 5;
+                for (int p = 0; p < (pcts ? 3 : 1); p++) {
+                    fprintf(out, "sluice_plan_quota_%s{rule=\"", m[k].name);
+                    label(out, rule);
+                    fprintf(out, "\",direction=\"%s\",plan=\"", sl_metrics_direction(s, rule));
+                    label(out, u.name);
+                    if (pcts) fprintf(out, "\",percent=\"%s", pct[p]);
+                    uint64_t x = k == 0   ? u.admitted
+                                 : k == 1 ? u.refused
+                                 : k == 2 ? u.reached[p]
+                                 : k == 3 ? u.quota
+                                 : k == 4 ? u.used
+                                          : u.keys[p];
+                    fprintf(out, "\"} %llu\n", (unsigned long long)x);
+                }
+            }
+        }
+    }
+}
+
 /* The Redis sender's view (core/redis.c), from the memory file the
  * program keeps it in: how long since Redis last answered a whole round,
  * and its counters. Nothing without a redis section or a running program. */
@@ -240,6 +306,7 @@ static int expose(FILE *out, struct sl_metrics_source *s, char *err, size_t errl
     }
     expose_queues(out, s, t);
     expose_quotas(out, s, t);
+    expose_plans(out, s, t);
     fputs("# HELP sluice_table_problems_total Decisions made without a slot (full table), or "
           "failures inside the shim (which fail open), per rule.\n"
           "# TYPE sluice_table_problems_total counter\n",

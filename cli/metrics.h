@@ -29,6 +29,13 @@ const char *sl_metrics_direction(const struct sl_metrics_source *s, const char *
 /* The Redis sender's shared header, when the program has one. */
 bool sl_metrics_redis(const struct sl_metrics_source *s, struct sl_rhdr *h);
 
+/* The next plan entry of rule entry `rule` after *i (start at -1) with
+ * its figures as of now (core/table_plans.h); false after the last. */
+struct sl_plan_use;
+bool sl_metrics_next_plan(const struct sl_table *t, int rule, int *i, struct sl_plan_use *u);
+/* "day", "month" (a quota window's name). */
+const char *sl_metrics_window(enum sl_quota_window w);
+
 /* live.c: the page at /, and /stats.json, which it reads every second. */
 extern const char sl_live_page[];
 int sl_live_json(FILE *out, struct sl_metrics_source *s, char *err, size_t errlen);

@@ -14,7 +14,9 @@
 #include "../core/clock.h"
 #include "../core/elfkind.h"
 #include "../core/table.h"
+#include "../core/table_plans.h"
 #include "locate.h"
+#include "metrics.h"
 #include "redis_view.h"
 
 int sl_cmd_keygen(int argc, char **argv);        /* cluster.c */
@@ -427,6 +429,38 @@ static void print_rules(const struct sl_table *t, bool req)
     }
 }
 
+/* Quota use per plan of the request rules (core/table_plans.h): requests
+ * admitted against each plan's quota and refused by it, ever; what its
+ * keys used in the current window, and how many of them reached 80, 90
+ * and 100 % of the quota in it. Plans by name: never a key. */
+static void print_plans(const struct sl_table *t)
+{
+    uint64_t id;
+    char rule[SL_NAME_MAX];
+    bool any = false;
+    for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
+        size_t n = strlen(rule);
+        if (n <= 4 || strcmp(rule + n - 4, ":req") != 0) continue;
+        rule[n - 4] = 0;
+        struct sl_plan_use u;
+        for (int i = -1; sl_metrics_next_plan(t, r, &i, &u);) {
+            if (!any)
+                printf("\nplans (quota use per plan; used and keys_80/90/100 in the current "
+                       "window)\n%-24s %-24s %14s %12s %12s %12s %8s %8s %8s\n",
+                       "rule", "plan", "quota", "admitted", "refused", "used", "keys_80", "keys_90",
+                       "keys_100");
+            any = true;
+            char quota[40];
+            snprintf(quota, sizeof quota, "%llu/%s", (unsigned long long)u.quota,
+                     sl_metrics_window(u.window));
+            printf("%-24s %-24s %14s %12llu %12llu %12llu %8llu %8llu %8llu\n", rule, u.name, quota,
+                   (unsigned long long)u.admitted, (unsigned long long)u.refused,
+                   (unsigned long long)u.used, (unsigned long long)u.keys[0],
+                   (unsigned long long)u.keys[1], (unsigned long long)u.keys[2]);
+        }
+    }
+}
+
 static int cmd_stats(int argc, char **argv)
 {
     struct args a;
@@ -452,8 +486,10 @@ static int cmd_stats(int argc, char **argv)
                sl_table_bytes(t));
         print_rules(t, false);
         print_rules(t, true);
+        print_plans(t);
         struct sl_rhdr rh; /* the Redis sender's state, with a redis section */
-        if (places[i].npids && sl_redis_view(places[i].pids[0], &rh)) sl_redis_view_print(stdout, &rh);
+        if (places[i].npids && sl_redis_view(places[i].pids[0], &rh))
+            sl_redis_view_print(stdout, &rh);
         sl_table_close(t);
     }
     return rc;

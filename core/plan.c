@@ -13,6 +13,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "key.h"
 #include "mem.h"
 
 struct entry {
@@ -58,6 +59,7 @@ int sl_plans_add(struct sl_plans *p, const struct sl_plan *plan)
     for (int i = 0; i < p->nplans; i++)
         if (strcmp(p->plans[i].name, plan->name) == 0) return -1;
     p->plans[p->nplans] = *plan;
+    p->plans[p->nplans].id = sl_name_hash(plan->name);
     return p->nplans++;
 }
 

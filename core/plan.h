@@ -27,6 +27,8 @@ struct sl_plan {
     uint64_t quota; /* 0: none */
     enum sl_quota_window quota_window;
     char quota_text[32];
+    uint64_t id; /* sl_name_hash(name), set by sl_plans_add: finds the plan's
+                    counters in the table (sl_table_plan) */
 };
 
 struct sl_plans;

@@ -20,6 +20,7 @@
 #include "reqmatch.h"
 #include "limit_log.h"
 #include "table.h"
+#include "table_plans.h"
 
 #define ENTRY_MARK      0x7265712e72756c65ull /* "req.rule" */
 #define PATH_MAX_NORMAL 2048
@@ -45,6 +46,8 @@ struct grant {
     struct sl_limit rate; /* rate is computed per decision, on apply_rule's stack) */
     uint64_t quota_end;   /* 0: took nothing from a quota */
     uint64_t mark_end;    /* 0: opened no Idempotency-Key window */
+    int32_t plan;         /* the plan's counters in the table (table_plans.h); -1: none */
+    uint32_t quota_used, quota_limit; /* of the quota (< 2^28), for the plan's counters */
     uint64_t wait_ns;
 };
 
@@ -225,6 +228,8 @@ static bool wait_for_window(const struct sl_req_rules *x, int i, const struct sl
     g->rate = *rate;
     g->wait_ns = left + rv.wait_ns;
     g->quota_end = next_end;
+    g->quota_used = (uint32_t)(nx.v.limit - nx.v.remaining);
+    g->quota_limit = (uint32_t)nx.v.limit;
     *v = nx.v;
     v->wait_ns = g->wait_ns;
     sl_table_note_quota(rt->table, e, nx.v.limit - nx.v.remaining, r->cost, nx.v.limit);
@@ -250,7 +255,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
     size_t vlen = 0;
     const struct sl_plan *plan = NULL;
 
-    *g = (struct grant){.rule = i};
+    *g = (struct grant){.rule = i, .plan = -1};
     *v = (struct sl_verdict){.allowed = true};
     if (key_value(x, r, h, qbuf, sizeof qbuf, &val, &vlen)) {
         sl_req_key_value(&g->key, r, val, vlen, secret);
@@ -311,6 +316,8 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
         uint64_t wall = now + (uint64_t)x->wall_offset;
         struct sl_key qk;
         quota_key(&qk, &g->key);
+        if (plan) /* quota use per plan: a lookup in the line the plan's requests share */
+            g->plan = sl_table_plan(rt->table, e, plan->id, plan->name, quota, qwin);
         struct quota_op op = {.limit = quota,
                               .cost = r->cost,
                               .end =
@@ -319,11 +326,14 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
         if (sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), quota, now, quota_step, &op)) {
             if (op.v.allowed) {
                 g->quota_end = op.end;
+                g->quota_used = (uint32_t)(op.v.limit - op.v.remaining);
+                g->quota_limit = (uint32_t)op.v.limit;
                 sl_table_note_quota(rt->table, e, op.v.limit - op.v.remaining, r->cost, op.v.limit);
             } else if (r->action == SL_ACT_DELAY && op.end - now <= r->max_delay_ns &&
                        wait_for_window(x, i, rate, now, wall, qwin, g, &op, v)) {
                 /* waits for the next window (g, v filled) */
             } else {
+                sl_table_plan_refuse(rt->table, g->plan); /* -1 (no plan): nothing */
                 *v = op.v;
                 *pol = (struct sl_reply_policy){
                     .name = pname,
@@ -387,6 +397,11 @@ void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, ui
         int e = x->entry[granted[j].rule];
         sl_table_count(rt->table, e, SL_C_ALLOWED, 1);
         if (granted[j].wait_ns) sl_table_count_wait(rt->table, e, now, granted[j].wait_ns);
+        if (granted[j].quota_end) /* admitted against its plan's quota only now it passes */
+            sl_table_plan_admit(rt->table, granted[j].plan, granted[j].quota_used,
+                                c->rules[granted[j].rule].cost, granted[j].quota_limit,
+                                /* the window's end, monotonic to wall seconds */
+                                (granted[j].quota_end + (uint64_t)x->wall_offset) / SL_NS_PER_SEC);
         if (granted[j].wait_ns > d->wait_ns) d->wait_ns = granted[j].wait_ns;
         log_grant(c, &granted[j], &x->peer, now);
     }

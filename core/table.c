@@ -85,6 +85,8 @@ size_t sl_table_layout_bytes(uint32_t nslots)
            (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe) +
            SL_DENIALS * sizeof(struct sl_denial_slot) +
            SL_MAX_RULES * sizeof(struct sl_rule_waits) + SL_LOG_WORDS * sizeof(uint64_t) +
+           SL_TABLE_PLANS *
+               (sizeof(struct sl_plan_entry) + SL_STRIPES * sizeof(struct sl_plan_stripe)) +
            (size_t)nslots * (sizeof(struct sl_slot) + sizeof(struct sl_side)) +
            (size_t)conn_records(nslots) * sizeof(struct sl_conn_rec);
 }
@@ -101,7 +103,9 @@ static struct sl_table *wrap(void *map, size_t bytes, enum sl_on_full on_full)
         (void *)((char *)t->stripes + (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe));
     t->waits = (void *)(t->denials + SL_DENIALS);
     t->logs = (void *)(t->waits + SL_MAX_RULES);
-    t->slots = (void *)(t->logs + SL_LOG_WORDS);
+    t->plans = (void *)(t->logs + SL_LOG_WORDS);
+    t->plan_stripes = (void *)(t->plans + SL_TABLE_PLANS);
+    t->slots = (void *)(t->plan_stripes + SL_STRIPES * SL_TABLE_PLANS);
     t->nbuckets = t->hdr->nslots / SL_BUCKET;
     t->side = (void *)(t->slots + t->hdr->nslots);
     t->recs = (void *)(t->side + t->hdr->nslots);
@@ -408,6 +412,11 @@ static inline unsigned my_stripe(void)
         stripe_of_thread =
             atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed) % SL_STRIPES;
     return stripe_of_thread;
+}
+
+unsigned sl_table_stripe(void)
+{
+    return my_stripe();
 }
 
 void sl_table_count(struct sl_table *t, int rule, enum sl_counter c, uint64_t n)

@@ -89,16 +89,25 @@ void sl_table_queue(const struct sl_table *t, int rule, uint64_t now, uint32_t *
     *total_wait_ns = atomic_load_explicit(&w->wait_ns_total, memory_order_relaxed);
 }
 
-void sl_table_note_quota(struct sl_table *t, int rule, uint64_t used, uint64_t cost, uint64_t limit)
+unsigned sl_table_quota_marks(uint64_t used, uint64_t cost, uint64_t limit)
 {
     static const unsigned pct[3] = {80, 90, 100};
     uint64_t before = used > cost ? used - cost : 0;
+    unsigned marks = 0;
     for (int i = 0; i < 3; i++) {
         /* the threshold in requests, rounded up: 100 % is the last one */
         uint64_t at = (limit * pct[i] + 99) / 100;
-        if (before < at && used >= at)
-            atomic_fetch_add_explicit(&t->waits[rule].quota_crossed[i], 1, memory_order_relaxed);
+        if (before < at && used >= at) marks |= 1u << i;
     }
+    return marks;
+}
+
+void sl_table_note_quota(struct sl_table *t, int rule, uint64_t used, uint64_t cost, uint64_t limit)
+{
+    unsigned marks = sl_table_quota_marks(used, cost, limit);
+    for (int i = 0; i < 3; i++)
+        if (marks >> i & 1)
+            atomic_fetch_add_explicit(&t->waits[rule].quota_crossed[i], 1, memory_order_relaxed);
 }
 
 void sl_table_quota_crossed(const struct sl_table *t, int rule, uint64_t out[3])

@@ -10,9 +10,11 @@
 #include "limit_log.h"
 #include "table.h"
 
+/* SL_VERSION 4: side entries say how much of its limit a key may use;
+ * 5: stripes of two cache lines (odd_heads); 6: quota use per plan
+ * (table_plans.c) */
 #define SL_MAGIC   0x31656369756c73ull /* "sluice1" */
-#define SL_VERSION 5                   /* 4: side entries say how much of its limit a key may use;
-                                          5: stripes of two cache lines (odd_heads) */
+#define SL_VERSION 6
 #define SL_STRIPES 16
 #define SL_HDR     4096
 
@@ -93,6 +95,34 @@ struct sl_rule_waits {
 };
 _Static_assert(sizeof(struct sl_rule_waits) == 512, "eight cache lines per rule");
 
+/* A plan's quota counters (table_plans.c), one entry per rule entry and
+ * plan name. What every request reads (key, quota, win_end_s) is written
+ * once per entry or per window; the crossings only when a key reaches a
+ * share of its quota. win_reached[] and the stripes' `used` are counts of
+ * the current window: [window tag : 16][count : 48], the tag being the low
+ * bits of the window's end in wall seconds. */
+#define SL_TABLE_PLANS 256
+struct sl_plan_entry {
+    _Atomic uint64_t key;       /* 0: free; 1: being made; else the (rule, name) hash */
+    _Atomic uint32_t rule;      /* the rule entry */
+    _Atomic uint32_t window;    /* enum sl_quota_window */
+    _Atomic uint64_t quota;     /* per key and window: the last configuration's */
+    _Atomic uint64_t win_end_s; /* the latest window counted: its end, wall seconds */
+    char name[SL_NAME_MAX];
+    _Atomic uint64_t reached[3];     /* keys that reached 80, 90, 100 %, ever */
+    _Atomic uint64_t win_reached[3]; /* the same in the current window (tagged) */
+};
+_Static_assert(sizeof(struct sl_plan_entry) == 128, "a plan entry is two cache lines");
+
+/* What each request adds, on the stripe of its thread ([stripe][entry], so
+ * threads counting requests of one plan do not share a line). */
+struct sl_plan_stripe {
+    _Atomic uint64_t admitted, refused;
+    _Atomic uint64_t used; /* admitted in the current window (tagged) */
+    uint64_t pad;
+};
+_Static_assert(sizeof(struct sl_plan_stripe) == 32, "plan stripe size");
+
 /* A connection holding a place under a `conns` limit. pid[] lists the
  * processes holding it open (negative: a child being forked by that
  * parent); the last to close it, or a sweep that finds every holder dead,
@@ -112,9 +142,11 @@ struct sl_table {
     struct sl_slot *slots;
     struct sl_side *side;
     struct sl_conn_rec *recs;
-    struct sl_denial_slot *denials; /* [SL_DENIALS] */
-    struct sl_rule_waits *waits;    /* [SL_MAX_RULES] */
-    _Atomic uint64_t *logs;         /* [SL_LOG_WORDS] */
+    struct sl_denial_slot *denials;      /* [SL_DENIALS] */
+    struct sl_rule_waits *waits;         /* [SL_MAX_RULES] */
+    _Atomic uint64_t *logs;              /* [SL_LOG_WORDS] */
+    struct sl_plan_entry *plans;         /* [SL_TABLE_PLANS] */
+    struct sl_plan_stripe *plan_stripes; /* [SL_STRIPES * SL_TABLE_PLANS] */
     uint32_t nrecs;
     uint64_t nbuckets; /* a prime; slots = 4 * nbuckets */
     uint64_t secret[4];
@@ -127,5 +159,11 @@ size_t sl_table_layout_bytes(uint32_t nslots);
  * for it. */
 int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
                            const struct sl_limit *l, uint64_t quota, uint64_t now);
+
+/* The counter stripe of the calling thread (table.c). */
+unsigned sl_table_stripe(void);
+/* Which of 80, 90, 100 % (bits 0, 1, 2) a key's quota use passed when a
+ * request of `cost` took it to `used` of `limit` (table_denials.c). */
+unsigned sl_table_quota_marks(uint64_t used, uint64_t cost, uint64_t limit);
 
 #endif

@@ -17,6 +17,11 @@ threads flood it with three API keys whose values are secrets.
 - Top offenders show the keys as `sluice top` names them (`key` and a
   short hash), the same hashes as `sluice top --once`; no key value
   appears in the page, its JSON, or `sluice top`.
+- Quota use per plan: the rule has a plans file (alpha and bravo on plan
+  "pro", quota 100000/d; charlie on "trial", quota 50/d, which the flood
+  spends at once); at rest, the page's table of the rule's plans equals
+  the plans section of `sluice stats` (quota, used, keys at 80/90/100 %,
+  admitted, refused), and trial shows its key at 100 %.
 - A screenshot is written under /tmp/sluice-artifacts/ (path printed).
 """
 import sys
@@ -54,6 +59,25 @@ def page_requests(drv):
     return get("allowed"), get("limited")
 
 
+def stats_plans(name):
+    """plan -> [quota, admitted, refused, used, keys_80, keys_90, keys_100]
+    of the plans section of `sluice stats`."""
+    r = run([SLUICE, "stats", "--shared", name])
+    check(r.returncode == 0, f"sluice stats: {r.stderr}")
+    _, _, sect = r.stdout.partition("\nplans (")
+    return {w[1]: w[2:] for w in map(str.split, sect.splitlines()[2:]) if len(w) == 9}
+
+
+def page_plans(drv):
+    """The same, from the page's table of rule api's plans."""
+    out = {}
+    for row in drv.find_elements(By.CSS_SELECTOR, 'table[data-plans="api"] tr[data-plan]'):
+        get = lambda f: row.find_element(By.CSS_SELECTOR, f'td[data-field="{f}"]').text
+        out[row.get_attribute("data-plan")] = [get(f) for f in (
+            "quota", "admitted", "refused", "used", "keys80", "keys90", "keys100")]
+    return out
+
+
 def updates(drv):
     return int(drv.find_element(By.TAG_NAME, "body").get_attribute("data-updates") or 0)
 
@@ -71,9 +95,14 @@ name = f"it-live-{os.getpid()}"
 port, mport = free_port(), free_port()
 os.makedirs(ARTIFACTS, exist_ok=True)
 with TempDir() as tmp:
+    plans = tmp.write("plans.txt", "plan pro quota=100000/d\nplan trial quota=50/d\n"
+                      f"key pro {KEYS[0]}\nkey pro {KEYS[1]}\nkey trial {KEYS[2]}\n", mode=0o600)
+    # the quota windows renew about 12 h from now: not during the test
+    offset = 12 - time.gmtime().tm_hour
     conf = tmp.write("api.conf", f"""
 shared = "{name}"
 inbound "api" {{ port = {port}  req_rate = "20/s"  req_burst = 5  quota = "100000/d"
+                 quota_offset = "{offset:+d}"  plans = "{plans}"
                  per = "header:X-API-Key"  action = reply }}
 """)
     opts = webdriver.ChromeOptions()
@@ -126,6 +155,13 @@ inbound "api" {{ port = {port}  req_rate = "20/s"  req_burst = 5  quota = "10000
             final_page, final_stats = page_requests(drv), stats_requests(name)
             print(f"after the flood: page {final_page}, sluice stats {final_stats}")
             check(final_page == final_stats, f"equal at rest: {final_page} {final_stats}")
+            final_plans, stats_p = page_plans(drv), stats_plans(name)
+            print(f"plans after the flood: page {final_plans}, sluice stats {stats_p}")
+            check(set(final_plans) == {"pro", "trial"} and final_plans == stats_p,
+                  f"the page's plans equal sluice stats: {final_plans} {stats_p}")
+            trial = final_plans["trial"]
+            check(trial[0] == "50/day" and trial[3] == "50" and trial[6] == "1"
+                  and int(trial[2]) > 0, f"trial spent its quota: {trial}")
 
             top_rows = drv.find_elements(By.CSS_SELECTOR, "#top tbody tr")
             shown = {r.find_elements(By.TAG_NAME, "td")[2].text for r in top_rows}

@@ -16,6 +16,7 @@
 #include "../../core/quota.h"
 #include "../../core/reqdecide.h"
 #include "../../core/table.h"
+#include "../../core/table_plans.h"
 #include "testutil.h"
 
 struct world {
@@ -557,6 +558,124 @@ static void under_delay_a_quota_renewing_beyond_max_delay_fails_at_once(void **u
     world_free(w);
 }
 
+/* Two plans with daily quotas (gold 3, free 2), keys sk_gold and sk_free. */
+static struct sl_plans *plans_with_quotas(void)
+{
+    struct sl_plans *ps = sl_plans_new();
+    struct sl_plan gold = {.name = "gold", .quota = 3, .quota_window = SL_QUOTA_DAY};
+    struct sl_plan free_ = {.name = "free", .quota = 2, .quota_window = SL_QUOTA_DAY};
+    assert_int_equal(sl_plans_add(ps, &gold), 0);
+    assert_int_equal(sl_plans_add(ps, &free_), 1);
+    assert_int_equal(sl_plans_add_key(ps, 0, "sk_gold", 7, 1), 0);
+    assert_int_equal(sl_plans_add_key(ps, 1, "sk_free", 7, 2), 0);
+    sl_plans_seal(ps);
+    return ps;
+}
+
+/* The table's figures for plan `name` at wall second wall_s. */
+static struct sl_plan_use plan_use(struct world *w, const char *name, uint64_t wall_s)
+{
+    struct sl_plan_use u;
+    for (int i = 0; i < sl_table_plan_entries(); i++)
+        if (sl_table_plan_use(w->table, i, wall_s, &u) && strcmp(u.name, name) == 0) return u;
+    fail_msg("no counters for plan %s", name);
+    return u;
+}
+
+/* Each plan's requests are counted against its quota: admitted, refused,
+ * keys at 80/90/100 %; a request a later rule denies is not admitted (its
+ * quota was given back), and a key without a plan counts for none. At
+ * midnight the window's figures start again; those ever stay. */
+static void quota_use_is_counted_per_plan(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "api", 0, 0, 0);
+    r->req_per = SL_REQ_PER_HEADER;
+    strcpy(r->req_per_name, "X-API-Key");
+    r->quota = 100;
+    r->quota_window = SL_QUOTA_DAY;
+    r->plans = plans_with_quotas();
+    struct sl_rule *after = rule(w, "after", 1, HOUR, 6); /* denies the 7th request */
+    start(w);
+    struct sl_req_rules x = conn(w, 1, "X-API-Key");
+    x.wall_offset = (int64_t)(1795388400ull * SEC - T0); /* 2026-11-22 23:00 UTC */
+    const uint64_t midnight = 1795392000ull, before = midnight - 60;
+    struct sl_req_head gold = with_header(head("GET", "/"), "sk_gold");
+    struct sl_req_head free_ = with_header(head("GET", "/"), "sk_free");
+    struct sl_req_head none = with_header(head("GET", "/"), "sk_none");
+    assert_int_equal(admitted(&x, &gold, T0, MIN, 5), 3);
+    assert_int_equal(admitted(&x, &none, T0, MIN, 2), 2);
+    assert_int_equal(admitted(&x, &free_, T0, MIN, 1), 1);
+    /* "after" has given out its 6: the free key's second call passes its
+     * quota, then is denied, and its quota use is given back */
+    struct sl_req_decision d;
+    assert_false(ask(&x, &free_, T0 + MIN, &d));
+    assert_int_equal(d.rule, 1);
+    struct sl_plan_use g = plan_use(w, "gold", before), f = plan_use(w, "free", before);
+    assert_int_equal(g.admitted, 3);
+    assert_int_equal(g.refused, 2);
+    assert_int_equal(g.used, 3);
+    assert_int_equal(g.quota, 3);
+    assert_int_equal(g.window_end_s, midnight);
+    assert_int_equal(g.keys[0], 1);
+    assert_int_equal(g.keys[2], 1);
+    assert_int_equal(f.admitted, 1);
+    assert_int_equal(f.refused, 0);
+    assert_int_equal(f.used, 1);
+    assert_int_equal(f.keys[0], 0); /* 1 of 2: under 80 % */
+    assert_int_equal(f.quota, 2);
+    int plans = 0;
+    struct sl_plan_use any;
+    for (int i = 0; i < sl_table_plan_entries(); i++)
+        plans += sl_table_plan_use(w->table, i, before, &any);
+    assert_int_equal(plans, 2); /* no entry for the key without a plan */
+    /* midnight: gold's key has a new day */
+    after->req_limit.count = 0; /* "after" no longer limits */
+    assert_true(ask(&x, &gold, T0 + HOUR, &d));
+    g = plan_use(w, "gold", midnight + 1);
+    assert_int_equal(g.admitted, 4);
+    assert_int_equal(g.used, 1);
+    assert_int_equal(g.keys[2], 0);
+    assert_int_equal(g.reached[2], 1);
+    assert_int_equal(g.window_end_s, midnight + 86400);
+    world_free(w);
+}
+
+/* Under delay, a call queued for the next window counts for its plan in
+ * that window: the figures of the window are then the next one's. */
+static void a_plan_s_call_queued_for_the_next_window_counts_there(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    struct sl_rule *r = rule(w, "paid", 0, 0, 0);
+    r->req_per = SL_REQ_PER_HEADER;
+    strcpy(r->req_per_name, "X-API-Key");
+    r->plans = plans_with_quotas(); /* free: 2 a day */
+    r->action = SL_ACT_DELAY;
+    r->max_delay_ns = 5 * SEC;
+    start(w);
+    struct sl_req_rules x = conn(w, 1, "X-API-Key");
+    const uint64_t midnight = 1795392000ull;
+    x.wall_offset = (int64_t)((midnight - 3) * SEC - T0); /* 3 s to midnight */
+    struct sl_req_head h = with_header(head("GET", "/"), "sk_free");
+    struct sl_req_decision d;
+    assert_true(ask(&x, &h, T0, &d));
+    assert_true(ask(&x, &h, T0, &d));
+    struct sl_plan_use f = plan_use(w, "free", midnight - 3);
+    assert_int_equal(f.window_end_s, midnight);
+    assert_int_equal(f.used, 2);
+    assert_int_equal(f.keys[2], 1);
+    assert_true(ask(&x, &h, T0, &d)); /* waits for midnight */
+    assert_int_equal(d.wait_ns, 3 * SEC);
+    f = plan_use(w, "free", midnight - 3);
+    assert_int_equal(f.window_end_s, midnight + 86400);
+    assert_int_equal(f.used, 1);
+    assert_int_equal(f.admitted, 3);
+    assert_int_equal(f.refused, 0);
+    world_free(w);
+}
+
 /* A ramped rule's rate is computed per decision; when a later rule denies,
  * what the ramped rule took is given back with that rate, after the
  * function that computed it returned (it must not point into its frame:
@@ -700,6 +819,8 @@ int main(void)
         cmocka_unit_test(a_quota_denial_gives_back_the_rate_token),
         cmocka_unit_test(under_delay_an_exhausted_quota_waits_for_its_window_within_max_delay),
         cmocka_unit_test(under_delay_a_quota_renewing_beyond_max_delay_fails_at_once),
+        cmocka_unit_test(quota_use_is_counted_per_plan),
+        cmocka_unit_test(a_plan_s_call_queued_for_the_next_window_counts_there),
         cmocka_unit_test(a_ramped_grant_is_given_back_when_a_later_rule_denies),
         cmocka_unit_test(a_retry_with_the_same_idempotency_key_is_not_charged_again),
         cmocka_unit_test(an_idempotency_key_of_a_denied_request_stays_unspent),
