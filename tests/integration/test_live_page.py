@@ -54,9 +54,13 @@ def stats_requests(name):
 
 
 def page_requests(drv):
-    row = drv.find_element(By.CSS_SELECTOR, 'tr[data-rule="api"][data-kind="requests"]')
-    get = lambda c: int(row.find_element(By.CSS_SELECTOR, f'td[data-counter="{c}"]').text)
-    return get("allowed"), get("limited")
+    """(allowed, limited) of rule api's requests row, read in one script (one
+    redraw's figures: the page redraws every second)."""
+    got = drv.execute_script("""
+        const row = document.querySelector('tr[data-rule="api"][data-kind="requests"]');
+        return ["allowed", "limited"].map(
+            c => row.querySelector('td[data-counter="' + c + '"]').textContent.trim());""")
+    return int(got[0]), int(got[1])
 
 
 def stats_plans(name):
@@ -69,13 +73,16 @@ def stats_plans(name):
 
 
 def page_plans(drv):
-    """The same, from the page's table of rule api's plans."""
-    out = {}
-    for row in drv.find_elements(By.CSS_SELECTOR, 'table[data-plans="api"] tr[data-plan]'):
-        get = lambda f: row.find_element(By.CSS_SELECTOR, f'td[data-field="{f}"]').text
-        out[row.get_attribute("data-plan")] = [get(f) for f in (
-            "quota", "admitted", "refused", "used", "keys80", "keys90", "keys100")]
-    return out
+    """The same, from the page's table of rule api's plans, read in one
+    script: the page redraws every second, so elements found one by one
+    can go stale between two reads."""
+    return drv.execute_script("""
+        const out = {};
+        for (const row of document.querySelectorAll('table[data-plans="api"] tr[data-plan]'))
+            out[row.getAttribute("data-plan")] =
+                ["quota", "admitted", "refused", "used", "keys80", "keys90", "keys100"].map(
+                    f => row.querySelector('td[data-field="' + f + '"]').textContent.trim());
+        return out;""")
 
 
 def updates(drv):
