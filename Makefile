@@ -8,6 +8,7 @@
 #   make contract   the held-call contract: each case bare and under the shim
 #   make boundary   fails if core/ or conf/ calls a name the shim interposes
 #   make bench      benchmarks; writes BENCH.md
+#   make bench-insn the instruction counts alone (callgrind, ~90 s), printed
 #   make install    PREFIX=/usr/local DESTDIR= : bin/sluice, lib/sluice/libsluice.so, man
 #                   pages, examples, bash completion (debian/ builds a .deb of it)
 #   make deps       install the Debian packages the build and tests need
@@ -77,13 +78,13 @@ LIB_OBJ  := $(call obj,$(CORE_SRC) $(CONF_SRC))
 SHIM_OBJ := $(call obj,$(SHIM_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 
-.PHONY: all demo test unit contract integration bench install deps format help clean fuzz \
+.PHONY: all demo test unit contract integration bench bench-insn install deps format help clean fuzz \
         boundary FORCE
 .SECONDARY:
 all: $(BUILD)/libsluice.so $(BUILD)/sluice
 
 help:
-	@sed -n '3,18p' Makefile
+	@sed -n '3,19p' Makefile
 
 # Rebuild everything when the flags change.
 $(BUILD)/.flags: FORCE
@@ -168,6 +169,11 @@ integration: all
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 	$(Q)bench/run.sh
+
+# The callgrind section alone (instructions per request, connection, start-up
+# and outbound TLS request; about 90 s): prints it, BENCH.md is not touched.
+bench-insn: all
+	$(Q)BUILD=$(BUILD) bash bench/insn.sh
 
 # FHS places under PREFIX (default /usr/local), staged under DESTDIR.
 DOC = $(DESTDIR)$(PREFIX)/share/doc/sluice
