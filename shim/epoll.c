@@ -750,8 +750,7 @@ struct own {
 static int own_call(const struct own *o)
 {
     if (o->k == K_WAIT) return REAL(epoll_wait)(o->epfd, o->evs, o->max, o->timeout);
-    if (o->k == K_PWAIT)
-        return REAL(epoll_pwait)(o->epfd, o->evs, o->max, o->timeout, o->sigmask);
+    if (o->k == K_PWAIT) return REAL(epoll_pwait)(o->epfd, o->evs, o->max, o->timeout, o->sigmask);
     return REAL(epoll_pwait2)(o->epfd, o->evs, o->max, o->ts, o->sigmask);
 }
 
@@ -822,7 +821,8 @@ SL_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const str
 {
     int64_t t = SL_TIMESPEC_NS(ts);
     if (plain() || t == -2) return REAL(epoll_pwait2)(epfd, evs, max, ts, sigmask);
-    struct own o = {.k = K_PWAIT2, .epfd = epfd, .max = max, .evs = evs, .ts = ts, .sigmask = sigmask};
+    struct own o = {
+        .k = K_PWAIT2, .epfd = epfd, .max = max, .evs = evs, .ts = ts, .sigmask = sigmask};
     int rc = fast(&o, t != 0);
     if (rc != SLOW) return rc;
     return wait_events(K_PWAIT2, epfd, evs, max, t, sigmask);
