@@ -436,6 +436,7 @@ void sl_epoll_forget(int fd)
     if (!atomic_load_explicit(&nregs_hint, memory_order_relaxed) &&
         !atomic_load_explicit(&nwake_hint, memory_order_relaxed))
         return;
+    int saved = errno;
     take();
     waker_forget(fd);
     sl_rd_remove_fd(&tab, fd);
@@ -446,6 +447,7 @@ void sl_epoll_forget(int fd)
             i++;
     if ((unsigned)fd < SL_FD_MAX) atomic_store_explicit(&slots[fd].maybe, 0, memory_order_relaxed);
     give();
+    errno = saved;
 }
 
 /* A read of fd left bytes to announce: for an EPOLLONESHOT registration
@@ -786,8 +788,12 @@ static int fast(const struct own *o, bool blocks)
     int err = errno;
     if (blocks) atomic_fetch_sub(&sl->waiting, 1);
     int got = rc;
-    if (rc > 0 && atomic_load_explicit(&nwake_hint, memory_order_relaxed))
-        rc = wake_filter(o->epfd, o->evs, rc);
+    if (rc > 0 && atomic_load_explicit(&sl->waker, memory_order_relaxed)) {
+        int k = 0;
+        while (k < rc && o->evs[k].data.u64 != WAKE_DATA)
+            k++;
+        if (k < rc) rc = wake_filter(o->epfd, o->evs, rc); /* the lock only when it fired */
+    }
     if (rc >= 0 && atomic_load_explicit(&nheld_hint, memory_order_relaxed))
         rc = held_report(o->epfd, o->evs, rc, o->max, sl_clock_now());
     if (rc == 0 && got > 0) return SLOW;

@@ -43,7 +43,7 @@ int sl_ready_wait(const struct sl_ready_wait *w, int64_t timeout_ns, uint64_t *d
 
 /* epoll.c's part of ready.h. */
 void sl_epoll_throttle(int fd, uint64_t now);
-void sl_epoll_forget(int fd);
+void sl_epoll_forget(int fd); /* keeps errno */
 void sl_epoll_held(int fd, uint64_t at, bool read);
 void sl_epoll_after_fork_child(void);
 
