@@ -198,7 +198,7 @@ ratio() { num "$1" && num "$2" && awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f",
 
 echo "User-space instructions counted by \`valgrind --tool=callgrind\` (\`bench/insn.sh\`, runnable alone with"
 echo "\`make bench-insn\`; its opening comment is the method): the difference of two runs of $n and $((2 * n))"
-echo "requests after $warm of warm-up, divided by $n. Repeatable to a few instructions from run to run."
+echo "requests after $warm of warm-up, divided by $n. Repeatable to a few dozen instructions from run to run."
 echo
 echo "| nginx, keep-alive, one connection | instructions per request | added to plain |"
 echo "|---|---:|---:|"
