@@ -116,20 +116,23 @@ static _Atomic uint32_t nwake_hint;
 static _Atomic uint32_t nheld_hint;
 
 /* Per descriptor number, read without the lock. `waiting`: threads in
- * the lock-free wait on this epoll set that may block. `maybe`: the
- * descriptor may be in the shadow (a registration, a set, a waker, held
- * bytes): set under lock before it is, cleared by sl_epoll_forget.
- * `waker`: the set has a waker (the lock-free wait needs one when
- * sluice may hold bytes). Descriptors >= SL_FD_MAX always take the lock. */
+ * the lock-free wait on this epoll set that may block. `waker`: the set
+ * has a waker (the lock-free wait needs one when sluice may hold bytes).
+ * And sl_ready_maybe (ready.h): the descriptor may be in the shadow (a
+ * registration, a set, a waker, held bytes): set under lock before it is,
+ * cleared by sl_epoll_forget. Descriptors >= SL_FD_MAX always take the
+ * lock. */
 struct slot {
     _Atomic uint32_t waiting;
-    _Atomic uint8_t maybe, waker;
+    _Atomic uint8_t waker;
 };
 static struct slot slots[SL_FD_MAX];
+_Atomic uint8_t sl_ready_maybe[SL_FD_MAX];
 
 static void mark(int fd)
 {
-    if ((unsigned)fd < SL_FD_MAX) atomic_store_explicit(&slots[fd].maybe, 1, memory_order_relaxed);
+    if ((unsigned)fd < SL_FD_MAX)
+        atomic_store_explicit(&sl_ready_maybe[fd], 1, memory_order_relaxed);
 }
 
 /* Someone waits on epfd now: in the table, or in the lock-free wait. */
@@ -431,7 +434,8 @@ void sl_epoll_throttle(int fd, uint64_t now)
 
 void sl_epoll_forget(int fd)
 {
-    if ((unsigned)fd < SL_FD_MAX && !atomic_load_explicit(&slots[fd].maybe, memory_order_relaxed))
+    if ((unsigned)fd < SL_FD_MAX &&
+        !atomic_load_explicit(&sl_ready_maybe[fd], memory_order_relaxed))
         return; /* never in the shadow: no lock (close of a file, of an untracked socket) */
     if (!atomic_load_explicit(&nregs_hint, memory_order_relaxed) &&
         !atomic_load_explicit(&nwake_hint, memory_order_relaxed))
@@ -445,7 +449,8 @@ void sl_epoll_forget(int fd)
             held_drop(i);
         else
             i++;
-    if ((unsigned)fd < SL_FD_MAX) atomic_store_explicit(&slots[fd].maybe, 0, memory_order_relaxed);
+    if ((unsigned)fd < SL_FD_MAX)
+        atomic_store_explicit(&sl_ready_maybe[fd], 0, memory_order_relaxed);
     give();
     errno = saved;
 }
@@ -564,7 +569,7 @@ void sl_epoll_after_fork_child(void)
 static bool unshadowed(const struct sl_runtime *rt, int fd)
 {
     return !rt->any_out && (unsigned)fd < SL_FD_MAX && !sl_fd_get(fd) &&
-           !atomic_load_explicit(&slots[fd].maybe, memory_order_relaxed);
+           !atomic_load_explicit(&sl_ready_maybe[fd], memory_order_relaxed);
 }
 
 SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)

@@ -81,7 +81,7 @@ void sl_ready_held_read(int fd, struct sl_fd *e, uint64_t at)
     errno = saved;
 }
 
-void sl_ready_forget(int fd)
+void sl_ready_forget_known(int fd)
 {
     sl_epoll_forget(fd); /* keeps errno */
 }
