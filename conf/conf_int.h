@@ -53,14 +53,16 @@ struct conf_ctx {
 extern struct conf_ctx *conf_ctx;
 
 /* lookup.c: an option of sec by name, as cfg_getopt finds it, at a
- * fraction of its cost (a process pays for every lookup at start-up); and
- * the getters over it, which behave as libconfuse's of the same name. */
+ * fraction of its cost (a process pays for every lookup at start-up).
+ * libconfuse's getters by name are redefined over it for every conf/ file
+ * (confuse.h is included above, so its declarations stand): they read the
+ * same values and defaults through libconfuse's cfg_opt_* getters. */
 cfg_opt_t *conf_opt(cfg_t *sec, const char *name);
-#define conf_getstr(sec, name)     cfg_opt_getnstr(conf_opt(sec, name), 0)
-#define conf_getnstr(sec, name, i) cfg_opt_getnstr(conf_opt(sec, name), i)
-#define conf_getint(sec, name)     cfg_opt_getnint(conf_opt(sec, name), 0)
-#define conf_getbool(sec, name)    cfg_opt_getnbool(conf_opt(sec, name), 0)
-#define conf_size(sec, name)       cfg_opt_size(conf_opt(sec, name))
+#define cfg_getstr(sec, name)     cfg_opt_getnstr(conf_opt(sec, name), 0)
+#define cfg_getnstr(sec, name, i) cfg_opt_getnstr(conf_opt(sec, name), i)
+#define cfg_getint(sec, name)     cfg_opt_getnint(conf_opt(sec, name), 0)
+#define cfg_getbool(sec, name)    cfg_opt_getnbool(conf_opt(sec, name), 0)
+#define cfg_size(sec, name)       cfg_opt_size(conf_opt(sec, name))
 
 /* options.c: the option table */
 cfg_t *conf_cfg_new(void);

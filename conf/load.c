@@ -75,7 +75,7 @@ static void resolve_host(struct sl_host *h)
 static int enum_value(cfg_t *cfg, const char *name, const char *const *names)
 {
     int v = 0;
-    conf_parse_enum(conf_getstr(cfg, name), names, &v);
+    conf_parse_enum(cfg_getstr(cfg, name), names, &v);
     return v;
 }
 
@@ -109,8 +109,8 @@ static int add_port(struct sl_rule *r, uint16_t port)
 
 static int cidr_list(cfg_t *sec, const char *opt, struct sl_cidr *out, int *n)
 {
-    for (unsigned i = 0; i < conf_size(sec, opt); i++)
-        conf_parse_cidr(conf_getnstr(sec, opt, i), &out[(*n)++]);
+    for (unsigned i = 0; i < cfg_size(sec, opt); i++)
+        conf_parse_cidr(cfg_getnstr(sec, opt, i), &out[(*n)++]);
     return 0;
 }
 
@@ -119,7 +119,7 @@ static int cidr_list(cfg_t *sec, const char *opt, struct sl_cidr *out, int *n)
 static void byte_limit(cfg_t *sec, const char *rate_opt, const char *burst_opt, struct sl_limit *l,
                        char *text, size_t len)
 {
-    const char *rate = conf_getstr(sec, rate_opt), *burst_text = conf_getstr(sec, burst_opt);
+    const char *rate = cfg_getstr(sec, rate_opt), *burst_text = cfg_getstr(sec, burst_opt);
     uint64_t bps, burst;
     if (!rate) return;
     conf_parse_byte_rate(rate, &bps);
@@ -141,14 +141,14 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
     r->id = sl_name_hash(r->name);
     r->dir = dir;
 
-    for (unsigned i = 0; i < conf_size(sec, "port"); i++)
-        conf_parse_port_range(conf_getnstr(sec, "port", i), &r->ports[r->nports++]);
+    for (unsigned i = 0; i < cfg_size(sec, "port"); i++)
+        conf_parse_port_range(cfg_getnstr(sec, "port", i), &r->ports[r->nports++]);
     bool port_list = r->nports > 0;
     cidr_list(sec, "local", r->local, &r->nlocal);
     cidr_list(sec, "from", r->from, &r->nfrom);
     cidr_list(sec, "exempt", r->exempt, &r->nexempt);
-    for (unsigned i = 0; i < conf_size(sec, "to"); i++) {
-        const char *text = conf_getnstr(sec, "to", i);
+    for (unsigned i = 0; i < cfg_size(sec, "to"); i++) {
+        const char *text = cfg_getnstr(sec, "to", i);
         struct conf_dest d;
         conf_parse_dest(text, &d);
         if (d.is_host) {
@@ -175,9 +175,9 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
         conf_fail(sec, seen->line, "scope", "redis", "needs a redis section");
         return -1;
     }
-    if (conf_getstr(sec, "rate")) { /* none: limit stays zeroed, burst and algorithm unused */
+    if (cfg_getstr(sec, "rate")) { /* none: limit stays zeroed, burst and algorithm unused */
         uint64_t count, period;
-        conf_parse_rate(conf_getstr(sec, "rate"), &count, &period);
+        conf_parse_rate(cfg_getstr(sec, "rate"), &count, &period);
         format_rate(count, period, r->rate_text, sizeof r->rate_text);
         enum sl_alg alg = (enum sl_alg)enum_value(sec, "algorithm", conf_alg_names);
         /* A cluster shares per-origin window counts (core/cluster.c): its
@@ -186,7 +186,7 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
         if (r->scope != SL_SCOPE_LOCAL) {
             bool written = cfg_getopt(sec, "algorithm")->flags & CFGF_MODIFIED;
             if (written && alg != SL_ALG_SLIDING) {
-                conf_fail(sec, seen->line, "algorithm", conf_getstr(sec, "algorithm"),
+                conf_fail(sec, seen->line, "algorithm", cfg_getstr(sec, "algorithm"),
                           r->scope == SL_SCOPE_CLUSTER
                               ? "is not available with scope = cluster (it counts a sliding window)"
                               : "is not available with scope = redis (it counts a sliding window)");
@@ -194,45 +194,45 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
             }
             alg = SL_ALG_SLIDING;
             if (count > SL_SLIDING_MAX_COUNT) {
-                conf_fail(sec, seen->line, "rate", conf_getstr(sec, "rate"),
+                conf_fail(sec, seen->line, "rate", cfg_getstr(sec, "rate"),
                           "is too many for one sliding window (at most %u)", SL_SLIDING_MAX_COUNT);
                 return -1;
             }
         }
-        uint64_t burst = conf_size(sec, "burst") ? (uint64_t)conf_getint(sec, "burst") : count;
+        uint64_t burst = cfg_size(sec, "burst") ? (uint64_t)cfg_getint(sec, "burst") : count;
         sl_limit_init(&r->limit, alg, count, period, burst); /* checked by the validator */
     }
     byte_limit(sec, "recv_rate", "recv_burst", &r->recv_limit, r->recv_rate_text,
                sizeof r->recv_rate_text);
     byte_limit(sec, "send_rate", "send_burst", &r->send_limit, r->send_rate_text,
                sizeof r->send_rate_text);
-    r->conns = conf_size(sec, "conns") ? (uint32_t)conf_getint(sec, "conns") : 0;
+    r->conns = cfg_size(sec, "conns") ? (uint32_t)cfg_getint(sec, "conns") : 0;
 
     enum sl_req_per req_per;
     const char *req_name;
-    bool per_address =
-        conf_getstr(sec, "per") && !conf_req_per(conf_getstr(sec, "per"), &req_per, &req_name);
-    r->per = per_address    ? (enum sl_per)enum_value(sec, "per", conf_per_names)
-             : dir == SL_IN ? SL_PER_PEER
-                            : SL_PER_RULE;
+    bool per_address = cfg_getstr(sec, "per") && !conf_req_per(cfg_getstr(sec, "per"), &req_per,
+                                                               &req_name);
+    r->per = per_address ? (enum sl_per)enum_value(sec, "per", conf_per_names)
+             : dir == SL_IN         ? SL_PER_PEER
+                                    : SL_PER_RULE;
     if (dir == SL_IN) {
         bool wide = r->per == SL_PER_PREFIX;
-        r->prefix4 = (uint8_t)(conf_size(sec, "prefix4") ? conf_getint(sec, "prefix4")
-                               : wide                    ? 24
-                                                         : 32);
-        r->prefix6 = (uint8_t)(conf_size(sec, "prefix6") ? conf_getint(sec, "prefix6")
-                               : wide                    ? 48
-                                                         : 64);
+        r->prefix4 = (uint8_t)(cfg_size(sec, "prefix4") ? cfg_getint(sec, "prefix4")
+                               : wide                   ? 24
+                                                        : 32);
+        r->prefix6 = (uint8_t)(cfg_size(sec, "prefix6") ? cfg_getint(sec, "prefix6")
+                               : wide                   ? 48
+                                                        : 64);
     } else { /* unused: outbound keys hold the whole address */
         r->prefix4 = 32;
         r->prefix6 = 128;
     }
 
-    r->action = conf_getstr(sec, "action")
+    r->action = cfg_getstr(sec, "action")
                     ? (enum sl_action)enum_value(sec, "action", conf_action_names)
                 : dir == SL_IN ? SL_ACT_REJECT
                                : SL_ACT_DELAY;
-    const char *reply = conf_getstr(sec, "reply");
+    const char *reply = cfg_getstr(sec, "reply");
     if (reply) {
         const char *bad =
             conf_read_reply(reply, &r->reply, &r->reply_len, r->reply_path, sizeof r->reply_path);
@@ -241,19 +241,19 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
             return -1;
         }
     }
-    conf_parse_duration(conf_getstr(sec, "max_delay"), &r->max_delay_ns);
+    conf_parse_duration(cfg_getstr(sec, "max_delay"), &r->max_delay_ns);
     if (dir == SL_OUT) {
-        if (conf_getstr(sec, "errno"))
-            conf_parse_errno(conf_getstr(sec, "errno"), &r->err);
+        if (cfg_getstr(sec, "errno"))
+            conf_parse_errno(cfg_getstr(sec, "errno"), &r->err);
         else
             r->err = r->action == SL_ACT_DELAY ? ETIMEDOUT : ECONNREFUSED;
     }
-    r->dry_run = conf_size(sec, "dry_run") ? conf_getbool(sec, "dry_run") : c->dry_run;
+    r->dry_run = cfg_size(sec, "dry_run") ? cfg_getbool(sec, "dry_run") : c->dry_run;
     if (conf_build_request(sec, r, seen->line) != 0) return -1;
     if (r->request && r->scope == SL_SCOPE_REDIS && r->req_per != SL_REQ_PER_ADDRESS &&
         !*c->redis.key_file) {
         /* a key value must be named alike by every program: a shared key */
-        conf_fail(sec, seen->line, "per", conf_getstr(sec, "per"),
+        conf_fail(sec, seen->line, "per", cfg_getstr(sec, "per"),
                   "needs a key_file in the redis section with scope = redis");
         return -1;
     }
@@ -265,19 +265,19 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
 static int build_gossip(cfg_t *sec, struct sl_gossip *g)
 {
     g->enabled = true;
-    conf_parse_hostport(conf_getstr(sec, "listen"), g->listen, sizeof g->listen);
-    for (unsigned i = 0; i < conf_size(sec, "peers"); i++)
-        conf_parse_hostport(conf_getnstr(sec, "peers", i), g->peers[g->npeers++],
+    conf_parse_hostport(cfg_getstr(sec, "listen"), g->listen, sizeof g->listen);
+    for (unsigned i = 0; i < cfg_size(sec, "peers"); i++)
+        conf_parse_hostport(cfg_getnstr(sec, "peers", i), g->peers[g->npeers++],
                             sizeof g->peers[0]);
-    conf_parse_duration(conf_getstr(sec, "interval"), &g->interval_ns);
-    if (conf_getstr(sec, "peer_timeout"))
-        conf_parse_duration(conf_getstr(sec, "peer_timeout"), &g->peer_timeout_ns);
+    conf_parse_duration(cfg_getstr(sec, "interval"), &g->interval_ns);
+    if (cfg_getstr(sec, "peer_timeout"))
+        conf_parse_duration(cfg_getstr(sec, "peer_timeout"), &g->peer_timeout_ns);
     else
         g->peer_timeout_ns = 10 * g->interval_ns;
     int nodes = g->npeers + 1;
-    g->alone_share_pct = conf_size(sec, "alone_share") ? (uint32_t)conf_getint(sec, "alone_share")
-                                                       : (uint32_t)((100 + nodes - 1) / nodes);
-    const char *key_file = conf_getstr(sec, "key_file");
+    g->alone_share_pct = cfg_size(sec, "alone_share") ? (uint32_t)cfg_getint(sec, "alone_share")
+                                                      : (uint32_t)((100 + nodes - 1) / nodes);
+    const char *key_file = cfg_getstr(sec, "key_file");
     const char *bad = conf_read_key(key_file, g->key, g->key_file, sizeof g->key_file);
     if (bad) { /* changed since it was read a moment ago */
         conf_fail(sec, conf_section_line(sec), "key_file", key_file, "%s", bad);
@@ -290,21 +290,21 @@ static int build_gossip(cfg_t *sec, struct sl_gossip *g)
 static int build_redis(cfg_t *sec, struct sl_redis *r)
 {
     r->enabled = true;
-    const char *a = conf_getstr(sec, "address");
+    const char *a = cfg_getstr(sec, "address");
     if (strncmp(a, "unix:", 5) == 0)
         snprintf(r->address, sizeof r->address, "%s", a);
     else
         conf_parse_hostport(a, r->address, sizeof r->address);
-    if (conf_getstr(sec, "user")) snprintf(r->user, sizeof r->user, "%s", conf_getstr(sec, "user"));
-    if (conf_getstr(sec, "password"))
-        snprintf(r->password, sizeof r->password, "%s", conf_getstr(sec, "password"));
-    snprintf(r->prefix, sizeof r->prefix, "%s", conf_getstr(sec, "prefix"));
-    conf_parse_duration(conf_getstr(sec, "interval"), &r->interval_ns);
-    conf_parse_duration(conf_getstr(sec, "timeout"), &r->timeout_ns);
+    if (cfg_getstr(sec, "user")) snprintf(r->user, sizeof r->user, "%s", cfg_getstr(sec, "user"));
+    if (cfg_getstr(sec, "password"))
+        snprintf(r->password, sizeof r->password, "%s", cfg_getstr(sec, "password"));
+    snprintf(r->prefix, sizeof r->prefix, "%s", cfg_getstr(sec, "prefix"));
+    conf_parse_duration(cfg_getstr(sec, "interval"), &r->interval_ns);
+    conf_parse_duration(cfg_getstr(sec, "timeout"), &r->timeout_ns);
     r->on_error =
         (enum sl_backend_error)enum_value(sec, "on_backend_error", conf_backend_error_names);
-    r->local_share_pct = (uint32_t)conf_getint(sec, "local_share");
-    const char *key_file = conf_getstr(sec, "key_file");
+    r->local_share_pct = (uint32_t)cfg_getint(sec, "local_share");
+    const char *key_file = cfg_getstr(sec, "key_file");
     const char *bad =
         key_file ? conf_read_key(key_file, r->key, r->key_file, sizeof r->key_file) : NULL;
     if (bad) { /* changed since it was read a moment ago */
@@ -316,20 +316,20 @@ static int build_redis(cfg_t *sec, struct sl_redis *r)
 
 static int build(cfg_t *cfg, struct conf_ctx *ctx, const char *dir, struct sl_config *c)
 {
-    c->table_slots = (uint32_t)conf_getint(cfg, "table_slots");
-    snprintf(c->shared, sizeof c->shared, "%s", conf_getstr(cfg, "shared"));
-    c->dry_run = conf_getbool(cfg, "dry_run");
+    c->table_slots = (uint32_t)cfg_getint(cfg, "table_slots");
+    snprintf(c->shared, sizeof c->shared, "%s", cfg_getstr(cfg, "shared"));
+    c->dry_run = cfg_getbool(cfg, "dry_run");
     c->on_error = (enum sl_on_error)enum_value(cfg, "on_error", conf_on_error_names);
     c->on_full = (enum sl_on_full)enum_value(cfg, "on_full", conf_on_full_names);
-    c->inherit = conf_getbool(cfg, "inherit");
+    c->inherit = cfg_getbool(cfg, "inherit");
     c->log = (enum sl_log_target)enum_value(cfg, "log", conf_log_names);
     c->log_level = (enum sl_log_level)enum_value(cfg, "log_level", conf_log_level_names);
-    if (conf_size(cfg, "gossip")) { /* before the rules: scope = cluster needs it */
+    if (cfg_size(cfg, "gossip")) { /* before the rules: scope = cluster needs it */
         ctx->is_inline = ctx->gossip_inline;
         ctx->dir = ctx->gossip_inline ? NULL : dir;
         if (build_gossip(cfg_getnsec(cfg, "gossip", 0), &c->gossip) != 0) return -1;
     }
-    if (conf_size(cfg, "redis") && build_redis(cfg_getnsec(cfg, "redis", 0), &c->redis) != 0)
+    if (cfg_size(cfg, "redis") && build_redis(cfg_getnsec(cfg, "redis", 0), &c->redis) != 0)
         return -1;
     for (int i = 0; i < ctx->nseen; i++) {
         const struct conf_seen *s = &ctx->seen[i];

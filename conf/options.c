@@ -7,7 +7,7 @@
  * both `inbound "name" { }` and `outbound "name" { }`; one that makes sense
  * in one direction only is refused in the other, on the line it appears.
  * An option with no default (NULL) is "not set" until written, visible as
- * conf_size() == 0, and load.c fills in the default that depends on other
+ * cfg_size() == 0, and load.c fills in the default that depends on other
  * options (per, prefix4, burst, recv_burst, send_burst, action, errno;
  * peer_timeout, alone_share). An option that is both global and in rules
  * (dry_run) has no default in a rule: the global one applies.
@@ -493,7 +493,7 @@ static const struct conf_seen *seen_find(const char *name)
  * only, N up to SL_LOG_MAX_COUNT, one budget per rule, counted here. */
 static int log_fits(cfg_t *sec, int line, enum sl_dir dir, const char *rate, bool req_rate)
 {
-    const char *alg = conf_getstr(sec, "algorithm");
+    const char *alg = cfg_getstr(sec, "algorithm");
     if (strcmp(alg, "log") != 0) return 0;
     const char *why = NULL, *opt = "algorithm", *val = alg;
     uint64_t count = 0, period;
@@ -501,19 +501,19 @@ static int log_fits(cfg_t *sec, int line, enum sl_dir dir, const char *rate, boo
         why = "counts requests: use it with req_rate (rate counts connections)";
     } else if (!req_rate) {
         why = "needs a req_rate";
-    } else if (conf_parse_rate(conf_getstr(sec, "req_rate"), &count, &period),
+    } else if (conf_parse_rate(cfg_getstr(sec, "req_rate"), &count, &period),
                count > SL_LOG_MAX_COUNT) {
-        opt = "req_rate", val = conf_getstr(sec, "req_rate");
+        opt = "req_rate", val = cfg_getstr(sec, "req_rate");
         why = "is more than algorithm log keeps (at most 4096 requests per period)";
-    } else if (strcmp(conf_getstr(sec, "scope"), "local") != 0) {
+    } else if (strcmp(cfg_getstr(sec, "scope"), "local") != 0) {
         why = "is for local rules (a fleet shares window counts)";
-    } else if (conf_getstr(sec, "per") ? strcmp(conf_getstr(sec, "per"), "rule") != 0
-                                       : dir != SL_OUT) {
-        opt = "per", val = conf_getstr(sec, "per") ? conf_getstr(sec, "per") : "peer (the default)";
+    } else if (cfg_getstr(sec, "per") ? strcmp(cfg_getstr(sec, "per"), "rule") != 0
+                                      : dir != SL_OUT) {
+        opt = "per", val = cfg_getstr(sec, "per") ? cfg_getstr(sec, "per") : "peer (the default)";
         why = "must be rule with algorithm = log (one exact log per rule)";
-    } else if (conf_getint(sec, "cost") > 1) {
+    } else if (cfg_getint(sec, "cost") > 1) {
         why = "counts each request once: cost must be 0 or 1";
-    } else if (conf_getstr(sec, "plans") || conf_getstr(sec, "ramp_to")) {
+    } else if (cfg_getstr(sec, "plans") || cfg_getstr(sec, "ramp_to")) {
         why = "keeps one log of a fixed size: no plans or ramp";
     } else {
         conf_ctx->log_words += count + 1;
@@ -532,8 +532,8 @@ static int rate_fits_algorithm(cfg_t *sec, int line, const char *rate)
     uint64_t count, period;
     int alg;
     conf_parse_rate(rate, &count, &period);
-    conf_parse_enum(conf_getstr(sec, "algorithm"), conf_alg_names, &alg);
-    uint64_t burst = conf_size(sec, "burst") ? (uint64_t)conf_getint(sec, "burst") : count;
+    conf_parse_enum(cfg_getstr(sec, "algorithm"), conf_alg_names, &alg);
+    uint64_t burst = cfg_size(sec, "burst") ? (uint64_t)cfg_getint(sec, "burst") : count;
     struct sl_limit l;
     if (sl_limit_init(&l, (enum sl_alg)alg, count, period, count) != 0) {
         if (alg == SL_ALG_SLIDING || alg == SL_ALG_FIXED)
@@ -558,7 +558,7 @@ static int rate_fits_algorithm(cfg_t *sec, int line, const char *rate)
 /* A byte rate and its burst: the burst needs the rate, and must fit it. */
 static int byte_limit_fits(cfg_t *sec, int line, const char *rate_opt, const char *burst_opt)
 {
-    const char *rate = conf_getstr(sec, rate_opt), *burst_text = conf_getstr(sec, burst_opt);
+    const char *rate = cfg_getstr(sec, rate_opt), *burst_text = cfg_getstr(sec, burst_opt);
     if (!rate) {
         if (!burst_text) return 0;
         conf_fail(sec, line, burst_opt, burst_text, "needs %s", rate_opt);
@@ -584,8 +584,8 @@ static void warn_ignored_burst(cfg_t *sec, int line, const char *scope)
 {
     char b[32];
     int alg;
-    conf_parse_enum(conf_getstr(sec, "algorithm"), conf_alg_names, &alg);
-    snprintf(b, sizeof b, "%ld", conf_getint(sec, "burst"));
+    conf_parse_enum(cfg_getstr(sec, "algorithm"), conf_alg_names, &alg);
+    snprintf(b, sizeof b, "%ld", cfg_getint(sec, "burst"));
     if (strcmp(scope, "cluster") == 0)
         conf_warn(sec, line, "burst", b, "is ignored: scope = cluster counts a sliding window");
     else if (alg != SL_ALG_GCRA)
@@ -624,16 +624,16 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
         conf_fail(sec, line, NULL, NULL, "is one rule too many (at most %d)", SL_MAX_RULES);
         return -1;
     }
-    const char *rate = conf_getstr(sec, "rate");
-    const char *recv_rate = conf_getstr(sec, "recv_rate");
-    const char *send_rate = conf_getstr(sec, "send_rate");
-    long conns = conf_size(sec, "conns") ? conf_getint(sec, "conns") : 0;
+    const char *rate = cfg_getstr(sec, "rate");
+    const char *recv_rate = cfg_getstr(sec, "recv_rate");
+    const char *send_rate = cfg_getstr(sec, "send_rate");
+    long conns = cfg_size(sec, "conns") ? cfg_getint(sec, "conns") : 0;
     if (!rate && !recv_rate && !send_rate && conns == 0 && !conf_is_request_rule(sec)) {
         conf_fail(sec, line, NULL, NULL,
                   "needs at least one of rate, recv_rate, send_rate or conns");
         return -1;
     }
-    const char *act = conf_getstr(sec, "action");
+    const char *act = cfg_getstr(sec, "action");
     if (dir == SL_IN && act && strcmp(act, "delay") == 0 && !conf_is_request_rule(sec)) {
         conf_fail(sec, line, "action", act,
                   "needs req_rate on an inbound rule (requests are held, connections are not)");
@@ -645,20 +645,20 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
                   "none)");
         return -1;
     }
-    if (dir == SL_OUT && conf_size(sec, "to") == 0) {
+    if (dir == SL_OUT && cfg_size(sec, "to") == 0) {
         conf_fail(sec, line, NULL, NULL, "option 'to' is missing");
         return -1;
     }
-    const char *action = conf_getstr(sec, "action");
-    const char *reply = conf_getstr(sec, "reply");
+    const char *action = cfg_getstr(sec, "action");
+    const char *reply = cfg_getstr(sec, "reply");
     if (reply && (!action || strcmp(action, "reply") != 0)) {
         conf_fail(sec, line, "reply", reply, "needs action = reply");
         return -1;
     }
-    if (dir == SL_OUT && conf_size(sec, "port") > 0) {
-        for (unsigned i = 0; i < conf_size(sec, "to"); i++) {
+    if (dir == SL_OUT && cfg_size(sec, "port") > 0) {
+        for (unsigned i = 0; i < cfg_size(sec, "to"); i++) {
             struct conf_dest d;
-            const char *to = conf_getnstr(sec, "to", i);
+            const char *to = cfg_getnstr(sec, "to", i);
             conf_parse_dest(to, &d);
             if (!d.is_host && d.port) {
                 conf_fail(sec, line, "to", to, "has a port, and the rule a port list: use one");
@@ -667,8 +667,8 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
         }
     }
 
-    const char *scope = conf_getstr(sec, "scope");
-    bool req_rate = conf_getstr(sec, "req_rate") != NULL;
+    const char *scope = cfg_getstr(sec, "scope");
+    bool req_rate = cfg_getstr(sec, "req_rate") != NULL;
     if (!rate && strcmp(scope, "cluster") == 0) {
         conf_fail(sec, line, "scope", scope,
                   "needs a rate (a cluster shares the connection rate only)");
@@ -683,7 +683,7 @@ static int validate_rule(cfg_t *parent, cfg_opt_t *opt)
         return -1;
     if (log_fits(sec, line, dir, rate, req_rate) != 0) return -1;
     if (rate && rate_fits_algorithm(sec, line, rate) != 0) return -1;
-    if (rate && conf_size(sec, "burst")) warn_ignored_burst(sec, line, scope);
+    if (rate && cfg_size(sec, "burst")) warn_ignored_burst(sec, line, scope);
 
     struct conf_seen *s = &conf_ctx->seen[conf_ctx->nseen++];
     snprintf(s->name, sizeof s->name, "%s", name);
@@ -704,8 +704,8 @@ static const char *is_self(const char *listen, cfg_t *sec)
     conf_parse_hostport(listen, me, sizeof me);
     const char *port = strrchr(me, ':');
     bool wildcard = strncmp(me, "0.0.0.0:", 8) == 0 || strncmp(me, "[::]:", 5) == 0;
-    for (unsigned i = 0; i < conf_size(sec, "peers"); i++) {
-        const char *text = conf_getnstr(sec, "peers", i);
+    for (unsigned i = 0; i < cfg_size(sec, "peers"); i++) {
+        const char *text = cfg_getnstr(sec, "peers", i);
         conf_parse_hostport(text, peer, sizeof peer);
         const char *peer_port = strrchr(peer, ':');
         bool loopback = strncmp(peer, "127.", 4) == 0 || strncmp(peer, "[::1]:", 6) == 0;
@@ -733,19 +733,19 @@ static int validate_gossip(cfg_t *parent, cfg_opt_t *opt)
     }
     static const char *const required[] = {"listen", "peers", "key_file"};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
-        if (conf_size(sec, required[i]) == 0) {
+        if (cfg_size(sec, required[i]) == 0) {
             conf_fail(sec, line, NULL, NULL, "option '%s' is missing", required[i]);
             return -1;
         }
     }
-    const char *self = is_self(conf_getstr(sec, "listen"), sec);
+    const char *self = is_self(cfg_getstr(sec, "listen"), sec);
     if (self) {
         conf_fail(sec, line, "peers", self, "is this node's own listen address");
         return -1;
     }
-    const char *timeout = conf_getstr(sec, "peer_timeout");
+    const char *timeout = cfg_getstr(sec, "peer_timeout");
     uint64_t interval, peer_timeout;
-    conf_parse_duration(conf_getstr(sec, "interval"), &interval);
+    conf_parse_duration(cfg_getstr(sec, "interval"), &interval);
     if (timeout && conf_parse_duration(timeout, &peer_timeout) == NULL &&
         peer_timeout <= interval) {
         char d[32];
@@ -770,12 +770,12 @@ static int validate_redis(cfg_t *parent, cfg_opt_t *opt)
                   conf_ctx->redis_inline ? "in inline rule" : "on line", conf_ctx->redis_line);
         return -1;
     }
-    if (conf_size(sec, "address") == 0) {
+    if (cfg_size(sec, "address") == 0) {
         conf_fail(sec, line, NULL, NULL, "option 'address' is missing");
         return -1;
     }
-    if (conf_getstr(sec, "user") && !conf_getstr(sec, "password")) {
-        conf_fail(sec, line, "user", conf_getstr(sec, "user"), "needs a password");
+    if (cfg_getstr(sec, "user") && !cfg_getstr(sec, "password")) {
+        conf_fail(sec, line, "user", cfg_getstr(sec, "user"), "needs a password");
         return -1;
     }
     conf_ctx->redis_line = line;

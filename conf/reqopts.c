@@ -119,7 +119,7 @@ bool conf_is_request_rule(cfg_t *sec)
                                        "ramp_to",  "ramp_from", "ramp_over"};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         if (given(sec, opts[i])) return true;
-    const char *per = conf_getstr(sec, "per");
+    const char *per = cfg_getstr(sec, "per");
     enum sl_req_per k;
     const char *name;
     return per && conf_req_per(per, &k, &name);
@@ -220,8 +220,8 @@ static const char *parse_plans(char *text, struct sl_plans *ps, const struct sl_
  * a default), on a rule with a req_rate. */
 static int build_ramp(cfg_t *sec, struct sl_rule *r, int line)
 {
-    const char *to = conf_getstr(sec, "ramp_to"), *from = conf_getstr(sec, "ramp_from");
-    const char *over = conf_getstr(sec, "ramp_over"), *every = conf_getstr(sec, "ramp_every");
+    const char *to = cfg_getstr(sec, "ramp_to"), *from = cfg_getstr(sec, "ramp_from");
+    const char *over = cfg_getstr(sec, "ramp_over"), *every = cfg_getstr(sec, "ramp_every");
     if (!to && !from && !over) return 0;
     const char *missing = !r->req_limit.count ? "req_rate"
                           : !to               ? "ramp_to"
@@ -254,7 +254,7 @@ static int build_ramp(cfg_t *sec, struct sl_rule *r, int line)
     conf_parse_utc_time(from, &r->ramp.from_s);
     r->ramp.every_ns = every_ns;
     r->ramp.steps = (uint32_t)(over_ns / every_ns);
-    r->ramp.burst_given = conf_size(sec, "req_burst") > 0;
+    r->ramp.burst_given = cfg_size(sec, "req_burst") > 0;
     snprintf(r->ramp_to_text, sizeof r->ramp_to_text, "%s", to);
     snprintf(r->ramp_from_text, sizeof r->ramp_from_text, "%s", from);
     r->ramp_over_ns = over_ns;
@@ -265,13 +265,13 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
 {
     r->request = conf_is_request_rule(sec);
     if (!r->request) return 0;
-    const char *rate = conf_getstr(sec, "req_rate");
+    const char *rate = cfg_getstr(sec, "req_rate");
     if (rate) {
         uint64_t count, period;
         conf_parse_rate(rate, &count, &period);
         snprintf(r->req_rate_text, sizeof r->req_rate_text, "%s", rate);
         uint64_t burst =
-            conf_size(sec, "req_burst") ? (uint64_t)conf_getint(sec, "req_burst") : count;
+            cfg_size(sec, "req_burst") ? (uint64_t)cfg_getint(sec, "req_burst") : count;
         /* a fleet shares window counts (core/redis_state.c): a sliding window */
         bool fleet = r->scope == SL_SCOPE_REDIS;
         if (fleet && count > SL_SLIDING_MAX_COUNT) {
@@ -279,9 +279,9 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
                       "is too many for one sliding window (at most %u)", SL_SLIDING_MAX_COUNT);
             return -1;
         }
-        bool log = strcmp(conf_getstr(sec, "algorithm"), "log") == 0; /* options.c: log_fits */
-        if (log && conf_size(sec, "req_burst"))
-            conf_warn(sec, line, "req_burst", conf_getstr(sec, "req_rate"),
+        bool log = strcmp(cfg_getstr(sec, "algorithm"), "log") == 0; /* options.c: log_fits */
+        if (log && cfg_size(sec, "req_burst"))
+            conf_warn(sec, line, "req_burst", cfg_getstr(sec, "req_rate"),
                       "is ignored: algorithm log admits req_rate's N in any rolling period");
         sl_limit_init(&r->req_limit,
                       log     ? SL_ALG_LOG
@@ -290,22 +290,22 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
                       count, period, burst);
     }
     if (build_ramp(sec, r, line) != 0) return -1;
-    r->cost = (uint32_t)conf_getint(sec, "cost");
-    for (unsigned i = 0; i < conf_size(sec, "route") && i < SL_MAX_ROUTES; i++)
-        snprintf(r->routes[r->nroutes++], SL_ROUTE_MAX, "%s", conf_getnstr(sec, "route", i));
-    for (unsigned i = 0; i < conf_size(sec, "method") && i < SL_MAX_METHODS; i++) {
+    r->cost = (uint32_t)cfg_getint(sec, "cost");
+    for (unsigned i = 0; i < cfg_size(sec, "route") && i < SL_MAX_ROUTES; i++)
+        snprintf(r->routes[r->nroutes++], SL_ROUTE_MAX, "%s", cfg_getnstr(sec, "route", i));
+    for (unsigned i = 0; i < cfg_size(sec, "method") && i < SL_MAX_METHODS; i++) {
         char *m = r->methods[r->nmethods++];
-        snprintf(m, SL_METHOD_MAX, "%s", conf_getnstr(sec, "method", i));
+        snprintf(m, SL_METHOD_MAX, "%s", cfg_getnstr(sec, "method", i));
         for (; *m; m++)
             if (*m >= 'a' && *m <= 'z') *m = (char)(*m - 32);
     }
-    for (unsigned i = 0; i < conf_size(sec, "host") && i < SL_MAX_REQ_HOSTS; i++) {
+    for (unsigned i = 0; i < cfg_size(sec, "host") && i < SL_MAX_REQ_HOSTS; i++) {
         char *h = r->req_hosts[r->nreq_hosts++];
-        snprintf(h, SL_HOST_MAX, "%s", conf_getnstr(sec, "host", i));
+        snprintf(h, SL_HOST_MAX, "%s", cfg_getnstr(sec, "host", i));
         for (; *h; h++)
             if (*h >= 'A' && *h <= 'Z') *h = (char)(*h + 32);
     }
-    const char *per = conf_getstr(sec, "per"), *name;
+    const char *per = cfg_getstr(sec, "per"), *name;
     if (per && conf_req_per(per, &r->req_per, &name))
         snprintf(r->req_per_name, sizeof r->req_per_name, "%s", name);
     if (r->scope == SL_SCOPE_REDIS && r->action == SL_ACT_DELAY) {
@@ -315,16 +315,16 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
         return -1;
     }
     int pm = 0;
-    conf_parse_enum(conf_getstr(sec, "per_missing"), conf_per_missing_names, &pm);
+    conf_parse_enum(cfg_getstr(sec, "per_missing"), conf_per_missing_names, &pm);
     r->per_missing = (enum sl_per_missing)pm;
-    const char *quota = conf_getstr(sec, "quota");
+    const char *quota = cfg_getstr(sec, "quota");
     if (quota) {
         conf_parse_quota(quota, &r->quota, &r->quota_window);
         snprintf(r->quota_text, sizeof r->quota_text, "%s", quota);
     }
-    if (conf_getstr(sec, "quota_offset"))
-        conf_parse_utc_offset(conf_getstr(sec, "quota_offset"), &r->quota_offset_s);
-    const char *plans = conf_getstr(sec, "plans");
+    if (cfg_getstr(sec, "quota_offset"))
+        conf_parse_utc_offset(cfg_getstr(sec, "quota_offset"), &r->quota_offset_s);
+    const char *plans = cfg_getstr(sec, "plans");
     if (plans) {
         char *text = NULL;
         size_t len;
