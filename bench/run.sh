@@ -57,6 +57,12 @@ extra() {  # extra NAME SCRIPT
         status=1
     fi
 }
+echo "bench: instructions (callgrind, about 90 s)" >&2
+BUILD=$build bash bench/insn.sh "$tmp/targets-insn" >"$tmp/insn.md" 2>"$tmp/insn.err" || {
+    echo "instructions bench failed: $(tail -5 "$tmp/insn.err")" >&2
+    printf '_instructions bench failed._\n' >>"$tmp/insn.md"
+    status=1
+}
 echo "bench: requests (about 60 s)" >&2
 BUILD=$build bash bench/requests.sh "$tmp/targets-requests" >"$tmp/requests.md" 2>"$tmp/requests.err" || {
     echo "requests bench failed: $(tail -5 "$tmp/requests.err")" >&2
@@ -103,6 +109,8 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
         echo "| request targets | not measured | not measured |"
     cat "$tmp/targets-outbound" 2>/dev/null ||
         echo "| keep-alive TLS client under an outbound request rule >= 0.97 x no shim | not measured | not measured |"
+    cat "$tmp/targets-insn" 2>/dev/null ||
+        echo "| instructions (callgrind) | not measured | not measured |"
     echo
     echo "## Decisions: sluice's table against a sharded-mutex map"
     echo
@@ -140,6 +148,10 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "limits, and with nginx's own \`limit_req\` keyed the same way; ${REQ_ROUNDS:-5} interleaved rounds of ${REQ_SECONDS:-4} s."
     echo
     cat "$tmp/requests.md"
+    echo
+    echo "## Instructions (callgrind): per request, per connection, start-up, outbound TLS"
+    echo
+    cat "$tmp/insn.md"
     echo
     echo "## Bandwidth: sluice beside trickle"
     echo

@@ -52,6 +52,18 @@ struct conf_ctx {
 /* The context of the load in progress (the load lock is held). */
 extern struct conf_ctx *conf_ctx;
 
+/* lookup.c: an option of sec by name, as cfg_getopt finds it, at a
+ * fraction of its cost (a process pays for every lookup at start-up).
+ * libconfuse's getters by name are redefined over it for every conf/ file
+ * (confuse.h is included above, so its declarations stand): they read the
+ * same values and defaults through libconfuse's cfg_opt_* getters. */
+cfg_opt_t *conf_opt(cfg_t *sec, const char *name);
+#define cfg_getstr(sec, name)     cfg_opt_getnstr(conf_opt(sec, name), 0)
+#define cfg_getnstr(sec, name, i) cfg_opt_getnstr(conf_opt(sec, name), i)
+#define cfg_getint(sec, name)     cfg_opt_getnint(conf_opt(sec, name), 0)
+#define cfg_getbool(sec, name)    cfg_opt_getnbool(conf_opt(sec, name), 0)
+#define cfg_size(sec, name)       cfg_opt_size(conf_opt(sec, name))
+
 /* options.c: the option table */
 cfg_t *conf_cfg_new(void);
 int conf_section_line(cfg_t *sec);

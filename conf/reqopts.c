@@ -108,7 +108,9 @@ const char *conf_parse_req_host(const char *text)
 
 static bool given(cfg_t *sec, const char *name)
 {
-    return cfg_size(sec, name) > 0 && (cfg_getopt(sec, name)->flags & CFGF_MODIFIED);
+    /* one lookup, not two: paid by every process at start-up (lookup.c) */
+    const cfg_opt_t *o = conf_opt(sec, name);
+    return o && o->nvalues > 0 && (o->flags & CFGF_MODIFIED);
 }
 
 bool conf_is_request_rule(cfg_t *sec)

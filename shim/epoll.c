@@ -45,6 +45,17 @@
  * registration: a MOD with the same events is harmless (at worst one extra
  * edge). The child forgets waiters (its threads are gone) and the helper.
  *
+ * Nothing held, nothing throttled: no lock. A wait on a set while nothing
+ * is listed or held goes straight to the kernel; a thread that may block
+ * says so with one atomic add on the set's slot (slots below), which the
+ * throttle and held paths read after publishing their hint (both sides
+ * sequentially consistent: one of them sees the other). When a throttle
+ * meets such a waiter the helper restores that set. Without outbound
+ * rules, a descriptor sluice does not track (no rule matched its accept)
+ * never can be throttled or held, so its epoll_ctl is not shadowed; and
+ * close takes the lock only for a descriptor whose slot says it was ever
+ * in a shadowed set, held, a waker or a set.
+ *
  * errno: epoll_ctl and the waits return exactly what the kernel said;
  * our own bookkeeping failures (out of memory) fall back to passing the
  * program's request through unmasked.
@@ -103,6 +114,33 @@ static struct waker *wakers;
 static uint32_t nwake, capwake;
 static _Atomic uint32_t nwake_hint;
 static _Atomic uint32_t nheld_hint;
+
+/* Per descriptor number, read without the lock. `waiting`: threads in
+ * the lock-free wait on this epoll set that may block. `waker`: the set
+ * has a waker (the lock-free wait needs one when sluice may hold bytes).
+ * And sl_ready_maybe (ready.h): the descriptor may be in the shadow (a
+ * registration, a set, a waker, held bytes): set under lock before it is,
+ * cleared by sl_epoll_forget. Descriptors >= SL_FD_MAX always take the
+ * lock. */
+struct slot {
+    _Atomic uint32_t waiting;
+    _Atomic uint8_t waker;
+};
+static struct slot slots[SL_FD_MAX];
+_Atomic uint8_t sl_ready_maybe[SL_FD_MAX];
+
+static void mark(int fd)
+{
+    if ((unsigned)fd < SL_FD_MAX)
+        atomic_store_explicit(&sl_ready_maybe[fd], 1, memory_order_relaxed);
+}
+
+/* Someone waits on epfd now: in the table, or in the lock-free wait. */
+static bool waited(int epfd, const struct sl_rd_ep *e)
+{
+    return (e && e->waiters) ||
+           ((unsigned)epfd < SL_FD_MAX && atomic_load(&slots[epfd].waiting)); /* seq_cst */
+}
 
 static void prefork(void)
 {
@@ -184,8 +222,12 @@ static bool bring(struct sl_rd_reg *r, unsigned thr, enum sl_rd_why why, uint64_
  * waits on ep for longer than that, the helper must step in. */
 static void maybe_kick(int epfd, uint64_t wake)
 {
+    /* published before the lock-free waiters are read (see `slots`) */
+    atomic_store(&nlist_hint, tab.nlist);
     struct sl_rd_ep *e = sl_rd_ep(&tab, epfd, false);
-    if (e && e->waiters && wake < e->wait_until) helper_kick();
+    if ((e && e->waiters && wake < e->wait_until) ||
+        ((unsigned)epfd < SL_FD_MAX && atomic_load(&slots[epfd].waiting)))
+        helper_kick(); /* a lock-free waiter's timeout is unknown: the helper steps in */
 }
 
 /* Restores the due registrations of epfd (< 0: of every epfd with a
@@ -246,6 +288,9 @@ static struct waker *waker_get(int epfd)
         return NULL;
     }
     wakers[nwake] = (struct waker){.epfd = epfd, .efd = efd};
+    mark(epfd);
+    mark(efd);
+    if ((unsigned)epfd < SL_FD_MAX) atomic_store(&slots[epfd].waker, 1);
     return &wakers[nwake++];
 }
 
@@ -257,6 +302,7 @@ static void waker_forget(int fd)
     for (uint32_t i = 0; i < nwake; i++)
         if (wakers[i].epfd == fd || wakers[i].efd == fd) {
             if (wakers[i].epfd == fd) REAL(close)(wakers[i].efd);
+            if ((unsigned)wakers[i].epfd < SL_FD_MAX) atomic_store(&slots[wakers[i].epfd].waker, 0);
             wakers[i] = wakers[--nwake];
             return;
         }
@@ -274,7 +320,7 @@ static uint64_t held_wake(uint64_t now)
         for (uint32_t j = 0; j < nwake; j++) {
             struct sl_rd_ep *ep = sl_rd_ep(&tab, wakers[j].epfd, false);
             struct sl_rd_reg *r = sl_rd_find(&tab, wakers[j].epfd, held[i].fd);
-            if (!ep || !ep->waiters || !r || !(r->events & EPOLLIN) ||
+            if (!waited(wakers[j].epfd, ep) || !r || !(r->events & EPOLLIN) ||
                 ((r->events & EPOLLONESHOT) && !r->armed))
                 continue;
             if (held[i].at > now) {
@@ -321,6 +367,13 @@ static void *helper(void *arg)
     for (;;) {
         uint64_t now = sl_clock_now();
         uint64_t next = restore(-1, now, true);
+        for (uint32_t i = 0; i < tab.nep; i++) { /* restore() may drop the lock: re-read nep */
+            int epfd = tab.ep[i].epfd;
+            if ((unsigned)epfd < SL_FD_MAX && atomic_load(&slots[epfd].waiting)) {
+                uint64_t n = restore(epfd, now, true);
+                if (n < next) next = n;
+            }
+        }
         uint64_t h = nwake ? held_wake(now) : SL_RD_FOREVER;
         if (h < next) next = h;
         if (next == SL_RD_FOREVER) {
@@ -381,9 +434,13 @@ void sl_epoll_throttle(int fd, uint64_t now)
 
 void sl_epoll_forget(int fd)
 {
+    if ((unsigned)fd < SL_FD_MAX &&
+        !atomic_load_explicit(&sl_ready_maybe[fd], memory_order_relaxed))
+        return; /* never in the shadow: no lock (close of a file, of an untracked socket) */
     if (!atomic_load_explicit(&nregs_hint, memory_order_relaxed) &&
         !atomic_load_explicit(&nwake_hint, memory_order_relaxed))
         return;
+    int saved = errno;
     take();
     waker_forget(fd);
     sl_rd_remove_fd(&tab, fd);
@@ -392,7 +449,10 @@ void sl_epoll_forget(int fd)
             held_drop(i);
         else
             i++;
+    if ((unsigned)fd < SL_FD_MAX)
+        atomic_store_explicit(&sl_ready_maybe[fd], 0, memory_order_relaxed);
     give();
+    errno = saved;
 }
 
 /* A read of fd left bytes to announce: for an EPOLLONESHOT registration
@@ -428,8 +488,13 @@ void sl_epoll_held(int fd, uint64_t at, bool read)
                 capheld = cap;
             }
         }
-        if (nheld < capheld) held[nheld++] = (struct held){.fd = fd, .at = at};
+        if (nheld < capheld) {
+            mark(fd);
+            held[nheld++] = (struct held){.fd = fd, .at = at};
+        }
     }
+    /* published before the lock-free waiters are read (see `slots`) */
+    atomic_store(&nheld_hint, nheld);
     if (at && nwake && held_wake(sl_clock_now()) != SL_RD_FOREVER)
         helper_kick(); /* a blocked thread waits for a later turn: the helper wakes it */
     give();
@@ -491,15 +556,27 @@ void sl_epoll_after_fork_child(void)
     for (uint32_t i = 0; i < tab.nep; i++) {
         tab.ep[i].waiters = 0;
         tab.ep[i].wait_until = 0;
+        if ((unsigned)tab.ep[i].epfd < SL_FD_MAX) atomic_store(&slots[tab.ep[i].epfd].waiting, 0);
     }
 }
 
 /* ---- the hooks ---- */
 
+/* fd can never be throttled or held, and is in no shadow: without
+ * outbound rules only an accept that a rule matched makes a descriptor
+ * tracked, before the program sees it (an outbound rule may track a
+ * socket the program registered before its connect). */
+static bool unshadowed(const struct sl_runtime *rt, int fd)
+{
+    return !rt->any_out && (unsigned)fd < SL_FD_MAX && !sl_fd_get(fd) &&
+           !atomic_load_explicit(&sl_ready_maybe[fd], memory_order_relaxed);
+}
+
 SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 {
     if (!active() || (op != EPOLL_CTL_DEL && !event) ||
-        (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL))
+        (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) ||
+        unshadowed(sl_runtime(), fd))
         return REAL(epoll_ctl)(epfd, op, fd, event);
 
     int saved = errno, rc = 0, err = saved;
@@ -545,6 +622,8 @@ SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
             err = errno;
         }
         if (rc == 0 && (r = sl_rd_insert(&tab, epfd, fd)) != NULL) {
+            mark(fd);
+            mark(epfd);
             r->events = want.events;
             r->data = want.data;
             r->applied = ev;
@@ -583,6 +662,7 @@ static void waiter(int epfd, int delta, uint64_t until)
 {
     take();
     struct sl_rd_ep *e = sl_rd_ep(&tab, epfd, delta > 0);
+    if (e) mark(epfd);
     if (e && delta < 0) {
         if (e->waiters && --e->waiters == 0) e->wait_until = 0;
         sl_rd_ep_idle(&tab, epfd);
@@ -665,9 +745,73 @@ static bool plain(void)
     return !active() || !atomic_load_explicit(&nregs_hint, memory_order_relaxed);
 }
 
+/* The program's own call, as it made it. */
+struct own {
+    enum kind k;
+    int epfd, max, timeout;
+    struct epoll_event *evs;
+    const struct timespec *ts;
+    const sigset_t *sigmask;
+};
+
+static int own_call(const struct own *o)
+{
+    if (o->k == K_WAIT) return REAL(epoll_wait)(o->epfd, o->evs, o->max, o->timeout);
+    if (o->k == K_PWAIT) return REAL(epoll_pwait)(o->epfd, o->evs, o->max, o->timeout, o->sigmask);
+    return REAL(epoll_pwait2)(o->epfd, o->evs, o->max, o->ts, o->sigmask);
+}
+
+#define SLOW (-2) /* fast() declined: take wait_events */
+
+/* The wait with nothing listed and nothing held: the program's call as it
+ * was, no lock, no clock. A call that may block counts itself in its
+ * set's slot, then looks at the hints again (a throttle or held bytes
+ * published meanwhile: SLOW). With request rules it needs the set's waker
+ * (made by a first wait through wait_events), or held bytes could not wake
+ * it. What the kernel reports still passes the waker filter and the held
+ * report; when the waker's was all it reported, SLOW again (a wait that
+ * returned 0 early would look like a timeout, or an error to a program
+ * that waits forever): at worst a finite timeout restarts whole. */
+static int fast(const struct own *o, bool blocks)
+{
+    if ((unsigned)o->epfd >= SL_FD_MAX || atomic_load_explicit(&nlist_hint, memory_order_relaxed) ||
+        atomic_load_explicit(&nheld_hint, memory_order_relaxed))
+        return SLOW;
+    struct slot *sl = &slots[o->epfd];
+    if (blocks) {
+        struct sl_runtime *rt = sl_runtime();
+        if ((rt->any_req_in || rt->any_req_out) &&
+            !atomic_load_explicit(&sl->waker, memory_order_relaxed))
+            return SLOW;
+        atomic_fetch_add(&sl->waiting, 1); /* seq_cst: see `slots` */
+        if (atomic_load(&nlist_hint) || atomic_load(&nheld_hint)) {
+            atomic_fetch_sub(&sl->waiting, 1);
+            return SLOW;
+        }
+    }
+    int rc = own_call(o);
+    int err = errno;
+    if (blocks) atomic_fetch_sub(&sl->waiting, 1);
+    int got = rc;
+    if (rc > 0 && atomic_load_explicit(&sl->waker, memory_order_relaxed)) {
+        int k = 0;
+        while (k < rc && o->evs[k].data.u64 != WAKE_DATA)
+            k++;
+        if (k < rc) rc = wake_filter(o->epfd, o->evs, rc); /* the lock only when it fired */
+    }
+    if (rc >= 0 && atomic_load_explicit(&nheld_hint, memory_order_relaxed))
+        rc = held_report(o->epfd, o->evs, rc, o->max, sl_clock_now());
+    if (rc == 0 && got > 0) return SLOW;
+    errno = err;
+    return rc;
+}
+
 SL_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
 {
     if (plain()) return REAL(epoll_wait)(epfd, evs, max, timeout);
+    struct own o = {.k = K_WAIT, .epfd = epfd, .max = max, .timeout = timeout, .evs = evs};
+    int rc = fast(&o, timeout != 0);
+    if (rc != SLOW) return rc;
     return wait_events(K_WAIT, epfd, evs, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
 }
 
@@ -675,6 +819,10 @@ SL_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeou
                           const sigset_t *sigmask)
 {
     if (plain()) return REAL(epoll_pwait)(epfd, evs, max, timeout, sigmask);
+    struct own o = {
+        .k = K_PWAIT, .epfd = epfd, .max = max, .timeout = timeout, .evs = evs, .sigmask = sigmask};
+    int rc = fast(&o, timeout != 0);
+    if (rc != SLOW) return rc;
     return wait_events(K_PWAIT, epfd, evs, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000,
                        sigmask);
 }
@@ -684,5 +832,9 @@ SL_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const str
 {
     int64_t t = SL_TIMESPEC_NS(ts);
     if (plain() || t == -2) return REAL(epoll_pwait2)(epfd, evs, max, ts, sigmask);
+    struct own o = {
+        .k = K_PWAIT2, .epfd = epfd, .max = max, .evs = evs, .ts = ts, .sigmask = sigmask};
+    int rc = fast(&o, t != 0);
+    if (rc != SLOW) return rc;
     return wait_events(K_PWAIT2, epfd, evs, max, t, sigmask);
 }

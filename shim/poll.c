@@ -124,7 +124,7 @@ static int wait_fds(bool pp, struct pollfd *fds, nfds_t n, int64_t timeout_ns,
 static bool any_throttled(const struct pollfd *fds, nfds_t n)
 {
     nfds_t i = 0;
-    while (i < n && !sl_fd_get(fds[i].fd))
+    while (i < n && sl_ready_quiet(fds[i].fd)) /* no clock read for these */
         i++;
     if (i == n) return false;
     int saved = errno;

@@ -81,11 +81,9 @@ void sl_ready_held_read(int fd, struct sl_fd *e, uint64_t at)
     errno = saved;
 }
 
-void sl_ready_forget(int fd)
+void sl_ready_forget_known(int fd)
 {
-    int saved = errno;
-    sl_epoll_forget(fd);
-    errno = saved;
+    sl_epoll_forget(fd); /* keeps errno */
 }
 
 void sl_ready_after_fork_child(void)

@@ -35,8 +35,19 @@ void sl_ready_held(int fd, struct sl_fd *e, uint64_t at);
  * announcement waits for the program's re-arm. */
 void sl_ready_held_read(int fd, struct sl_fd *e, uint64_t at);
 
+/* fd may be known to epoll.c (registered in a set sluice shadows, a set,
+ * a waker, held bytes); read without a lock, so that closing any other
+ * descriptor costs one load. */
+extern _Atomic uint8_t sl_ready_maybe[SL_FD_MAX] __attribute__((visibility("hidden")));
+void sl_ready_forget_known(int fd);
+
 /* fd is being closed. */
-void sl_ready_forget(int fd);
+static inline void sl_ready_forget(int fd)
+{
+    if ((unsigned)fd >= SL_FD_MAX ||
+        atomic_load_explicit(&sl_ready_maybe[fd], memory_order_relaxed))
+        sl_ready_forget_known(fd);
+}
 
 /* In a forked child: drop state that belongs to the parent. */
 void sl_ready_after_fork_child(void);

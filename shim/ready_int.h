@@ -11,6 +11,18 @@
  * when that ends. A pure query: an untracked fd costs one load. */
 unsigned sl_ready_state(int fd, uint64_t now, uint64_t *wake);
 
+/* fd cannot be throttled, held or parked now, told without a clock: it is
+ * untracked, or nothing was ever throttled, held or held back on it (a
+ * throttle that ended leaves its time behind: then ask sl_ready_state). */
+static inline bool sl_ready_quiet(int fd)
+{
+    struct sl_fd *e = sl_fd_get(fd);
+    return !e || !(atomic_load_explicit(&e->ready_at[SL_IO_RECV], memory_order_relaxed) |
+                   atomic_load_explicit(&e->ready_at[SL_IO_SEND], memory_order_relaxed) |
+                   atomic_load_explicit(&e->held_at, memory_order_relaxed) |
+                   (uint64_t)atomic_load_explicit(&e->pending_connect, memory_order_relaxed));
+}
+
 /* The step a wait wrapper takes for fd before it asks sl_ready_state:
  * makes a held-back connect whose turn has come (pending.c). Call it
  * without holding a lock; it keeps errno. */
@@ -31,7 +43,7 @@ int sl_ready_wait(const struct sl_ready_wait *w, int64_t timeout_ns, uint64_t *d
 
 /* epoll.c's part of ready.h. */
 void sl_epoll_throttle(int fd, uint64_t now);
-void sl_epoll_forget(int fd);
+void sl_epoll_forget(int fd); /* keeps errno */
 void sl_epoll_held(int fd, uint64_t at, bool read);
 void sl_epoll_after_fork_child(void);
 

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# insn.sh - what sluice costs in instructions (callgrind), beside seconds:
+# instructions are repeatable on a shared machine, where seconds are not.
+#
+# Per keep-alive request: nginx 1.22, one worker without master
+# (`master_process off`), keep-alive, a 13-byte file, under
+# `valgrind --tool=callgrind`; bench/insn_client.py sends WARM requests,
+# then N (first run) or 2N (second run) over one connection; the
+# difference of the two runs' totals divided by N is what one request
+# costs after warm-up (start-up, warm-up and exit cancel out). Four
+# configurations: plain; nginx's own `limit_req` keyed by $http_x_api_key
+# at a rate no client reaches; sluice `in port=P req_rate=1000000000/s
+# req_burst=1000000000 per=header:X-API-Key` (every request scanned, keyed
+# and decided, none limited); libsluice loaded with a rule on another port
+# only (no rule matching).
+# Per new connection: the same nginx, one request per connection
+# (`Connection: close`), plain and under `in port=P rate=1000000000/s
+# burst=1000000000` (every accept decided, none limited).
+# Start-up: /bin/true bare, with libsluice loaded and no rule, with one
+# rule (`in port=1 rate=1/s`).
+# Per outbound TLS request: curl over one keep-alive TLS connection to
+# nginx (not measured itself), runs of 100 and 300 URLs (the handshake
+# cancels out), bare and under `out to=127.0.0.1 port=P
+# req_rate=1000000000/s req_burst=1000000000` (every request read by
+# sluice through SSL_write, none held).
+# User-space instructions only (callgrind sees no kernel); all of nginx's
+# or curl's threads, sluice's included.
+#
+# Prints markdown; with a file argument, writes the target rows there.
+# Runs alone: `make bench-insn` (about 1-2 minutes).
+# Knobs: BUILD (build), INSN_N (1000), INSN_WARM (300).
+set -u
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD:-build}
+case $build in /*) ;; *) build=$root/$build ;; esac
+n=${INSN_N:-1000}
+warm=${INSN_WARM:-300}
+targets=${1:-/dev/null}
+lib=$build/libsluice.so
+py=/usr/bin/python3 # the real interpreter, not a pyenv shim of several processes
+client=$root/bench/insn_client.py
+
+work=$(mktemp -d /tmp/sluice-bench-insn.XXXXXX)
+chmod 755 "$work"
+pids=()
+stop_all() {
+    local p i
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+    for p in "${pids[@]}"; do
+        for i in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$p" 2>/dev/null
+        wait "$p" 2>/dev/null
+    done
+    pids=()
+}
+trap 'stop_all; rm -rf "$work"' EXIT
+trap 'exit 1' INT TERM
+
+skip() {
+    echo "_Not measured: $1._"
+    echo "| instructions (callgrind) | not measured ($1) | not measured |" >"$targets"
+    exit 0
+}
+for tool in nginx valgrind curl openssl $py; do
+    command -v $tool >/dev/null || skip "$tool is not installed"
+done
+[ -f "$lib" ] || skip "$lib is not built"
+
+free_port() {
+    $py -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# The total of a callgrind output file.
+total() { awk '/^(summary|totals):/ {print $2; exit}' "$1"; }
+
+# nginx_run OUT KIND MODE COUNT [ENV...]: nginx under callgrind, WARM + COUNT
+# requests (MODE keepalive|close), then stopped; writes the total to OUT.
+nginx_run() {
+    local out=$1 kind=$2 mode=$3 count=$4
+    shift 4
+    local d=$work/ngx-$kind-$mode-$count p limit=
+    p=$(free_port)
+    mkdir -p "$d/www" "$d/tmp"
+    printf 'hello, world\n' >"$d/www/f" # 13 bytes
+    [ "$kind" = limit_req ] &&
+        limit='limit_req_zone $http_x_api_key zone=keys:10m rate=1000000r/s; limit_req zone=keys burst=100000 nodelay;'
+    sed "s|@DIR@|$d|g; s|@PORT@|$p|g; s|@LIMIT@|$limit|" "$root/bench/nginx-keepalive.conf" >"$d/nginx.conf"
+    local envs=()
+    case $kind in
+    sluice) envs=(LD_PRELOAD="$lib" "SLUICE_RULES=in port=$p req_rate=1000000000/s req_burst=1000000000 per=header:X-API-Key") ;;
+    nomatch) envs=(LD_PRELOAD="$lib" "SLUICE_RULES=in port=1 req_rate=1000000000/s req_burst=1000000000 per=header:X-API-Key") ;;
+    conn) envs=(LD_PRELOAD="$lib" "SLUICE_RULES=in port=$p rate=1000000000/s burst=1000000000") ;;
+    esac
+    env "${envs[@]}" valgrind --tool=callgrind --callgrind-out-file="$d/cg.out" \
+        nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off; master_process off;' \
+        >"$d/stdout" 2>"$d/stderr" &
+    pids+=($!)
+    local pid=$!
+    if ! $py "$client" "$p" "$warm" "$mode" || ! $py "$client" "$p" "$count" "$mode"; then
+        echo "nginx $kind $mode: the client failed; $(tail -3 "$d/stderr")" >&2
+        stop_all
+        return 1
+    fi
+    kill -QUIT "$pid" # graceful: callgrind writes its file at exit
+    local i
+    for i in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    stop_all
+    total "$d/cg.out" >"$out"
+    [ -s "$out" ]
+}
+
+# per KIND MODE: instructions per request (or connection) after warm-up.
+per() {
+    local kind=$1 mode=$2
+    nginx_run "$work/a" "$kind" "$mode" "$n" && nginx_run "$work/b" "$kind" "$mode" $((2 * n)) ||
+        { echo "failed"; return; }
+    echo $((($(cat "$work/b") - $(cat "$work/a")) / n))
+}
+
+# Start-up: a whole /bin/true.
+startup() {
+    env "$@" valgrind --tool=callgrind --callgrind-out-file="$work/true.out" /bin/true 2>/dev/null
+    total "$work/true.out"
+}
+
+echo "insn: start-up" >&2
+s_bare=$(startup)
+s_none=$(startup LD_PRELOAD="$lib")
+s_one=$(startup LD_PRELOAD="$lib" "SLUICE_RULES=in port=1 rate=1/s")
+
+echo "insn: nginx keep-alive requests" >&2
+declare -A r
+for kind in plain limit_req sluice nomatch; do
+    r[$kind]=$(per $kind keepalive)
+done
+echo "insn: nginx new connections" >&2
+c_plain=$(per plain close)
+c_conn=$(per conn close)
+
+echo "insn: curl over TLS" >&2
+t_bare=failed t_rule=failed
+tls() { # tls COUNT [ENV...]: curl's total for COUNT URLs
+    local count=$1
+    shift
+    local i
+    : >"$work/urls-$count"
+    for i in $(seq "$count"); do
+        printf 'url = "https://127.0.0.1:%s/f"\noutput = "/dev/null"\n' "$tp" >>"$work/urls-$count"
+    done
+    env "$@" valgrind --tool=callgrind --callgrind-out-file="$work/curl.out" \
+        curl -sk --http1.1 -K "$work/urls-$count" 2>/dev/null >/dev/null || return 1
+    total "$work/curl.out"
+}
+td=$work/tls
+mkdir -p "$td/www" "$td/tmp"
+printf 'hello, world\n' >"$td/www/f"
+if openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout "$td/key.pem" -out "$td/crt.pem" \
+    -days 2 >/dev/null 2>&1; then
+    tp=$(free_port)
+    cat >"$td/nginx.conf" <<EOF
+worker_processes 1;
+error_log $td/error.log warn;
+pid $td/nginx.pid;
+events { worker_connections 64; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    client_body_temp_path $td/tmp;
+    proxy_temp_path $td/tmp;
+    fastcgi_temp_path $td/tmp;
+    uwsgi_temp_path $td/tmp;
+    scgi_temp_path $td/tmp;
+    server {
+        listen 127.0.0.1:$tp ssl;
+        ssl_certificate $td/crt.pem;
+        ssl_certificate_key $td/key.pem;
+        root $td/www;
+    }
+}
+EOF
+    nginx -p "$td" -c "$td/nginx.conf" -g 'daemon off;' >/dev/null 2>&1 &
+    pids+=($!)
+    for i in $(seq 100); do curl -sk -o /dev/null "https://127.0.0.1:$tp/f" && break; sleep 0.1; done
+    rule="SLUICE_RULES=out to=127.0.0.1 port=$tp req_rate=1000000000/s req_burst=1000000000"
+    a=$(tls 100) && b=$(tls 300) && t_bare=$(((b - a) / 200))
+    a=$(tls 100 LD_PRELOAD="$lib" "$rule") && b=$(tls 300 LD_PRELOAD="$lib" "$rule") &&
+        t_rule=$(((b - a) / 200))
+    stop_all
+fi
+
+num() { [[ $1 =~ ^[0-9]+$ ]]; }
+added() { # added A B: B - A, signed, or blank
+    num "$1" && num "$2" && printf '%+d' $(($2 - $1))
+}
+ratio() { num "$1" && num "$2" && awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", b / a}'; }
+
+echo "User-space instructions counted by \`valgrind --tool=callgrind\` (\`bench/insn.sh\`, runnable alone with"
+echo "\`make bench-insn\`; its opening comment is the method): the difference of two runs of $n and $((2 * n))"
+echo "requests after $warm of warm-up, divided by $n. Repeatable to a few dozen instructions from run to run."
+echo
+echo "| nginx, keep-alive, one connection | instructions per request | added to plain |"
+echo "|---|---:|---:|"
+echo "| plain | ${r[plain]} | |"
+echo "| nginx \`limit_req\` keyed by \`\$http_x_api_key\`, never limiting | ${r[limit_req]} | $(added "${r[plain]}" "${r[limit_req]}") |"
+echo "| sluice \`in port=P req_rate=1000000000/s req_burst=1000000000 per=header:X-API-Key\`, never limiting | ${r[sluice]} | $(added "${r[plain]}" "${r[sluice]}") |"
+echo "| libsluice loaded, a request rule on another port only (no rule matching) | ${r[nomatch]} | $(added "${r[plain]}" "${r[nomatch]}") |"
+echo
+echo "| nginx, one request per connection | instructions per connection | added to plain |"
+echo "|---|---:|---:|"
+echo "| plain | $c_plain | |"
+echo "| sluice \`in port=P rate=1000000000/s burst=1000000000\`, never limiting | $c_conn | $(added "$c_plain" "$c_conn") ($(ratio "$c_plain" "$c_conn")x) |"
+echo
+echo "| start-up of \`/bin/true\` | instructions | added to bare |"
+echo "|---|---:|---:|"
+echo "| bare | $s_bare | |"
+echo "| libsluice loaded, no rule | $s_none | $(added "$s_bare" "$s_none") |"
+echo "| libsluice loaded, one rule (\`in port=1 rate=1/s\`) | $s_one | $(added "$s_bare" "$s_one") |"
+echo
+echo "| curl, keep-alive TLS requests (runs of 100 and 300 URLs) | instructions per request | |"
+echo "|---|---:|---:|"
+echo "| no shim | $t_bare | |"
+echo "| \`out to=127.0.0.1 port=P req_rate=1000000000/s req_burst=1000000000\`, never holding | $t_rule | $(added "$t_bare" "$t_rule") ($(ratio "$t_bare" "$t_rule")x) |"
+
+met() { [ "$1" = 1 ] && echo met || echo "**not met**"; }
+{
+    a=$(added "${r[plain]}" "${r[sluice]}") b=$(added "${r[plain]}" "${r[limit_req]}")
+    echo "| instructions per keep-alive request added by a never-limiting request rule <= added by limit_req (callgrind) | ${a:-?} vs ${b:-?} | $(met "$(num "${r[sluice]}" && num "${r[limit_req]}" && [ "${r[sluice]}" -le "${r[limit_req]}" ] && echo 1)") |"
+    a=$(added "${r[plain]}" "${r[nomatch]}")
+    echo "| libsluice loaded, no rule matching: <= 150 instructions per request (callgrind) | ${a:-?} | $(met "$(num "${r[nomatch]}" && num "${r[plain]}" && [ $((r[nomatch] - r[plain])) -le 150 ] && echo 1)") |"
+    echo "| new connection under a never-limiting connection rule <= 1.02x plain instructions (callgrind) | $(ratio "$c_plain" "$c_conn") | $(met "$(num "$c_conn" && num "$c_plain" && [ $((c_conn * 100)) -le $((c_plain * 102)) ] && echo 1)") |"
+    echo "| outbound TLS request under a never-holding rule <= 1.02x no shim instructions (callgrind) | $(ratio "$t_bare" "$t_rule") | $(met "$(num "$t_rule" && num "$t_bare" && [ $((t_rule * 100)) -le $((t_bare * 102)) ] && echo 1)") |"
+    a=$(added "$s_bare" "$s_one")
+    echo "| start-up with one rule: <= 500,000 instructions added (callgrind, /bin/true) | ${a:-?} | $(met "$(num "$s_one" && num "$s_bare" && [ $((s_one - s_bare)) -le 500000 ] && echo 1)") |"
+} >"$targets"

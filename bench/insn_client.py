@@ -1,0 +1,67 @@
+"""insn_client.py - a fixed-count HTTP/1.1 client for bench/insn.sh.
+
+    insn_client.py PORT COUNT keepalive|close
+
+keepalive: COUNT requests over one connection, each sent when the previous
+answer is complete; close: COUNT connections of one request each
+(`Connection: close`). Every request carries an X-API-Key header (the key
+of the request rules measured). Waits up to 60 s for the server to listen
+(nginx under valgrind starts slowly), then exits 1 on any answer that is
+not a 200 with its whole body, so a count of instructions is never taken
+from a run that went wrong."""
+import socket
+import sys
+import time
+
+port, count, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+REQ = (b"GET /f HTTP/1.1\r\nHost: localhost\r\nX-API-Key: bench-key\r\n"
+       + (b"Connection: close\r\n" if mode == "close" else b"") + b"\r\n")
+
+
+def connect():
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=30)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def answer(s, buf):
+    """Reads one whole answer; returns what followed it."""
+    while b"\r\n\r\n" not in buf:
+        got = s.recv(65536)
+        if not got:
+            raise SystemExit("connection closed before an answer")
+        buf += got
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 200"):
+        raise SystemExit("not a 200: %r" % head[:80])
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(rest) < length:
+        got = s.recv(65536)
+        if not got:
+            raise SystemExit("connection closed inside a body")
+        rest += got
+    return rest[length:]
+
+
+if mode == "keepalive":
+    s = connect()
+    buf = b""
+    for _ in range(count):
+        s.sendall(REQ)
+        buf = answer(s, buf)
+    s.close()
+else:
+    for _ in range(count):
+        s = connect()
+        s.sendall(REQ)
+        answer(s, b"")
+        s.close()
