@@ -106,6 +106,21 @@ void sl_bytes_drop(struct sl_runtime *rt, int rule, const struct sl_key *k, int 
 void sl_bytes_refund(struct sl_runtime *rt, int rule, const struct sl_key *k, int io, uint64_t now,
                      uint64_t n);
 
+/* The one connection matcher: whether rule `rule` matches a connection of
+ * direction dir from/to peer (inbound: on local, NULL when not known).
+ * Outbound host names match the addresses resolved at load and those the
+ * program's own lookups taught (sl_learn_addr). Exempt addresses never
+ * match. Connection and request rules both use it. */
+bool sl_rule_matches(const struct sl_runtime *rt, int rule, enum sl_dir dir,
+                     const struct sl_addr *local, const struct sl_addr *peer);
+
+/* Whether outbound rule `rule` names host name[0..len) (no NUL needed; a
+ * trailing dot and case are ignored) on port: how a connection whose TLS
+ * SNI or request Host names the destination matches whatever address it
+ * reached. */
+bool sl_rule_names(const struct sl_runtime *rt, int rule, const char *name, size_t len,
+                   uint16_t port);
+
 /* True when some outbound rule matches dst: the caller then checks the
  * socket type, which costs a system call. */
 bool sl_out_matches(const struct sl_runtime *rt, const struct sl_addr *dst);
