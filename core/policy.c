@@ -51,6 +51,7 @@ int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct s
         } else {
             rt->any_out = true;
             rt->any_hosts |= r->nhosts > 0;
+            rt->any_req_names |= r->request && r->nhosts > 0;
         }
     }
     if (nhosts) {

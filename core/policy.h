@@ -41,6 +41,8 @@ struct sl_runtime {
                                  have work */
     bool any_req_in;          /* some inbound rule counts requests */
     bool any_req_out;         /* some outbound rule counts requests */
+    bool any_req_names;       /* ... and names a host: a connection to any address may name
+                                 it (SNI, Host), so every outbound one is watched */
     bool any_conns;           /* some rule limits connections at once */
     /* learned[host_base[rule] + i]: host i of the rule; NULL without host names */
     struct sl_learned_host *learned;

@@ -5,12 +5,14 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "../core/clock.h"
 #include "../core/log.h"
 #include "../core/mem.h"
+#include "../core/names.h"
 #include "../core/request.h"
 #include "ready.h"
 #include "reload.h"
@@ -30,6 +32,12 @@ struct sl_req_out {
     char *kept;                                 /* sl_reqout_keep: taken, not yet written */
     size_t nkept;
     bool bio;      /* its records come from memory BIOs (tlsbio.h) */
+    /* live: conn below is started (a request rule matched). Otherwise the
+     * state is this struct alone (no conn: allocated for what the rule
+     * needs) and `naming` says whether the client's first bytes may still
+     * name a destination a rule names (SNI, Host: see name_step). */
+    bool live, naming;
+    char name[SL_HOST_MAX]; /* the SNI that made it live, for the TLS restart */
     uint64_t sent; /* bytes the program sent on the socket */
     int nholds;    /* bio: where the ciphertext must wait */
     struct hold {
@@ -48,9 +56,13 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
     if (!rt->any_req_out) return;
     int saved = errno;
     struct sl_req_out *o = sl_alloc(sizeof *o + sl_req_conn_size());
-    struct sl_fd *e;
-    if (!o || !sl_req_conn_init(CONN(o), rt, SL_OUT, NULL, dst, sl_clock_now()) ||
-        !(e = sl_fd_track(fd))) {
+    struct sl_fd *e = NULL;
+    bool live = o && sl_req_conn_init(CONN(o), rt, SL_OUT, NULL, dst, sl_clock_now());
+    if (o && !live && rt->any_req_names) { /* the small state until a name matches */
+        struct sl_req_out *small = sl_realloc(o, sizeof *o);
+        if (small) o = small, o->naming = true;
+    }
+    if (!o || (!live && !o->naming) || !(e = sl_fd_track(fd))) {
         sl_free(o);
         errno = saved;
         return;
@@ -58,8 +70,33 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
     if (e->req_out) sl_reqout_free(e);
     o->rt = rt;
     o->dst = *dst;
+    o->live = live;
     e->req_out = o;
     errno = saved;
+}
+
+/* A connection that waits for a name (o->naming): its first plain write
+ * (a ClientHello's SNI, or a request head's Host) or, when the ClientHello
+ * named none, its first plaintext write through TLS (Host) either matches
+ * a rule by name, and the requests are counted from here on (the state
+ * grows to hold them: e->req_out changes), or ends the wait. True when the
+ * connection is live. */
+static bool name_step(struct sl_fd *e, const void *buf, size_t len, bool tls)
+{
+    struct sl_req_out *o = e->req_out;
+    char name[SL_HOST_MAX];
+    bool hello = !tls && len && ((const unsigned char *)buf)[0] == 0x16;
+    bool found = hello ? sl_name_sni(buf, len, name, sizeof name)
+                       : sl_name_host(buf, len, name, sizeof name);
+    if (len == 0 || (tls != o->tls) || (hello && !found)) return false; /* not yet */
+    o->naming = false;
+    if (!found) return false;
+    struct sl_req_out *big = sl_realloc(o, sizeof *o + sl_req_conn_size());
+    if (!big) return false;
+    e->req_out = o = big;
+    o->live = sl_req_conn_init_named(CONN(o), o->rt, SL_OUT, NULL, &o->dst, name, sl_clock_now());
+    if (o->live && hello) snprintf(o->name, sizeof o->name, "%s", name);
+    return o->live;
 }
 
 /* A connection whose first write was a TLS handshake record and which
@@ -193,15 +230,17 @@ bool sl_reqout_bio(struct sl_fd *e)
 ssize_t sl_reqout_bio_write(int fd, struct sl_fd *e, const void *buf, size_t n,
                             sl_reqout_write_fn w, void *session, uint64_t (*offset)(void *session))
 {
+    if (!e->req_out->live && e->req_out->naming) name_step(e, buf, n, true);
     struct sl_req_out *o = e->req_out;
     struct sl_req_conn *c = CONN(o);
     (void)fd;
     struct sl_runtime *rt = sl_runtime();
-    if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
+    bool denied = !o->live; /* not counted: written as they come */
+    if (o->live && rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c))
+        sl_req_conn_rebind(c, rt);
     const char *p = buf;
     uint64_t t = sl_clock_now(); /* decisions after a hold are made at its turn */
     size_t off = 0;
-    bool denied = false;
     for (int round = 0; off < n; round++) {
         size_t ok = n - off;
         if (!denied && !sl_req_done(c) && round < 64) {
@@ -233,10 +272,12 @@ ssize_t sl_reqout_bio_write(int fd, struct sl_fd *e, const void *buf, size_t n,
 ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
                                bool nonblock_flag, bool tls, bool *swallowed)
 {
-    struct sl_req_conn *c = CONN(e->req_out);
     *swallowed = false;
     if (len && !tls && !e->req_out->tls) unseen_tls(e->req_out, fd, buf, len);
+    bool live = e->req_out->live || (e->req_out->naming && name_step(e, buf, len, tls));
     if (!tls && e->req_out->bio) return cipher_turn(fd, e, len, nonblock_flag);
+    if (!live) return (ssize_t)len; /* no request rule matches (yet) */
+    struct sl_req_conn *c = CONN(e->req_out);
     if (e->req_out->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
     if (tls && !e->req_out->tls_written && len) {
         e->req_out->tls_written = true;
@@ -294,14 +335,14 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
 void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls)
 {
     if (!tls) e->req_out->sent += n;
-    if (e->req_out->tls == tls) sl_req_passed(CONN(e->req_out), buf, n);
+    if (e->req_out->live && e->req_out->tls == tls) sl_req_passed(CONN(e->req_out), buf, n);
 }
 
 size_t sl_reqout_inject(int fd, struct sl_fd *e, void *buf, size_t len, bool peek, bool tls)
 {
     struct sl_req_out *o = e->req_out;
     const char *p;
-    size_t n = o->tls == tls ? sl_req_inject_peek(CONN(o), &p) : 0;
+    size_t n = o->live && o->tls == tls ? sl_req_inject_peek(CONN(o), &p) : 0;
     if (n == 0) return 0;
     if (n > len) n = len;
     memcpy(buf, p, n);
@@ -317,23 +358,26 @@ size_t sl_reqout_inject(int fd, struct sl_fd *e, void *buf, size_t len, bool pee
 void sl_reqout_read(struct sl_fd *e, const void *buf, size_t n, bool tls)
 {
     struct sl_req_out *o = e->req_out;
-    if (o->tls == tls && sl_req_replies(CONN(o))) sl_req_responses(CONN(o), buf, n);
+    if (o->live && o->tls == tls && sl_req_replies(CONN(o))) sl_req_responses(CONN(o), buf, n);
 }
 
 bool sl_reqout_replies(struct sl_fd *e)
 {
-    return sl_req_replies(CONN(e->req_out));
+    return e->req_out->live && sl_req_replies(CONN(e->req_out));
 }
 
 bool sl_reqout_tls(struct sl_fd *e)
 {
     struct sl_req_out *o = e->req_out;
-    if (o->tls) return true;
+    if (o->tls) return o->live || o->naming;
+    o->tls = true;
+    if (!o->live) return o->naming; /* its Host may still name it (name_step) */
     /* the plain scanner saw the handshake (and passed it through): the
      * requests start afresh in what the program gives the library */
     sl_req_conn_fini(CONN(o));
-    o->tls = true;
-    return sl_req_conn_init(CONN(o), o->rt, SL_OUT, NULL, &o->dst, sl_clock_now());
+    o->live = sl_req_conn_init_named(CONN(o), o->rt, SL_OUT, NULL, &o->dst,
+                                     o->name[0] ? o->name : NULL, sl_clock_now());
+    return o->live;
 }
 
 bool sl_reqout_h2(struct sl_fd *e)
@@ -410,6 +454,6 @@ void sl_reqout_free(struct sl_fd *e)
     if (!o) return;
     e->req_out = NULL;
     sl_free(o->kept);
-    sl_req_conn_fini(CONN(o));
+    if (o->live) sl_req_conn_fini(CONN(o));
     sl_free(o);
 }
