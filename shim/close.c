@@ -9,17 +9,30 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "close.h"
 #include "fd.h"
+#include "pending.h"
 #include "ready.h"
 #include "req.h"
+#include "reqout.h"
 #include "shim.h"
+
+void sl_fd_drop(int fd)
+{
+    struct sl_fd *e = sl_fd_get(fd);
+    if (!e) return;
+    sl_pending_drop(e);
+    sl_req_free(e);
+    sl_reqout_free(e);
+    sl_fd_forget(fd);
+}
 
 static void forget(int fd)
 {
     if (!atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed)) return;
     sl_listen_forget(fd);
     sl_ready_forget(fd); /* epoll fds and registrations too: one load when there are none */
-    if (sl_fd_get(fd)) sl_fd_forget(fd);
+    sl_fd_drop(fd);
 }
 
 SL_EXPORT int close(int fd)

@@ -46,6 +46,7 @@
 
 #include "../core/clock.h"
 #include "../core/log.h"
+#include "close.h"
 #include "fd.h"
 #include "pending.h"
 #include "ready.h"
@@ -173,6 +174,8 @@ SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
     }
     if ((nonblock && d.wait_ns) || cut) {
         if (sl_pending_hold(fd, sa, len, &d) == 0) {
+            struct sl_fd *held = sl_fd_get(fd);
+            sl_ready_throttle(fd, held, SL_IO_SEND, held->connect_at);
             errno = cut == EINTR ? EINTR : EINPROGRESS;
             return -1;
         }
@@ -188,7 +191,7 @@ SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
     int rc = REAL(connect)(fd, sa, len);
     if (rc < 0 && errno != EINPROGRESS && errno != EINTR) {
         int en = errno;
-        sl_fd_forget(fd);
+        sl_fd_drop(fd);
         errno = en;
     } else {
         sl_reqout_connect(rt, fd, &dst); /* its requests, if an outbound request rule matches */

@@ -65,8 +65,9 @@ struct sl_fd *sl_fd_get(int fd);
  * of range or memory ran out. */
 struct sl_fd *sl_fd_track(int fd);
 
-/* Forgets fd (close): releases its concurrency places when this was the
- * process's last descriptor for the connection. */
+/* Forgets fd's entry (close.h: sl_fd_drop frees what it carries first):
+ * releases its concurrency places when this was the process's last
+ * descriptor for the connection. */
 void sl_fd_forget(int fd);
 
 /* dup/dup2/dup3/F_DUPFD: newfd refers to the same connection. */

@@ -26,7 +26,7 @@
 #include "fd.h"
 #include "reqout.h"
 #include "shim.h"
-#include "tls.h"
+#include "tie.h"
 
 #define GNUTLS_VERSION "GNUTLS_3_4"
 #define GNUTLS_LIB     "libgnutls.so.30"

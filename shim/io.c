@@ -63,13 +63,14 @@
 #include "../core/clock.h"
 #include "../core/reply.h"
 #include "fd.h"
+#include "hold.h"
 #include "pending.h"
 #include "req.h"
 #include "reqout.h"
 #include "ready.h"
 #include "reload.h"
 #include "shim.h"
-#include "tls.h"
+#include "tie.h"
 #include "wait.h"
 
 #define IOV_LOCAL 64
@@ -291,12 +292,14 @@ static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, struct call *c, e
             return g;
         }
         if (*nb < 0) *nb = nonblocking(c);
-        if (*nb) {
-            sl_ready_throttle(c->fd, e, io, at);
-            errno = EAGAIN;
-            return 0;
+        struct sl_hold h = sl_hold_for(c->fd, e, io, *nb);
+        h.nonblock = *nb;
+        if (!*nb) { /* the call's own deadline and signal mask (see above) */
+            h.deadline = deadline(c, io);
+            h.deadline_known = true;
+            h.mask = hold_signals(c);
         }
-        if (sl_wait_until_masked(at, deadline(c, io), hold_signals(c)) != 0) return 0;
+        if (sl_hold_until(&h, now, at) != 0) return 0;
     }
 }
 
@@ -571,7 +574,7 @@ SL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 SL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
     struct call c = {.k = K_SEND, .fd = fd, .cbuf = buf, .len = len, .flags = flags};
-    if (sl_tls_tying) sl_tls_tie(fd); /* tls.h: a TLS client's own BIO (curl) */
+    if (sl_tls_tying) sl_tls_tie(fd); /* tie.h: a TLS client's own BIO (curl) */
     return run(&c, SL_IO_SEND, fd);
 }
 

@@ -11,6 +11,7 @@
 #include "../core/mem.h"
 #include "../core/request.h"
 #include "fd.h"
+#include "hold.h"
 #include "ready.h"
 #include "req.h"
 #include "reload.h"
@@ -85,13 +86,6 @@ static void denied(struct sl_req_fd *r, const struct sl_req_verdict *v)
 }
 
 /* EAGAIN until `until`: the readiness layer hides fd's reads until then. */
-static ssize_t not_yet(int fd, struct sl_fd *e, uint64_t until)
-{
-    sl_ready_throttle(fd, e, SL_IO_RECV, until);
-    errno = EAGAIN;
-    return -1;
-}
-
 ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
 {
     struct sl_req_fd *r = e->req;
@@ -101,8 +95,8 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
     if (r->phase == RESET) return errno = ECONNRESET, -1;
     if (sl_req_done(CONN(r))) return (ssize_t)len;
     int saved = errno;
-    uint64_t start = sl_clock_now();
-    uint64_t deadline = nonblock ? 0 : sl_wait_deadline(fd, SO_RCVTIMEO, start);
+    struct sl_hold h = sl_hold_for(fd, e, SL_IO_RECV, nonblock);
+    h.nonblock = nonblock; /* the caller asked already */
     char buf[PEEK_MAX];
     for (;;) {
         /* the kernel's own wait for data: timeouts and signals as usual */
@@ -134,9 +128,7 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
             errno = saved;
             return (ssize_t)len;
         }
-        uint64_t until = now + v.wait_ns;
-        if (nonblock) return not_yet(fd, e, until);
-        if (sl_wait_until(until, deadline) != 0) return -1; /* EINTR, or EAGAIN at SO_RCVTIMEO */
+        if (sl_hold_until(&h, now, now + v.wait_ns) != 0) return -1; /* EAGAIN, EINTR */
     }
 }
 
@@ -246,9 +238,9 @@ static bool stash_room(struct sl_req_fd *r)
     return r->stash || (r->stash = sl_alloc(STASH_MAX)) != NULL;
 }
 
-/* A held head on a non-blocking descriptor: nothing to read until `until`,
- * when the readiness layer announces it (new bytes wake nobody early). */
-static void hold(int fd, struct sl_fd *e, uint64_t until)
+/* Stashed bytes behind a held head: nothing to read until `until`, when
+ * the readiness layer announces them (new bytes wake nobody early). */
+static void due_at(int fd, struct sl_fd *e, uint64_t until)
 {
     sl_ready_throttle(fd, e, SL_IO_RECV, until);
     sl_ready_held_read(fd, e, until);
@@ -264,7 +256,7 @@ static void announce(int fd, struct sl_fd *e, const struct sl_req_verdict *v, bo
     if (e->req->stash_len == 0)
         sl_ready_held_read(fd, e, 0);
     else if (!left && v->status == SL_REQ_HOLD)
-        hold(fd, e, now + v->wait_ns);
+        due_at(fd, e, now + v->wait_ns);
     else
         sl_ready_held_read(fd, e, now);
 }
@@ -294,8 +286,9 @@ static ssize_t stash_read(int fd, struct sl_fd *e, void *buf, size_t num, bool p
     *how = SL_TLS_REAL;
     if (r->phase == ENDED) return *how = SL_TLS_EOF, 0;
     if (r->phase == RESET) return *how = SL_TLS_RESET, errno = ECONNRESET, -1;
-    int saved = errno, nonblock = -1;
-    uint64_t deadline = 0;
+    int saved = errno;
+    struct sl_hold h = sl_hold_for(fd, e, SL_IO_RECV, src->flags & MSG_DONTWAIT);
+    h.held_read = true; /* new bytes wake nobody early: the stash is announced at the turn */
     if (r->stash_len == 0 && !peek) { /* the common read: straight into buf */
         ssize_t n = src->read(src, buf, num);
         if (n <= 0) return n;
@@ -355,15 +348,7 @@ static ssize_t stash_read(int fd, struct sl_fd *e, void *buf, size_t num, bool p
             errno = saved;
             return give(fd, e, buf, num, r->stash_len, peek, &v, now);
         }
-        uint64_t until = now + v.wait_ns;
-        if (nonblock < 0) nonblock = (src->flags & MSG_DONTWAIT) || sl_fd_nonblocking(fd);
-        if (nonblock) {
-            hold(fd, e, until);
-            errno = EAGAIN;
-            return *how = SL_TLS_WANT_READ, -1;
-        }
-        if (!deadline) deadline = sl_wait_deadline(fd, SO_RCVTIMEO, now);
-        if (sl_wait_until(until, deadline) != 0) return *how = SL_TLS_WANT_READ, -1;
+        if (sl_hold_until(&h, now, now + v.wait_ns) != 0) return *how = SL_TLS_WANT_READ, -1;
     }
 }
 

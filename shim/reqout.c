@@ -14,10 +14,11 @@
 #include "../core/mem.h"
 #include "../core/names.h"
 #include "../core/request.h"
+#include "hold.h"
 #include "ready.h"
 #include "reload.h"
 #include "shim.h"
-#include "tlsbio.h"
+#include "tie.h"
 #include "unseen.h"
 #include "wait.h"
 
@@ -111,7 +112,7 @@ static void unseen_tls(struct sl_req_out *o, int fd, const void *buf, size_t len
         o->written = true;
         o->hello = type == 0x16;
         /* the ClientHello of a session over memory BIOs ties it here */
-        if (o->hello && sl_tlsbio_tie_hello(fd, buf, len)) o->bio = true;
+        if (o->hello && sl_tls_tie_hello(fd, buf, len)) o->bio = true;
         return;
     }
     if (o->bio) return;
@@ -138,35 +139,29 @@ static void unseen_tls(struct sl_req_out *o, int fd, const void *buf, size_t len
 #define REPLY_WAIT_NS SL_NS_PER_SEC
 
 /* A swallowed request's bytes: reported written, never sent. */
-static ssize_t swallow(int fd, struct sl_fd *e, const void *buf, size_t len, int rule,
-                       int *nonblock, uint64_t *deadline, bool *swallowed)
+static ssize_t swallow(struct sl_fd *e, const void *buf, size_t len, int rule, uint64_t now,
+                       struct sl_hold *h, bool *swallowed)
 {
     struct sl_req_conn *c = CONN(e->req_out);
-    uint64_t start = sl_clock_now();
-    for (;;) {
+    uint64_t start = now;
+    for (;;) { /* one clock read a pass: the decision and what follows it */
         const char *p;
         size_t queued = sl_req_inject_peek(c, &p);
-        size_t n = sl_req_swallow(c, buf, len, sl_clock_now());
+        size_t n = sl_req_swallow(c, buf, len, now);
         if (n > 0 || len == 0) {
-            if (sl_req_inject_peek(c, &p) > queued) sl_ready_held(fd, e, sl_clock_now());
+            if (sl_req_inject_peek(c, &p) > queued) sl_ready_held(h->fd, e, now);
             *swallowed = true;
             return (ssize_t)n;
         }
-        uint64_t now = sl_clock_now();
         bool lost = sl_req_swallow_lost(c);
-        if (*nonblock < 0 && !lost) *nonblock = sl_fd_nonblocking(fd);
-        if (*nonblock > 0 && !lost) {
-            sl_ready_throttle(fd, e, SL_IO_SEND, now + REPLY_POLL_NS);
-            errno = EAGAIN;
-            return -1;
-        }
-        if (lost || now - start >= REPLY_WAIT_NS) {
+        if (lost || (!sl_hold_nonblocking(h) && now - start >= REPLY_WAIT_NS)) {
             const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[rule];
             errno = r->err ? r->err : ECONNREFUSED;
             return -1;
         }
-        if (!*deadline) *deadline = sl_wait_deadline(fd, SO_SNDTIMEO, now);
-        if (sl_wait_until(now + REPLY_STEP_NS, *deadline) != 0) return -1;
+        if (sl_hold_until(h, now, now + (h->nonblock ? REPLY_POLL_NS : REPLY_STEP_NS)) != 0)
+            return -1;
+        now = sl_clock_now();
     }
 }
 
@@ -177,8 +172,8 @@ static ssize_t swallow(int fd, struct sl_fd *e, const void *buf, size_t len, int
 static ssize_t cipher_turn(int fd, struct sl_fd *e, size_t len, bool nonblock_flag)
 {
     struct sl_req_out *o = e->req_out;
-    int saved = errno, nonblock = nonblock_flag ? 1 : -1;
-    uint64_t deadline = 0;
+    int saved = errno;
+    struct sl_hold hd = sl_hold_for(fd, e, SL_IO_SEND, nonblock_flag);
     for (;;) {
         if (o->nholds == 0 || o->holds[0].at > o->sent) {
             uint64_t room = o->nholds ? o->holds[0].at - o->sent : len;
@@ -196,14 +191,7 @@ static ssize_t cipher_turn(int fd, struct sl_fd *e, size_t len, bool nonblock_fl
             memmove(o->holds, o->holds + 1, (size_t)--o->nholds * sizeof *h);
             continue;
         }
-        if (nonblock < 0) nonblock = sl_fd_nonblocking(fd);
-        if (nonblock) {
-            sl_ready_throttle(fd, e, SL_IO_SEND, h->until);
-            errno = EAGAIN;
-            return -1;
-        }
-        if (!deadline) deadline = sl_wait_deadline(fd, SO_SNDTIMEO, now);
-        if (sl_wait_until(h->until, deadline) != 0) return -1;
+        if (sl_hold_until(&hd, now, h->until) != 0) return -1;
     }
 }
 
@@ -287,8 +275,8 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
     if (sl_req_done(c)) return (ssize_t)len;
     struct sl_runtime *rt = sl_runtime();
     if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
-    int saved = errno, nonblock = nonblock_flag ? 1 : -1;
-    uint64_t deadline = 0;
+    int saved = errno;
+    struct sl_hold h = sl_hold_for(fd, e, SL_IO_SEND, nonblock_flag);
     for (;;) {
         uint64_t now = sl_clock_now();
         struct sl_req_verdict v;
@@ -305,7 +293,7 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
             return (ssize_t)ok;
         }
         if (v.status == SL_REQ_SWALLOW) {
-            ssize_t n = swallow(fd, e, buf, len, v.rule, &nonblock, &deadline, swallowed);
+            ssize_t n = swallow(e, buf, len, v.rule, now, &h, swallowed);
             if (n >= 0) {
                 atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
                 errno = saved;
@@ -320,15 +308,7 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
             errno = r->err ? r->err : ECONNREFUSED;
             return -1;
         }
-        uint64_t until = now + v.wait_ns; /* HOLD: its turn */
-        if (nonblock < 0) nonblock = sl_fd_nonblocking(fd);
-        if (nonblock) {
-            sl_ready_throttle(fd, e, SL_IO_SEND, until);
-            errno = EAGAIN;
-            return -1;
-        }
-        if (!deadline) deadline = sl_wait_deadline(fd, SO_SNDTIMEO, now);
-        if (sl_wait_until(until, deadline) != 0) return -1; /* EAGAIN at SO_SNDTIMEO, EINTR */
+        if (sl_hold_until(&h, now, now + v.wait_ns) != 0) return -1; /* HOLD: its turn */
     }
 }
 

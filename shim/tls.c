@@ -64,7 +64,7 @@
 #include "req.h"
 #include "reqout.h"
 #include "shim.h"
-#include "tls.h"
+#include "tie.h"
 #include "tlsbio.h"
 #include "unseen.h"
 
@@ -239,55 +239,6 @@ SL_EXPORT int SSL_read_early_data(SSL *ssl, void *buf, size_t num, size_t *readb
     }
     return REAL_SSL(read_early_data, "SSL_read_early_data", SSL_read_early_data)(ssl, buf, num,
                                                                                  readbytes);
-}
-
-/* Sessions over a BIO of the program's own (curl's), which SSL_get_wfd
- * cannot name, tied to the socket their handshake's first nested send
- * reached (sl_tls_tie). A few hundred at once; beyond that, not seen. */
-#define TIES 256
-static struct {
-    const SSL *_Atomic ssl;
-    _Atomic int fd;
-} ties[TIES];
-
-_Thread_local void *sl_tls_tying;
-
-void sl_tls_tie(int fd)
-{
-    const SSL *ssl = sl_tls_tying;
-    sl_tls_tying = NULL; /* the first send is the session's socket */
-    sl_tls_tie_to(ssl, fd);
-}
-
-void sl_tls_tie_to(const void *ssl, int fd)
-{
-    for (int i = 0; i < TIES; i++) {
-        const SSL *none = NULL;
-        if (atomic_load_explicit(&ties[i].ssl, memory_order_relaxed) == ssl) {
-            atomic_store(&ties[i].fd, fd);
-            return;
-        }
-        if (atomic_compare_exchange_strong(&ties[i].ssl, &none, ssl)) {
-            atomic_store(&ties[i].fd, fd);
-            return;
-        }
-    }
-}
-
-int sl_tls_tied_fd(const void *ssl)
-{
-    for (int i = 0; i < TIES; i++)
-        if (atomic_load_explicit(&ties[i].ssl, memory_order_acquire) == ssl)
-            return atomic_load(&ties[i].fd);
-    return -1;
-}
-
-void sl_tls_untie(const void *ssl)
-{
-    for (int i = 0; i < TIES; i++) {
-        const SSL *mine = ssl;
-        if (atomic_compare_exchange_strong(&ties[i].ssl, &mine, NULL)) return;
-    }
 }
 
 /* The handshake: a session without a descriptor of its own is tied to the
