@@ -1,0 +1,152 @@
+/* gate.c - the request gate of one descriptor: see gate.h. */
+#include "gate.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "../core/clock.h"
+#include "../core/mem.h"
+#include "hold.h"
+#include "ready.h"
+
+void sl_gate_denied(struct sl_gate *g, const struct sl_req_verdict *v)
+{
+    g->phase = v->action == SL_ACT_REJECT ? SL_GATE_RESET : SL_GATE_ENDED;
+    g->reply_len = v->reply_len < sizeof g->reply ? v->reply_len : sizeof g->reply;
+    memcpy(g->reply, v->reply, g->reply_len);
+}
+
+/* Read once per decision. */
+static uint64_t now_of(const struct sl_gate *g)
+{
+    return g->clock ? g->clock() : sl_clock_now();
+}
+
+static bool stash_room(struct sl_gate *g)
+{
+    return g->stash || (g->stash = sl_alloc(SL_GATE_STASH_MAX)) != NULL;
+}
+
+/* Stashed bytes behind a held head: nothing to read until `until`, when
+ * the readiness layer announces them (new bytes wake nobody early). */
+static void due_at(int fd, struct sl_fd *e, uint64_t until)
+{
+    sl_ready_throttle(fd, e, SL_IO_RECV, until);
+    sl_ready_held_read(fd, e, until);
+}
+
+/* Tells the readiness layer about what the stash holds after a read that
+ * gave the program bytes: nothing (forget it), or the bytes after what was
+ * given, due now (they may pass: `left`, or a partial head, or a denial)
+ * or at a held head's turn (v: what stopped what was given). */
+static void announce(struct sl_gate *g, int fd, struct sl_fd *e, const struct sl_req_verdict *v,
+                     bool left, uint64_t now)
+{
+    if (g->stash_len == 0)
+        sl_ready_held_read(fd, e, 0);
+    else if (!left && v->status == SL_REQ_HOLD)
+        due_at(fd, e, now + v->wait_ns);
+    else
+        sl_ready_held_read(fd, e, now);
+}
+
+/* Gives up to num of the ok stashed bytes that may pass (peek: copies
+ * them and keeps them). */
+static ssize_t give(struct sl_gate *g, int fd, struct sl_fd *e, void *buf, size_t num, size_t ok,
+                    bool peek, const struct sl_req_verdict *v, uint64_t now)
+{
+    size_t n = ok < num ? ok : num;
+    memcpy(buf, g->stash, n);
+    if (peek) return (ssize_t)n;
+    sl_req_passed(g->conn, g->stash, n);
+    memmove(g->stash, g->stash + n, g->stash_len - n);
+    g->stash_len -= n;
+    announce(g, fd, e, v, ok > n, now);
+    return (ssize_t)n;
+}
+
+void sl_gate_drop(struct sl_gate *g)
+{
+    if (g->stash) explicit_bzero(g->stash, g->stash_len);
+    g->stash_len = 0;
+}
+
+void sl_gate_end(struct sl_gate *g)
+{
+    sl_gate_drop(g);
+    sl_free(g->stash);
+    g->stash = NULL;
+}
+
+ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transport *t, void *buf,
+                     size_t num, bool peek, enum sl_tls_how *how)
+{
+    int fd = t->fd;
+    *how = SL_TLS_REAL;
+    if (g->phase == SL_GATE_ENDED) return *how = SL_TLS_EOF, 0;
+    if (g->phase == SL_GATE_RESET) return *how = SL_TLS_RESET, errno = ECONNRESET, -1;
+    int saved = errno;
+    struct sl_hold h = sl_hold_for(fd, e, SL_IO_RECV, t->flags & MSG_DONTWAIT);
+    h.held_read = true; /* new bytes wake nobody early: the stash is announced at the turn */
+    if (g->stash_len == 0 && !peek) { /* the common read: straight into buf */
+        ssize_t n = t->read(t, buf, num);
+        if (n <= 0) return n;
+        struct sl_req_verdict v;
+        uint64_t now = now_of(g);
+        size_t ok = sl_req_admit(g->conn, buf, (size_t)n, now, &v);
+        if (ok == (size_t)n || !stash_room(g)) { /* no memory: these pass as they are */
+            sl_req_passed(g->conn, buf, (size_t)n);
+            errno = saved;
+            return n;
+        }
+        memcpy(g->stash, (char *)buf + ok, (size_t)n - ok);
+        g->stash_len = (size_t)n - ok;
+        if (ok > 0) {
+            sl_req_passed(g->conn, buf, ok);
+            announce(g, fd, e, &v, false, now);
+            errno = saved;
+            return (ssize_t)ok;
+        }
+    }
+    for (;;) {
+        struct sl_req_verdict v = {.status = SL_REQ_NEED_MORE};
+        uint64_t now = now_of(g);
+        size_t ok = g->stash_len ? sl_req_admit(g->conn, g->stash, g->stash_len, now, &v) : 0;
+        if (v.status == SL_REQ_NEED_MORE && ok == 0) {
+            /* an incomplete head (or nothing yet): what the transport has */
+            if (!stash_room(g)) return t->read(t, buf, num); /* no memory: unscanned */
+            size_t room = SL_GATE_STASH_MAX - g->stash_len;
+            ssize_t n = room == 0      ? 0 /* cannot happen: heads over 16 KiB pass */
+                        : g->stash_len ? t->more(t, g->stash + g->stash_len, room)
+                                       : t->read(t, g->stash, num < room ? num : room);
+            if (n > 0) {
+                g->stash_len += (size_t)n;
+                continue;
+            }
+            if (g->stash_len == 0) return n; /* the transport's own answer: wait, end, error */
+            /* nothing more now: the partial head goes to the program (the
+             * transport's answer, if it was an end or an error, comes again
+             * at the next read) */
+            errno = saved;
+            return give(g, fd, e, buf, num, g->stash_len, peek, &v, now);
+        }
+        if (ok > 0) {
+            errno = saved;
+            return give(g, fd, e, buf, num, ok, peek, &v, now);
+        }
+        if (v.status == SL_REQ_DENY) {
+            sl_gate_denied(g, &v);
+            sl_gate_drop(g);
+            sl_ready_held_read(fd, e, 0);
+            if (g->phase == SL_GATE_RESET) return *how = SL_TLS_RESET, errno = ECONNRESET, -1;
+            errno = saved;
+            return *how = SL_TLS_EOF, 0;
+        }
+        if (v.status != SL_REQ_HOLD) { /* nothing may pass yet nothing stopped it: cannot happen */
+            errno = saved;
+            return give(g, fd, e, buf, num, g->stash_len, peek, &v, now);
+        }
+        if (sl_hold_until(&h, now, now + v.wait_ns) != 0) return *how = SL_TLS_WANT_READ, -1;
+    }
+}
