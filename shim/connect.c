@@ -146,8 +146,8 @@ SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
     if (rt) rt = sl_reload_check(rt); /* `sluice reload` published a new configuration */
     if (!rt || !rt->any_out || !sl_addr_from_sockaddr(&dst, sa, len))
         return REAL(connect)(fd, sa, len);
-    if (!sl_out_matches(rt, &dst)) return rt->any_req_names ? named(rt, fd, sa, len, &dst)
-                                                            : REAL(connect)(fd, sa, len);
+    if (!sl_out_matches(rt, &dst))
+        return rt->any_req_names ? named(rt, fd, sa, len, &dst) : REAL(connect)(fd, sa, len);
     if ((e = sl_fd_get(fd)) && sl_pending_held(e)) return sl_pending_again(e);
     /* Not TCP, or a connect the kernel already has in hand: the kernel
      * answers (EALREADY, EISCONN, ...), and nothing is counted again. */

@@ -13,8 +13,11 @@
 void sl_gate_denied(struct sl_gate *g, const struct sl_req_verdict *v)
 {
     g->phase = v->action == SL_ACT_REJECT ? SL_GATE_RESET : SL_GATE_ENDED;
-    g->reply_len = v->reply_len < sizeof g->reply ? v->reply_len : sizeof g->reply;
-    memcpy(g->reply, v->reply, g->reply_len);
+    /* memory for it only now: most connections are never denied */
+    if (g->phase == SL_GATE_ENDED && !g->reply && (g->reply = sl_alloc(v->reply_len + 1))) {
+        memcpy(g->reply, v->reply, v->reply_len);
+        g->reply_len = v->reply_len;
+    }
 }
 
 /* Read once per decision. */
@@ -77,6 +80,8 @@ void sl_gate_end(struct sl_gate *g)
     sl_gate_drop(g);
     sl_free(g->stash);
     g->stash = NULL;
+    sl_free(g->reply);
+    g->reply = NULL;
 }
 
 ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transport *t, void *buf,

@@ -40,7 +40,6 @@
 
 /* A head of the largest size the scanner reads, and one more read after it. */
 #define SL_GATE_STASH_MAX (2 * 16384 + 2)
-#define SL_GATE_REPLY_MAX 1024
 
 /* How the gate reads: read may block as the program's call would; more
  * never waits. Both return > 0, or <= 0 (the transport's own answer:
@@ -67,7 +66,7 @@ struct sl_gate {
     uint64_t (*clock)(void); /* NULL: sl_clock_now (unit tests inject theirs) */
     bool replied;            /* the 429 was written */
     size_t reply_len;
-    char reply[SL_GATE_REPLY_MAX];
+    char *reply; /* the 429 a denial keeps (allocated then, NUL-terminated), or NULL */
 };
 
 /* What the program's call to a TLS library's error function must then say. */
@@ -79,7 +78,7 @@ enum sl_tls_how {
 };
 
 /* A denial decided v: the phase ends (reply) or resets (reject), and its
- * response is kept for the end. */
+ * response is kept for the end (no memory: none is written). */
 void sl_gate_denied(struct sl_gate *g, const struct sl_req_verdict *v);
 
 /* Reads up to num bytes the program may have into buf through t (peek:
@@ -91,7 +90,7 @@ ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transpo
 /* Forgets what the stash holds (a request's secrets: zeroed). */
 void sl_gate_drop(struct sl_gate *g);
 
-/* The connection ends: the stash is freed. */
+/* The connection ends: the stash and the 429 are freed. */
 void sl_gate_end(struct sl_gate *g);
 
 #endif

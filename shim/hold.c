@@ -22,8 +22,7 @@ int sl_hold_until(struct sl_hold *h, uint64_t now, uint64_t until)
         return -1;
     }
     if (!h->deadline_known) {
-        h->deadline =
-            sl_wait_deadline(h->fd, h->io == SL_IO_RECV ? SO_RCVTIMEO : SO_SNDTIMEO, now);
+        h->deadline = sl_wait_deadline(h->fd, h->io == SL_IO_RECV ? SO_RCVTIMEO : SO_SNDTIMEO, now);
         h->deadline_known = true;
     }
     return h->mask ? sl_wait_until_masked(until, h->deadline, h->mask)

@@ -20,11 +20,11 @@ struct sl_hold {
     int fd;
     struct sl_fd *e;
     enum sl_io io;
-    int nonblock;          /* -1: asked at the first hold (fcntl), then 0 or 1 */
-    bool held_read;        /* non-blocking: bytes sluice keeps are announced then too */
-    bool deadline_known;   /* deadline was read (0: the socket has no timeout) */
-    uint64_t deadline;     /* the call's end by its socket timeout */
-    const sigset_t *mask;  /* blocking: the mask to wait under (io.c), NULL: the caller's */
+    int nonblock;         /* -1: asked at the first hold (fcntl), then 0 or 1 */
+    bool held_read;       /* non-blocking: bytes sluice keeps are announced then too */
+    bool deadline_known;  /* deadline was read (0: the socket has no timeout) */
+    uint64_t deadline;    /* the call's end by its socket timeout */
+    const sigset_t *mask; /* blocking: the mask to wait under (io.c), NULL: the caller's */
 };
 
 /* A hold for a call on fd; nonblock: the call said so itself (MSG_DONTWAIT). */

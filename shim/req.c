@@ -31,10 +31,10 @@ struct sl_req_fd {
     struct sl_runtime *rt;
     struct sl_addr local, peer;
     bool has_local;
-    bool tls;    /* the requests are read through the TLS library */
-    bool first;  /* the first byte from the peer has been seen */
-    bool hello;  /* ... and it opened a TLS handshake */
-    void *ssl;   /* that library's connection (an SSL *), NULL once freed */
+    bool tls;   /* the requests are read through the TLS library */
+    bool first; /* the first byte from the peer has been seen */
+    bool hello; /* ... and it opened a TLS handshake */
+    void *ssl;  /* that library's connection (an SSL *), NULL once freed */
     _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn: sl_req_conn_size() */
 };
 
@@ -134,8 +134,10 @@ static void reply(int fd, struct sl_req_fd *r)
     r->g.replied = true;
     int saved = errno;
     /* after every response the program wrote: it read end-of-file first */
-    ssize_t n = REAL(send)(fd, r->g.reply, r->g.reply_len, MSG_DONTWAIT | MSG_NOSIGNAL);
-    (void)n;
+    if (r->g.reply_len) {
+        ssize_t n = REAL(send)(fd, r->g.reply, r->g.reply_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        (void)n;
+    }
     errno = saved;
 }
 
@@ -274,7 +276,7 @@ void sl_req_tls_end(struct sl_fd *e, void *ssl, const struct sl_tls_ops *ops)
     if (r->g.phase == SL_GATE_ENDED && !r->g.replied) {
         r->g.replied = true;
         int saved = errno;
-        ops->write(ssl, r->g.reply, (int)r->g.reply_len);
+        if (r->g.reply_len) ops->write(ssl, r->g.reply, (int)r->g.reply_len);
         errno = saved;
     }
 }

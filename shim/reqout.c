@@ -25,22 +25,22 @@
 struct sl_req_out {
     struct sl_runtime *rt;
     struct sl_addr dst;
-    bool tls;                                   /* requests are written through SSL_write */
-    bool hello;                                 /* its first write was a TLS handshake record */
-    bool written;                               /* something was written */
-    bool h2;                                    /* its plaintext opened with the HTTP/2 preface */
-    bool tls_written;                           /* a plaintext write was seen */
-    char *kept;                                 /* sl_reqout_keep: taken, not yet written */
+    bool tls;         /* requests are written through SSL_write */
+    bool hello;       /* its first write was a TLS handshake record */
+    bool written;     /* something was written */
+    bool h2;          /* its plaintext opened with the HTTP/2 preface */
+    bool tls_written; /* a plaintext write was seen */
+    char *kept;       /* sl_reqout_keep: taken, not yet written */
     size_t nkept;
-    bool bio;      /* its records come from memory BIOs (tlsbio.h) */
+    bool bio; /* its records come from memory BIOs (tlsbio.h) */
     /* live: conn below is started (a request rule matched). Otherwise the
      * state is this struct alone (no conn: allocated for what the rule
      * needs) and `naming` says whether the client's first bytes may still
      * name a destination a rule names (SNI, Host: see name_step). */
     bool live, naming;
     char name[SL_HOST_MAX]; /* the SNI that made it live, for the TLS restart */
-    uint64_t sent; /* bytes the program sent on the socket */
-    int nholds;    /* bio: where the ciphertext must wait */
+    uint64_t sent;          /* bytes the program sent on the socket */
+    int nholds;             /* bio: where the ciphertext must wait */
     struct hold {
         uint64_t at;    /* the stream offset of the held request's first record */
         uint64_t until; /* its turn */

@@ -78,7 +78,8 @@ void sl_tls_wait_hello(const void *ssl, const unsigned char r[SL_TLS_RANDOM_LEN]
     for (int i = free_at < 0 ? WAITING : free_at; i < WAITING; i++) {
         const void *none = NULL;
         if (atomic_compare_exchange_strong(&waiting[i].ssl, &none, (const void *)1)) {
-            memcpy(waiting[i].random, r, SL_TLS_RANDOM_LEN); /* claimed with a marker, then published */
+            memcpy(waiting[i].random, r,
+                   SL_TLS_RANDOM_LEN); /* claimed with a marker, then published */
             atomic_store_explicit(&waiting[i].ssl, ssl, memory_order_release);
             return;
         }

@@ -21,9 +21,9 @@ static size_t hello(unsigned char *b, const char *name)
     b[i++] = 1, b[i++] = 0, b[i++] = (unsigned char)(hs >> 8), b[i++] = (unsigned char)hs;
     b[i++] = 3, b[i++] = 3;
     memset(b + i, 0xab, 32), i += 32;
-    b[i++] = 0;                            /* session id */
+    b[i++] = 0;                                           /* session id */
     b[i++] = 0, b[i++] = 2, b[i++] = 0x13, b[i++] = 0x01; /* one cipher suite */
-    b[i++] = 1, b[i++] = 0;                /* compression: null */
+    b[i++] = 1, b[i++] = 0;                               /* compression: null */
     b[i++] = (unsigned char)(ext >> 8), b[i++] = (unsigned char)ext;
     b[i++] = 0, b[i++] = 23, b[i++] = 0, b[i++] = 0; /* extended_master_secret, empty */
     b[i++] = 0, b[i++] = 0, b[i++] = (unsigned char)((n + 5) >> 8), b[i++] = (unsigned char)(n + 5);
