@@ -511,11 +511,17 @@ static ssize_t reply_read(struct sl_runtime *rt, struct sl_fd *e, struct call *c
     return got;
 }
 
-static ssize_t run(struct call *c, enum sl_io io, int fd)
+/* The entry of fd when sluice has work on it (then *rt is the runtime,
+ * the one fetched for the whole call), else NULL: the call goes straight
+ * to the kernel, before anything is built for it. */
+static inline struct sl_fd *watched(int fd, struct sl_runtime **rt)
 {
-    struct sl_runtime *rt = sl_runtime();
-    struct sl_fd *e;
-    if (!rt || !(rt->any_bytes || rt->any_out) || !(e = sl_fd_get(fd))) return real_call(c, c->len);
+    *rt = sl_runtime();
+    return *rt && ((*rt)->any_bytes || (*rt)->any_out) ? sl_fd_get(fd) : NULL;
+}
+
+static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum sl_io io)
+{
     rt = sl_reload_check(rt);
     if (sl_pending_held(e) && sl_pending_io(c->fd, e) < 0) return -1;
     if (io == SL_IO_RECV && e->req && c->len) return request_read(rt, e, c);
@@ -528,13 +534,19 @@ static ssize_t run(struct call *c, enum sl_io io, int fd)
 
 SL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(recv)(fd, buf, len, flags);
     struct call c = {.k = K_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags};
-    return run(&c, SL_IO_RECV, fd);
+    return run(rt, e, &c, SL_IO_RECV);
 }
 
 SL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
                            socklen_t *fromlen)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
     struct call c = {.k = K_RECVFROM,
                      .fd = fd,
                      .buf = buf,
@@ -542,85 +554,112 @@ SL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sock
                      .flags = flags,
                      .from = from,
                      .fromlen = fromlen};
-    return run(&c, SL_IO_RECV, fd);
+    return run(rt, e, &c, SL_IO_RECV);
 }
 
 SL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(recvmsg)(fd, msg, flags);
     struct call c = {.k = K_RECVMSG,
                      .fd = fd,
                      .msg = msg,
                      .flags = flags,
                      .len = msg ? iov_total(msg->msg_iov, (int)msg->msg_iovlen) : 0};
-    return run(&c, SL_IO_RECV, fd);
+    return run(rt, e, &c, SL_IO_RECV);
 }
 
 SL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(read)(fd, buf, len);
     struct call c = {.k = K_READ, .fd = fd, .buf = buf, .len = len};
-    return run(&c, SL_IO_RECV, fd);
+    return run(rt, e, &c, SL_IO_RECV);
 }
 
 SL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(readv)(fd, iov, iovcnt);
     struct call c = {.k = K_READV,
                      .fd = fd,
                      .iov = iov,
                      .iovcnt = iovcnt,
                      .len = iovcnt > 0 ? iov_total(iov, iovcnt) : 0};
-    return run(&c, SL_IO_RECV, fd);
+    return run(rt, e, &c, SL_IO_RECV);
 }
 
 SL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
-    struct call c = {.k = K_SEND, .fd = fd, .cbuf = buf, .len = len, .flags = flags};
     if (sl_tls_tying) sl_tls_tie(fd); /* tie.h: a TLS client's own BIO (curl) */
-    return run(&c, SL_IO_SEND, fd);
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(send)(fd, buf, len, flags);
+    struct call c = {.k = K_SEND, .fd = fd, .cbuf = buf, .len = len, .flags = flags};
+    return run(rt, e, &c, SL_IO_SEND);
 }
 
 SL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
                          socklen_t tolen)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(sendto)(fd, buf, len, flags, to, tolen);
     struct call c = {
         .k = K_SENDTO, .fd = fd, .cbuf = buf, .len = len, .flags = flags, .to = to, .tolen = tolen};
-    return run(&c, SL_IO_SEND, fd);
+    return run(rt, e, &c, SL_IO_SEND);
 }
 
 SL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(sendmsg)(fd, msg, flags);
     struct call c = {.k = K_SENDMSG,
                      .fd = fd,
                      .cmsg = msg,
                      .flags = flags,
                      .len = msg ? iov_total(msg->msg_iov, (int)msg->msg_iovlen) : 0};
-    return run(&c, SL_IO_SEND, fd);
+    return run(rt, e, &c, SL_IO_SEND);
 }
 
 SL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(write)(fd, buf, len);
     struct call c = {.k = K_WRITE, .fd = fd, .cbuf = buf, .len = len};
-    return run(&c, SL_IO_SEND, fd);
+    return run(rt, e, &c, SL_IO_SEND);
 }
 
 SL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(writev)(fd, iov, iovcnt);
     struct call c = {.k = K_WRITEV,
                      .fd = fd,
                      .iov = iov,
                      .iovcnt = iovcnt,
                      .len = iovcnt > 0 ? iov_total(iov, iovcnt) : 0};
-    return run(&c, SL_IO_SEND, fd);
+    return run(rt, e, &c, SL_IO_SEND);
 }
 
 SL_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(out_fd, &rt);
+    if (!e) return REAL(sendfile)(out_fd, in_fd, offset, count);
     struct call c = {.k = K_SENDFILE,
                      .fd = out_fd,
                      .out_fd = out_fd,
                      .in_fd = in_fd,
                      .off = offset,
                      .len = count};
-    return run(&c, SL_IO_SEND, out_fd);
+    return run(rt, e, &c, SL_IO_SEND);
 }
 
 /* On 64-bit glibc sendfile64 is the same function under another name;
@@ -645,12 +684,12 @@ SL_EXPORT ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out,
         struct sl_fd *e = sl_fd_get(fd_out);
         if (e && e->bytes_rule[SL_IO_SEND] >= 0) {
             c.fd = fd_out;
-            return run(&c, SL_IO_SEND, fd_out);
+            return run(rt, e, &c, SL_IO_SEND);
         }
         e = sl_fd_get(fd_in);
         if (e && e->bytes_rule[SL_IO_RECV] >= 0) {
             c.fd = fd_in;
-            return run(&c, SL_IO_RECV, fd_in);
+            return run(rt, e, &c, SL_IO_RECV);
         }
     }
     return real_call(&c, len);
