@@ -38,7 +38,7 @@ static void forget(int fd)
 SL_EXPORT int close(int fd)
 {
     struct sl_fd *e = sl_fd_get(fd);
-    bool linger = e && e->req && sl_req_close(fd, e); /* a 429 to write first */
+    bool linger = e && sl_gate_in(e) && sl_req_close(fd, e); /* a 429 to write first */
     forget(fd); /* before the descriptor can be closed by linger.c and reused */
     if (!linger) return REAL(close)(fd);
     sl_linger_add(fd);
@@ -52,7 +52,7 @@ SL_EXPORT int shutdown(int fd, int how)
 {
     struct sl_fd *e;
     if (how != SHUT_RD && atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed) &&
-        (e = sl_fd_get(fd)) && e->req)
+        (e = sl_fd_get(fd)) && sl_gate_in(e))
         sl_req_shutdown(fd, e);
     return REAL(shutdown)(fd, how);
 }

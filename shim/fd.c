@@ -42,8 +42,7 @@ static void reset(struct sl_fd *e)
     atomic_store(&e->connect_error, 0);
     e->redecide = false;
     e->peerlen = 0;
-    e->req = NULL;
-    e->req_out = NULL;
+    e->gate = NULL;
 }
 
 struct sl_fd *sl_fd_track(int fd)

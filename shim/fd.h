@@ -24,8 +24,7 @@
 
 #define SL_FD_MAX 65536
 
-struct sl_req_fd;
-struct sl_req_out;
+struct sl_gate;
 
 enum sl_io { SL_IO_RECV = 0, SL_IO_SEND = 1 };
 
@@ -54,8 +53,9 @@ struct sl_fd {
     _Atomic int connect_error;
     struct sockaddr_storage peer;
     socklen_t peerlen;
-    struct sl_req_fd *req;      /* requests on an inbound connection (req.c), or NULL */
-    struct sl_req_out *req_out; /* requests on an outbound connection (reqout.c), or NULL */
+    /* requests on the connection (gate.h: its direction says whose, req.c
+     * inbound, reqout.c outbound), or NULL; close.c frees it */
+    struct sl_gate *gate;
 };
 
 /* The entry for fd, or NULL when fd is not tracked. Cheap: call freely. */

@@ -59,6 +59,7 @@ enum sl_gate_phase {
 };
 
 struct sl_gate {
+    enum sl_dir dir; /* SL_IN: req.c's (struct sl_req_fd); SL_OUT: reqout.c's */
     enum sl_gate_phase phase;
     struct sl_req_conn *conn; /* core's connection object */
     char *stash;              /* allocated at the first head held back */
@@ -76,6 +77,17 @@ enum sl_tls_how {
     SL_TLS_EOF,       /* a clean end of the stream: a denied request */
     SL_TLS_RESET,     /* a reset (reject): errno ECONNRESET */
 };
+
+/* The descriptor's gate of one direction, or NULL. */
+static inline struct sl_gate *sl_gate_in(const struct sl_fd *e)
+{
+    return e->gate && e->gate->dir == SL_IN ? e->gate : NULL;
+}
+
+static inline struct sl_gate *sl_gate_out(const struct sl_fd *e)
+{
+    return e->gate && e->gate->dir == SL_OUT ? e->gate : NULL;
+}
 
 /* A denial decided v: the phase ends (reply) or resets (reject), and its
  * response is kept for the end (no memory: none is written). */

@@ -39,6 +39,8 @@ struct sl_req_fd {
 };
 
 #define CONN(r) ((struct sl_req_conn *)(void *)(r)->conn)
+/* The inbound state of a descriptor whose gate is inbound (g comes first). */
+#define REQ(e) ((struct sl_req_fd *)(void *)(e)->gate)
 
 void sl_req_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
                    const struct sl_addr *peer)
@@ -54,10 +56,11 @@ void sl_req_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
         return;
     }
     r->rt = rt;
+    r->g.dir = SL_IN;
     r->g.conn = CONN(r);
     r->peer = *peer;
     if ((r->has_local = local != NULL)) r->local = *local;
-    e->req = r;
+    e->gate = &r->g;
     errno = saved;
 }
 
@@ -73,7 +76,7 @@ static void fresh(struct sl_req_fd *r)
 /* EAGAIN until `until`: the readiness layer hides fd's reads until then. */
 ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
 {
-    struct sl_req_fd *r = e->req;
+    struct sl_req_fd *r = REQ(e);
     if (r->tls) return (ssize_t)len; /* ciphertext: the library's reads are the requests */
     fresh(r);
     if (r->g.phase == SL_GATE_ENDED) return 0;
@@ -119,7 +122,7 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
 
 void sl_req_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, size_t got)
 {
-    struct sl_req_fd *r = e->req;
+    struct sl_req_fd *r = REQ(e);
     if (r->tls) return;
     for (int i = 0; i < iovcnt && got > 0; i++) {
         size_t n = iov[i].iov_len < got ? iov[i].iov_len : got;
@@ -143,12 +146,12 @@ static void reply(int fd, struct sl_req_fd *r)
 
 void sl_req_shutdown(int fd, struct sl_fd *e)
 {
-    if (e->req->g.phase == SL_GATE_ENDED) reply(fd, e->req);
+    if (REQ(e)->g.phase == SL_GATE_ENDED) reply(fd, REQ(e));
 }
 
 bool sl_req_close(int fd, struct sl_fd *e)
 {
-    struct sl_req_fd *r = e->req;
+    struct sl_req_fd *r = REQ(e);
     if (r->g.phase == SL_GATE_RESET) { /* as an inbound reject: the client sees a reset */
         struct linger lg = {.l_onoff = 1, .l_linger = 0};
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
@@ -164,8 +167,8 @@ bool sl_req_close(int fd, struct sl_fd *e)
 
 void sl_req_free(struct sl_fd *e)
 {
-    struct sl_req_fd *r = e->req;
-    if (!r) return;
+    struct sl_req_fd *r = REQ(e);
+    if (!sl_gate_in(e)) return;
     static _Atomic bool told;
     if (r->hello && !r->tls && !atomic_exchange(&told, true)) {
         char addr[64];
@@ -176,7 +179,7 @@ void sl_req_free(struct sl_fd *e)
                "TLS library): its requests were not limited (said once)",
                addr);
     }
-    e->req = NULL;
+    e->gate = NULL;
     sl_req_conn_fini(CONN(r));
     sl_gate_end(&r->g); /* the stash: a request's secrets, zeroed */
     sl_free(r);
@@ -202,7 +205,7 @@ static ssize_t sock_more(const struct sl_transport *t, void *buf, size_t n)
 
 ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
 {
-    struct sl_req_fd *r = e->req;
+    struct sl_req_fd *r = REQ(e);
     if (r->tls || (r->g.stash_len == 0 && sl_req_done(CONN(r))))
         return REAL(recv)(fd, buf, len, flags);
     fresh(r);
@@ -214,7 +217,7 @@ ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
 
 bool sl_req_stashed(const struct sl_fd *e)
 {
-    return e->req->g.stash_len != 0;
+    return REQ(e)->g.stash_len != 0;
 }
 
 /* ---- requests read through a TLS library (shim/tls.c) ---- */
@@ -257,7 +260,7 @@ static ssize_t tls_more(const struct sl_transport *t, void *buf, size_t n)
 int sl_req_tls_read(int fd, struct sl_fd *e, void *ssl, void *buf, int num,
                     const struct sl_tls_ops *ops, enum sl_tls_how *how)
 {
-    struct sl_req_fd *r = e->req;
+    struct sl_req_fd *r = REQ(e);
     *how = SL_TLS_REAL;
     if (!r->tls && !tls_begin(r)) return ops->read(ssl, buf, num);
     r->ssl = ssl;
@@ -271,7 +274,7 @@ int sl_req_tls_read(int fd, struct sl_fd *e, void *ssl, void *buf, int num,
 
 void sl_req_tls_end(struct sl_fd *e, void *ssl, const struct sl_tls_ops *ops)
 {
-    struct sl_req_fd *r = e->req;
+    struct sl_req_fd *r = REQ(e);
     if (!r->tls || r->ssl != ssl) return;
     if (r->g.phase == SL_GATE_ENDED && !r->g.replied) {
         r->g.replied = true;
@@ -283,10 +286,10 @@ void sl_req_tls_end(struct sl_fd *e, void *ssl, const struct sl_tls_ops *ops)
 
 void sl_req_tls_free(struct sl_fd *e, void *ssl)
 {
-    if (e->req->ssl == ssl) e->req->ssl = NULL;
+    if (REQ(e)->ssl == ssl) REQ(e)->ssl = NULL;
 }
 
 bool sl_req_tls_denied(struct sl_fd *e, const void *ssl)
 {
-    return e->req->tls && e->req->ssl == ssl && e->req->g.phase == SL_GATE_ENDED;
+    return REQ(e)->tls && REQ(e)->ssl == ssl && REQ(e)->g.phase == SL_GATE_ENDED;
 }

@@ -23,6 +23,7 @@
 #include "wait.h"
 
 struct sl_req_out {
+    struct sl_gate g; /* first: the descriptor's gate (fd.h); g.conn is conn below when live */
     struct sl_runtime *rt;
     struct sl_addr dst;
     bool tls;         /* requests are written through SSL_write */
@@ -49,7 +50,9 @@ struct sl_req_out {
     _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn */
 };
 
-#define CONN(o)    ((struct sl_req_conn *)(void *)(o)->conn)
+#define CONN(o) ((struct sl_req_conn *)(void *)(o)->conn)
+/* The outbound state of a descriptor whose gate is outbound (g comes first). */
+#define OUT(e)     ((struct sl_req_out *)(void *)(e)->gate)
 #define H2_PREFACE "PRI * HTTP/2.0\r\n"
 
 void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
@@ -68,11 +71,13 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
         errno = saved;
         return;
     }
-    if (e->req_out) sl_reqout_free(e);
+    sl_reqout_free(e);
+    o->g.dir = SL_OUT;
+    o->g.conn = live ? CONN(o) : NULL;
     o->rt = rt;
     o->dst = *dst;
     o->live = live;
-    e->req_out = o;
+    e->gate = &o->g;
     errno = saved;
 }
 
@@ -80,11 +85,11 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
  * (a ClientHello's SNI, or a request head's Host) or, when the ClientHello
  * named none, its first plaintext write through TLS (Host) either matches
  * a rule by name, and the requests are counted from here on (the state
- * grows to hold them: e->req_out changes), or ends the wait. True when the
+ * grows to hold them: OUT(e) changes), or ends the wait. True when the
  * connection is live. */
 static bool name_step(struct sl_fd *e, const void *buf, size_t len, bool tls)
 {
-    struct sl_req_out *o = e->req_out;
+    struct sl_req_out *o = OUT(e);
     char name[SL_HOST_MAX];
     bool hello = !tls && len && ((const unsigned char *)buf)[0] == 0x16;
     bool found = hello ? sl_name_sni(buf, len, name, sizeof name)
@@ -94,7 +99,9 @@ static bool name_step(struct sl_fd *e, const void *buf, size_t len, bool tls)
     if (!found) return false;
     struct sl_req_out *big = sl_realloc(o, sizeof *o + sl_req_conn_size());
     if (!big) return false;
-    e->req_out = o = big;
+    o = big;
+    e->gate = &o->g;
+    o->g.conn = CONN(o);
     o->live = sl_req_conn_init_named(CONN(o), o->rt, SL_OUT, NULL, &o->dst, name, sl_clock_now());
     if (o->live && hello) snprintf(o->name, sizeof o->name, "%s", name);
     return o->live;
@@ -142,7 +149,7 @@ static void unseen_tls(struct sl_req_out *o, int fd, const void *buf, size_t len
 static ssize_t swallow(struct sl_fd *e, const void *buf, size_t len, int rule, uint64_t now,
                        struct sl_hold *h, bool *swallowed)
 {
-    struct sl_req_conn *c = CONN(e->req_out);
+    struct sl_req_conn *c = CONN(OUT(e));
     uint64_t start = now;
     for (;;) { /* one clock read a pass: the decision and what follows it */
         const char *p;
@@ -171,7 +178,7 @@ static ssize_t swallow(struct sl_fd *e, const void *buf, size_t len, int rule, u
  * the write. */
 static ssize_t cipher_turn(int fd, struct sl_fd *e, size_t len, bool nonblock_flag)
 {
-    struct sl_req_out *o = e->req_out;
+    struct sl_req_out *o = OUT(e);
     int saved = errno;
     struct sl_hold hd = sl_hold_for(fd, e, SL_IO_SEND, nonblock_flag);
     for (;;) {
@@ -212,14 +219,14 @@ static void add_hold(struct sl_req_out *o, uint64_t at, uint64_t until, int err)
 
 bool sl_reqout_bio(struct sl_fd *e)
 {
-    return e->req_out->bio;
+    return OUT(e)->bio;
 }
 
 ssize_t sl_reqout_bio_write(int fd, struct sl_fd *e, const void *buf, size_t n,
                             sl_reqout_write_fn w, void *session, uint64_t (*offset)(void *session))
 {
-    if (!e->req_out->live && e->req_out->naming) name_step(e, buf, n, true);
-    struct sl_req_out *o = e->req_out;
+    if (!OUT(e)->live && OUT(e)->naming) name_step(e, buf, n, true);
+    struct sl_req_out *o = OUT(e);
     struct sl_req_conn *c = CONN(o);
     (void)fd;
     struct sl_runtime *rt = sl_runtime();
@@ -261,15 +268,15 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
                                bool nonblock_flag, bool tls, bool *swallowed)
 {
     *swallowed = false;
-    if (len && !tls && !e->req_out->tls) unseen_tls(e->req_out, fd, buf, len);
-    bool live = e->req_out->live || (e->req_out->naming && name_step(e, buf, len, tls));
-    if (!tls && e->req_out->bio) return cipher_turn(fd, e, len, nonblock_flag);
+    if (len && !tls && !OUT(e)->tls) unseen_tls(OUT(e), fd, buf, len);
+    bool live = OUT(e)->live || (OUT(e)->naming && name_step(e, buf, len, tls));
+    if (!tls && OUT(e)->bio) return cipher_turn(fd, e, len, nonblock_flag);
     if (!live) return (ssize_t)len; /* no request rule matches (yet) */
-    struct sl_req_conn *c = CONN(e->req_out);
-    if (e->req_out->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
-    if (tls && !e->req_out->tls_written && len) {
-        e->req_out->tls_written = true;
-        e->req_out->h2 =
+    struct sl_req_conn *c = CONN(OUT(e));
+    if (OUT(e)->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
+    if (tls && !OUT(e)->tls_written && len) {
+        OUT(e)->tls_written = true;
+        OUT(e)->h2 =
             len >= sizeof H2_PREFACE - 1 && !memcmp(buf, H2_PREFACE, sizeof H2_PREFACE - 1);
     }
     if (sl_req_done(c)) return (ssize_t)len;
@@ -314,13 +321,13 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
 
 void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls)
 {
-    if (!tls) e->req_out->sent += n;
-    if (e->req_out->live && e->req_out->tls == tls) sl_req_passed(CONN(e->req_out), buf, n);
+    if (!tls) OUT(e)->sent += n;
+    if (OUT(e)->live && OUT(e)->tls == tls) sl_req_passed(CONN(OUT(e)), buf, n);
 }
 
 size_t sl_reqout_inject(int fd, struct sl_fd *e, void *buf, size_t len, bool peek, bool tls)
 {
-    struct sl_req_out *o = e->req_out;
+    struct sl_req_out *o = OUT(e);
     const char *p;
     size_t n = o->live && o->tls == tls ? sl_req_inject_peek(CONN(o), &p) : 0;
     if (n == 0) return 0;
@@ -337,18 +344,18 @@ size_t sl_reqout_inject(int fd, struct sl_fd *e, void *buf, size_t len, bool pee
 
 void sl_reqout_read(struct sl_fd *e, const void *buf, size_t n, bool tls)
 {
-    struct sl_req_out *o = e->req_out;
+    struct sl_req_out *o = OUT(e);
     if (o->live && o->tls == tls && sl_req_replies(CONN(o))) sl_req_responses(CONN(o), buf, n);
 }
 
 bool sl_reqout_replies(struct sl_fd *e)
 {
-    return e->req_out->live && sl_req_replies(CONN(e->req_out));
+    return OUT(e)->live && sl_req_replies(CONN(OUT(e)));
 }
 
 bool sl_reqout_tls(struct sl_fd *e)
 {
-    struct sl_req_out *o = e->req_out;
+    struct sl_req_out *o = OUT(e);
     if (o->tls) return o->live || o->naming;
     o->tls = true;
     if (!o->live) return o->naming; /* its Host may still name it (name_step) */
@@ -362,12 +369,12 @@ bool sl_reqout_tls(struct sl_fd *e)
 
 bool sl_reqout_h2(struct sl_fd *e)
 {
-    return e->req_out->h2;
+    return OUT(e)->h2;
 }
 
 bool sl_reqout_keep(struct sl_fd *e, const void *buf, size_t n)
 {
-    struct sl_req_out *o = e->req_out;
+    struct sl_req_out *o = OUT(e);
     if (n > SL_REQOUT_KEEP_MAX - o->nkept) return false;
     char *k = sl_realloc(o->kept, o->nkept + n);
     if (!k) return false;
@@ -379,13 +386,13 @@ bool sl_reqout_keep(struct sl_fd *e, const void *buf, size_t n)
 
 size_t sl_reqout_kept(struct sl_fd *e, const char **p)
 {
-    *p = e->req_out->kept;
-    return e->req_out->nkept;
+    *p = OUT(e)->kept;
+    return OUT(e)->nkept;
 }
 
 void sl_reqout_kept_take(struct sl_fd *e, size_t n)
 {
-    struct sl_req_out *o = e->req_out;
+    struct sl_req_out *o = OUT(e);
     if (n > o->nkept) n = o->nkept;
     memmove(o->kept, o->kept + n, o->nkept - n);
     o->nkept -= n;
@@ -401,14 +408,14 @@ static void announce_kept(int fd, struct sl_fd *e)
 
 bool sl_reqout_keep_held(int fd, struct sl_fd *e, const void *buf, size_t n)
 {
-    if (!e->req_out->h2 || !sl_fd_nonblocking(fd) || !sl_reqout_keep(e, buf, n)) return false;
+    if (!OUT(e)->h2 || !sl_fd_nonblocking(fd) || !sl_reqout_keep(e, buf, n)) return false;
     announce_kept(fd, e);
     return true;
 }
 
 bool sl_reqout_flush(int fd, struct sl_fd *e, sl_reqout_write_fn w, void *session)
 {
-    struct sl_req_out *o = e->req_out;
+    struct sl_req_out *o = OUT(e);
     if (!o->nkept) return true;
     int saved = errno;
     while (o->nkept) {
@@ -430,9 +437,9 @@ bool sl_reqout_flush(int fd, struct sl_fd *e, sl_reqout_write_fn w, void *sessio
 
 void sl_reqout_free(struct sl_fd *e)
 {
-    struct sl_req_out *o = e->req_out;
-    if (!o) return;
-    e->req_out = NULL;
+    struct sl_req_out *o = OUT(e);
+    if (!sl_gate_out(e)) return;
+    e->gate = NULL;
     sl_free(o->kept);
     if (o->live) sl_req_conn_fini(CONN(o));
     sl_free(o);

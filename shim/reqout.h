@@ -31,6 +31,7 @@
 
 #include "../core/key.h"
 #include "fd.h"
+#include "gate.h"
 
 struct sl_runtime;
 struct sl_addr;

@@ -123,7 +123,7 @@ static struct sl_fd *tracked(const SSL *ssl, int *fd)
     *fd = get_rfd(ssl);
     errno = saved;
     struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
-    return e && e->req ? e : NULL;
+    return e && sl_gate_in(e) ? e : NULL;
 }
 
 static int read_plain(void *ssl, void *buf, int n)
@@ -280,7 +280,7 @@ static struct sl_fd *tracked_out(const SSL *ssl, int *fd)
     if (*fd < 0) *fd = sl_tls_tied_fd(ssl); /* curl: its own BIO */
     errno = saved;
     struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
-    return e && e->req_out && sl_reqout_tls(e) ? e : NULL;
+    return e && sl_gate_out(e) && sl_reqout_tls(e) ? e : NULL;
 }
 
 /* Before the program's write of n bytes: how many of them may go now
