@@ -99,6 +99,21 @@ void sl_gate_denied(struct sl_gate *g, const struct sl_req_verdict *v);
 ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transport *t, void *buf,
                      size_t num, bool peek, enum sl_tls_how *how);
 
+/* Outbound, before a write of up to len bytes of buf (the program's
+ * requests): how many may go now (> 0), or -1 with errno (EAGAIN held,
+ * EINTR, the rule's errno). A write is shortened at a head that may not
+ * leave yet, except when whole (a TLS library's write: the buffer waits
+ * for the last of its requests, or fails with it). With *swallowed set,
+ * that many were swallowed by a `reply` rule: the caller reports them
+ * written without sending them; the request's 429 is queued for the
+ * program's reads once the responses owed before it were read. */
+ssize_t sl_gate_write(struct sl_gate *g, struct sl_fd *e, int fd, const void *buf, size_t len,
+                      bool nonblock, bool whole, bool *swallowed);
+
+/* Outbound, before a read: copies up to len bytes of the queued 429s into
+ * buf (taken unless peek); 0 when none wait. */
+size_t sl_gate_inject(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t len, bool peek);
+
 /* Forgets what the stash holds (a request's secrets: zeroed). */
 void sl_gate_drop(struct sl_gate *g);
 

@@ -2,7 +2,10 @@
  * transport: heads split anywhere reach the program whole and in order, a
  * held head waits its turn (non-blocking: EAGAIN and the readiness layer
  * told the turn; blocking: one wait until it), a denial ends the stream
- * (reply: end of file and the 429 kept; reject: ECONNRESET). The clock is
+ * (reply: end of file and the 429 kept; reject: ECONNRESET); outbound, a
+ * head waits its turn, a swallowed request's 429 is queued behind the
+ * responses owed before it and read first, a reject fails the write with
+ * the rule's errno. The clock is
  * injected; the readiness layer and the waits are stubbed here. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,7 +34,7 @@ static uint64_t fake_now(void)
     return clock_ns;
 }
 
-static uint64_t throttled_until, held_at, waited_until;
+static uint64_t throttled_until, held_at, held_out_at, waited_until;
 static int waits;
 
 void sl_ready_throttle(int fd, struct sl_fd *e, enum sl_io io, uint64_t until_ns)
@@ -44,6 +47,12 @@ void sl_ready_held_read(int fd, struct sl_fd *e, uint64_t at)
 {
     (void)fd, (void)e;
     held_at = at;
+}
+
+void sl_ready_held(int fd, struct sl_fd *e, uint64_t at)
+{
+    (void)fd, (void)e;
+    held_out_at = at;
 }
 
 bool sl_fd_nonblocking(int fd)
@@ -133,7 +142,7 @@ static struct world *world(uint64_t count, uint64_t burst, enum sl_action action
     assert_non_null(w->table);
     assert_int_equal(sl_runtime_init(&w->rt, &w->cfg, w->table, err, sizeof err), 0);
     clock_ns = T0;
-    throttled_until = held_at = waited_until = 0;
+    throttled_until = held_at = held_out_at = waited_until = 0;
     waits = 0;
     w->g.conn = calloc(1, sl_req_conn_size());
     w->g.clock = fake_now;
@@ -141,6 +150,32 @@ static struct world *world(uint64_t count, uint64_t burst, enum sl_action action
     peer.a[10] = peer.a[11] = 0xff, peer.a[12] = 127, peer.a[15] = 1;
     assert_true(sl_req_conn_init(w->g.conn, &w->rt, SL_IN, NULL, &peer, T0));
     return w;
+}
+
+/* The same rule outbound: the program's requests to 127.0.0.1. */
+static struct world *world_out(uint64_t count, uint64_t burst, enum sl_action action)
+{
+    struct world *w = world(count, burst, action);
+    sl_req_conn_fini(w->g.conn);
+    struct sl_rule *r = &w->cfg.rules[0];
+    r->dir = SL_OUT;
+    r->to[0] = (struct sl_cidr){.plen = 128};
+    memcpy(r->to[0].addr, (const uint8_t[16]){[10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1}, 16);
+    r->nto = 1;
+    struct sl_addr peer = {.v4 = true, .port = 80};
+    memcpy(peer.a, r->to[0].addr, 16);
+    assert_true(sl_req_conn_init(w->g.conn, &w->rt, SL_OUT, NULL, &peer, T0));
+    w->g.dir = SL_OUT;
+    return w;
+}
+
+/* The program writes buf through the gate as a socket would: what the
+ * gate lets go is "sent" (counted passed); returns the gate's answer. */
+static ssize_t gate_write(struct world *w, const char *buf, size_t len, bool *swallowed)
+{
+    ssize_t k = sl_gate_write(&w->g, &w->e, 7, buf, len, true, false, swallowed);
+    if (k > 0 && !*swallowed) sl_req_passed(w->g.conn, buf, (size_t)k);
+    return k;
 }
 
 static void world_free(struct world *w)
@@ -289,6 +324,72 @@ static void the_stash_is_allocated_only_when_a_head_is_held_back(void **unused)
     world_free(w);
 }
 
+static void an_outbound_head_waits_its_turn(void **unused)
+{
+    (void)unused;
+    struct world *w = world_out(1, 1, SL_ACT_DELAY);
+    const char s[] = GET GET;
+    bool swallowed;
+    assert_int_equal(gate_write(w, s, sizeof s - 1, &swallowed), sizeof GET - 1); /* cut */
+    errno = 0;
+    assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed), -1);
+    assert_int_equal(errno, EAGAIN);
+    assert_int_equal(throttled_until, T0 + SEC); /* writable at its turn */
+    clock_ns = T0 + SEC;
+    assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed), sizeof GET - 1);
+    assert_false(swallowed);
+    world_free(w);
+}
+
+static void a_429_is_queued_behind_the_responses_owed(void **unused)
+{
+    (void)unused;
+    struct world *w = world_out(1, 1, SL_ACT_REPLY);
+    const char s[] = GET GET;
+    const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    char buf[1024];
+    bool swallowed;
+    assert_int_equal(gate_write(w, s, sizeof s - 1, &swallowed), sizeof GET - 1);
+    assert_false(swallowed);
+    /* the second request is denied, but the first one's response is owed:
+     * its write waits (EAGAIN, writable again soon), and nothing is queued */
+    errno = 0;
+    assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed), -1);
+    assert_int_equal(errno, EAGAIN);
+    assert_true(throttled_until > T0);
+    assert_int_equal(sl_gate_inject(&w->g, &w->e, 7, buf, sizeof buf, false), 0);
+    /* the program reads the response, in two pieces */
+    sl_req_responses(w->g.conn, resp, 10);
+    sl_req_responses(w->g.conn, resp + 10, sizeof resp - 1 - 10);
+    assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed), sizeof GET - 1);
+    assert_true(swallowed);            /* reported written, never sent */
+    assert_int_equal(held_out_at, T0); /* the socket is announced readable: a 429 waits */
+    /* the 429 is read first, then nothing more */
+    size_t n = sl_gate_inject(&w->g, &w->e, 7, buf, 12, true); /* a peek keeps it */
+    assert_int_equal(n, 12);
+    assert_memory_equal(buf, "HTTP/1.1 429", 12);
+    n = sl_gate_inject(&w->g, &w->e, 7, buf, sizeof buf, false);
+    assert_true(n > 12);
+    assert_memory_equal(buf, "HTTP/1.1 429", 12);
+    assert_int_equal(held_out_at, 0); /* none left to announce */
+    assert_int_equal(sl_gate_inject(&w->g, &w->e, 7, buf, sizeof buf, false), 0);
+    world_free(w);
+}
+
+static void an_outbound_reject_fails_the_write_with_the_rules_errno(void **unused)
+{
+    (void)unused;
+    struct world *w = world_out(1, 1, SL_ACT_REJECT);
+    w->cfg.rules[0].err = EACCES;
+    const char s[] = GET;
+    bool swallowed;
+    assert_int_equal(gate_write(w, s, sizeof s - 1, &swallowed), sizeof GET - 1);
+    errno = 0;
+    assert_int_equal(gate_write(w, s, sizeof s - 1, &swallowed), -1);
+    assert_int_equal(errno, EACCES);
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +399,9 @@ int main(void)
         cmocka_unit_test(a_denied_head_ends_the_stream_with_its_429_kept),
         cmocka_unit_test(a_rejected_head_resets),
         cmocka_unit_test(the_stash_is_allocated_only_when_a_head_is_held_back),
+        cmocka_unit_test(an_outbound_head_waits_its_turn),
+        cmocka_unit_test(a_429_is_queued_behind_the_responses_owed),
+        cmocka_unit_test(an_outbound_reject_fails_the_write_with_the_rules_errno),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
