@@ -5,7 +5,6 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -39,7 +38,7 @@ struct sl_req_out {
      * needs) and `naming` says whether the client's first bytes may still
      * name a destination a rule names (SNI, Host: see name_step). */
     bool live, naming;
-    char name[SL_HOST_MAX]; /* the SNI that made it live, for the TLS restart */
+    char *name; /* the SNI that made it live, for the TLS restart (allocated), or NULL */
     uint64_t sent;          /* bytes the program sent on the socket */
     int nholds;             /* bio: where the ciphertext must wait */
     struct hold {
@@ -103,7 +102,7 @@ static bool name_step(struct sl_fd *e, const void *buf, size_t len, bool tls)
     e->gate = &o->g;
     o->g.conn = CONN(o);
     o->live = sl_req_conn_init_named(CONN(o), o->rt, SL_OUT, NULL, &o->dst, name, sl_clock_now());
-    if (o->live && hello) snprintf(o->name, sizeof o->name, "%s", name);
+    if (o->live && hello) o->name = sl_strdup(name); /* none (no memory): by address only */
     return o->live;
 }
 
@@ -280,7 +279,7 @@ bool sl_reqout_tls(struct sl_fd *e)
      * requests start afresh in what the program gives the library */
     sl_req_conn_fini(CONN(o));
     o->live = sl_req_conn_init_named(CONN(o), o->rt, SL_OUT, NULL, &o->dst,
-                                     o->name[0] ? o->name : NULL, sl_clock_now());
+                                     o->name, sl_clock_now());
     return o->live;
 }
 
@@ -358,6 +357,7 @@ void sl_reqout_free(struct sl_fd *e)
     if (!sl_gate_out(e)) return;
     e->gate = NULL;
     sl_free(o->kept);
+    sl_free(o->name);
     if (o->live) sl_req_conn_fini(CONN(o));
     sl_free(o);
 }
