@@ -112,17 +112,27 @@ static _Thread_local struct {
     int err; /* SL_TLS_RESET: the errno to report (0: ECONNRESET) */
 } last;
 
+/* The descriptor entry of a session (inbound: its read side; outbound: its
+ * write side, or the socket it was tied to), when a rule of that direction
+ * counts requests; the gate is checked by the caller. */
+static struct sl_fd *session_entry(const SSL *ssl, enum sl_dir dir, int *fd)
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    if (!rt || !(dir == SL_IN ? rt->any_req_in : rt->any_req_out) || !ssl) return NULL;
+    int (*get_fd)(const SSL *) = dir == SL_IN ? REAL_SSL(get_rfd, "SSL_get_rfd", NULL)
+                                              : REAL_SSL(get_wfd, "SSL_get_wfd", NULL);
+    if (!get_fd) return NULL;
+    int saved = errno;
+    *fd = get_fd(ssl);
+    if (*fd < 0 && dir == SL_OUT) *fd = sl_tls_tied_fd(ssl); /* curl: its own BIO */
+    errno = saved;
+    return *fd >= 0 ? sl_fd_get(*fd) : NULL;
+}
+
 /* The descriptor entry of a session whose requests are counted, or NULL. */
 static struct sl_fd *tracked(const SSL *ssl, int *fd)
 {
-    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
-    if (!rt || !rt->any_req_in || !ssl) return NULL;
-    int (*get_rfd)(const SSL *) = REAL_SSL(get_rfd, "SSL_get_rfd", NULL);
-    if (!get_rfd) return NULL;
-    int saved = errno;
-    *fd = get_rfd(ssl);
-    errno = saved;
-    struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
+    struct sl_fd *e = session_entry(ssl, SL_IN, fd);
     return e && sl_gate_in(e) ? e : NULL;
 }
 
@@ -271,15 +281,7 @@ SL_EXPORT int SSL_do_handshake(SSL *ssl)
  * (shim/reqout.h), or NULL. */
 static struct sl_fd *tracked_out(const SSL *ssl, int *fd)
 {
-    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
-    if (!rt || !rt->any_req_out || !ssl) return NULL;
-    int (*get_wfd)(const SSL *) = REAL_SSL(get_wfd, "SSL_get_wfd", NULL);
-    if (!get_wfd) return NULL;
-    int saved = errno;
-    *fd = get_wfd(ssl);
-    if (*fd < 0) *fd = sl_tls_tied_fd(ssl); /* curl: its own BIO */
-    errno = saved;
-    struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
+    struct sl_fd *e = session_entry(ssl, SL_OUT, fd);
     return e && sl_gate_out(e) && sl_reqout_tls(e) ? e : NULL;
 }
 
