@@ -200,42 +200,42 @@ static int read_ex_real(SSL *ssl, void *buf, size_t n, size_t *got)
     return REAL_SSL(read_ex, "SSL_read_ex", SSL_read_ex)(ssl, buf, n, got);
 }
 
-SL_EXPORT int SSL_read(SSL *ssl, void *buf, int num)
+/* SSL_read and SSL_read_ex: the program's read of up to num bytes (> 0
+ * read, with *got; else the library's failure, or the gate's: see last).
+ * own: the program's own form, for sessions sluice does not count. */
+static int read_through(SSL *ssl, void *buf, size_t num, size_t *got,
+                        int (*own)(SSL *, void *, size_t, size_t *))
 {
     flush_before_read(ssl);
     int fd;
     struct sl_fd *e = tracked(ssl, &fd);
     last.ssl = NULL;
-    size_t got;
+    *got = 0;
     int ret;
-    if (!e && num > 0 && reply_read(ssl, buf, (size_t)num, &got, &ret, read_ex_of_read))
-        return ret > 0 ? (int)got : ret;
-    if (!e) return REAL_SSL(read, "SSL_read", SSL_read)(ssl, buf, num);
-    enum sl_tls_how how;
-    int n = sl_req_tls_read(fd, e, ssl, buf, num, &ops, &how);
-    if (how != SL_TLS_REAL) last.ssl = ssl, last.how = how, last.err = 0;
-    return n;
-}
-
-SL_EXPORT int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *readbytes)
-{
-    flush_before_read(ssl);
-    int fd;
-    struct sl_fd *e = tracked(ssl, &fd);
-    last.ssl = NULL;
-    size_t got;
-    int ret;
-    if (!e && num > 0 && reply_read(ssl, buf, num, &got, &ret, read_ex_real)) {
-        if (readbytes) *readbytes = ret > 0 ? got : 0;
-        return ret > 0;
-    }
-    if (!e) return REAL_SSL(read_ex, "SSL_read_ex", SSL_read_ex)(ssl, buf, num, readbytes);
+    if (!e && num > 0 && reply_read(ssl, buf, num, got, &ret, own)) return ret;
+    if (!e) return own(ssl, buf, num, got);
     /* SSL_read with an int count reads the same records */
     enum sl_tls_how how;
     int n = sl_req_tls_read(fd, e, ssl, buf, num > INT_MAX ? INT_MAX : (int)num, &ops, &how);
     if (how != SL_TLS_REAL) last.ssl = ssl, last.how = how, last.err = 0;
-    if (readbytes) *readbytes = n > 0 ? (size_t)n : 0;
-    return n > 0;
+    *got = n > 0 ? (size_t)n : 0;
+    return n;
+}
+
+SL_EXPORT int SSL_read(SSL *ssl, void *buf, int num)
+{
+    if (num < 0) return REAL_SSL(read, "SSL_read", SSL_read)(ssl, buf, num); /* its own error */
+    size_t got;
+    int ret = read_through(ssl, buf, (size_t)num, &got, read_ex_of_read);
+    return ret > 0 ? (int)got : ret;
+}
+
+SL_EXPORT int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *readbytes)
+{
+    size_t got;
+    int ret = read_through(ssl, buf, num, &got, read_ex_real);
+    if (readbytes) *readbytes = ret > 0 ? got : 0;
+    return ret > 0;
 }
 
 SL_EXPORT int SSL_read_early_data(SSL *ssl, void *buf, size_t num, size_t *readbytes)
