@@ -524,10 +524,14 @@ static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum 
 {
     rt = sl_reload_check(rt);
     if (sl_pending_held(e) && sl_pending_io(c->fd, e) < 0) return -1;
-    if (io == SL_IO_RECV && sl_gate_in(e) && c->len) return request_read(rt, e, c);
-    if (io == SL_IO_RECV && sl_gate_out(e) && c->len && sl_reqout_replies(e))
+    /* a TLS library's own socket calls carry ciphertext: its requests are
+     * read where the library is called (tls.c, gnutls.c) */
+    if (io == SL_IO_RECV && c->len && sl_gate_in(e) && sl_req_plain(e))
+        return request_read(rt, e, c);
+    if (io == SL_IO_RECV && c->len && sl_gate_out(e) && sl_reqout_plain(e) && sl_reqout_replies(e))
         return reply_read(rt, e, c);
-    if (io == SL_IO_SEND && sl_gate_out(e) && c->len) return request_write(rt, e, c);
+    if (io == SL_IO_SEND && c->len && sl_gate_out(e) && sl_reqout_plain(e))
+        return request_write(rt, e, c);
     if (e->bytes_rule[io] < 0 || c->len == 0 || peeking(c)) return real_call(c, c->len);
     return limited(rt, e, c, io);
 }

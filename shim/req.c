@@ -215,6 +215,11 @@ ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
     return sl_gate_read(&r->g, e, &t, buf, len, (flags & MSG_PEEK) != 0, &how);
 }
 
+bool sl_req_plain(const struct sl_fd *e)
+{
+    return !REQ(e)->tls;
+}
+
 bool sl_req_stashed(const struct sl_fd *e)
 {
     return REQ(e)->g.stash_len != 0;

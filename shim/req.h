@@ -45,6 +45,10 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock);
  * (see gate.h). Returns as recv. */
 ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags);
 
+/* False once a TLS library reads the connection's requests (tls.c): the
+ * socket then carries ciphertext, and io.c passes its reads by. */
+bool sl_req_plain(const struct sl_fd *e);
+
 /* True when bytes of fd are kept by req.c: every read must come through it. */
 bool sl_req_stashed(const struct sl_fd *e);
 

@@ -38,9 +38,9 @@ struct sl_req_out {
      * needs) and `naming` says whether the client's first bytes may still
      * name a destination a rule names (SNI, Host: see name_step). */
     bool live, naming;
-    char *name; /* the SNI that made it live, for the TLS restart (allocated), or NULL */
-    uint64_t sent;          /* bytes the program sent on the socket */
-    int nholds;             /* bio: where the ciphertext must wait */
+    char *name;    /* the SNI that made it live, for the TLS restart (allocated), or NULL */
+    uint64_t sent; /* bytes the program sent on the socket */
+    int nholds;    /* bio: where the ciphertext must wait */
     struct hold {
         uint64_t at;    /* the stream offset of the held request's first record */
         uint64_t until; /* its turn */
@@ -264,6 +264,11 @@ void sl_reqout_read(struct sl_fd *e, const void *buf, size_t n, bool tls)
     if (o->live && o->tls == tls && sl_req_replies(CONN(o))) sl_req_responses(CONN(o), buf, n);
 }
 
+bool sl_reqout_plain(const struct sl_fd *e)
+{
+    return !OUT(e)->tls || OUT(e)->bio;
+}
+
 bool sl_reqout_replies(struct sl_fd *e)
 {
     return OUT(e)->live && sl_req_replies(CONN(OUT(e)));
@@ -278,8 +283,8 @@ bool sl_reqout_tls(struct sl_fd *e)
     /* the plain scanner saw the handshake (and passed it through): the
      * requests start afresh in what the program gives the library */
     sl_req_conn_fini(CONN(o));
-    o->live = sl_req_conn_init_named(CONN(o), o->rt, SL_OUT, NULL, &o->dst,
-                                     o->name, sl_clock_now());
+    o->live =
+        sl_req_conn_init_named(CONN(o), o->rt, SL_OUT, NULL, &o->dst, o->name, sl_clock_now());
     return o->live;
 }
 
