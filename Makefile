@@ -137,6 +137,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB_OBJ)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(SANFLAGS) -o $@ $^ $(LIBS) -lcmocka
 
+# The shim's request gate, tested with a fake transport (ready and wait stubbed).
+$(BUILD)/tests/test_gate: $(BUILD)/obj/tests/unit/test_gate.o $(call obj,shim/gate.c shim/hold.c) $(LIB_OBJ)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(SANFLAGS) -o $@ $^ $(LIBS) -lcmocka
+
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB_OBJ)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(SANFLAGS) -o $@ $^ $(LIBS)

@@ -13,6 +13,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "clock.h"
 #include "key.h"
 #include "mem.h"
 
@@ -37,9 +38,7 @@ struct sl_plans *sl_plans_new(void)
     if (!p) return NULL;
     if (getrandom(p->key, sizeof p->key, GRND_NONBLOCK) != (ssize_t)sizeof p->key) {
         /* no entropy yet (early boot): the digests still hide the values */
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t seed = (uint64_t)ts.tv_nsec ^ (uintptr_t)p;
+        uint64_t seed = sl_clock_now() ^ (uintptr_t)p;
         memcpy(p->key, &seed, sizeof seed);
     }
     return p;

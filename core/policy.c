@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cluster.h"
 #include "redis.h"
@@ -50,6 +51,7 @@ int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct s
         } else {
             rt->any_out = true;
             rt->any_hosts |= r->nhosts > 0;
+            rt->any_req_names |= r->request && r->nhosts > 0;
         }
     }
     if (nhosts) {
@@ -112,6 +114,30 @@ static bool out_matches(const struct sl_runtime *rt, int rule, const struct sl_a
         const struct sl_host *h = &r->hosts[i];
         if (!host_has(rt, rule, i, dst->a)) continue;
         if (h->port ? h->port == dst->port : port_matches(r, dst->port)) return true;
+    }
+    return false;
+}
+
+bool sl_rule_matches(const struct sl_runtime *rt, int rule, enum sl_dir dir,
+                     const struct sl_addr *local, const struct sl_addr *peer)
+{
+    const struct sl_rule *r = &rt->cfg->rules[rule];
+    if (r->dir != dir) return false;
+    if (dir == SL_IN ? !in_matches(r, local, peer) : !out_matches(rt, rule, peer)) return false;
+    return !r->nexempt || !sl_cidr_list_contains(r->exempt, r->nexempt, peer->a);
+}
+
+bool sl_rule_names(const struct sl_runtime *rt, int rule, const char *name, size_t len,
+                   uint16_t port)
+{
+    const struct sl_rule *r = &rt->cfg->rules[rule];
+    while (len && name[len - 1] == '.') /* "api.example." is "api.example" */
+        len--;
+    if (r->dir != SL_OUT || len == 0 || len >= SL_HOST_MAX) return false;
+    for (int i = 0; i < r->nhosts; i++) {
+        const struct sl_host *h = &r->hosts[i];
+        if (strlen(h->name) != len || strncasecmp(h->name, name, len) != 0) continue;
+        if (h->port ? h->port == port : port_matches(r, port)) return true;
     }
     return false;
 }
@@ -220,9 +246,7 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
     d->conn_rec[0] = d->conn_rec[1] = -1;
     for (int i = 0; i < c->nrules; i++) {
         const struct sl_rule *r = &c->rules[i];
-        if (r->dir != dir) continue;
-        if (dir == SL_IN ? !in_matches(r, local, addr) : !out_matches(rt, i, addr)) continue;
-        if (r->nexempt && sl_cidr_list_contains(r->exempt, r->nexempt, addr->a)) continue;
+        if (!sl_rule_matches(rt, i, dir, local, addr)) continue;
 
         struct sl_key key;
         struct sl_verdict v = {.allowed = true};

@@ -41,6 +41,8 @@ struct sl_runtime {
                                  have work */
     bool any_req_in;          /* some inbound rule counts requests */
     bool any_req_out;         /* some outbound rule counts requests */
+    bool any_req_names;       /* ... and names a host: a connection to any address may name
+                                 it (SNI, Host), so every outbound one is watched */
     bool any_conns;           /* some rule limits connections at once */
     /* learned[host_base[rule] + i]: host i of the rule; NULL without host names */
     struct sl_learned_host *learned;
@@ -105,6 +107,21 @@ void sl_bytes_drop(struct sl_runtime *rt, int rule, const struct sl_key *k, int 
                    struct sl_turn *turn, uint64_t now);
 void sl_bytes_refund(struct sl_runtime *rt, int rule, const struct sl_key *k, int io, uint64_t now,
                      uint64_t n);
+
+/* The one connection matcher: whether rule `rule` matches a connection of
+ * direction dir from/to peer (inbound: on local, NULL when not known).
+ * Outbound host names match the addresses resolved at load and those the
+ * program's own lookups taught (sl_learn_addr). Exempt addresses never
+ * match. Connection and request rules both use it. */
+bool sl_rule_matches(const struct sl_runtime *rt, int rule, enum sl_dir dir,
+                     const struct sl_addr *local, const struct sl_addr *peer);
+
+/* Whether outbound rule `rule` names host name[0..len) (no NUL needed; a
+ * trailing dot and case are ignored) on port: how a connection whose TLS
+ * SNI or request Host names the destination matches whatever address it
+ * reached. */
+bool sl_rule_names(const struct sl_runtime *rt, int rule, const char *name, size_t len,
+                   uint16_t port);
 
 /* True when some outbound rule matches dst: the caller then checks the
  * socket type, which costs a system call. */

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "h1resp.h"
 #include "log.h"
 #include "h2.h"
@@ -93,42 +94,17 @@ bool sl_req_any(const struct sl_runtime *rt, enum sl_dir dir)
     return false;
 }
 
-static bool port_matches(const struct sl_rule *r, uint16_t port)
+/* The connection-level match of a request rule: core/policy.c's matcher
+ * (learned addresses included), or, outbound, the name the client asked
+ * for (TLS SNI, Host) when known. */
+static bool conn_matches(const struct sl_runtime *rt, int rule, enum sl_dir dir,
+                         const struct sl_addr *local, const struct sl_addr *peer, const char *name)
 {
-    if (r->nports == 0) return true;
-    for (int i = 0; i < r->nports; i++)
-        if (port >= r->ports[i].lo && port <= r->ports[i].hi) return true;
-    return false;
-}
-
-static bool host_has(const struct sl_host *h, const uint8_t a[16])
-{
-    uint32_t n = __atomic_load_n(&h->naddr, __ATOMIC_ACQUIRE);
-    for (uint32_t i = 0; i < n; i++)
-        if (memcmp(h->addr[i], a, 16) == 0) return true;
-    return false;
-}
-
-/* The connection-level match of a request rule (as core/policy.c matches
- * connections: ports, local and peer blocks, destinations). */
-static bool conn_matches(const struct sl_rule *r, enum sl_dir dir, const struct sl_addr *local,
-                         const struct sl_addr *peer)
-{
-    if (r->nexempt && sl_cidr_list_contains(r->exempt, r->nexempt, peer->a)) return false;
-    if (dir == SL_IN) {
-        if (r->nports || r->nlocal) {
-            if (!local || !port_matches(r, local->port)) return false;
-            if (r->nlocal && !sl_cidr_list_contains(r->local, r->nlocal, local->a)) return false;
-        }
-        return !r->nfrom || sl_cidr_list_contains(r->from, r->nfrom, peer->a);
-    }
-    if (sl_cidr_list_contains(r->to, r->nto, peer->a)) return port_matches(r, peer->port);
-    for (int i = 0; i < r->nhosts; i++) {
-        const struct sl_host *h = &r->hosts[i];
-        if (!host_has(h, peer->a)) continue;
-        if (h->port ? h->port == peer->port : port_matches(r, peer->port)) return true;
-    }
-    return false;
+    if (sl_rule_matches(rt, rule, dir, local, peer)) return true;
+    const struct sl_rule *r = &rt->cfg->rules[rule];
+    if (!name || dir != SL_OUT || sl_cidr_list_contains(r->exempt, r->nexempt, peer->a))
+        return false;
+    return sl_rule_names(rt, rule, name, strlen(name), peer->port);
 }
 
 static int64_t (*wall_offset_hook)(void);
@@ -142,16 +118,18 @@ void sl_req_set_wall_offset(int64_t (*hook)(void))
 
 static int64_t wall_offset(void)
 {
-    if (wall_offset_hook) return wall_offset_hook();
-    struct timespec rt, mono;
-    clock_gettime(CLOCK_REALTIME, &rt);
-    clock_gettime(CLOCK_MONOTONIC, &mono);
-    return ((int64_t)rt.tv_sec - (int64_t)mono.tv_sec) * (int64_t)SL_NS_PER_SEC +
-           ((int64_t)rt.tv_nsec - (int64_t)mono.tv_nsec);
+    return wall_offset_hook ? wall_offset_hook() : sl_clock_wall_offset();
 }
 
 bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir dir,
                       const struct sl_addr *local, const struct sl_addr *peer, uint64_t now)
+{
+    return sl_req_conn_init_named(c, rt, dir, local, peer, NULL, now);
+}
+
+bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir dir,
+                            const struct sl_addr *local, const struct sl_addr *peer,
+                            const char *name, uint64_t now)
 {
     const struct sl_config *cfg = rt->cfg;
     uint64_t match = 0;
@@ -160,7 +138,7 @@ bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir 
     bool cookies = false;
     for (int i = 0; i < cfg->nrules && i < SL_MAX_RULES; i++) {
         const struct sl_rule *r = &cfg->rules[i];
-        if (!r->request || r->dir != dir || !conn_matches(r, dir, local, peer)) continue;
+        if (!r->request || r->dir != dir || !conn_matches(rt, i, dir, local, peer, name)) continue;
         match |= 1ull << i;
         quota |= r->quota != 0 || r->plans != NULL || r->ramp.steps != 0; /* wall time needed */
         if (!header && r->req_per == SL_REQ_PER_HEADER) header = r->req_per_name;

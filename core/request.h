@@ -59,6 +59,15 @@ bool sl_req_any(const struct sl_runtime *rt, enum sl_dir dir);
 bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir dir,
                       const struct sl_addr *local, const struct sl_addr *peer, uint64_t now);
 
+/* The same for an outbound connection whose client named its destination
+ * (TLS SNI, or the Host of its first request; NULL: not known): a rule
+ * with `to=NAME` then matches by that name too, whatever address was
+ * reached. Address and name both count: a rule matches when either does
+ * (see README, "Outbound request rules and names"). */
+bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir dir,
+                            const struct sl_addr *local, const struct sl_addr *peer,
+                            const char *name, uint64_t now);
+
 /* Looks at `len` bytes not yet passed, starting at the connection's stream
  * position (buf[0] is the first byte the next sl_req_passed will count).
  * Decides every complete request head among them not decided before and

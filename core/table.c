@@ -62,6 +62,7 @@
 #include <unistd.h>
 
 #include "limit_gcra.h"
+#include "clock.h"
 #include "mem.h"
 #include "quota.h"
 #include "shm.h"
@@ -122,9 +123,7 @@ static void header_init(struct sl_header *h, uint32_t nslots)
     h->version = SL_VERSION;
     h->nslots = nslots;
     if (getrandom(h->secret, sizeof h->secret, GRND_NONBLOCK) != sizeof h->secret) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t seed = (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32 ^ (uintptr_t)h;
+        uint64_t seed = sl_clock_now() ^ (uint64_t)getpid() << 32 ^ (uintptr_t)h;
         for (int i = 0; i < 4; i++)
             h->secret[i] = seed = seed * 6364136223846793005ull + 1;
     }

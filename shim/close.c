@@ -9,23 +9,36 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "close.h"
 #include "fd.h"
+#include "pending.h"
 #include "ready.h"
 #include "req.h"
+#include "reqout.h"
 #include "shim.h"
+
+void sl_fd_drop(int fd)
+{
+    struct sl_fd *e = sl_fd_get(fd);
+    if (!e) return;
+    sl_pending_drop(e);
+    sl_req_free(e);
+    sl_reqout_free(e);
+    sl_fd_forget(fd);
+}
 
 static void forget(int fd)
 {
     if (!atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed)) return;
     sl_listen_forget(fd);
     sl_ready_forget(fd); /* epoll fds and registrations too: one load when there are none */
-    if (sl_fd_get(fd)) sl_fd_forget(fd);
+    sl_fd_drop(fd);
 }
 
 SL_EXPORT int close(int fd)
 {
     struct sl_fd *e = sl_fd_get(fd);
-    bool linger = e && e->req && sl_req_close(fd, e); /* a 429 to write first */
+    bool linger = e && sl_gate_in(e) && sl_req_close(fd, e); /* a 429 to write first */
     forget(fd); /* before the descriptor can be closed by linger.c and reused */
     if (!linger) return REAL(close)(fd);
     sl_linger_add(fd);
@@ -39,7 +52,7 @@ SL_EXPORT int shutdown(int fd, int how)
 {
     struct sl_fd *e;
     if (how != SHUT_RD && atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed) &&
-        (e = sl_fd_get(fd)) && e->req)
+        (e = sl_fd_get(fd)) && sl_gate_in(e))
         sl_req_shutdown(fd, e);
     return REAL(shutdown)(fd, how);
 }

@@ -46,6 +46,7 @@
 
 #include "../core/clock.h"
 #include "../core/log.h"
+#include "close.h"
 #include "fd.h"
 #include "pending.h"
 #include "ready.h"
@@ -121,14 +122,32 @@ SL_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
     return REAL(getsockopt)(fd, level, name, val, len);
 }
 
+/* A connection no rule matches by address, while an outbound request rule
+ * names a host: the client may name it (SNI, Host), so its first writes
+ * are watched (reqout.c keeps a small state until then). */
+static int named(struct sl_runtime *rt, int fd, const struct sockaddr *sa, socklen_t len,
+                 const struct sl_addr *dst)
+{
+    if (tcp_state(fd) != TCP_CLOSE) return REAL(connect)(fd, sa, len);
+    int rc = REAL(connect)(fd, sa, len);
+    if (rc == 0 || errno == EINPROGRESS || errno == EINTR) {
+        int saved = errno;
+        sl_reqout_connect(rt, fd, dst);
+        errno = saved;
+    }
+    return rc;
+}
+
 SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
     struct sl_runtime *rt = sl_runtime();
     struct sl_addr dst;
     struct sl_fd *e;
     if (rt) rt = sl_reload_check(rt); /* `sluice reload` published a new configuration */
-    if (!rt || !rt->any_out || !sl_addr_from_sockaddr(&dst, sa, len) || !sl_out_matches(rt, &dst))
+    if (!rt || !rt->any_out || !sl_addr_from_sockaddr(&dst, sa, len))
         return REAL(connect)(fd, sa, len);
+    if (!sl_out_matches(rt, &dst))
+        return rt->any_req_names ? named(rt, fd, sa, len, &dst) : REAL(connect)(fd, sa, len);
     if ((e = sl_fd_get(fd)) && sl_pending_held(e)) return sl_pending_again(e);
     /* Not TCP, or a connect the kernel already has in hand: the kernel
      * answers (EALREADY, EISCONN, ...), and nothing is counted again. */
@@ -155,6 +174,8 @@ SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
     }
     if ((nonblock && d.wait_ns) || cut) {
         if (sl_pending_hold(fd, sa, len, &d) == 0) {
+            struct sl_fd *held = sl_fd_get(fd);
+            sl_ready_throttle(fd, held, SL_IO_SEND, held->connect_at);
             errno = cut == EINTR ? EINTR : EINPROGRESS;
             return -1;
         }
@@ -170,7 +191,7 @@ SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
     int rc = REAL(connect)(fd, sa, len);
     if (rc < 0 && errno != EINPROGRESS && errno != EINTR) {
         int en = errno;
-        sl_fd_forget(fd);
+        sl_fd_drop(fd);
         errno = en;
     } else {
         sl_reqout_connect(rt, fd, &dst); /* its requests, if an outbound request rule matches */

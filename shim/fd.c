@@ -7,9 +7,6 @@
  * release and read with acquire.
  */
 #include "fd.h"
-#include "pending.h"
-#include "req.h"
-#include "reqout.h"
 
 #include <errno.h>
 #include <string.h>
@@ -17,7 +14,6 @@
 #include "../core/clock.h"
 #include "../core/mem.h"
 #include "../core/policy.h"
-#include "ready.h"
 #include "shim.h"
 
 #define CHUNK 1024
@@ -46,8 +42,7 @@ static void reset(struct sl_fd *e)
     atomic_store(&e->connect_error, 0);
     e->redecide = false;
     e->peerlen = 0;
-    e->req = NULL;
-    e->req_out = NULL;
+    e->gate = NULL;
 }
 
 struct sl_fd *sl_fd_track(int fd)
@@ -120,9 +115,6 @@ void sl_fd_forget(int fd)
         if (e->bytes_rule[io] >= 0 && e->bytes_rule[io] < rt->cfg->nrules)
             sl_bytes_drop(rt, e->bytes_rule[io], &e->bytes_key[io], io, &e->turn[io],
                           sl_clock_now());
-    sl_pending_drop(e);
-    sl_req_free(e);
-    sl_reqout_free(e);
     atomic_store_explicit(&e->tracked, 0, memory_order_release);
     if (!rt) return;
     for (int i = 0; i < SL_CONN_HOLDS; i++)

@@ -24,8 +24,7 @@
 
 #define SL_FD_MAX 65536
 
-struct sl_req_fd;
-struct sl_req_out;
+struct sl_gate;
 
 enum sl_io { SL_IO_RECV = 0, SL_IO_SEND = 1 };
 
@@ -54,8 +53,9 @@ struct sl_fd {
     _Atomic int connect_error;
     struct sockaddr_storage peer;
     socklen_t peerlen;
-    struct sl_req_fd *req;      /* requests on an inbound connection (req.c), or NULL */
-    struct sl_req_out *req_out; /* requests on an outbound connection (reqout.c), or NULL */
+    /* requests on the connection (gate.h: its direction says whose, req.c
+     * inbound, reqout.c outbound), or NULL; close.c frees it */
+    struct sl_gate *gate;
 };
 
 /* The entry for fd, or NULL when fd is not tracked. Cheap: call freely. */
@@ -65,8 +65,9 @@ struct sl_fd *sl_fd_get(int fd);
  * of range or memory ran out. */
 struct sl_fd *sl_fd_track(int fd);
 
-/* Forgets fd (close): releases its concurrency places when this was the
- * process's last descriptor for the connection. */
+/* Forgets fd's entry (close.h: sl_fd_drop frees what it carries first):
+ * releases its concurrency places when this was the process's last
+ * descriptor for the connection. */
 void sl_fd_forget(int fd);
 
 /* dup/dup2/dup3/F_DUPFD: newfd refers to the same connection. */

@@ -26,7 +26,7 @@
 #include "fd.h"
 #include "reqout.h"
 #include "shim.h"
-#include "tls.h"
+#include "tie.h"
 
 #define GNUTLS_VERSION "GNUTLS_3_4"
 #define GNUTLS_LIB     "libgnutls.so.30"
@@ -77,7 +77,7 @@ static struct sl_fd *tracked_out(gnutls_session_t s, int *fd)
     if (*fd < 0 && get_int2) get_int2(s, &rfd, fd); /* the descriptor the program gave */
     struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
     errno = saved;
-    return e && e->req_out && sl_reqout_tls(e) ? e : NULL;
+    return e && sl_gate_out(e) && sl_reqout_tls(e) ? e : NULL;
 }
 
 /* GnuTLS's own send of kept plaintext (reqout.h: sl_reqout_flush). */

@@ -63,13 +63,14 @@
 #include "../core/clock.h"
 #include "../core/reply.h"
 #include "fd.h"
+#include "hold.h"
 #include "pending.h"
 #include "req.h"
 #include "reqout.h"
 #include "ready.h"
 #include "reload.h"
 #include "shim.h"
-#include "tls.h"
+#include "tie.h"
 #include "wait.h"
 
 #define IOV_LOCAL 64
@@ -291,12 +292,14 @@ static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, struct call *c, e
             return g;
         }
         if (*nb < 0) *nb = nonblocking(c);
-        if (*nb) {
-            sl_ready_throttle(c->fd, e, io, at);
-            errno = EAGAIN;
-            return 0;
+        struct sl_hold h = sl_hold_for(c->fd, e, io, *nb);
+        h.nonblock = *nb;
+        if (!*nb) { /* the call's own deadline and signal mask (see above) */
+            h.deadline = deadline(c, io);
+            h.deadline_known = true;
+            h.mask = hold_signals(c);
         }
-        if (sl_wait_until_masked(at, deadline(c, io), hold_signals(c)) != 0) return 0;
+        if (sl_hold_until(&h, now, at) != 0) return 0;
     }
 }
 
@@ -508,30 +511,46 @@ static ssize_t reply_read(struct sl_runtime *rt, struct sl_fd *e, struct call *c
     return got;
 }
 
-static ssize_t run(struct call *c, enum sl_io io, int fd)
+/* The entry of fd when sluice has work on it (then *rt is the runtime,
+ * the one fetched for the whole call), else NULL: the call goes straight
+ * to the kernel, before anything is built for it. */
+static inline struct sl_fd *watched(int fd, struct sl_runtime **rt)
 {
-    struct sl_runtime *rt = sl_runtime();
-    struct sl_fd *e;
-    if (!rt || !(rt->any_bytes || rt->any_out) || !(e = sl_fd_get(fd))) return real_call(c, c->len);
+    *rt = sl_runtime();
+    return *rt && ((*rt)->any_bytes || (*rt)->any_out) ? sl_fd_get(fd) : NULL;
+}
+
+static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum sl_io io)
+{
     rt = sl_reload_check(rt);
     if (sl_pending_held(e) && sl_pending_io(c->fd, e) < 0) return -1;
-    if (io == SL_IO_RECV && e->req && c->len) return request_read(rt, e, c);
-    if (io == SL_IO_RECV && e->req_out && c->len && sl_reqout_replies(e))
+    /* a TLS library's own socket calls carry ciphertext: its requests are
+     * read where the library is called (tls.c, gnutls.c) */
+    if (io == SL_IO_RECV && c->len && sl_gate_in(e) && sl_req_plain(e))
+        return request_read(rt, e, c);
+    if (io == SL_IO_RECV && c->len && sl_gate_out(e) && sl_reqout_plain(e) && sl_reqout_replies(e))
         return reply_read(rt, e, c);
-    if (io == SL_IO_SEND && e->req_out && c->len) return request_write(rt, e, c);
+    if (io == SL_IO_SEND && c->len && sl_gate_out(e) && sl_reqout_plain(e))
+        return request_write(rt, e, c);
     if (e->bytes_rule[io] < 0 || c->len == 0 || peeking(c)) return real_call(c, c->len);
     return limited(rt, e, c, io);
 }
 
 SL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(recv)(fd, buf, len, flags);
     struct call c = {.k = K_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags};
-    return run(&c, SL_IO_RECV, fd);
+    return run(rt, e, &c, SL_IO_RECV);
 }
 
 SL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
                            socklen_t *fromlen)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
     struct call c = {.k = K_RECVFROM,
                      .fd = fd,
                      .buf = buf,
@@ -539,85 +558,112 @@ SL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sock
                      .flags = flags,
                      .from = from,
                      .fromlen = fromlen};
-    return run(&c, SL_IO_RECV, fd);
+    return run(rt, e, &c, SL_IO_RECV);
 }
 
 SL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(recvmsg)(fd, msg, flags);
     struct call c = {.k = K_RECVMSG,
                      .fd = fd,
                      .msg = msg,
                      .flags = flags,
                      .len = msg ? iov_total(msg->msg_iov, (int)msg->msg_iovlen) : 0};
-    return run(&c, SL_IO_RECV, fd);
+    return run(rt, e, &c, SL_IO_RECV);
 }
 
 SL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(read)(fd, buf, len);
     struct call c = {.k = K_READ, .fd = fd, .buf = buf, .len = len};
-    return run(&c, SL_IO_RECV, fd);
+    return run(rt, e, &c, SL_IO_RECV);
 }
 
 SL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(readv)(fd, iov, iovcnt);
     struct call c = {.k = K_READV,
                      .fd = fd,
                      .iov = iov,
                      .iovcnt = iovcnt,
                      .len = iovcnt > 0 ? iov_total(iov, iovcnt) : 0};
-    return run(&c, SL_IO_RECV, fd);
+    return run(rt, e, &c, SL_IO_RECV);
 }
 
 SL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
+    if (sl_tls_tying) sl_tls_tie(fd); /* tie.h: a TLS client's own BIO (curl) */
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(send)(fd, buf, len, flags);
     struct call c = {.k = K_SEND, .fd = fd, .cbuf = buf, .len = len, .flags = flags};
-    if (sl_tls_tying) sl_tls_tie(fd); /* tls.h: a TLS client's own BIO (curl) */
-    return run(&c, SL_IO_SEND, fd);
+    return run(rt, e, &c, SL_IO_SEND);
 }
 
 SL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
                          socklen_t tolen)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(sendto)(fd, buf, len, flags, to, tolen);
     struct call c = {
         .k = K_SENDTO, .fd = fd, .cbuf = buf, .len = len, .flags = flags, .to = to, .tolen = tolen};
-    return run(&c, SL_IO_SEND, fd);
+    return run(rt, e, &c, SL_IO_SEND);
 }
 
 SL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(sendmsg)(fd, msg, flags);
     struct call c = {.k = K_SENDMSG,
                      .fd = fd,
                      .cmsg = msg,
                      .flags = flags,
                      .len = msg ? iov_total(msg->msg_iov, (int)msg->msg_iovlen) : 0};
-    return run(&c, SL_IO_SEND, fd);
+    return run(rt, e, &c, SL_IO_SEND);
 }
 
 SL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(write)(fd, buf, len);
     struct call c = {.k = K_WRITE, .fd = fd, .cbuf = buf, .len = len};
-    return run(&c, SL_IO_SEND, fd);
+    return run(rt, e, &c, SL_IO_SEND);
 }
 
 SL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(fd, &rt);
+    if (!e) return REAL(writev)(fd, iov, iovcnt);
     struct call c = {.k = K_WRITEV,
                      .fd = fd,
                      .iov = iov,
                      .iovcnt = iovcnt,
                      .len = iovcnt > 0 ? iov_total(iov, iovcnt) : 0};
-    return run(&c, SL_IO_SEND, fd);
+    return run(rt, e, &c, SL_IO_SEND);
 }
 
 SL_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
+    struct sl_runtime *rt;
+    struct sl_fd *e = watched(out_fd, &rt);
+    if (!e) return REAL(sendfile)(out_fd, in_fd, offset, count);
     struct call c = {.k = K_SENDFILE,
                      .fd = out_fd,
                      .out_fd = out_fd,
                      .in_fd = in_fd,
                      .off = offset,
                      .len = count};
-    return run(&c, SL_IO_SEND, out_fd);
+    return run(rt, e, &c, SL_IO_SEND);
 }
 
 /* On 64-bit glibc sendfile64 is the same function under another name;
@@ -642,12 +688,12 @@ SL_EXPORT ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out,
         struct sl_fd *e = sl_fd_get(fd_out);
         if (e && e->bytes_rule[SL_IO_SEND] >= 0) {
             c.fd = fd_out;
-            return run(&c, SL_IO_SEND, fd_out);
+            return run(rt, e, &c, SL_IO_SEND);
         }
         e = sl_fd_get(fd_in);
         if (e && e->bytes_rule[SL_IO_RECV] >= 0) {
             c.fd = fd_in;
-            return run(&c, SL_IO_RECV, fd_in);
+            return run(rt, e, &c, SL_IO_RECV);
         }
     }
     return real_call(&c, len);

@@ -5,7 +5,6 @@
 #include "../core/clock.h"
 #include "../core/policy.h"
 #include "pending.h"
-#include "ready.h"
 #include "shim.h"
 
 int sl_pending_hold(int fd, const struct sockaddr *sa, socklen_t len, const struct sl_decision *d)
@@ -21,7 +20,6 @@ int sl_pending_hold(int fd, const struct sockaddr *sa, socklen_t len, const stru
     e->connect_at = sl_clock_now() + d->wait_ns;
     atomic_store(&e->ready_at[SL_IO_SEND], e->connect_at);
     atomic_store(&e->pending_connect, 1);
-    sl_ready_throttle(fd, e, SL_IO_SEND, e->connect_at);
     errno = EINPROGRESS;
     return 0;
 }

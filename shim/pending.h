@@ -28,7 +28,9 @@ struct sl_addr;
 
 /* Holds back the connect of fd to sa that decision d let through after
  * d->wait_ns (or, with d->redecide_until, asks the rules again then).
- * Returns 0 (errno EINPROGRESS), or -1 when fd cannot be tracked (the
+ * Returns 0 (errno EINPROGRESS; the caller tells the readiness layer that
+ * fd is not writable before e->connect_at: ready.h includes this file, so
+ * this one does not include it), or -1 when fd cannot be tracked (the
  * caller connects now). */
 int sl_pending_hold(int fd, const struct sockaddr *sa, socklen_t len, const struct sl_decision *d);
 

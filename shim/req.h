@@ -26,6 +26,7 @@
 #include <sys/uio.h>
 
 #include "fd.h"
+#include "gate.h"
 
 struct sl_runtime;
 struct sl_addr;
@@ -41,8 +42,12 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock);
 /* io.c, for a read of up to len bytes into one buffer (recv flags; a read
  * of a request connection that no byte rule limits): the program gets
  * only bytes that may pass, straight from one real recv when they all may
- * (see req.c). Returns as recv. */
+ * (see gate.h). Returns as recv. */
 ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags);
+
+/* False once a TLS library reads the connection's requests (tls.c): the
+ * socket then carries ciphertext, and io.c passes its reads by. */
+bool sl_req_plain(const struct sl_fd *e);
 
 /* True when bytes of fd are kept by req.c: every read must come through it. */
 bool sl_req_stashed(const struct sl_fd *e);
@@ -67,13 +72,7 @@ struct sl_tls_ops {
     int (*write)(void *ssl, const void *buf, int n); /* the real write */
 };
 
-/* What the program's call to the library's error function must then say. */
-enum sl_tls_how {
-    SL_TLS_REAL,      /* whatever the library says: the result is its own */
-    SL_TLS_WANT_READ, /* try again later (held, or a blocking wait ended) */
-    SL_TLS_EOF,       /* a clean end of the stream: a denied request */
-    SL_TLS_RESET,     /* a reset (reject): errno ECONNRESET */
-};
+/* enum sl_tls_how (gate.h): what the library's error function must then say. */
 
 /* tls.c, for the program's SSL_read on fd (a request connection) into
  * buf: the bytes it gets (> 0), or 0 / -1 with *how. */

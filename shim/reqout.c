@@ -11,27 +11,36 @@
 #include "../core/clock.h"
 #include "../core/log.h"
 #include "../core/mem.h"
+#include "../core/names.h"
 #include "../core/request.h"
+#include "hold.h"
 #include "ready.h"
 #include "reload.h"
 #include "shim.h"
-#include "tlsbio.h"
+#include "tie.h"
 #include "tlsrec.h"
 #include "unseen.h"
 #include "wait.h"
 
 struct sl_req_out {
+    struct sl_gate g; /* first: the descriptor's gate (fd.h); g.conn is conn below when live */
     struct sl_runtime *rt;
     struct sl_addr dst;
-    bool tls;                                   /* requests are written through SSL_write */
-    bool hello;                                 /* its first write was a TLS handshake record */
-    bool written;                               /* something was written */
-    bool h2;                                    /* its plaintext opened with the HTTP/2 preface */
-    bool tls_written;                           /* a plaintext write was seen */
-    char *kept;                                 /* sl_reqout_keep: taken, not yet written */
+    bool tls;         /* requests are written through SSL_write */
+    bool hello;       /* its first write was a TLS handshake record */
+    bool written;     /* something was written */
+    bool h2;          /* its plaintext opened with the HTTP/2 preface */
+    bool tls_written; /* a plaintext write was seen */
+    char *kept;       /* sl_reqout_keep: taken, not yet written */
     size_t nkept;
-    bool bio;      /* its records come from memory BIOs (tlsbio.h) */
+    bool bio; /* its records come from memory BIOs (tlsbio.h) */
     struct sl_tlsrec_conn *rec; /* TLS sluice cannot decrypt: bursts (tlsrec.h) */
+    /* live: conn below is started (a request rule matched). Otherwise the
+     * state is this struct alone (no conn: allocated for what the rule
+     * needs) and `naming` says whether the client's first bytes may still
+     * name a destination a rule names (SNI, Host: see name_step). */
+    bool live, naming;
+    char *name;    /* the SNI that made it live, for the TLS restart (allocated), or NULL */
     uint64_t sent; /* bytes the program sent on the socket */
     int nholds;    /* bio: where the ciphertext must wait */
     struct hold {
@@ -42,7 +51,9 @@ struct sl_req_out {
     _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn */
 };
 
-#define CONN(o)    ((struct sl_req_conn *)(void *)(o)->conn)
+#define CONN(o) ((struct sl_req_conn *)(void *)(o)->conn)
+/* The outbound state of a descriptor whose gate is outbound (g comes first). */
+#define OUT(e)     ((struct sl_req_out *)(void *)(e)->gate)
 #define H2_PREFACE "PRI * HTTP/2.0\r\n"
 
 void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
@@ -50,18 +61,51 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
     if (!rt->any_req_out) return;
     int saved = errno;
     struct sl_req_out *o = sl_alloc(sizeof *o + sl_req_conn_size());
-    struct sl_fd *e;
-    if (!o || !sl_req_conn_init(CONN(o), rt, SL_OUT, NULL, dst, sl_clock_now()) ||
-        !(e = sl_fd_track(fd))) {
+    struct sl_fd *e = NULL;
+    bool live = o && sl_req_conn_init(CONN(o), rt, SL_OUT, NULL, dst, sl_clock_now());
+    if (o && !live && rt->any_req_names) { /* the small state until a name matches */
+        struct sl_req_out *small = sl_realloc(o, sizeof *o);
+        if (small) o = small, o->naming = true;
+    }
+    if (!o || (!live && !o->naming) || !(e = sl_fd_track(fd))) {
         sl_free(o);
         errno = saved;
         return;
     }
-    if (e->req_out) sl_reqout_free(e);
+    sl_reqout_free(e);
+    o->g.dir = SL_OUT;
+    o->g.conn = live ? CONN(o) : NULL;
     o->rt = rt;
     o->dst = *dst;
-    e->req_out = o;
+    o->live = live;
+    e->gate = &o->g;
     errno = saved;
+}
+
+/* A connection that waits for a name (o->naming): its first plain write
+ * (a ClientHello's SNI, or a request head's Host) or, when the ClientHello
+ * named none, its first plaintext write through TLS (Host) either matches
+ * a rule by name, and the requests are counted from here on (the state
+ * grows to hold them: OUT(e) changes), or ends the wait. True when the
+ * connection is live. */
+static bool name_step(struct sl_fd *e, const void *buf, size_t len, bool tls)
+{
+    struct sl_req_out *o = OUT(e);
+    char name[SL_HOST_MAX];
+    bool hello = !tls && len && ((const unsigned char *)buf)[0] == 0x16;
+    bool found = hello ? sl_name_sni(buf, len, name, sizeof name)
+                       : sl_name_host(buf, len, name, sizeof name);
+    if (len == 0 || (tls != o->tls) || (hello && !found)) return false; /* not yet */
+    o->naming = false;
+    if (!found) return false;
+    struct sl_req_out *big = sl_realloc(o, sizeof *o + sl_req_conn_size());
+    if (!big) return false;
+    o = big;
+    e->gate = &o->g;
+    o->g.conn = CONN(o);
+    o->live = sl_req_conn_init_named(CONN(o), o->rt, SL_OUT, NULL, &o->dst, name, sl_clock_now());
+    if (o->live && hello) o->name = sl_strdup(name); /* none (no memory): by address only */
+    return o->live;
 }
 
 /* A connection whose first write was a TLS handshake record and which
@@ -76,7 +120,7 @@ static void unseen_tls(struct sl_req_out *o, int fd, const void *buf, size_t len
         o->written = true;
         o->hello = type == 0x16;
         /* the ClientHello of a session over memory BIOs ties it here */
-        if (o->hello && sl_tlsbio_tie_hello(fd, buf, len)) o->bio = true;
+        if (o->hello && sl_tls_tie_hello(fd, buf, len)) o->bio = true;
         else if (o->hello) o->rec = sl_tlsrec_open(o->rt, &o->dst, fd, buf, len);
         return;
     }
@@ -92,59 +136,15 @@ static void unseen_tls(struct sl_req_out *o, int fd, const void *buf, size_t len
            addr, o->dst.port, sl_unseen_tls_cause());
 }
 
-/* How long a request that `reply` swallows waits for the responses before
- * it (a pipelining client): a blocking write asks again every ms up to
- * REPLY_WAIT_NS, then fails with the rule's errno (a client that writes
- * and reads on one thread would otherwise wait for ever); a non-blocking
- * one gets EAGAIN and is reported writable again REPLY_POLL_NS later.
- * When the responses cannot be counted any more (sl_req_swallow_lost) the
- * turn never comes: the write fails at once, like reject. */
-#define REPLY_POLL_NS (SL_NS_PER_SEC / 100)
-#define REPLY_STEP_NS (SL_NS_PER_SEC / 1000)
-#define REPLY_WAIT_NS SL_NS_PER_SEC
-
-/* A swallowed request's bytes: reported written, never sent. */
-static ssize_t swallow(int fd, struct sl_fd *e, const void *buf, size_t len, int rule,
-                       int *nonblock, uint64_t *deadline, bool *swallowed)
-{
-    struct sl_req_conn *c = CONN(e->req_out);
-    uint64_t start = sl_clock_now();
-    for (;;) {
-        const char *p;
-        size_t queued = sl_req_inject_peek(c, &p);
-        size_t n = sl_req_swallow(c, buf, len, sl_clock_now());
-        if (n > 0 || len == 0) {
-            if (sl_req_inject_peek(c, &p) > queued) sl_ready_held(fd, e, sl_clock_now());
-            *swallowed = true;
-            return (ssize_t)n;
-        }
-        uint64_t now = sl_clock_now();
-        bool lost = sl_req_swallow_lost(c);
-        if (*nonblock < 0 && !lost) *nonblock = sl_fd_nonblocking(fd);
-        if (*nonblock > 0 && !lost) {
-            sl_ready_throttle(fd, e, SL_IO_SEND, now + REPLY_POLL_NS);
-            errno = EAGAIN;
-            return -1;
-        }
-        if (lost || now - start >= REPLY_WAIT_NS) {
-            const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[rule];
-            errno = r->err ? r->err : ECONNREFUSED;
-            return -1;
-        }
-        if (!*deadline) *deadline = sl_wait_deadline(fd, SO_SNDTIMEO, now);
-        if (sl_wait_until(now + REPLY_STEP_NS, *deadline) != 0) return -1;
-    }
-}
-
 /* A write of ciphertext records from memory BIOs (tlsbio.h): the bytes
  * before the first hold go; at a hold, its turn is waited for (blocking:
  * sleep; non-blocking: EAGAIN, writable at the turn), or a denial fails
  * the write. */
 static ssize_t cipher_turn(int fd, struct sl_fd *e, size_t len, bool nonblock_flag)
 {
-    struct sl_req_out *o = e->req_out;
-    int saved = errno, nonblock = nonblock_flag ? 1 : -1;
-    uint64_t deadline = 0;
+    struct sl_req_out *o = OUT(e);
+    int saved = errno;
+    struct sl_hold hd = sl_hold_for(fd, e, SL_IO_SEND, nonblock_flag);
     for (;;) {
         if (o->nholds == 0 || o->holds[0].at > o->sent) {
             uint64_t room = o->nholds ? o->holds[0].at - o->sent : len;
@@ -162,14 +162,7 @@ static ssize_t cipher_turn(int fd, struct sl_fd *e, size_t len, bool nonblock_fl
             memmove(o->holds, o->holds + 1, (size_t)--o->nholds * sizeof *h);
             continue;
         }
-        if (nonblock < 0) nonblock = sl_fd_nonblocking(fd);
-        if (nonblock) {
-            sl_ready_throttle(fd, e, SL_IO_SEND, h->until);
-            errno = EAGAIN;
-            return -1;
-        }
-        if (!deadline) deadline = sl_wait_deadline(fd, SO_SNDTIMEO, now);
-        if (sl_wait_until(h->until, deadline) != 0) return -1;
+        if (sl_hold_until(&hd, now, h->until) != 0) return -1;
     }
 }
 
@@ -190,21 +183,23 @@ static void add_hold(struct sl_req_out *o, uint64_t at, uint64_t until, int err)
 
 bool sl_reqout_bio(struct sl_fd *e)
 {
-    return e->req_out->bio;
+    return OUT(e)->bio;
 }
 
 ssize_t sl_reqout_bio_write(int fd, struct sl_fd *e, const void *buf, size_t n,
                             sl_reqout_write_fn w, void *session, uint64_t (*offset)(void *session))
 {
-    struct sl_req_out *o = e->req_out;
+    if (!OUT(e)->live && OUT(e)->naming) name_step(e, buf, n, true);
+    struct sl_req_out *o = OUT(e);
     struct sl_req_conn *c = CONN(o);
     (void)fd;
     struct sl_runtime *rt = sl_runtime();
-    if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
+    bool denied = !o->live; /* not counted: written as they come */
+    if (o->live && rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c))
+        sl_req_conn_rebind(c, rt);
     const char *p = buf;
     uint64_t t = sl_clock_now(); /* decisions after a hold are made at its turn */
     size_t off = 0;
-    bool denied = false;
     for (int round = 0; off < n; round++) {
         size_t ok = n - off;
         if (!denied && !sl_req_done(c) && round < 64) {
@@ -236,120 +231,77 @@ ssize_t sl_reqout_bio_write(int fd, struct sl_fd *e, const void *buf, size_t n,
 ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
                                bool nonblock_flag, bool tls, bool *swallowed)
 {
-    struct sl_req_conn *c = CONN(e->req_out);
     *swallowed = false;
-    if (len && !tls && !e->req_out->tls) unseen_tls(e->req_out, fd, buf, len);
-    if (!tls && e->req_out->bio) return cipher_turn(fd, e, len, nonblock_flag);
-    if (!tls && !e->req_out->tls && e->req_out->rec)
-        return sl_tlsrec_before_write(e->req_out->rec, fd, e, buf, len, nonblock_flag);
-    if (e->req_out->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
-    if (tls && !e->req_out->tls_written && len) {
-        e->req_out->tls_written = true;
-        e->req_out->h2 =
+    if (len && !tls && !OUT(e)->tls) unseen_tls(OUT(e), fd, buf, len);
+    bool live = OUT(e)->live || (OUT(e)->naming && name_step(e, buf, len, tls));
+    if (!tls && OUT(e)->bio) return cipher_turn(fd, e, len, nonblock_flag);
+    if (!tls && !OUT(e)->tls && OUT(e)->rec)
+        return sl_tlsrec_before_write(OUT(e)->rec, fd, e, buf, len, nonblock_flag);
+    if (!live) return (ssize_t)len; /* no request rule matches (yet) */
+    struct sl_req_conn *c = CONN(OUT(e));
+    if (OUT(e)->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
+    if (tls && !OUT(e)->tls_written && len) {
+        OUT(e)->tls_written = true;
+        OUT(e)->h2 =
             len >= sizeof H2_PREFACE - 1 && !memcmp(buf, H2_PREFACE, sizeof H2_PREFACE - 1);
     }
     if (sl_req_done(c)) return (ssize_t)len;
     struct sl_runtime *rt = sl_runtime();
     if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
-    int saved = errno, nonblock = nonblock_flag ? 1 : -1;
-    uint64_t deadline = 0;
-    for (;;) {
-        uint64_t now = sl_clock_now();
-        struct sl_req_verdict v;
-        size_t ok = sl_req_admit(c, buf, len, now, &v);
-        if (ok == len || v.status == SL_REQ_NEED_MORE || v.status == SL_REQ_PASS) {
-            atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
-            errno = saved;
-            return (ssize_t)len; /* an incomplete head goes as it is written: decided at its end */
-        }
-        if (ok > 0 && (!tls || v.status == SL_REQ_SWALLOW)) {
-            /* a short write, up to the head that must wait or be swallowed
-             * (tls.c writes a buffer with a swallowed request in parts) */
-            errno = saved;
-            return (ssize_t)ok;
-        }
-        if (v.status == SL_REQ_SWALLOW) {
-            ssize_t n = swallow(fd, e, buf, len, v.rule, &nonblock, &deadline, swallowed);
-            if (n >= 0) {
-                atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
-                errno = saved;
-            }
-            return n;
-        }
-        /* through TLS a write is all or nothing: the whole buffer waits for
-         * the last of its requests, or fails with it (a client writes one
-         * request at a time) */
-        if (v.status == SL_REQ_DENY) {
-            const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[v.rule];
-            errno = r->err ? r->err : ECONNREFUSED;
-            return -1;
-        }
-        uint64_t until = now + v.wait_ns; /* HOLD: its turn */
-        if (nonblock < 0) nonblock = sl_fd_nonblocking(fd);
-        if (nonblock) {
-            sl_ready_throttle(fd, e, SL_IO_SEND, until);
-            errno = EAGAIN;
-            return -1;
-        }
-        if (!deadline) deadline = sl_wait_deadline(fd, SO_SNDTIMEO, now);
-        if (sl_wait_until(until, deadline) != 0) return -1; /* EAGAIN at SO_SNDTIMEO, EINTR */
-    }
+    return sl_gate_write(&OUT(e)->g, e, fd, buf, len, nonblock_flag, tls, swallowed);
 }
 
 void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls)
 {
-    if (!tls) e->req_out->sent += n;
-    if (!tls && !e->req_out->tls && e->req_out->rec) sl_tlsrec_written(e->req_out->rec, buf, n);
-    if (e->req_out->tls == tls) sl_req_passed(CONN(e->req_out), buf, n);
+    if (!tls) OUT(e)->sent += n;
+    if (!tls && !OUT(e)->tls && OUT(e)->rec) sl_tlsrec_written(OUT(e)->rec, buf, n);
+    if (OUT(e)->live && OUT(e)->tls == tls) sl_req_passed(CONN(OUT(e)), buf, n);
 }
 
 size_t sl_reqout_inject(int fd, struct sl_fd *e, void *buf, size_t len, bool peek, bool tls)
 {
-    struct sl_req_out *o = e->req_out;
-    const char *p;
-    size_t n = o->tls == tls ? sl_req_inject_peek(CONN(o), &p) : 0;
-    if (n == 0) return 0;
-    if (n > len) n = len;
-    memcpy(buf, p, n);
-    if (!peek) {
-        sl_req_inject_take(CONN(o), n);
-        /* none left: nothing to announce; some: announced again (epoll
-         * hears of held bytes once per call, a partial read needs another) */
-        sl_ready_held(fd, e, sl_req_inject_peek(CONN(o), &p) ? sl_clock_now() : 0);
-    }
-    return n;
+    struct sl_req_out *o = OUT(e);
+    return o->live && o->tls == tls ? sl_gate_inject(&o->g, e, fd, buf, len, peek) : 0;
 }
 
 void sl_reqout_read(struct sl_fd *e, const void *buf, size_t n, bool tls)
 {
-    struct sl_req_out *o = e->req_out;
-    if (o->tls == tls && sl_req_replies(CONN(o))) sl_req_responses(CONN(o), buf, n);
+    struct sl_req_out *o = OUT(e);
+    if (o->live && o->tls == tls && sl_req_replies(CONN(o))) sl_req_responses(CONN(o), buf, n);
+}
+
+bool sl_reqout_plain(const struct sl_fd *e)
+{
+    return !OUT(e)->tls || OUT(e)->bio;
 }
 
 bool sl_reqout_replies(struct sl_fd *e)
 {
-    return sl_req_replies(CONN(e->req_out));
+    return OUT(e)->live && sl_req_replies(CONN(OUT(e)));
 }
 
 bool sl_reqout_tls(struct sl_fd *e)
 {
-    struct sl_req_out *o = e->req_out;
-    if (o->tls) return true;
+    struct sl_req_out *o = OUT(e);
+    if (o->tls) return o->live || o->naming;
+    o->tls = true;
+    if (!o->live) return o->naming; /* its Host may still name it (name_step) */
     /* the plain scanner saw the handshake (and passed it through): the
      * requests start afresh in what the program gives the library */
     sl_req_conn_fini(CONN(o));
-    o->tls = true;
-    return sl_req_conn_init(CONN(o), o->rt, SL_OUT, NULL, &o->dst, sl_clock_now());
+    o->live =
+        sl_req_conn_init_named(CONN(o), o->rt, SL_OUT, NULL, &o->dst, o->name, sl_clock_now());
+    return o->live;
 }
 
 bool sl_reqout_h2(struct sl_fd *e)
 {
-    return e->req_out->h2;
+    return OUT(e)->h2;
 }
 
 bool sl_reqout_keep(struct sl_fd *e, const void *buf, size_t n)
 {
-    struct sl_req_out *o = e->req_out;
+    struct sl_req_out *o = OUT(e);
     if (n > SL_REQOUT_KEEP_MAX - o->nkept) return false;
     char *k = sl_realloc(o->kept, o->nkept + n);
     if (!k) return false;
@@ -361,13 +313,13 @@ bool sl_reqout_keep(struct sl_fd *e, const void *buf, size_t n)
 
 size_t sl_reqout_kept(struct sl_fd *e, const char **p)
 {
-    *p = e->req_out->kept;
-    return e->req_out->nkept;
+    *p = OUT(e)->kept;
+    return OUT(e)->nkept;
 }
 
 void sl_reqout_kept_take(struct sl_fd *e, size_t n)
 {
-    struct sl_req_out *o = e->req_out;
+    struct sl_req_out *o = OUT(e);
     if (n > o->nkept) n = o->nkept;
     memmove(o->kept, o->kept + n, o->nkept - n);
     o->nkept -= n;
@@ -383,14 +335,14 @@ static void announce_kept(int fd, struct sl_fd *e)
 
 bool sl_reqout_keep_held(int fd, struct sl_fd *e, const void *buf, size_t n)
 {
-    if (!e->req_out->h2 || !sl_fd_nonblocking(fd) || !sl_reqout_keep(e, buf, n)) return false;
+    if (!OUT(e)->h2 || !sl_fd_nonblocking(fd) || !sl_reqout_keep(e, buf, n)) return false;
     announce_kept(fd, e);
     return true;
 }
 
 bool sl_reqout_flush(int fd, struct sl_fd *e, sl_reqout_write_fn w, void *session)
 {
-    struct sl_req_out *o = e->req_out;
+    struct sl_req_out *o = OUT(e);
     if (!o->nkept) return true;
     int saved = errno;
     while (o->nkept) {
@@ -412,11 +364,12 @@ bool sl_reqout_flush(int fd, struct sl_fd *e, sl_reqout_write_fn w, void *sessio
 
 void sl_reqout_free(struct sl_fd *e)
 {
-    struct sl_req_out *o = e->req_out;
-    if (!o) return;
-    e->req_out = NULL;
+    struct sl_req_out *o = OUT(e);
+    if (!sl_gate_out(e)) return;
+    e->gate = NULL;
     sl_free(o->kept);
     sl_tlsrec_close(o->rec);
-    sl_req_conn_fini(CONN(o));
+    sl_free(o->name);
+    if (o->live) sl_req_conn_fini(CONN(o));
     sl_free(o);
 }

@@ -31,6 +31,7 @@
 
 #include "../core/key.h"
 #include "fd.h"
+#include "gate.h"
 
 struct sl_runtime;
 struct sl_addr;
@@ -52,6 +53,12 @@ size_t sl_reqout_inject(int fd, struct sl_fd *e, void *buf, size_t len, bool pee
 /* io.c, tls.c: the program read these n bytes from the server (n 0: end
  * of stream), counted as responses when the connection replies. */
 void sl_reqout_read(struct sl_fd *e, const void *buf, size_t n, bool tls);
+
+/* False once a TLS library writes the connection's requests (tls.c,
+ * gnutls.c) over its own socket calls: the socket then carries ciphertext,
+ * and io.c passes its reads and writes by (memory BIOs excepted: their
+ * records wait their turn at the socket, tlsbio.h). */
+bool sl_reqout_plain(const struct sl_fd *e);
 
 /* True when an outbound `reply` rule matches the connection (its reads
  * must then go through the two calls above). */

@@ -64,7 +64,7 @@
 #include "req.h"
 #include "reqout.h"
 #include "shim.h"
-#include "tls.h"
+#include "tie.h"
 #include "tlsbio.h"
 #include "unseen.h"
 
@@ -112,18 +112,28 @@ static _Thread_local struct {
     int err; /* SL_TLS_RESET: the errno to report (0: ECONNRESET) */
 } last;
 
+/* The descriptor entry of a session (inbound: its read side; outbound: its
+ * write side, or the socket it was tied to), when a rule of that direction
+ * counts requests; the gate is checked by the caller. */
+static struct sl_fd *session_entry(const SSL *ssl, enum sl_dir dir, int *fd)
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    if (!rt || !(dir == SL_IN ? rt->any_req_in : rt->any_req_out) || !ssl) return NULL;
+    int (*get_fd)(const SSL *) = dir == SL_IN ? REAL_SSL(get_rfd, "SSL_get_rfd", NULL)
+                                              : REAL_SSL(get_wfd, "SSL_get_wfd", NULL);
+    if (!get_fd) return NULL;
+    int saved = errno;
+    *fd = get_fd(ssl);
+    if (*fd < 0 && dir == SL_OUT) *fd = sl_tls_tied_fd(ssl); /* curl: its own BIO */
+    errno = saved;
+    return *fd >= 0 ? sl_fd_get(*fd) : NULL;
+}
+
 /* The descriptor entry of a session whose requests are counted, or NULL. */
 static struct sl_fd *tracked(const SSL *ssl, int *fd)
 {
-    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
-    if (!rt || !rt->any_req_in || !ssl) return NULL;
-    int (*get_rfd)(const SSL *) = REAL_SSL(get_rfd, "SSL_get_rfd", NULL);
-    if (!get_rfd) return NULL;
-    int saved = errno;
-    *fd = get_rfd(ssl);
-    errno = saved;
-    struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
-    return e && e->req ? e : NULL;
+    struct sl_fd *e = session_entry(ssl, SL_IN, fd);
+    return e && sl_gate_in(e) ? e : NULL;
 }
 
 static int read_plain(void *ssl, void *buf, int n)
@@ -190,42 +200,42 @@ static int read_ex_real(SSL *ssl, void *buf, size_t n, size_t *got)
     return REAL_SSL(read_ex, "SSL_read_ex", SSL_read_ex)(ssl, buf, n, got);
 }
 
-SL_EXPORT int SSL_read(SSL *ssl, void *buf, int num)
+/* SSL_read and SSL_read_ex: the program's read of up to num bytes (> 0
+ * read, with *got; else the library's failure, or the gate's: see last).
+ * own: the program's own form, for sessions sluice does not count. */
+static int read_through(SSL *ssl, void *buf, size_t num, size_t *got,
+                        int (*own)(SSL *, void *, size_t, size_t *))
 {
     flush_before_read(ssl);
     int fd;
     struct sl_fd *e = tracked(ssl, &fd);
     last.ssl = NULL;
-    size_t got;
+    *got = 0;
     int ret;
-    if (!e && num > 0 && reply_read(ssl, buf, (size_t)num, &got, &ret, read_ex_of_read))
-        return ret > 0 ? (int)got : ret;
-    if (!e) return REAL_SSL(read, "SSL_read", SSL_read)(ssl, buf, num);
-    enum sl_tls_how how;
-    int n = sl_req_tls_read(fd, e, ssl, buf, num, &ops, &how);
-    if (how != SL_TLS_REAL) last.ssl = ssl, last.how = how, last.err = 0;
-    return n;
-}
-
-SL_EXPORT int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *readbytes)
-{
-    flush_before_read(ssl);
-    int fd;
-    struct sl_fd *e = tracked(ssl, &fd);
-    last.ssl = NULL;
-    size_t got;
-    int ret;
-    if (!e && num > 0 && reply_read(ssl, buf, num, &got, &ret, read_ex_real)) {
-        if (readbytes) *readbytes = ret > 0 ? got : 0;
-        return ret > 0;
-    }
-    if (!e) return REAL_SSL(read_ex, "SSL_read_ex", SSL_read_ex)(ssl, buf, num, readbytes);
+    if (!e && num > 0 && reply_read(ssl, buf, num, got, &ret, own)) return ret;
+    if (!e) return own(ssl, buf, num, got);
     /* SSL_read with an int count reads the same records */
     enum sl_tls_how how;
     int n = sl_req_tls_read(fd, e, ssl, buf, num > INT_MAX ? INT_MAX : (int)num, &ops, &how);
     if (how != SL_TLS_REAL) last.ssl = ssl, last.how = how, last.err = 0;
-    if (readbytes) *readbytes = n > 0 ? (size_t)n : 0;
-    return n > 0;
+    *got = n > 0 ? (size_t)n : 0;
+    return n;
+}
+
+SL_EXPORT int SSL_read(SSL *ssl, void *buf, int num)
+{
+    if (num < 0) return REAL_SSL(read, "SSL_read", SSL_read)(ssl, buf, num); /* its own error */
+    size_t got;
+    int ret = read_through(ssl, buf, (size_t)num, &got, read_ex_of_read);
+    return ret > 0 ? (int)got : ret;
+}
+
+SL_EXPORT int SSL_read_ex(SSL *ssl, void *buf, size_t num, size_t *readbytes)
+{
+    size_t got;
+    int ret = read_through(ssl, buf, num, &got, read_ex_real);
+    if (readbytes) *readbytes = ret > 0 ? got : 0;
+    return ret > 0;
 }
 
 SL_EXPORT int SSL_read_early_data(SSL *ssl, void *buf, size_t num, size_t *readbytes)
@@ -239,55 +249,6 @@ SL_EXPORT int SSL_read_early_data(SSL *ssl, void *buf, size_t num, size_t *readb
     }
     return REAL_SSL(read_early_data, "SSL_read_early_data", SSL_read_early_data)(ssl, buf, num,
                                                                                  readbytes);
-}
-
-/* Sessions over a BIO of the program's own (curl's), which SSL_get_wfd
- * cannot name, tied to the socket their handshake's first nested send
- * reached (sl_tls_tie). A few hundred at once; beyond that, not seen. */
-#define TIES 256
-static struct {
-    const SSL *_Atomic ssl;
-    _Atomic int fd;
-} ties[TIES];
-
-_Thread_local void *sl_tls_tying;
-
-void sl_tls_tie(int fd)
-{
-    const SSL *ssl = sl_tls_tying;
-    sl_tls_tying = NULL; /* the first send is the session's socket */
-    sl_tls_tie_to(ssl, fd);
-}
-
-void sl_tls_tie_to(const void *ssl, int fd)
-{
-    for (int i = 0; i < TIES; i++) {
-        const SSL *none = NULL;
-        if (atomic_load_explicit(&ties[i].ssl, memory_order_relaxed) == ssl) {
-            atomic_store(&ties[i].fd, fd);
-            return;
-        }
-        if (atomic_compare_exchange_strong(&ties[i].ssl, &none, ssl)) {
-            atomic_store(&ties[i].fd, fd);
-            return;
-        }
-    }
-}
-
-int sl_tls_tied_fd(const void *ssl)
-{
-    for (int i = 0; i < TIES; i++)
-        if (atomic_load_explicit(&ties[i].ssl, memory_order_acquire) == ssl)
-            return atomic_load(&ties[i].fd);
-    return -1;
-}
-
-void sl_tls_untie(const void *ssl)
-{
-    for (int i = 0; i < TIES; i++) {
-        const SSL *mine = ssl;
-        if (atomic_compare_exchange_strong(&ties[i].ssl, &mine, NULL)) return;
-    }
 }
 
 /* The handshake: a session without a descriptor of its own is tied to the
@@ -320,16 +281,8 @@ SL_EXPORT int SSL_do_handshake(SSL *ssl)
  * (shim/reqout.h), or NULL. */
 static struct sl_fd *tracked_out(const SSL *ssl, int *fd)
 {
-    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
-    if (!rt || !rt->any_req_out || !ssl) return NULL;
-    int (*get_wfd)(const SSL *) = REAL_SSL(get_wfd, "SSL_get_wfd", NULL);
-    if (!get_wfd) return NULL;
-    int saved = errno;
-    *fd = get_wfd(ssl);
-    if (*fd < 0) *fd = sl_tls_tied_fd(ssl); /* curl: its own BIO */
-    errno = saved;
-    struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
-    return e && e->req_out && sl_reqout_tls(e) ? e : NULL;
+    struct sl_fd *e = session_entry(ssl, SL_OUT, fd);
+    return e && sl_gate_out(e) && sl_reqout_tls(e) ? e : NULL;
 }
 
 /* Before the program's write of n bytes: how many of them may go now

@@ -8,11 +8,9 @@
 
 #include "reqout.h"
 #include "shim.h"
-#include "tls.h"
+#include "tie.h"
 
 #define SSL_VERSION "OPENSSL_3.0.0"
-#define RANDOM_LEN  32
-#define HELLO_MIN   (11 + RANDOM_LEN) /* record 5, handshake 4, version 2, random */
 
 static struct {
     size_t (*client_random)(const void *, unsigned char *, size_t);
@@ -34,57 +32,18 @@ static void *find(void *_Atomic *slot, const char *name, const char *lib)
 #define REAL_FN(field, name, lib)                                                                  \
     ((__typeof__(real.field))find((void *_Atomic *)&real.field, name, lib))
 
-/* Sessions waiting for their ClientHello to reach a socket: a few dozen
- * handshakes at once; beyond that a session is not tied (and the log says
- * its TLS was not read). */
-#define WAITING 64
-static struct {
-    const void *_Atomic ssl;
-    unsigned char random[RANDOM_LEN];
-} waiting[WAITING];
-
 void sl_tlsbio_remember(const void *ssl)
 {
     size_t (*cr)(const void *, unsigned char *, size_t) =
         REAL_FN(client_random, "SSL_get_client_random", "libssl.so.3");
-    unsigned char r[RANDOM_LEN], zero[RANDOM_LEN] = {0};
+    unsigned char r[SL_TLS_RANDOM_LEN], zero[SL_TLS_RANDOM_LEN] = {0};
     if (!cr || cr(ssl, r, sizeof r) != sizeof r || !memcmp(r, zero, sizeof r)) return;
-    int free_at = -1;
-    for (int i = 0; i < WAITING; i++) {
-        const void *s = atomic_load_explicit(&waiting[i].ssl, memory_order_acquire);
-        if (s == ssl) return; /* a later step of the same handshake */
-        if (!s && free_at < 0) free_at = i;
-    }
-    for (int i = free_at < 0 ? WAITING : free_at; i < WAITING; i++) {
-        const void *none = NULL;
-        if (atomic_compare_exchange_strong(&waiting[i].ssl, &none, (const void *)1)) {
-            memcpy(waiting[i].random, r, sizeof r); /* claimed with a marker, then published */
-            atomic_store_explicit(&waiting[i].ssl, ssl, memory_order_release);
-            return;
-        }
-    }
+    sl_tls_wait_hello(ssl, r);
 }
 
 void sl_tlsbio_forget(const void *ssl)
 {
-    for (int i = 0; i < WAITING; i++) {
-        const void *mine = ssl;
-        if (atomic_compare_exchange_strong(&waiting[i].ssl, &mine, NULL)) return;
-    }
-}
-
-bool sl_tlsbio_tie_hello(int fd, const void *rec, size_t len)
-{
-    const unsigned char *p = rec;
-    if (len < HELLO_MIN || p[0] != 0x16 || p[5] != 0x01) return false; /* a ClientHello */
-    for (int i = 0; i < WAITING; i++) {
-        const void *s = atomic_load_explicit(&waiting[i].ssl, memory_order_acquire);
-        if (!s || s == (const void *)1 || memcmp(waiting[i].random, p + 11, RANDOM_LEN)) continue;
-        if (!atomic_compare_exchange_strong(&waiting[i].ssl, &s, NULL)) continue;
-        sl_tls_tie_to(s, fd);
-        return true;
-    }
-    return false;
+    sl_tls_forget_hello(ssl);
 }
 
 /* The library's write of plaintext into the session (into its write BIO). */

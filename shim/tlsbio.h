@@ -4,9 +4,9 @@
  *
  * Tie: after the session's first handshake step its client random is
  * remembered; the ClientHello the program then writes to a socket carries
- * it (bytes 11-42 of the record), and reqout.c asks here whether the
+ * it (bytes 11-42 of the record), and reqout.c asks tie.h whether the
  * record belongs to a remembered session, which is then tied to that
- * socket (tls.h). Count: the plaintext given to SSL_write is read for
+ * socket (tie.h). Count: the plaintext given to SSL_write is read for
  * requests as on any TLS connection. Pace: SSL_write always succeeds (the
  * event loops treat want-write from an SSLObject as fatal); a request that
  * must wait marks the offset in the ciphertext stream where its records
@@ -30,10 +30,6 @@ void sl_tlsbio_remember(const void *ssl);
 
 /* tls.c: the session is freed. */
 void sl_tlsbio_forget(const void *ssl);
-
-/* reqout.c: the first record the program writes to fd; true when it is the
- * ClientHello of a remembered session, now tied to fd. */
-bool sl_tlsbio_tie_hello(int fd, const void *rec, size_t len);
 
 /* tls.c: SSL_write of n plaintext bytes on a tied session: the bytes
  * handed to the library (n, or fewer when it failed part way), or -1. */

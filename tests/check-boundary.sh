@@ -6,7 +6,8 @@
 # core/sys.h instead. Only direct references count: libconfuse's use of
 # stdio, say, never passes through our hooks' names from our objects.
 # Prints one line per offending object and name, then "boundary DIR: ok"
-# or "boundary DIR: N references".
+# or "boundary DIR: N references". Then fails when modules of shim/ or core/
+# include each other in a circle (tests/check-cycles.py).
 set -u
 cd "$(dirname "$0")/.."
 build=${1:?usage: check-boundary.sh BUILD DIR...}; shift
@@ -26,4 +27,6 @@ for dir in "$@"; do
     done
     if [ "$n" -eq 0 ]; then echo "boundary $dir: ok"; else echo "boundary $dir: $n references"; rc=1; fi
 done
+# and no include circle among the modules of the shim and core
+python3 tests/check-cycles.py shim core || rc=1
 exit $rc

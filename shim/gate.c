@@ -1,0 +1,256 @@
+/* gate.c - the request gate of one descriptor: see gate.h. */
+#include "gate.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "../core/clock.h"
+#include "../core/mem.h"
+#include "hold.h"
+#include "ready.h"
+
+void sl_gate_denied(struct sl_gate *g, const struct sl_req_verdict *v)
+{
+    g->phase = v->action == SL_ACT_REJECT ? SL_GATE_RESET : SL_GATE_ENDED;
+    /* memory for it only now: most connections are never denied */
+    if (g->phase == SL_GATE_ENDED && !g->reply && (g->reply = sl_alloc(v->reply_len + 1))) {
+        memcpy(g->reply, v->reply, v->reply_len);
+        g->reply_len = v->reply_len;
+    }
+}
+
+/* Read once per decision. */
+static uint64_t now_of(const struct sl_gate *g)
+{
+    return g->clock ? g->clock() : sl_clock_now();
+}
+
+static bool stash_room(struct sl_gate *g)
+{
+    return g->stash || (g->stash = sl_alloc(SL_GATE_STASH_MAX)) != NULL;
+}
+
+/* Stashed bytes behind a held head: nothing to read until `until`, when
+ * the readiness layer announces them (new bytes wake nobody early). */
+static void due_at(int fd, struct sl_fd *e, uint64_t until)
+{
+    sl_ready_throttle(fd, e, SL_IO_RECV, until);
+    sl_ready_held_read(fd, e, until);
+}
+
+/* Tells the readiness layer about what the stash holds after a read that
+ * gave the program bytes: nothing (forget it), or the bytes after what was
+ * given, due now (they may pass: `left`, or a partial head, or a denial)
+ * or at a held head's turn (v: what stopped what was given). */
+static void announce(struct sl_gate *g, int fd, struct sl_fd *e, const struct sl_req_verdict *v,
+                     bool left, uint64_t now)
+{
+    if (g->stash_len == 0)
+        sl_ready_held_read(fd, e, 0);
+    else if (!left && v->status == SL_REQ_HOLD)
+        due_at(fd, e, now + v->wait_ns);
+    else
+        sl_ready_held_read(fd, e, now);
+}
+
+/* Gives up to num of the ok stashed bytes that may pass (peek: copies
+ * them and keeps them). */
+static ssize_t give(struct sl_gate *g, int fd, struct sl_fd *e, void *buf, size_t num, size_t ok,
+                    bool peek, const struct sl_req_verdict *v, uint64_t now)
+{
+    size_t n = ok < num ? ok : num;
+    memcpy(buf, g->stash, n);
+    if (peek) return (ssize_t)n;
+    sl_req_passed(g->conn, g->stash, n);
+    memmove(g->stash, g->stash + n, g->stash_len - n);
+    g->stash_len -= n;
+    announce(g, fd, e, v, ok > n, now);
+    return (ssize_t)n;
+}
+
+void sl_gate_drop(struct sl_gate *g)
+{
+    if (g->stash) explicit_bzero(g->stash, g->stash_len);
+    g->stash_len = 0;
+}
+
+void sl_gate_end(struct sl_gate *g)
+{
+    sl_gate_drop(g);
+    sl_free(g->stash);
+    g->stash = NULL;
+    sl_free(g->reply);
+    g->reply = NULL;
+}
+
+ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transport *t, void *buf,
+                     size_t num, bool peek, enum sl_tls_how *how)
+{
+    int fd = t->fd;
+    *how = SL_TLS_REAL;
+    if (g->phase == SL_GATE_ENDED) return *how = SL_TLS_EOF, 0;
+    if (g->phase == SL_GATE_RESET) return *how = SL_TLS_RESET, errno = ECONNRESET, -1;
+    int saved = errno;
+    struct sl_hold h = sl_hold_for(fd, e, SL_IO_RECV, t->flags & MSG_DONTWAIT);
+    h.held_read = true; /* new bytes wake nobody early: the stash is announced at the turn */
+    if (g->stash_len == 0 && !peek) { /* the common read: straight into buf */
+        ssize_t n = t->read(t, buf, num);
+        if (n <= 0) return n;
+        struct sl_req_verdict v;
+        uint64_t now = now_of(g);
+        size_t ok = sl_req_admit(g->conn, buf, (size_t)n, now, &v);
+        if (ok == (size_t)n || !stash_room(g)) { /* no memory: these pass as they are */
+            sl_req_passed(g->conn, buf, (size_t)n);
+            errno = saved;
+            return n;
+        }
+        memcpy(g->stash, (char *)buf + ok, (size_t)n - ok);
+        g->stash_len = (size_t)n - ok;
+        if (ok > 0) {
+            sl_req_passed(g->conn, buf, ok);
+            announce(g, fd, e, &v, false, now);
+            errno = saved;
+            return (ssize_t)ok;
+        }
+    }
+    for (;;) {
+        struct sl_req_verdict v = {.status = SL_REQ_NEED_MORE};
+        uint64_t now = now_of(g);
+        size_t ok = g->stash_len ? sl_req_admit(g->conn, g->stash, g->stash_len, now, &v) : 0;
+        if (v.status == SL_REQ_NEED_MORE && ok == 0) {
+            /* an incomplete head (or nothing yet): what the transport has */
+            if (!stash_room(g)) return t->read(t, buf, num); /* no memory: unscanned */
+            size_t room = SL_GATE_STASH_MAX - g->stash_len;
+            ssize_t n = room == 0      ? 0 /* cannot happen: heads over 16 KiB pass */
+                        : g->stash_len ? t->more(t, g->stash + g->stash_len, room)
+                                       : t->read(t, g->stash, num < room ? num : room);
+            if (n > 0) {
+                g->stash_len += (size_t)n;
+                continue;
+            }
+            if (g->stash_len == 0) return n; /* the transport's own answer: wait, end, error */
+            /* nothing more now: the partial head goes to the program (the
+             * transport's answer, if it was an end or an error, comes again
+             * at the next read) */
+            errno = saved;
+            return give(g, fd, e, buf, num, g->stash_len, peek, &v, now);
+        }
+        if (ok > 0) {
+            errno = saved;
+            return give(g, fd, e, buf, num, ok, peek, &v, now);
+        }
+        if (v.status == SL_REQ_DENY) {
+            sl_gate_denied(g, &v);
+            sl_gate_drop(g);
+            sl_ready_held_read(fd, e, 0);
+            if (g->phase == SL_GATE_RESET) return *how = SL_TLS_RESET, errno = ECONNRESET, -1;
+            errno = saved;
+            return *how = SL_TLS_EOF, 0;
+        }
+        if (v.status != SL_REQ_HOLD) { /* nothing may pass yet nothing stopped it: cannot happen */
+            errno = saved;
+            return give(g, fd, e, buf, num, g->stash_len, peek, &v, now);
+        }
+        if (sl_hold_until(&h, now, now + v.wait_ns) != 0) return *how = SL_TLS_WANT_READ, -1;
+    }
+}
+
+/* ---- outbound: the program's requests, and the 429s it reads ---- */
+
+/* How long a request that `reply` swallows waits for the responses before
+ * it (a pipelining client): a blocking write asks again every ms up to
+ * REPLY_WAIT_NS, then fails with the rule's errno (a client that writes
+ * and reads on one thread would otherwise wait for ever); a non-blocking
+ * one gets EAGAIN and is reported writable again REPLY_POLL_NS later.
+ * When the responses cannot be counted any more (sl_req_swallow_lost) the
+ * turn never comes: the write fails at once, like reject. */
+#define REPLY_POLL_NS (SL_NS_PER_SEC / 100)
+#define REPLY_STEP_NS (SL_NS_PER_SEC / 1000)
+#define REPLY_WAIT_NS SL_NS_PER_SEC
+
+/* A swallowed request's bytes: reported written, never sent. */
+static ssize_t swallow(struct sl_gate *g, const void *buf, size_t len, int rule, uint64_t now,
+                       struct sl_hold *h, bool *swallowed)
+{
+    struct sl_req_conn *c = g->conn;
+    uint64_t start = now;
+    for (;;) { /* one clock read a pass: the decision and what follows it */
+        const char *p;
+        size_t queued = sl_req_inject_peek(c, &p);
+        size_t n = sl_req_swallow(c, buf, len, now);
+        if (n > 0 || len == 0) {
+            if (sl_req_inject_peek(c, &p) > queued) sl_ready_held(h->fd, h->e, now);
+            *swallowed = true;
+            return (ssize_t)n;
+        }
+        bool lost = sl_req_swallow_lost(c);
+        if (lost || (!sl_hold_nonblocking(h) && now - start >= REPLY_WAIT_NS)) {
+            const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[rule];
+            errno = r->err ? r->err : ECONNREFUSED;
+            return -1;
+        }
+        if (sl_hold_until(h, now, now + (h->nonblock ? REPLY_POLL_NS : REPLY_STEP_NS)) != 0)
+            return -1;
+        now = now_of(g);
+    }
+}
+
+ssize_t sl_gate_write(struct sl_gate *g, struct sl_fd *e, int fd, const void *buf, size_t len,
+                      bool nonblock, bool whole, bool *swallowed)
+{
+    struct sl_req_conn *c = g->conn;
+    *swallowed = false;
+    int saved = errno;
+    struct sl_hold h = sl_hold_for(fd, e, SL_IO_SEND, nonblock);
+    for (;;) {
+        uint64_t now = now_of(g);
+        struct sl_req_verdict v;
+        size_t ok = sl_req_admit(c, buf, len, now, &v);
+        if (ok == len || v.status == SL_REQ_NEED_MORE || v.status == SL_REQ_PASS) {
+            atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
+            errno = saved;
+            return (ssize_t)len; /* an incomplete head goes as it is written: decided at its end */
+        }
+        if (ok > 0 && (!whole || v.status == SL_REQ_SWALLOW)) {
+            /* a short write, up to the head that must wait or be swallowed
+             * (tls.c writes a buffer with a swallowed request in parts) */
+            errno = saved;
+            return (ssize_t)ok;
+        }
+        if (v.status == SL_REQ_SWALLOW) {
+            ssize_t n = swallow(g, buf, len, v.rule, now, &h, swallowed);
+            if (n >= 0) {
+                atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
+                errno = saved;
+            }
+            return n;
+        }
+        /* through TLS a write is all or nothing: the whole buffer waits for
+         * the last of its requests, or fails with it (a client writes one
+         * request at a time) */
+        if (v.status == SL_REQ_DENY) {
+            const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[v.rule];
+            errno = r->err ? r->err : ECONNREFUSED;
+            return -1;
+        }
+        if (sl_hold_until(&h, now, now + v.wait_ns) != 0) return -1; /* HOLD: its turn */
+    }
+}
+
+size_t sl_gate_inject(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t len, bool peek)
+{
+    const char *p;
+    size_t n = sl_req_inject_peek(g->conn, &p);
+    if (n == 0) return 0;
+    if (n > len) n = len;
+    memcpy(buf, p, n);
+    if (!peek) {
+        sl_req_inject_take(g->conn, n);
+        /* none left: nothing to announce; some: announced again (epoll
+         * hears of held bytes once per call, a partial read needs another) */
+        sl_ready_held(fd, e, sl_req_inject_peek(g->conn, &p) ? now_of(g) : 0);
+    }
+    return n;
+}

@@ -1,0 +1,123 @@
+/* gate.h - the request gate of one descriptor: what a connection's reads
+ * may give the program of the requests it receives, decided by core
+ * (core/request.h) on bytes read through a transport.
+ *
+ * A gate holds the connection's phase (open; ended by a denied head, its
+ * 429 due; reset), the stash of bytes read and held back, the 429 a
+ * denial queued, and the core connection object. How bytes are read is
+ * the transport's business (struct sl_transport: the socket in req.c,
+ * OpenSSL's SSL_read in req.c's TLS path); a new transport is a read and
+ * a never-waiting read over its own context, nothing more.
+ *
+ * The common read goes straight into the program's buffer (one read, as
+ * without sluice) and is decided there: when every byte it got may pass,
+ * that is all. When it got a head that may not pass yet (held, denied, or
+ * incomplete), the bytes from that head on are kept in the stash, and
+ * later reads are served from the stash first.
+ *
+ * Nothing is lost and nothing waits without bound:
+ *   - an incomplete head is completed from what already arrived (reads
+ *     that do not wait), never waited for: when the transport has nothing
+ *     more now, the partial head goes to the program as it is, and the
+ *     request is decided when its head completes (a denied one then ends
+ *     the connection: the program already has part of it);
+ *   - whenever bytes stay in the stash after a read, the readiness layer
+ *     announces them (ready.h: sl_ready_held_read): at once when they may
+ *     pass or are a partial head or a denial to report, at its turn for a
+ *     held head.
+ * Blocking and timeouts are the transport's own, except while a held head
+ * waits its turn (hold.h, the one hold step).
+ */
+#ifndef SL_GATE_H
+#define SL_GATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "../core/request.h"
+#include "fd.h"
+
+/* A head of the largest size the scanner reads, and one more read after it. */
+#define SL_GATE_STASH_MAX (2 * 16384 + 2)
+
+/* How the gate reads: read may block as the program's call would; more
+ * never waits. Both return > 0, or <= 0 (the transport's own answer:
+ * errno EAGAIN, an end, an error). */
+struct sl_transport {
+    ssize_t (*read)(const struct sl_transport *t, void *buf, size_t n);
+    ssize_t (*more)(const struct sl_transport *t, void *buf, size_t n);
+    int fd;
+    int flags; /* MSG_DONTWAIT: the call does not block, whatever the descriptor */
+    void *ctx; /* the transport's own (an SSL *, the owner of the gate) */
+};
+
+enum sl_gate_phase {
+    SL_GATE_OPEN,
+    SL_GATE_ENDED, /* a denied head: the program reads an end, then the 429 is written */
+    SL_GATE_RESET, /* a rejected head: reads fail with ECONNRESET, the close resets */
+};
+
+struct sl_gate {
+    enum sl_dir dir; /* SL_IN: req.c's (struct sl_req_fd); SL_OUT: reqout.c's */
+    enum sl_gate_phase phase;
+    struct sl_req_conn *conn; /* core's connection object */
+    char *stash;              /* allocated at the first head held back */
+    size_t stash_len;
+    uint64_t (*clock)(void); /* NULL: sl_clock_now (unit tests inject theirs) */
+    bool replied;            /* the 429 was written */
+    size_t reply_len;
+    char *reply; /* the 429 a denial keeps (allocated then, NUL-terminated), or NULL */
+};
+
+/* What the program's call to a TLS library's error function must then say. */
+enum sl_tls_how {
+    SL_TLS_REAL,      /* whatever the library says: the result is its own */
+    SL_TLS_WANT_READ, /* try again later (held, or a blocking wait ended) */
+    SL_TLS_EOF,       /* a clean end of the stream: a denied request */
+    SL_TLS_RESET,     /* a reset (reject): errno ECONNRESET */
+};
+
+/* The descriptor's gate of one direction, or NULL. */
+static inline struct sl_gate *sl_gate_in(const struct sl_fd *e)
+{
+    return e->gate && e->gate->dir == SL_IN ? e->gate : NULL;
+}
+
+static inline struct sl_gate *sl_gate_out(const struct sl_fd *e)
+{
+    return e->gate && e->gate->dir == SL_OUT ? e->gate : NULL;
+}
+
+/* A denial decided v: the phase ends (reply) or resets (reject), and its
+ * response is kept for the end (no memory: none is written). */
+void sl_gate_denied(struct sl_gate *g, const struct sl_req_verdict *v);
+
+/* Reads up to num bytes the program may have into buf through t (peek:
+ * they stay): > 0, or 0 (end of stream), or -1 with errno; *how says what
+ * a TLS caller reports. e: fd's entry, for the readiness layer. */
+ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transport *t, void *buf,
+                     size_t num, bool peek, enum sl_tls_how *how);
+
+/* Outbound, before a write of up to len bytes of buf (the program's
+ * requests): how many may go now (> 0), or -1 with errno (EAGAIN held,
+ * EINTR, the rule's errno). A write is shortened at a head that may not
+ * leave yet, except when whole (a TLS library's write: the buffer waits
+ * for the last of its requests, or fails with it). With *swallowed set,
+ * that many were swallowed by a `reply` rule: the caller reports them
+ * written without sending them; the request's 429 is queued for the
+ * program's reads once the responses owed before it were read. */
+ssize_t sl_gate_write(struct sl_gate *g, struct sl_fd *e, int fd, const void *buf, size_t len,
+                      bool nonblock, bool whole, bool *swallowed);
+
+/* Outbound, before a read: copies up to len bytes of the queued 429s into
+ * buf (taken unless peek); 0 when none wait. */
+size_t sl_gate_inject(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t len, bool peek);
+
+/* Forgets what the stash holds (a request's secrets: zeroed). */
+void sl_gate_drop(struct sl_gate *g);
+
+/* The connection ends: the stash and the 429 are freed. */
+void sl_gate_end(struct sl_gate *g);
+
+#endif

@@ -1,0 +1,407 @@
+/* test_gate.c - the shim's request gate (shim/gate.h) over a fake
+ * transport: heads split anywhere reach the program whole and in order, a
+ * held head waits its turn (non-blocking: EAGAIN and the readiness layer
+ * told the turn; blocking: one wait until it), a denial ends the stream
+ * (reply: end of file and the 429 kept; reject: ECONNRESET); outbound, a
+ * head waits its turn, a swallowed request's 429 is queued behind the
+ * responses owed before it and read first, a reject fails the write with
+ * the rule's errno. The clock is
+ * injected; the readiness layer and the waits are stubbed here. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "../../core/log.h"
+#include "../../core/request.h"
+#include "../../core/table.h"
+#include "../../shim/gate.h"
+#include "../../shim/ready.h"
+#include "../../shim/wait.h"
+#include "testutil.h"
+
+/* ---- the world: the clock, and stubs for ready.c and wait.c ---- */
+
+static uint64_t clock_ns = T0;
+static uint64_t fake_now(void)
+{
+    return clock_ns;
+}
+
+static uint64_t throttled_until, held_at, held_out_at, waited_until;
+static int waits;
+
+void sl_ready_throttle(int fd, struct sl_fd *e, enum sl_io io, uint64_t until_ns)
+{
+    (void)fd, (void)e, (void)io;
+    throttled_until = until_ns;
+}
+
+void sl_ready_held_read(int fd, struct sl_fd *e, uint64_t at)
+{
+    (void)fd, (void)e;
+    held_at = at;
+}
+
+void sl_ready_held(int fd, struct sl_fd *e, uint64_t at)
+{
+    (void)fd, (void)e;
+    held_out_at = at;
+}
+
+bool sl_fd_nonblocking(int fd)
+{
+    (void)fd;
+    return false; /* the calls say MSG_DONTWAIT when they do not block */
+}
+
+uint64_t sl_wait_deadline(int fd, int optname, uint64_t start)
+{
+    (void)fd, (void)optname, (void)start;
+    return 0;
+}
+
+/* A blocking wait: time passes until `until`. */
+int sl_wait_until(uint64_t until, uint64_t deadline)
+{
+    (void)deadline;
+    waits++;
+    waited_until = until;
+    if (until > clock_ns) clock_ns = until;
+    return 0;
+}
+
+int sl_wait_until_masked(uint64_t until, uint64_t deadline, const sigset_t *mask)
+{
+    (void)mask;
+    return sl_wait_until(until, deadline);
+}
+
+/* ---- the fake transport: the peer's bytes, arriving in pieces ---- */
+
+struct peer {
+    const char *bytes;
+    size_t len, off;
+    size_t piece; /* each read gets at most this many */
+    bool more;    /* more() gets the next piece too (it arrived); false: EAGAIN */
+};
+
+static ssize_t take(struct peer *p, void *buf, size_t n)
+{
+    if (p->off == p->len) return errno = EAGAIN, -1;
+    size_t k = p->len - p->off;
+    if (k > p->piece) k = p->piece;
+    if (k > n) k = n;
+    memcpy(buf, p->bytes + p->off, k);
+    p->off += k;
+    return (ssize_t)k;
+}
+
+static ssize_t fake_read(const struct sl_transport *t, void *buf, size_t n)
+{
+    return take(t->ctx, buf, n);
+}
+
+static ssize_t fake_more(const struct sl_transport *t, void *buf, size_t n)
+{
+    struct peer *p = t->ctx;
+    return p->more ? take(p, buf, n) : (errno = EAGAIN, -1);
+}
+
+struct world {
+    struct sl_config cfg;
+    struct sl_table *table;
+    struct sl_runtime rt;
+    struct sl_gate g;
+    struct sl_fd e;
+};
+
+static struct world *world(uint64_t count, uint64_t burst, enum sl_action action)
+{
+    struct world *w = calloc(1, sizeof *w);
+    sl_log_setup(SL_LOG_NONE, SL_LOG_ERROR);
+    struct sl_rule *r = &w->cfg.rules[w->cfg.nrules++];
+    strcpy(r->name, "api");
+    r->id = sl_name_hash(r->name);
+    r->dir = SL_IN;
+    r->prefix4 = 32;
+    r->prefix6 = 64;
+    r->request = true;
+    r->cost = 1;
+    r->action = action;
+    r->max_delay_ns = 10 * SEC;
+    assert_int_equal(sl_limit_init(&r->req_limit, SL_ALG_GCRA, count, SEC, burst), 0);
+    char err[256];
+    w->table = sl_table_open(1024, NULL, SL_FULL_SHARED, err, sizeof err);
+    assert_non_null(w->table);
+    assert_int_equal(sl_runtime_init(&w->rt, &w->cfg, w->table, err, sizeof err), 0);
+    clock_ns = T0;
+    throttled_until = held_at = held_out_at = waited_until = 0;
+    waits = 0;
+    w->g.conn = calloc(1, sl_req_conn_size());
+    w->g.clock = fake_now;
+    struct sl_addr peer = {.v4 = true, .port = 5000};
+    peer.a[10] = peer.a[11] = 0xff, peer.a[12] = 127, peer.a[15] = 1;
+    assert_true(sl_req_conn_init(w->g.conn, &w->rt, SL_IN, NULL, &peer, T0));
+    return w;
+}
+
+/* The same rule outbound: the program's requests to 127.0.0.1. */
+static struct world *world_out(uint64_t count, uint64_t burst, enum sl_action action)
+{
+    struct world *w = world(count, burst, action);
+    sl_req_conn_fini(w->g.conn);
+    struct sl_rule *r = &w->cfg.rules[0];
+    r->dir = SL_OUT;
+    r->to[0] = (struct sl_cidr){.plen = 128};
+    memcpy(r->to[0].addr, (const uint8_t[16]){[10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1}, 16);
+    r->nto = 1;
+    struct sl_addr peer = {.v4 = true, .port = 80};
+    memcpy(peer.a, r->to[0].addr, 16);
+    assert_true(sl_req_conn_init(w->g.conn, &w->rt, SL_OUT, NULL, &peer, T0));
+    w->g.dir = SL_OUT;
+    return w;
+}
+
+/* The program writes buf through the gate as a socket would: what the
+ * gate lets go is "sent" (counted passed); returns the gate's answer. */
+static ssize_t gate_write(struct world *w, const char *buf, size_t len, bool *swallowed)
+{
+    ssize_t k = sl_gate_write(&w->g, &w->e, 7, buf, len, true, false, swallowed);
+    if (k > 0 && !*swallowed) sl_req_passed(w->g.conn, buf, (size_t)k);
+    return k;
+}
+
+static void world_free(struct world *w)
+{
+    sl_gate_end(&w->g);
+    sl_req_conn_fini(w->g.conn);
+    free(w->g.conn);
+    sl_table_close(w->table);
+    free(w);
+}
+
+static ssize_t gate_read(struct world *w, struct peer *p, void *buf, size_t n, bool nonblock,
+                         enum sl_tls_how *how)
+{
+    struct sl_transport t = {.read = fake_read,
+                             .more = fake_more,
+                             .fd = 7,
+                             .flags = nonblock ? MSG_DONTWAIT : 0,
+                             .ctx = p};
+    return sl_gate_read(&w->g, &w->e, &t, buf, n, false, how);
+}
+
+#define GET  "GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+#define POST "POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+
+/* ---- the tests ---- */
+
+static void heads_split_anywhere_reach_the_program_whole_and_in_order(void **unused)
+{
+    (void)unused;
+    const char s[] = GET POST GET;
+    for (size_t piece = 1; piece <= sizeof s - 1; piece++) {
+        for (int more = 0; more < 2; more++) {
+            struct world *w = world(100, 100, SL_ACT_DELAY);
+            struct peer p = {.bytes = s, .len = sizeof s - 1, .piece = piece, .more = more};
+            char got[sizeof s];
+            size_t n = 0;
+            enum sl_tls_how how;
+            for (int calls = 0; n < sizeof s - 1; calls++) {
+                assert_true(calls < 1000);
+                size_t room = 1 + (size_t)calls % 7; /* the program's buffers vary too */
+                ssize_t k = gate_read(w, &p, got + n, room, true, &how);
+                if (k < 0) {
+                    assert_int_equal(errno, EAGAIN);
+                    continue; /* nothing there now: the next piece "arrives" */
+                }
+                assert_true(k > 0);
+                n += (size_t)k;
+            }
+            assert_memory_equal(got, s, sizeof s - 1);
+            assert_int_equal(sl_table_counter(w->table, 1, SL_C_ALLOWED), 3);
+            world_free(w);
+        }
+    }
+}
+
+static void a_held_head_waits_its_turn_non_blocking(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 1, SL_ACT_DELAY); /* 1/s, burst 1 */
+    const char s[] = GET GET;
+    struct peer p = {.bytes = s, .len = sizeof s - 1, .piece = sizeof s, .more = true};
+    char buf[256];
+    enum sl_tls_how how;
+    ssize_t k = gate_read(w, &p, buf, sizeof buf, true, &how);
+    assert_int_equal(k, sizeof GET - 1); /* the first head; the second stays stashed */
+    assert_int_equal(w->g.stash_len, sizeof GET - 1);
+    assert_int_equal(held_at, T0 + SEC); /* announced at its turn, not now */
+    errno = 0;
+    assert_int_equal(gate_read(w, &p, buf, sizeof buf, true, &how), -1);
+    assert_int_equal(errno, EAGAIN);
+    assert_int_equal(how, SL_TLS_WANT_READ);
+    assert_int_equal(throttled_until, T0 + SEC);
+    assert_int_equal(waits, 0);
+    clock_ns = T0 + SEC; /* its turn */
+    k = gate_read(w, &p, buf, sizeof buf, true, &how);
+    assert_int_equal(k, sizeof GET - 1);
+    assert_memory_equal(buf, GET, sizeof GET - 1);
+    assert_int_equal(w->g.stash_len, 0);
+    assert_int_equal(held_at, 0); /* nothing left to announce */
+    world_free(w);
+}
+
+static void a_held_head_waits_its_turn_blocking(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 1, SL_ACT_DELAY);
+    const char s[] = GET GET;
+    struct peer p = {.bytes = s, .len = sizeof s - 1, .piece = sizeof s, .more = true};
+    char buf[256];
+    enum sl_tls_how how;
+    assert_int_equal(gate_read(w, &p, buf, sizeof buf, false, &how), sizeof GET - 1);
+    assert_int_equal(gate_read(w, &p, buf, sizeof buf, false, &how), sizeof GET - 1);
+    assert_int_equal(waits, 1);
+    assert_int_equal(waited_until, T0 + SEC);
+    world_free(w);
+}
+
+static void a_denied_head_ends_the_stream_with_its_429_kept(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 1, SL_ACT_REPLY);
+    const char s[] = GET POST;
+    struct peer p = {.bytes = s, .len = sizeof s - 1, .piece = 5, .more = true};
+    char buf[256];
+    enum sl_tls_how how;
+    assert_int_equal(gate_read(w, &p, buf, sizeof buf, true, &how), sizeof GET - 1);
+    assert_int_equal(gate_read(w, &p, buf, sizeof buf, true, &how), 0); /* end of file */
+    assert_int_equal(how, SL_TLS_EOF);
+    assert_int_equal(w->g.phase, SL_GATE_ENDED);
+    assert_int_equal(w->g.stash_len, 0); /* the denied request is dropped, zeroed */
+    assert_non_null(strstr(w->g.reply, "HTTP/1.1 429 "));
+    assert_int_equal(w->g.reply_len, strlen(w->g.reply));
+    /* and stays ended, whatever arrives */
+    assert_int_equal(gate_read(w, &p, buf, sizeof buf, true, &how), 0);
+    world_free(w);
+}
+
+static void a_rejected_head_resets(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 1, SL_ACT_REJECT);
+    const char s[] = GET GET;
+    struct peer p = {.bytes = s, .len = sizeof s - 1, .piece = sizeof s, .more = true};
+    char buf[256];
+    enum sl_tls_how how;
+    assert_int_equal(gate_read(w, &p, buf, sizeof buf, true, &how), sizeof GET - 1);
+    errno = 0;
+    assert_int_equal(gate_read(w, &p, buf, sizeof buf, true, &how), -1);
+    assert_int_equal(errno, ECONNRESET);
+    assert_int_equal(how, SL_TLS_RESET);
+    assert_int_equal(w->g.phase, SL_GATE_RESET);
+    world_free(w);
+}
+
+static void the_stash_is_allocated_only_when_a_head_is_held_back(void **unused)
+{
+    (void)unused;
+    struct world *w = world(100, 100, SL_ACT_DELAY);
+    const char s[] = GET GET;
+    struct peer p = {.bytes = s, .len = sizeof s - 1, .piece = sizeof s, .more = true};
+    char buf[256];
+    enum sl_tls_how how;
+    assert_int_equal(gate_read(w, &p, buf, sizeof buf, true, &how), sizeof s - 1);
+    assert_null(w->g.stash); /* everything passed straight into the program's buffer */
+    world_free(w);
+}
+
+static void an_outbound_head_waits_its_turn(void **unused)
+{
+    (void)unused;
+    struct world *w = world_out(1, 1, SL_ACT_DELAY);
+    const char s[] = GET GET;
+    bool swallowed;
+    assert_int_equal(gate_write(w, s, sizeof s - 1, &swallowed), sizeof GET - 1); /* cut */
+    errno = 0;
+    assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed), -1);
+    assert_int_equal(errno, EAGAIN);
+    assert_int_equal(throttled_until, T0 + SEC); /* writable at its turn */
+    clock_ns = T0 + SEC;
+    assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed), sizeof GET - 1);
+    assert_false(swallowed);
+    world_free(w);
+}
+
+static void a_429_is_queued_behind_the_responses_owed(void **unused)
+{
+    (void)unused;
+    struct world *w = world_out(1, 1, SL_ACT_REPLY);
+    const char s[] = GET GET;
+    const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    char buf[1024];
+    bool swallowed;
+    assert_int_equal(gate_write(w, s, sizeof s - 1, &swallowed), sizeof GET - 1);
+    assert_false(swallowed);
+    /* the second request is denied, but the first one's response is owed:
+     * its write waits (EAGAIN, writable again soon), and nothing is queued */
+    errno = 0;
+    assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed), -1);
+    assert_int_equal(errno, EAGAIN);
+    assert_true(throttled_until > T0);
+    assert_int_equal(sl_gate_inject(&w->g, &w->e, 7, buf, sizeof buf, false), 0);
+    /* the program reads the response, in two pieces */
+    sl_req_responses(w->g.conn, resp, 10);
+    sl_req_responses(w->g.conn, resp + 10, sizeof resp - 1 - 10);
+    assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed), sizeof GET - 1);
+    assert_true(swallowed);            /* reported written, never sent */
+    assert_int_equal(held_out_at, T0); /* the socket is announced readable: a 429 waits */
+    /* the 429 is read first, then nothing more */
+    size_t n = sl_gate_inject(&w->g, &w->e, 7, buf, 12, true); /* a peek keeps it */
+    assert_int_equal(n, 12);
+    assert_memory_equal(buf, "HTTP/1.1 429", 12);
+    n = sl_gate_inject(&w->g, &w->e, 7, buf, sizeof buf, false);
+    assert_true(n > 12);
+    assert_memory_equal(buf, "HTTP/1.1 429", 12);
+    assert_int_equal(held_out_at, 0); /* none left to announce */
+    assert_int_equal(sl_gate_inject(&w->g, &w->e, 7, buf, sizeof buf, false), 0);
+    world_free(w);
+}
+
+static void an_outbound_reject_fails_the_write_with_the_rules_errno(void **unused)
+{
+    (void)unused;
+    struct world *w = world_out(1, 1, SL_ACT_REJECT);
+    w->cfg.rules[0].err = EACCES;
+    const char s[] = GET;
+    bool swallowed;
+    assert_int_equal(gate_write(w, s, sizeof s - 1, &swallowed), sizeof GET - 1);
+    errno = 0;
+    assert_int_equal(gate_write(w, s, sizeof s - 1, &swallowed), -1);
+    assert_int_equal(errno, EACCES);
+    world_free(w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(heads_split_anywhere_reach_the_program_whole_and_in_order),
+        cmocka_unit_test(a_held_head_waits_its_turn_non_blocking),
+        cmocka_unit_test(a_held_head_waits_its_turn_blocking),
+        cmocka_unit_test(a_denied_head_ends_the_stream_with_its_429_kept),
+        cmocka_unit_test(a_rejected_head_resets),
+        cmocka_unit_test(the_stash_is_allocated_only_when_a_head_is_held_back),
+        cmocka_unit_test(an_outbound_head_waits_its_turn),
+        cmocka_unit_test(a_429_is_queued_behind_the_responses_owed),
+        cmocka_unit_test(an_outbound_reject_fails_the_write_with_the_rules_errno),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
