@@ -9,8 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "redis_int.h"
 #include "redis_link.h"
+#include "rule.h"
+
+#define SL_REDIS_NODES_MAX 16 /* cluster primaries synced with */
 
 #define SL_SLOTS   16384
 #define SL_NO_NODE 0xff
