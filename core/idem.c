@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "quota.h"
-#include "reqdecide.h"
+#include "reqhead.h"
 #include "reqkey.h"
 
 #define END_UNIT (SL_QUOTA_MAX + 1) /* the word's end is in these units */

@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "limit.h"
+#include "verdict.h"
 
 #define SL_LOG_MAX_COUNT 4096u
 /* Words of the region a table keeps for logs (core/table_log.c): a log of

@@ -13,8 +13,8 @@
 #include "redis.h"
 #include "redis_cluster.h" /* SL_REDIS_NODES_MAX */
 
-#define SL_REDIS_PROBE     8   /* entries a key may live in */
-#define SL_REDIS_KEY_MAX   152 /* "RULE:KEY" as it appears in Redis keys */
+#define SL_REDIS_PROBE   8   /* entries a key may live in */
+#define SL_REDIS_KEY_MAX 152 /* "RULE:KEY" as it appears in Redis keys */
 /* the sender's sockets: the server, two to sentinels, or 16 cluster
  * primaries and one asking for the slot map */
 #define SL_REDIS_FDS 20

@@ -28,20 +28,9 @@
 #include "key.h"
 #include "limit.h"
 #include "policy.h"
+#include "reqhead.h"
 #include "reply.h"
 #include "rule.h"
-
-/* One request head, as the scanner found it. Pointers may be NULL when the
- * head had no such part. */
-struct sl_req_head {
-    const char *method, *path, *query, *host, *cookie, *idem;
-    size_t method_len, path_len, query_len, host_len, cookie_len, idem_len;
-    /* the value of the header named by sl_req_rules.header (NULL: absent) */
-    const char *header;
-    size_t header_len;
-    bool path_cut; /* the path did not fit the scanner: every route matches it (the
-                      rule of doubt: counted against each route rule, never escaping) */
-};
 
 /* What a connection's requests are judged by; filled once per connection. */
 struct sl_req_rules {

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "limit.h"
+#include "verdict.h"
 
 #define SL_WIN_COUNT_MASK ((1ull << 20) - 1)
 #define SL_WIN_INDEX_MASK ((1ull << 24) - 1)

@@ -28,5 +28,5 @@ for dir in "$@"; do
     if [ "$n" -eq 0 ]; then echo "boundary $dir: ok"; else echo "boundary $dir: $n references"; rc=1; fi
 done
 # and no include circle among the modules of the shim and core
-python3 tests/check-cycles.py shim core || rc=1
+python3 tests/check-cycles.py shim core conf cli || rc=1
 exit $rc
