@@ -65,6 +65,12 @@ int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct s
     return 0;
 }
 
+void sl_runtime_fini(struct sl_runtime *rt)
+{
+    sl_free(rt->learned);
+    rt->learned = NULL;
+}
+
 static bool port_matches(const struct sl_rule *r, uint16_t port)
 {
     if (r->nports == 0) return true;

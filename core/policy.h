@@ -78,6 +78,9 @@ struct sl_decision {
 int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct sl_table *table,
                     char *err, size_t errlen);
 
+/* Frees what sl_runtime_init allocated, once nothing decides with rt. */
+void sl_runtime_fini(struct sl_runtime *rt);
+
 void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const struct sl_addr *peer,
                   uint64_t now, struct sl_decision *d);
 

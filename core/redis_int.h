@@ -100,6 +100,8 @@ void sl_redis_set_nodes(struct sl_redis_state *s, const char (*addrs)[64], uint3
 
 /* Maps the state (redis_state.c); the sender is not started. */
 struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size_t errlen);
+/* Unmaps a state no sender runs for (a program's lives as long as it). */
+void sl_redis_unmap(struct sl_redis_state *s);
 
 /* Wall-clock ns at monotonic now (windows are numbered on it). */
 uint64_t sl_redis_wall(const struct sl_redis_state *s, uint64_t now);

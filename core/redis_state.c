@@ -265,6 +265,13 @@ const char *const sl_redis_counter_names[SL_RC_NCOUNTERS] = {
     "bad_reply", "early", "failovers", "moved",    "ask",
 };
 
+void sl_redis_unmap(struct sl_redis_state *s)
+{
+    if (!s) return;
+    munmap(s->hdr, s->bytes);
+    sl_free(s);
+}
+
 struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size_t errlen)
 {
     uint32_t n = 1024;

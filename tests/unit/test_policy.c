@@ -52,6 +52,7 @@ static struct fixture *make(const char *rules)
 
 static void destroy(struct fixture *f)
 {
+    sl_runtime_fini(&f->rt);
     sl_table_close(f->table);
     sl_conf_free(f->cfg);
     free(f);

@@ -45,11 +45,23 @@ static struct sl_config *config(uint64_t count, enum sl_backend_error on_error)
     return c;
 }
 
+/* Every state a test maps, unmapped after the group. */
+static struct sl_redis_state *mapped[64];
+static int nmapped;
+
+static int unmap_all(void **st)
+{
+    while (nmapped) sl_redis_unmap(mapped[--nmapped]);
+    return 0;
+}
+
 static struct sl_redis_state *state(const struct sl_config *cfg)
 {
     char err[128];
     struct sl_redis_state *s = sl_redis_map(cfg, err, sizeof err);
     assert_non_null(s);
+    assert_true(nmapped < 64);
+    mapped[nmapped++] = s;
     atomic_store(&s->hdr->offset_ns, 0);
     atomic_store(&s->running, 1); /* as if a sender ran: decisions start none */
     return s;
@@ -271,5 +283,5 @@ int main(void)
         cmocka_unit_test(threads_deciding_on_one_key_admit_exactly_the_limit_minus_the_rest),
         cmocka_unit_test(only_replies_of_the_scripts_shape_are_read),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, unmap_all);
 }
