@@ -2,9 +2,10 @@
 request head that sluice's parser refuses, or that once switched counting
 off, must not open the connection to unlimited requests.
 
-Rule: req_rate=2/s req_burst=2 per=header:X-API-Key action=reply, on four
+Rule: req_rate=2/s req_burst=2 per=header:X-API-Key action=reply, on three
 real servers: nginx (plain and TLS, static files, access log), python's
-ThreadingHTTPServer (HTTP/1.1 keep-alive) and node's http server. For
+ThreadingHTTPServer (HTTP/1.1 keep-alive, plain and TLS) and node's http
+server (plain: node's own OpenSSL is not interposable inbound). For
 each poison, one keep-alive connection (from its own loopback address, so
 poisons do not share the per-peer bucket a keyless head counts in) sends
 the poison and then 40 normal requests with one API key, pipelined, and
@@ -96,7 +97,13 @@ class H(BaseHTTPRequestHandler):
     do_HEAD = do_GET
     def log_message(self, *a):
         pass
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+srv = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+if len(sys.argv) > 2:  # TLS: certificate and key
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()
 """
 
 CTX = ssl._create_unverified_context()
@@ -133,7 +140,7 @@ def lines_from(text, source):
 
 with TempDir() as tmp:
     crt, key = make_cert(tmp)
-    p_ng, p_ngs, p_py, p_node = free_port(), free_port(), free_port(), free_port()
+    p_ng, p_ngs, p_py, p_pys, p_node = (free_port() for _ in range(5))
     www = tmp.join("www")
     os.mkdir(www)
     os.chmod(www, 0o755)
@@ -156,7 +163,7 @@ with TempDir() as tmp:
     conf = tmp.write("sluice.conf", f"""
 shared = "it-doubt-{os.getpid()}"
 inbound "api" {{
-    port = {{ {p_ng}, {p_ngs}, {p_py}, {p_node} }}
+    port = {{ {p_ng}, {p_ngs}, {p_py}, {p_pys}, {p_node} }}
     req_rate = "2/s"
     req_burst = 2
     per = "header:X-API-Key"
@@ -166,13 +173,15 @@ inbound "api" {{
     servers = {
         "nginx": Proc(sluice_argv(ng_argv, config=conf)),
         "python": Proc(sluice_argv([sys.executable, "-c", PY_SERVER, str(p_py)], config=conf)),
+        "python TLS": Proc(sluice_argv([sys.executable, "-c", PY_SERVER, str(p_pys), crt, key],
+                                       config=conf)),
         "node": Proc(sluice_argv([NODE, "-e", NODE_SERVER, str(p_node)], config=conf)),
     }
     try:
-        for p in (p_ng, p_ngs, p_py, p_node):
+        for p in (p_ng, p_ngs, p_py, p_pys, p_node):
             wait_listen(p)
         targets = [("nginx", p_ng, False), ("nginx TLS", p_ngs, True), ("python", p_py, False),
-                   ("node", p_node, False)]
+                   ("python TLS", p_pys, True), ("node", p_node, False)]
         table, bad = {}, []
         ip = 10
         for name, poison in POISONS:
