@@ -10,7 +10,7 @@ pkgs=(gcc make pkg-config libc6-dev libconfuse-dev libcmocka-dev libsodium-dev
       libnginx-mod-http-image-filter
       prometheus chromium chromium-driver python3-selenium
       php-cli php-curl golang-go python3-aiohttp python3-httpx
-      memcached haproxy lighttpd socat nghttp2-client libpython3.11-testsuite
+      memcached haproxy lighttpd socat nghttp2-client libpython3.11-testsuite nghttp2-server
       )
 missing=()
 for p in "${pkgs[@]}"; do
