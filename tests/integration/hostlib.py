@@ -113,3 +113,32 @@ def compare(results, what=""):
 def short(v, n=300):
     s = repr(v)
     return s if len(s) <= n else s[:n] + f"... ({len(s)} chars)"
+
+
+def activity(proc):
+    """What sluice's table in proc counted: {"connections": allowed,
+    "requests": allowed} summed over rules (`sluice stats --pid`), so a
+    test can tell that the rule really applied to the host."""
+    r = run([SLUICE, "stats", "--pid", str(proc.p.pid)], timeout=10)
+    check(r.returncode == 0, f"sluice stats --pid {proc.p.pid}: {r.stdout}{r.stderr}")
+    out = {"connections": 0, "requests": 0}
+    sec = "connections"
+    for line in r.stdout.splitlines():
+        if line.startswith("requests"):
+            sec = "requests"
+        f = line.split()
+        if len(f) >= 2 and f[1].isdigit() and not line.startswith("table"):
+            out[sec] += int(f[1])
+    return out
+
+
+def applied(mode, proc, what, http=True):
+    """Asserts that under `mode` the rule counted something in proc (the
+    rule really applied: requests for req on an HTTP host, connections
+    otherwise), and returns the counts for the test's output."""
+    if mode == "bare":
+        return None
+    a = activity(proc)
+    key = "requests" if mode == "req" and http else "connections"
+    check(a[key] > 0, f"{what} under {mode}: sluice counted no {key} ({a})")
+    return a

@@ -66,14 +66,15 @@ def cases(mode, tmp):
         for p in (a, b, c):
             check(p.p.poll() is None, f"servers under {mode} still run")
         out["sluice said"] = denials(a) + denials(b) + denials(c)
+        counted[mode] = [applied(mode, p, "h2 servers") for p in (a, b, c)]
     return out
 
 
-results = {}
+results, counted = {}, {}
 for mode in MODES:
     with TempDir() as tmp:
         results[mode] = cases(mode, tmp)
-    print(mode, results[mode])
+    print(mode, results[mode], "sluice counted", counted[mode])
 
 for k, v in results["bare"].items():
     if k.startswith("h2load"):

@@ -95,6 +95,8 @@ backend b
                         for c in range(1, len(stream), 3)]
         check(hp.p.poll() is None and ng.p.poll() is None, f"haproxy and nginx under {mode} still run")
         out["sluice said"] = denials(hp) + denials(ng)
+        print(mode, "sluice counted in haproxy", applied(mode, hp, "haproxy"),
+              "in nginx", applied(mode, ng, "nginx"))
     return out
 
 

@@ -92,6 +92,7 @@ server.modules = ( "mod_staticfile" )
                         for c in range(1, len(s3), 2)]
         check(lt.p.poll() is None, f"lighttpd under {mode} is still running")
         out["sluice said"] = denials(lt)
+        print(mode, "sluice counted", applied(mode, lt, "lighttpd"))
     return out
 
 

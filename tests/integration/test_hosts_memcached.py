@@ -79,6 +79,7 @@ for mode in MODES:
         results[mode] = cases(port)
         check(mc.p.poll() is None, f"memcached under {mode} is still running")
         bad += [f"{mode}: {l}" for l in denials(mc)]
+        print(mode, "sluice counted", applied(mode, mc, "memcached", http=False))
     print(mode, {k: (len(v) if isinstance(v, bytes) else v) for k, v in results[mode].items()})
 
 check(len(results["bare"]["pipelined"]) > 2000, "bare memcached answered the pipeline")

@@ -86,6 +86,7 @@ for mode in MODES:
         results[mode] = cases(mode, port)
         check(srv.p.poll() is None, f"redis-server under {mode} is still running")
         bad += [f"{mode}: {l}" for l in denials(srv)]
+        print(mode, "sluice counted", applied(mode, srv, "redis-server", http=False))
     r = results[mode]
     print(mode, r["commands counted by redis"], r["redis-cli --pipe"], "dbsize", r["dbsize"],
           "half-close", r["half-close"], "split answers", len(r["split"]))
