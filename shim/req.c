@@ -296,6 +296,15 @@ static ssize_t stash_read(int fd, struct sl_fd *e, void *buf, size_t num, bool p
     if (r->phase == RESET) return *how = SL_TLS_RESET, errno = ECONNRESET, -1;
     int saved = errno, nonblock = -1;
     uint64_t deadline = 0;
+    if (peek && r->stash_len && r->stash_len < num && stash_room(r)) {
+        /* a peek shows what the kernel has too, as bare: a shorter peek
+         * before stashed only its own length, and a program that peeks
+         * until it sees enough would otherwise see that forever */
+        size_t room = STASH_MAX - r->stash_len, want = num - r->stash_len;
+        ssize_t n = src->more(src, r->stash + r->stash_len, want < room ? want : room);
+        if (n > 0) r->stash_len += (size_t)n;
+        errno = saved;
+    }
     if (r->stash_len == 0 && !peek) { /* the common read: straight into buf */
         ssize_t n = src->read(src, buf, num);
         if (n <= 0) return n;
