@@ -31,7 +31,6 @@ def serve(c):
             break
         if not buf and b == b"!":
             c.sendall(b"!")           # the line protocol: each byte echoed at once
-            mode_echo = True
             while True:
                 b = c.recv(1)
                 if not b:

@@ -17,7 +17,7 @@ so bare is deterministic.
 from hostlib import *
 
 SERVER = r"""
-import array, fcntl, os, socket, struct, sys, termios, time
+import fcntl, os, socket, struct, sys, termios, time
 srv = socket.socket()
 srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", int(sys.argv[1])))
