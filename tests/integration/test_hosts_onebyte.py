@@ -5,7 +5,7 @@ client the same bytes.
   - socat with 1-byte blocks (`-b 1`: one read(1), one write(1) per byte)
     relaying to a bare nginx: socat is under the inbound rule on its port
     and the outbound rule to nginx. Pipelined requests, a half-close after
-    the last one (socat passes the shutdown on), a 64 KB download;
+    the last one (socat passes the shutdown on), a 16 KB download;
   - a server that reads with recv(1) only (the pattern sluice's head
     reader must not turn into "wait for the rest of the head"): on one
     port, HTTP heads (answered once each head is complete, pipelined or
@@ -68,7 +68,7 @@ def socat_cases(mode, tmp):
     www = tmp.join("www")
     os.makedirs(www, exist_ok=True)
     os.chmod(www, 0o755)
-    for name, size in (("a", 3), ("big", 64 * 1024)):
+    for name, size in (("a", 3), ("big", 16 * 1024)):
         with open(os.path.join(www, name), "wb") as f:
             f.write((b"0123456789abcdef" * (size // 16 + 1))[:size])
     _, ngx = nginx_config(tmp, f"""
