@@ -14,6 +14,7 @@ tests=(libcmocka-dev clang libclang-rt-14-dev python3 curl nginx-light wrk procp
        prometheus chromium chromium-driver python3-selenium
        php-cli php-curl golang-go python3-aiohttp python3-httpx
        ruby libwww-perl liblwp-protocol-https-perl openjdk-17-jdk-headless
+       memcached haproxy lighttpd socat nghttp2-client libpython3.11-testsuite nghttp2-server
        )
 pkgs=("${build[@]}" "${tests[@]}")
 missing=()

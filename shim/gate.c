@@ -95,6 +95,15 @@ ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transpo
     int saved = errno;
     struct sl_hold h = sl_hold_for(fd, e, SL_IO_RECV, t->flags & MSG_DONTWAIT);
     h.held_read = true; /* new bytes wake nobody early: the stash is announced at the turn */
+    if (peek && g->stash_len && g->stash_len < num && stash_room(g)) {
+        /* a peek shows what the kernel has too, as bare: a shorter peek
+         * before stashed only its own length, and a program that peeks
+         * until it sees enough would otherwise see that forever */
+        size_t room = SL_GATE_STASH_MAX - g->stash_len, want = num - g->stash_len;
+        ssize_t n = t->more(t, g->stash + g->stash_len, want < room ? want : room);
+        if (n > 0) g->stash_len += (size_t)n;
+        errno = saved;
+    }
     if (g->stash_len == 0 && !peek) { /* the common read: straight into buf */
         ssize_t n = t->read(t, buf, num);
         if (n <= 0) return n;

@@ -399,6 +399,21 @@ static ssize_t request_read(struct sl_runtime *rt, struct sl_fd *e, struct call 
             i++;
         ssize_t n = sl_req_read(c->fd, e, cnt ? iov[i].iov_base : NULL, cnt ? iov[i].iov_len : 0,
                                 flags & ~MSG_WAITALL);
+        /* a scatter read fills the next buffers with what is there now, as
+         * the kernel's would (a short read is legal, but hosts and python's
+         * own tests count on the buffers filling in order); never waits */
+        if (!(flags & MSG_PEEK) && n > 0 && (size_t)n == iov[i].iov_len) {
+            int saved = errno;
+            while (++i < cnt) {
+                if (iov[i].iov_len == 0) continue;
+                ssize_t more = sl_req_read(c->fd, e, iov[i].iov_base, iov[i].iov_len,
+                                           (flags & ~MSG_WAITALL) | MSG_DONTWAIT);
+                if (more <= 0) break;
+                n += more;
+                if ((size_t)more < iov[i].iov_len) break;
+            }
+            errno = saved;
+        }
         if (n >= 0 && c->k == K_RECVFROM && c->from && c->fromlen) *c->fromlen = 0; /* as TCP's */
         if (n >= 0 && c->k == K_RECVMSG) {
             c->msg->msg_namelen = 0;
