@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # sluice - rate limits for any program, by LD_PRELOAD.
 #
 #   make            build build/libsluice.so and build/sluice
@@ -88,7 +89,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 all: $(BUILD)/libsluice.so $(BUILD)/sluice
 
 help:
-	@sed -n '3,19p' Makefile
+	@sed -n '4,20p' Makefile
 
 # Rebuild everything when the flags change.
 $(BUILD)/.flags: FORCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_cluster.c - cluster limits in simulation: fleet accuracy against
  * gossip interval and number of nodes, and gossip bytes per second per node
  * against the number of active keys. Prints markdown.

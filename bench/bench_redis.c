@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_redis.c - what one decision costs with the Redis backend
  * (sl_redis_decide: the entry table, the rest-of-fleet word, the sliding
  * window test) beside the local table (sl_table_decide) with the same

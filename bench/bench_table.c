@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_table.c - nanoseconds per rate-limit decision: sluice's shared table
  * against a sharded-mutex hash map running the same GCRA.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # bw.sh - byte-rate limiting, sluice beside trickle in the same run:
 # accuracy (measured / configured) and CPU seconds per GB transferred.
 # Prints a markdown table to stdout; progress and notes go to stderr.

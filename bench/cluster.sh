@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Cluster benchmark: builds bench/bench_cluster.c and prints markdown tables
 # (fleet accuracy vs gossip interval and nodes; worst window under flood and
 # steady load, early sends off and on, 2/3/5 nodes, 100 and 10000/s; gossip bytes/s per node vs

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # insn.sh - what sluice costs in instructions (callgrind), beside seconds:
 # instructions are repeatable on a shared machine, where seconds are not.
 #

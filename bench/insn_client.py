@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """insn_client.py - a fixed-count HTTP/1.1 client for bench/insn.sh.
 
     insn_client.py PORT COUNT keepalive|close

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # nginx.sh - what the shim costs a real server.
 #
 # Starts three nginx instances from bench/nginx.conf, each in its own temp

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """outbound.py - what counting a client's requests costs, and how exactly
 the client is paced (issue 10). nginx (one worker, `listen ... ssl http2`,
 keep-alive, a certificate made here) on loopback; the client is curl, which

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # outbound.sh - bench/outbound.py (its opening comment is the method) under
 # the timing lock the integration tests use. About 60 s. Prints markdown.
 set -u

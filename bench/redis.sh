@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # redis.sh - the cost of sluice's recv/send interposition when no byte rule
 # matches: redis-server plain vs redis-server under
 # `sluice run --in 'port=1 recv_rate=1MB/s send_rate=1MB/s'` (a byte rule on

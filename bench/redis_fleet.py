@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """redis_fleet.py - fleet accuracy of scope = redis beside scope = cluster
 (gossip) with real programs, 2, 3 and 5 of them on 127.0.0.2-6, each its
 own program, syncing every 20 ms (Redis: one redis-server on loopback;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # redis_fleet.sh - bench/redis_fleet.py under the timing lock the
 # integration tests use (it binds 127.0.0.2-4:7946 like the gossip tests).
 # About 40 s. Prints markdown; asserts nothing.

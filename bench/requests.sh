@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # requests.sh - what request limits cost a keep-alive server, beside
 # nginx's own limit_req, and how exact they are.
 #

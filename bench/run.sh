@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # run.sh - runs sluice's benchmarks and writes BENCH.md at the repository
 # root: the table bench (build/bench/bench_table) and the nginx bench
 # (bench/nginx.sh), then the targets with met / not met computed from the

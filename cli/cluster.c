@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cluster.c - `sluice keygen [FILE]` and `sluice cluster-stats`.
  *
  * keygen writes a new gossip key: 32 random bytes from libsodium's

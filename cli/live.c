@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* live.c - the live page of `sluice metrics --listen`: / is one
  * self-contained HTML page (cli/live.html, built in as a string: inline
  * CSS, JS and SVG, no external asset), which reads /stats.json every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* locate.c - see locate.h. */
 #include "locate.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* locate.h - finds the tables of running programs, for `sluice ps`, `stats`,
  * `reload`, `metrics` and `top`: by `shared` name, by the configuration file
  * a program was started with, by the pid of one of its processes, or all.

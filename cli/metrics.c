@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* metrics.c - `sluice metrics`: a running program's table in the
  * Prometheus text exposition format (version 0.0.4), printed once, or
  * served over HTTP with --listen for a Prometheus server to scrape.

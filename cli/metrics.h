@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* metrics.h - what `sluice metrics` reads, shared by its Prometheus text
  * (metrics.c) and its live page and JSON (live.c). */
 #ifndef SL_CLI_METRICS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis_view.h - the Redis sender's state of a running program, for
  * `sluice metrics` and `sluice stats`: read from its memory file. */
 #ifndef SL_REDIS_VIEW_H

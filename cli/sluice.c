@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sluice - runs a program under the rate limiter, checks configurations,
  * shows counters. See `sluice --help`. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* top.c - `sluice top`: the keys a running program limits most, live, from
  * the ring of recent denials in its table (core/table_denials.c). A key is
  * shown as the peer or destination address (or its block), or for a

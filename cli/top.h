@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* top.h - the keys a program denies most, from the ring of recent denials
  * in its table: what `sluice top` prints and the live page (cli/live.c)
  * shows. A key is an address (or its block), or for a request key the

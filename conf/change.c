@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* change.c - what a reload may change: see sl_conf_unfit in conf.h. */
 #include <string.h>
 

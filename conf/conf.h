@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* conf.h - reads sluice's configuration: a libconfuse file, inline rules,
  * or both, into one immutable struct sl_config (core/rule.h).
  *

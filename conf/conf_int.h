@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* conf_int.h - what the files of conf/ share, and nothing outside sees.
  *
  * A load runs under one lock (libconfuse's lexer keeps global state) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* errors.c - the one line a failed load reports.
  *
  *   app.conf:12: inbound "web": option 'rate': '20/x' is not a rate (...)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* files.c - the files a configuration is or names: the config file
  * itself, reply files and the gossip key file.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* inline.c - inline rules, turned into libconfuse text.
  *
  *     in port=8080 rate=20/s name=web; out to=api.example:443 rate=50/m

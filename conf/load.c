@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* load.c - a file and inline rules in, one struct sl_config out.
  *
  * Both are parsed into one libconfuse tree, the file first: globals set by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* lookup.c - finds an option of a parsed section by name.
  *
  * libconfuse's cfg_getopt splits the name as a path and compares it with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* options.c - the option table: one row per option, saying where it may
  * appear, its default, its bounds and the parser that checks its value
  * where libconfuse reads it (nginx's ngx_command_t is the model).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* print.c - a config in its normalised form: every option of every rule
  * written out with its defaults filled in, itself a config file that loads
  * back into the same struct and prints the same again. Limits a rule does

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reqopts.c - the request options of a rule (core/request.h): their values,
  * the rule fields they fill, and how `sluice check` prints them. The rows
  * are in options.c's table. */

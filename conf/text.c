@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* text.c - the raw text of a config file, before libconfuse sees it.
  *
  * libconfuse 3.3 counts one line too many for every comment (a '#' line

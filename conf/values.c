@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* values.c - the parsers of single values: durations, rates, byte counts
  * and byte rates, errno names, ports and port ranges, address blocks,
  * names, enumerations, outbound destinations and gossip addresses.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* clock.h - the one place sluice reads the time.
  *
  * CLOCK_MONOTONIC in nanoseconds: shared by every process on the host, so

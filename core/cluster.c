@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cluster.c - limits shared by several hosts: per-origin window counts,
  * merged by maximum, summed across origins, decided from local memory.
  *

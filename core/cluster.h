@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cluster.h - limits that several hosts share through gossip.
  *
  * A rule with scope = cluster is decided from local memory only: this

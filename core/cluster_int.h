@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cluster_int.h - the cluster state's insides, for the gossip sender,
  * `sluice cluster-stats`, the unit tests and the benchmark.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cluster_map.c - making, opening and closing the cluster state: its
  * layout (a header page, one overflow entry per rule, then a power of two
  * of entries), the named mapping (shm.c; recreated when made for another

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cluster_stats.c - reading the cluster state without changing it: the
  * counters, the peers as this host sees them, the entries in use and the
  * sender's heartbeat, for `sluice cluster-stats` and the tests. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cluster_t.h - types of the cluster state, and the calls a fleet backend
  * (gossip.c) makes into it; for cluster.c and backends only. Every shared
  * field says who writes it.

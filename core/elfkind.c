@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* elfkind.c - the ELF facts elfkind.h describes, from section and program
  * headers and the dynamic symbol table. Only what is needed is read, every
  * offset is checked against the file's size, and anything odd means "not

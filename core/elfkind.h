@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* elfkind.h - what a program's ELF file says about the calls sluice can
  * see, read before it runs (`sluice run`, `sluice check`) or from
  * /proc/self/exe (the library, once).

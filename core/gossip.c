@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* gossip.c - the one gossip sender per host: a thread in the program.
  *
  * Why a thread in the host and not an agent process. The sender must read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* h1resp.c - complete HTTP/1 responses (see h1resp.h). */
 #include "h1resp.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* h1resp.h - counts the complete HTTP/1 responses in what a client reads.
  *
  * Outbound `reply` (core/request.h, sl_req_swallow) may hand the client a

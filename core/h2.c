@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* h2.c - HTTP/2 request scanner: frame boundaries by hand (a 9-byte header
  * and a length, RFC 9113 section 4.1), header blocks through libnghttp2's
  * HPACK inflater (see h2.h).

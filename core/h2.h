@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* h2.h - finds HTTP/2 requests in the client's side of a connection.
  *
  * After the 24-byte connection preface, frames are scanned over a byte

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* hostport.c - see hostport.h. An address without brackets is IPv4, one in
  * brackets IPv6: "::1:80" would be ambiguous. */
 #include "hostport.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* hostport.h - a UDP or TCP endpoint written as ADDRESS:PORT: "10.0.0.2:7946"
  * or "[2001:db8::2]:7946". Numeric only: a name lookup could block the
  * program, and gossip addresses are compared as text between hosts. One

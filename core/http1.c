@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* http1.c - the request-head scanner over libhttp-parser (see http1.h).
  *
  * http_parser 2.9.4 calls back with pieces of the URL, header names and

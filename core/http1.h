@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* http1.h - finds HTTP/1.0 and HTTP/1.1 request heads in one direction of a
  * byte stream, and extracts what request rules match on.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* idem.c - Idempotency-Key marks (see idem.h).
  *
  * The key is BLAKE2b keyed with the table's secret over the bucket key and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* idem.h - Idempotency-Key marks: which retries a request rule lets
  * through without charging them.
  *

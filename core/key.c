@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* key.c - address normalisation, CIDR blocks, bucket keys. */
 #include "key.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* key.h - addresses, address blocks and the keys buckets are found by.
  *
  * Every address is normalised to 16 bytes: IPv4 and IPv4-mapped IPv6 both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* limit.c - GCRA, sliding window counter and fixed window.
  *
  * GCRA (the Generic Cell Rate Algorithm, ITU-T I.371) is a token bucket

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* limit.h - rate-limit algorithms over one 64-bit word of state.
  *
  * Each algorithm is a pure function: (old state, now, cost) -> (new state,

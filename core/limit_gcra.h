@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* limit_gcra.h - the GCRA step, inline: the table's decision path calls it
  * directly (core/limit.c explains the algorithm). Include only from core/. */
 #ifndef SL_LIMIT_GCRA_H

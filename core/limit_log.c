@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* limit_log.c - the exact sliding log (see limit_log.h). */
 #include "limit_log.h"
 

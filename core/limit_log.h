@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* limit_log.h - an exact sliding log: at most N requests in any rolling
  * period, for vendors that count "N in any minute" and punish N + 1.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* log.c - rate-limited messages.
  *
  * The limiter is a GCRA bucket from limit.c on a process-local word:

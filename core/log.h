@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* log.h - messages to stderr or syslog, rate-limited.
  *
  * However hard the host program is flooded, sluice writes at most a burst

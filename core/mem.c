@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* mem.c - sluice's own heap: size classes carved from anonymous mappings.
  *
  * A library loaded into other people's programs must not bring an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* mem.h - the shim's own memory.
  *
  * Everything sluice allocates comes from its own small heap (core/mem.c),

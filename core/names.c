@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* names.c - the destination name in a ClientHello or a request head: see
  * names.h. */
 #include "names.h"

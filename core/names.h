@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* names.h - the destination name a client's first bytes carry: the server
  * name (SNI) of a TLS ClientHello, or the Host of an HTTP/1 request head.
  * An outbound request rule with `to=NAME` matches by it (core/policy.h:

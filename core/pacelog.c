@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* pacelog.c - lines about paced decisions and, in verbose mode, about
  * every decision (see pacelog.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* pacelog.h - what sluice says about the decisions it makes: pacing made
  * visible, and every decision in verbose mode (`log_level = debug`, which
  * `sluice run --verbose` sets).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* plan.c - plans and their hashed key values (see plan.h).
  *
  * Keys are appended while building and sorted once when the set is

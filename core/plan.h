@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* plan.h - plans: key values (API keys, tenants) mapped to named limits.
  *
  * A request rule with `plans` looks up each request's key value here; a

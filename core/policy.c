@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* policy.c - matching events to rules and combining their verdicts.
  *
  * The config is only read. Host addresses the program resolves at run

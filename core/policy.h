@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* policy.h - which rules an event matches, and what they decide together.
  *
  * Every rule of the event's direction whose port and addresses match, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* quota.c - calendar windows and the quota word (see quota.h).
  *
  * Calendar arithmetic is Howard Hinnant's days_from_civil / civil_from_days

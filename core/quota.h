@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* quota.h - quotas over calendar windows: "10000/d", "1000000/month".
  *
  * A window is a UTC day or a calendar month, shifted by an offset from UTC

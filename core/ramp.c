@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ramp.c - see ramp.h. */
 #include "ramp.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ramp.h - a request rate that steps from one value to another over time,
  * for retiring an old API gradually ("100/s, then 90/s a day later, ...
  * down to 10/s").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* readiness.c - readiness virtualisation, the part that needs no system.
  *
  * The problem. A non-blocking socket whose byte budget is empty gets EAGAIN

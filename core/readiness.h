@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* readiness.h - the pure logic behind shim/poll.c, select.c and epoll.c:
  * which events a throttled descriptor must not be asked for, how long a
  * wait may last, and the shadow of the program's epoll registrations with

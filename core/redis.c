@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis.c - the Redis backend's sender: one thread per program, the only
  * code that talks to Redis.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis.h - limits a fleet shares through a Redis server, decided locally.
  *
  * A rule with scope = redis is decided from this program's memory only:

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-2-Clause
 -- sluice's fleet counter (docs/redis.md): a sliding window counter over
 -- windows of W, one hash per key and window, one field per counting node.
 -- KEYS[1]: PREFIX.."{"..RULE..":"..KEY.."}:"..WINDOW  (this window)

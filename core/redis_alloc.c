@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis_alloc.c - hiredis's memory, from sluice's private arena.
  *
  * hiredis 0.14 (Debian 12) calls malloc, calloc, realloc, free and strdup

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis_cluster.c - Redis Cluster for the Redis sender.
  *
  * Every key sluice writes carries a hash tag, PREFIX{RULE:KEY}:WINDOW

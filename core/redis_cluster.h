@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis_cluster.h - Redis Cluster for the Redis sender: CRC16 slots with
  * hash tags, the slot map from CLUSTER SLOTS, MOVED / ASK replies, and one
  * link per primary. Used on the sender thread only (redis.c).

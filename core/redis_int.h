@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis_int.h - the shared state of the Redis backend, for redis_state.c
  * (entries, decisions) and redis.c (the sender); every shared field says
  * who writes it.

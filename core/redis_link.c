@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis_link.c - one connection of the Redis sender to one server.
  *
  * The socket is the link's own, non-blocking, driven by raw system calls

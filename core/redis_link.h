@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis_link.h - one connection of the Redis sender to one server: a
  * non-blocking socket driven by raw system calls with deadlines, hiredis
  * formatting the commands and parsing the replies. redis.c (rounds),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis_reply.c - reading one reply of core/redis.lua. hiredis parses the
  * protocol; this only checks the shape it must have, so that a reply from
  * something else (an error, a proxy's answer, a script of another version)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis_round.c - one round of the Redis sender: every live key (counted
  * in the last two windows) becomes one EVALSHA of core/redis.lua ("set":
  * this program's counts of the current and previous window), pipelined;

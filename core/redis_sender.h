@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis_sender.h - what the Redis sender's two files share: redis.c (the
  * thread, connecting, Sentinel) and redis_round.c (one round of script
  * calls, to one server or to the primaries of a cluster). Sender thread

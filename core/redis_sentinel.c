@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis_sentinel.c - the primary of a Redis run behind Sentinel.
  *
  * The sender (redis.c) asks the sentinels for the primary before every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis_sentinel.h - finding the primary of a Redis behind Sentinel:
  * asking the sentinels (SENTINEL get-master-addr-by-name) and following
  * their +switch-master announcements, on the sender thread only.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* redis_state.c - the Redis backend's entry table and its decisions.
  *
  * Algorithm. A redis rule is a sliding window counter (as in limit.c and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reply.c - the built-in 429 (see reply.h). */
 #include "reply.h"
 

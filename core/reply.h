@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reply.h - what an inbound `reply` rule writes before it closes, and
  * what an outbound one hands the client in place of the vendor's answer.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reqdecide.c - one request against the request rules (see reqdecide.h).
  *
  * Each rule's requests are counted under a table entry of their own (the

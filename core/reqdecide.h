@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reqdecide.h - what the request rules decide about one request.
  *
  * Every request rule that matched the connection and matches the request

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reqhead.h - one request head as a scanner found it (slices of its
  * buffer), the common input of the request decision (reqdecide.c) and the
  * Idempotency-Key marks (idem.c), neither of which owns it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reqkey.c - request keys (see reqkey.h). */
 #include "reqkey.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reqkey.h - the key a request is counted under.
  *
  * A request rule with `per = header:NAME`, `query:NAME` or `cookie:NAME`

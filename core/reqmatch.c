@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reqmatch.c - route, method and host matching (see reqmatch.h). */
 #include "reqmatch.h"
 

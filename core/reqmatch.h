@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reqmatch.h - does a request head match a request rule's route, method
  * and host lists?
  *

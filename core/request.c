@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* request.c - one connection's requests (see request.h).
  *
  * Stream offsets. `pos` is the offset of the next byte to pass (what

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* request.h - HTTP requests on one connection, and what the rules decide
  * about each.
  *

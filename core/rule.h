@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* rule.h - the plain, immutable description of what sluice limits.
  *
  * conf/ builds a struct sl_config from a file, inline rules or both; core/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* shm.c - see shm.h. Trust: an existing object is used only if it is a
  * regular file of this program's user (or root) with mode 0600. Creation: O_EXCL on "NAME.new.PID",
  * ftruncate, mmap, init, then link() to NAME, which fails with EEXIST if another process published

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* shm.h - shared memory objects by name (/dev/shm), for the tables that
  * separately started programs share (table.c, cluster.c).
  *

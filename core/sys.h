@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* sys.h - core's one door to the kernel.
  *
  * Inside libsluice.so a plain call to close(), read(), sendto(), ...

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* table.c - a lock-free open-addressing table of rate-limit buckets in
  * shared memory.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* table.h - the shared bucket table.
  *
  * A fixed number of 64-byte slots in one shared memory mapping, found by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* table_conns.c - connections open at once per key (`conns`).
  *
  * The count lives in the key's slot (slot.conns), so every process sharing

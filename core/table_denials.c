@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* table_denials.c - what readers see of denials and waits: the ring of
  * recent denials `sluice top` reads, each rule's recent turns, from
  * which `sluice stats` and `metrics` count the queue, and how often its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* table_int.h - the table's memory layout, shared by table.c and
  * table_conns.c only. */
 #ifndef SL_TABLE_INT_H

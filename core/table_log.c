@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* table_log.c - the exact sliding logs of `algorithm = log` rules, in a
  * region of the table beside the buckets: SL_LOG_WORDS words, enough for
  * two logs of the largest size (SL_LOG_MAX_COUNT) or many small ones.

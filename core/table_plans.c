@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* table_plans.c - quota use per plan (see table_plans.h), in the table's
  * plan region: SL_TABLE_PLANS entries, found by open addressing on a hash
  * of (rule entry, plan name), and each thread's stripe of counters.

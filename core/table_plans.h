@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* table_plans.h - quota use per plan, kept in the shared table.
  *
  * For each request rule (its table entry) and plan (core/plan.h), the

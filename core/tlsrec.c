@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tlsrec.c - the ClientHello and the record layer of TLS sluice cannot
  * decrypt: see tlsrec.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tlsrec.h - what can be read from TLS that sluice cannot decrypt: the
  * ClientHello (the server name and the ALPN offer) and the record layer of
  * what the client writes, cut into request bursts.

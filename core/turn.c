@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* turn.c - a connection's turn at its key's byte budget (see turn.h). */
 #include "turn.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* turn.h - a connection's turn at its key's byte budget.
  *
  * Connections of one key share one bucket (sl_table_take). When it holds

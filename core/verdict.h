@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* verdict.h - what a rate limit is and what a decision answers: the types
  * the algorithms share (limit.c, limit_log.c, window.h) and that their
  * callers pass around. Kept apart from limit.h so the algorithms can use

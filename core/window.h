@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* window.h - the sliding window counter's word and its exact test, shared
  * by limit.c (one host), cluster.c and redis_state.c (counts summed over a
  * fleet).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* wire.c - encoder and decoder of the gossip datagram, format v1.
  *
  * Layout (little endian, offsets in bytes; docs/gossip-wire.txt is the

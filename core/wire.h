@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* wire.h - the gossip datagram (format v1, see docs/gossip-wire.txt).
  *
  * Pure functions over byte buffers: no sockets, no shared state, no clock.

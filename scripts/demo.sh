@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The built-in demo: no config to write. First request limits: a keep-alive
 # HTTP/1.1 server under an inline request rule keyed by API key, flooded by
 # two clients over one connection each, and a client's calls to it paced by

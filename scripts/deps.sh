@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs the Debian packages sluice's build, tests and benchmarks use,
 # only those missing (apt-get update runs only if something is missing).
 set -eu

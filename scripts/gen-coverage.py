@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Regenerates the client coverage table: runs
 tests/integration/test_client_coverage.py with SLUICE_COVERAGE_WRITE=1,
 which rewrites README.md's section between <!-- coverage:begin --> and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """gen-man.py - writes sluice.conf(5) from the option table in conf/options.c
 (every row: name, type, default, where, and its comment), so the page and
 the parser cannot drift: tests/integration/test_man.py regenerates it and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* accept.c - inbound connection limits: accept and accept4.
  *
  * The real call runs first, always into our own address buffer (the

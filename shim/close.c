@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* close.c - keeps fd.c's table true: close forgets a descriptor (and gives
  * back its concurrency places at the process's last copy), the dup family
  * copies an entry. Untracked descriptors cost one load. */

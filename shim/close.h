@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* close.h - forgetting a descriptor (close.c): what the table entry
  * carries (a held connect, request state) is freed here, by the one file
  * that knows them all, so fd.c knows none of them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* connect.c - outbound connection limits.
  *
  * Only TCP connects to an address some outbound rule matches are decided;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* dl.c - libraries the program opens with RTLD_DEEPBIND still call sluice.
  *
  * A library opened with RTLD_DEEPBIND (PHP's extensions: php-curl's

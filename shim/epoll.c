@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* epoll.c - epoll that does not report a throttled descriptor, and gives
  * an edge-triggered one its edge back when the budget refills.
  *

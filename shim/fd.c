@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fd.c - the per-descriptor table.
  *
  * A two-level array: SL_FD_MAX / CHUNK pointers to chunks of CHUNK entries,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fd.h - what sluice knows about the program's descriptors.
  *
  * A descriptor is tracked when an accept or connect it came from matched a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* gate.c - the request gate of one descriptor: see gate.h. */
 #include "gate.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* gate.h - the request gate of one descriptor: what a connection's reads
  * may give the program of the requests it receives, decided by core
  * (core/request.h) on bytes read through a transport.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* gnutls.c - outbound requests written through GnuTLS (wget, programs on
  * libcurl3-gnutls such as git and apt over https).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* hold.c - the one hold step: see hold.h. */
 #include "hold.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* hold.h - the one hold step: a call that may not go on before a time
  * (a request head's turn, a byte budget, a swallowed request's responses)
  * is held here, whoever asks (req.c, reqout.c, io.c).

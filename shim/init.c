@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* init.c - finds the real functions, loads the configuration and the
  * table in a constructor (before the program can fork or clear its
  * environment, as nginx does for its workers), and keeps fork safe.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* io.c - byte limits on the program's reads and writes of limited sockets.
  *
  * Every hook asks fd.c whether the descriptor carries a byte rule; for any

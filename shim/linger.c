@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* linger.c - connections answered by a `reply` rule, kept open briefly.
  *
  * Closing a socket whose receive queue holds the client's request, or that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* pending.c - connects held back until their turn: see pending.h. */
 #include <errno.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* pending.h - connects held back until their turn.
  *
  * A delayed connect that cannot sleep in place (a non-blocking socket, or

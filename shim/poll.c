@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* poll.c - poll and ppoll that do not report a throttled descriptor.
  *
  * The real call gets a copy of the program's array in which a throttled

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ready.c - the readiness layer's entry points for the rest of the shim
  * (ready.h), and what the wait wrappers share.
  *

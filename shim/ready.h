@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ready.h - readiness virtualisation for event loops.
  *
  * A non-blocking descriptor whose byte budget is empty gets EAGAIN from

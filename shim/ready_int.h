@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* ready_int.h - what ready.c shares with poll.c, select.c and epoll.c. */
 #ifndef SL_READY_INT_H
 #define SL_READY_INT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reload.c - see reload.h. */
 #include <errno.h>
 #include <stdatomic.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reload.h - a configuration published by `sluice reload`, taken up by
  * every process of the program at its next decision (no signal: the
  * program owns its signals).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* req.c - requests on inbound connections: see req.h. */
 #include <errno.h>
 #include <limits.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* req.h - requests on the program's inbound connections (core/request.h
  * decides; this file moves the bytes).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reqout.c - requests on outbound connections: see reqout.h. */
 #include "reqout.h"
 

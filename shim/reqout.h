@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* reqout.h - requests on the program's outbound connections: what it
  * writes to a destination an outbound request rule matches (a paid API) is
  * scanned for HTTP/1 request heads (core/request.h decides), and each head

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* resolve.c - learns what the program resolves for outbound rules' host
  * names, so a rule for api.vendor.example also matches the addresses the
  * program got from DNS after the config was loaded. The lookups themselves

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* select.c - select and pselect that do not report a throttled descriptor.
  *
  * As poll.c, on copies of the program's fd_sets: a recv-throttled

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* shim.h - what the interposed entry points share: the real functions,
  * the published runtime, the re-entrancy guard.
  *

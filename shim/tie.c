@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tie.c - which socket a TLS session without a descriptor of its own
  * writes to: see tie.h. Two ways in: the first send a handshake step makes
  * (curl's own BIO, GnuTLS's push function), or, for sessions over memory

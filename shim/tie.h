@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tie.h - which socket a TLS session without a descriptor of its own
  * writes to (tie.c), for tls.c, gnutls.c and tlsbio.c.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tls.c - requests on connections the program decrypts with OpenSSL.
  *
  * A server that terminates TLS itself (nginx `ssl`, python's ssl module)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tlsbio.c - OpenSSL sessions over memory BIOs: see tlsbio.h. */
 #include "tlsbio.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tlsbio.h - OpenSSL sessions over memory BIOs (python asyncio's sslproto,
  * aiohttp, httpx.AsyncClient): the program runs OpenSSL on buffers and
  * sends the records itself, so the session has no descriptor.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tlsrec.c - requests over TLS sluice cannot decrypt: see tlsrec.h. */
 #include "tlsrec.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* tlsrec.h - requests over TLS that sluice cannot decrypt (OpenSSL inside
  * the program's binary as in node's own build, Java's JSSE, rustls),
  * counted as write bursts and paced at the socket.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* unseen.c - what sluice cannot see in this program: see unseen.h. */
 #include "unseen.h"
 

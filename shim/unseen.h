@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* unseen.h - what sluice cannot see in this program, said once.
  *
  * At start (init.c) the program's own ELF file is read (core/elfkind.h):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* wait.c - see wait.h. Raw system calls only: these run inside the
  * program's own recv, connect, poll, and must not re-enter sluice's hooks. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* wait.h - waiting inside a call the shim holds, as that call would wait.
  *
  * A blocking recv held for byte budget, or a connect held for its turn,

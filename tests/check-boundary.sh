@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # check-boundary.sh BUILD DIR... - fails when an object of the given source
 # directories (core, conf) refers to a name the library exports
 # (shim/exports.map). Inside libsluice.so such a reference binds to sluice's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """check-cycles.py DIR... - fails when the modules of the given source
 directories include each other in a circle. A module is NAME.c with its
 headers NAME.h and NAME_*.h (core/table.c, table.h, table_int.h); module A

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Every test sluice has, in the order that fails fastest: unit tests, the
 # same under ASan+UBSan, the table under TSan, fuzz smoke runs, the
 # held-call contract, then the integration tests with real programs. Ends

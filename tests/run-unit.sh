@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs unit-test binaries, each in its own process with a timeout; prints
 # cmocka's output and returns non-zero if any failed.
 set -u

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* contract.c - one case of the contract a call held by sluice keeps.
  *
  *   contract PORT DELAY_PORT DENY_PORT CASE

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The contract of a held call (see contract.c): every k_ case bare and under
 # the shim must print the same outcome (return, errno, bytes; elapsed within
 # 60 ms + 15 %: timer slack and a loaded 2-CPU machine, while a lost timeout

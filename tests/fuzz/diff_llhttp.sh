@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # diff_llhttp.sh - differential check of sluice's HTTP/1 scanner against
 # node's llhttp (issue 18 item 10): streams from the http1 seeds and the
 # fuzz corpora, plus bounded random mutations of them (COUNT, default

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_conf.c - arbitrary bytes as inline rules: sl_conf_load must return
  * a config or one error line, never crash or leak. Input that starts with
  * "F\n" is a config file instead (the rest, in a memfd), so the comment

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_elf.c - libFuzzer target for the ELF reader `sluice run` and the
  * library use to tell which programs sluice cannot see (core/elfkind.c). */
 #include <stdint.h>

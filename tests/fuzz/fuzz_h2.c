@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_h2.c - libFuzzer target for the HTTP/2 request scanner.
  *
  * The first input byte picks the key kind and a split seed; the rest are

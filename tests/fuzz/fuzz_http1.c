@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_http1.c - libFuzzer target for the HTTP/1 request-head scanner.
  *
  * The first input byte picks the key kind and a split seed; the rest is

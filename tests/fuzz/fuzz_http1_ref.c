@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_http1_ref.c - libFuzzer target: sluice's HTTP/1 scanner never counts
  * fewer request heads than a reference parser finds (issue 18 item 10).
  *

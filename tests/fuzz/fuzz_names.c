@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_names.c - a client's first bytes through sl_name_sni and
  * sl_name_host. Checks: a name found is NUL-terminated within the room
  * given, non-empty, and made of host name characters only. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_plans.c - arbitrary bytes as a rule's plans file: the load must
  * return a config (with the plans, or without them and one line in
  * `degraded`, on_error = open) or one error line, never crash or leak,

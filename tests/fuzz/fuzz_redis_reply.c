@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_redis_reply.c - libFuzzer target for the Redis backend's reply
  * handling: arbitrary bytes fed to hiredis's reader (as they would come off
  * the socket, in two pieces split where the first byte says), and every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_request.c - a connection's bytes through sl_req_admit, shown in
  * pieces whose sizes and timing come from the input, with a request rule
  * keyed by a header, routes, a quota and delay. Checks: admit never grants

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_tlsrec.c - libFuzzer target for the ClientHello reader and the
  * record walker of TLS sluice cannot decrypt (core/tlsrec.h).
  *

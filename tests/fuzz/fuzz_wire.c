@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_wire.c - libFuzzer target for the gossip datagram decoder, and for
  * the whole receive path (replay checks and merge into a cluster state).
  *

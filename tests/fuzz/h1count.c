@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* h1count.c - for tests/fuzz/diff_llhttp.sh: reads streams from stdin, each
  * a 4-byte big-endian length and its bytes, and prints for each how many
  * request heads sluice's HTTP/1 scanner reports (whole, then split into

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Builds every tests/fuzz/fuzz_*.c with libFuzzer + ASan + UBSan and runs
 # each for a bounded time (first argument, seconds; default 20). Prints
 # "fuzz: ok NAME" per target that found nothing; exits non-zero otherwise.

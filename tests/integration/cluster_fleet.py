@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Helpers for the cluster integration tests: three python3 http.server
 nodes under the shim, on 127.0.0.2, .3 and .4 port 8080, gossiping on port
 7946, started from examples/cluster-node{1,2,3}.conf with the key file

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Helpers for the test_hosts_* tests (issue 21): a program nobody here
 wrote is run bare and under rules that never limit, and what a client
 observes must be the same.

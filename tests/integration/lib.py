@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Helpers for sluice's integration tests: real programs under the shim,
 loopback only, every wait bounded."""
 import os

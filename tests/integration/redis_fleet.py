@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Helpers for the redis integration tests: a redis-server from Debian on
 a free loopback port (--save '' --appendonly no), and python3 http.server
 programs under the shim on 127.0.0.2, .3 ... with a `scope = redis` rule of

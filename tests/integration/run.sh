@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs every tests/integration/test_*.py in its own process with a timeout.
 # Prints one line per test and ends with "N passed, N failed".
 set -u

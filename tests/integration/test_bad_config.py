@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A configuration that cannot be used is reported once, precisely, and
 then either ignored (on_error = open, the default: the program runs
 unlimited) or fatal (on_error = closed: the program never starts, exit 78).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Inbound send_rate on a real server: python3 http.server under
 `sluice run --in 'port=P send_rate=R'` serves a file to curl at R.
 

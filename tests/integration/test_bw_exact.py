@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Exact bandwidth for one or several connections of a key, whatever the
 burst (issue 21, item 5: with the old turn-taking, a lone connection that
 had the last grant waited one quantum longer than its bytes needed; with a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Exact bandwidth for what a program receives: one or several connections
 of a key under recv_rate, whatever the burst (issue 21, item 5, the read
 side: the old turn-taking gave a lone connection 0.44 of recv_rate=1MB/s

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Outbound send_rate on a real client: curl uploading a file under
 `sluice run --out 'to=127.0.0.1 port=P send_rate=R' -- curl -T FILE`
 to a plain server in this process (not under the shim) that reads the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The client coverage table (issue 24, item 9): which real HTTP clients
 sluice paces, refuses or cannot see, measured, and the README's table
 checked against it so the two never drift.

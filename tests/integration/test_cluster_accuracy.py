@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Three python3 http.server nodes under the shim (examples/cluster-node*.conf:
 100 connections per second per client address across the fleet, gossip
 every 20 ms), one client address flooding all three round robin: the

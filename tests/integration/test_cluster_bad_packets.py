@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Datagrams an attacker (or a broken peer) sends to a node's gossip port:
 forged (wrong key), replayed, truncated, oversized, malformed, from an
 unknown node, stale, not ours at all. Each is dropped and counted by

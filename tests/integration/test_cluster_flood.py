@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A flood that saturates the host (issue 11 item 2): three python3
 http.server nodes under a cluster rule of 60 connections/s per client
 address at the default gossip interval, one client address

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """test_cluster_flood with 20 % of gossip datagrams lost
 (SLUICE_TEST_GOSSIP_DROP=20 in every node's sender, early sends included):
 every window within the documented flood bound for views up to three

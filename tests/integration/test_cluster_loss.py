@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """20 % of gossip datagrams dropped (the test-only fault hook
 SLUICE_TEST_GOSSIP_DROP=20 in every node's sender): the fleet stays within
 the documented bound for views up to three datagrams stale (probability

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Moving the load from one node to another, then killing a node, keeps
 the fleet within the documented bounds (docs/cluster.md):
   - all load on node 1: it sees its own counts exactly: 100/s within 5 %;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """connect() keeps its contract while a delay rule holds it (issue 12,
 defects 2, 3 and 10).
 

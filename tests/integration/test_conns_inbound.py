@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Inbound `conns=3`: a server holding each connection open until the client
 closes it (it writes "hello PID" on accept, reads to EOF, then closes with
 plain close(), no shutdown first) under `sluice run --in 'port=P conns=3'`.

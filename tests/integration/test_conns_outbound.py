@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Outbound `conns=2` (key: the whole rule): a client under
 `sluice run --out 'to=127.0.0.1 port=P conns=2 ...'` opens two blocking
 connections and holds them, then a thread makes a third connect while the

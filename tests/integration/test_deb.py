@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The Debian package (issue 13, item 6): `dpkg-buildpackage -us -uc -b`
 builds a .deb from a copy of this tree (the tracked files as they are now),
 `dpkg -c` lists the binary, the library, both man pages, the examples, the

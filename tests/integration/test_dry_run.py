@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Dry run: sluice decides and counts but enforces nothing.
 
 1. python3 http.server under `sluice run -c CONF --dry-run`, CONF holding

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Calls made before sluice's constructor has run pass straight through: a
 library preloaded next to sluice calls connect() and getaddrinfo() from its
 own constructor, in both preload orders. The program must run normally, the

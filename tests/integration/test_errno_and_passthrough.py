@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """What sluice does not limit, it does not touch.
 
 1. A python program doing ordinary socket work (TCP to an unlimited port

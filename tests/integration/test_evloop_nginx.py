@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """nginx (one worker: epoll, edge-triggered, non-blocking sockets, sendfile)
 under `sluice run --in 'port=P send_rate=2MB/s from=127.0.0.1/32'`: one
 client is throttled, another (source 127.0.0.2, outside `from`) is not,

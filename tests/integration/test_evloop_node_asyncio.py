@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Two more event loops on byte-limited sockets.
 
 1. A Node.js http server (libuv: epoll, non-blocking write/writev) under

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """redis-server (epoll, non-blocking read()) under
 `sluice run --in 'port=P recv_rate=1MB/s'`: what each client address may
 send redis is limited, per peer, and the event loop neither stalls nor

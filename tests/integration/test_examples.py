@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """examples/*.conf are runnable documentation, so a broken example breaks
 the build:
   - every one passes `sluice check -c`, and what check prints (the

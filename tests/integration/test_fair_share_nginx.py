@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Two connections of one key share its byte budget fairly, also when the
 server sends with sendfile (issue 12, defect 11: nginx with `sendfile on`
 gave one connection 1 MB/s and the other about 20 KB/s, because one

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """One limit across the processes and threads of one program.
 
 A. A pre-fork python server (listen, then os.fork() twice; each child

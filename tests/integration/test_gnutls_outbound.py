@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Requests written through GnuTLS are counted and paced like OpenSSL's
 (issue 24, item 2; shim/gnutls.c).
 

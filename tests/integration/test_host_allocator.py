@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The library brings no allocator into the host, and binds nothing of it.
 
 A preloaded library that depends on an allocator library (Debian's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Hosts we did not write (issue 21): nghttp2's server and clients over
 HTTP/2, and h2load pipelining HTTP/1.1, bare and under rules that never
 limit (hostlib.MODES: servers under the inbound rule on their port, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Hosts we did not write (issue 21): haproxy with tiny buffers
 (tune.bufsize 1024) in front of nginx, bare and under rules that never
 limit (hostlib.MODES: haproxy under the inbound rule on its port and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Hosts we did not write (issue 21): lighttpd, bare and under rules that
 never limit (hostlib.MODES), gives every client the same bytes.
 

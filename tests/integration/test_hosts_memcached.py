@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Hosts we did not write (issue 21): memcached, whose text protocol is not
 HTTP, bare and under rules that never limit (hostlib.MODES), answers every
 client exactly as bare.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Hosts we did not write (issue 21): programs that move one byte at a
 time, bare and under rules that never limit (hostlib.MODES), give every
 client the same bytes.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Hosts we did not write (issue 21): what python's own test_socket found
 (tests/integration/test_hosts_pysuite.py), made quick. A server that
 peeks (MSG_PEEK) and reads into several buffers at once (recvmsg_into,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A host's own test suite under the shim (issue 21): CPython's own tests
 of sockets, selectors, HTTP, FTP, SMTP and POP3 (Debian's
 libpython3.11-testsuite, run by /usr/bin/python3 -m test) pass under

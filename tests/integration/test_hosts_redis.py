@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Hosts we did not write (issue 21): redis-server and its own clients,
 bare and under rules that never limit (hostlib.MODES; the server under the
 inbound rule, redis-benchmark and redis-cli under the same outbound one),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Hosts we did not write (issue 21): a STARTTLS upgrade, plaintext first
 and TLS on the same connection after, bare and under rules that never
 limit (hostlib.MODES: the server under the inbound rule on its port, the

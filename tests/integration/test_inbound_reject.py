@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """python3 http.server under `sluice run --in 'port=P rate=20/s burst=10'`:
 a client opening connections as fast as it can for 3 s gets exactly
 burst + rate*T accepted, the rest reset before the program sees them.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """action=reply: denied connections get the built-in 429 with Retry-After and
 the RateLimit-* and X-RateLimit-* fields, computed from the bucket."""
 import time

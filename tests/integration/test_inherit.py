@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """inherit: whether programs started by the limited program are limited.
 
 Config: an outbound rule to 127.0.0.1:P with rate=1/m burst=1

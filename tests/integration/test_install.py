@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """`make install` and the man pages (issue 13):
 - scripts/gen-man.py regenerates docs/sluice.conf.5 byte for byte from the
   option table in conf/options.c (the page cannot drift from the parser),

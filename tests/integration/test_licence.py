@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The licence is stated where a reader and a packager look: LICENSE is
 BSD-2-Clause, debian/copyright (DEP-5) names it, README says it, and every
 source file carries the SPDX identifier on its first lines

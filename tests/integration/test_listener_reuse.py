@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """sluice remembers each listening socket's port (so a port-only rule costs
 no getsockname per accept) and must forget it when the descriptor is
 closed: a program that closes its listener on port A and opens another on

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """/stats.json and / of `sluice metrics --listen` (issue 19.5) for what the
 browser test does not run: gossip peers and the Redis sender, and the page
 being self-contained.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The live page of `sluice metrics --listen` (issue 19.5), in a real
 browser: Debian's chromium, headless, driven by chromium-driver through
 python3-selenium.

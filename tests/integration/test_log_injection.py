@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A request's bytes cannot forge a line in the program's log (issue 18.8).
 
 nginx (h2c, `listen ... http2`, 1 worker) runs under `sluice run` with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """`sluice metrics` (issue 13): a running program's counters in the
 Prometheus text format, printed and served over HTTP.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """`sluice metrics` of a gossip node (issue 13: gauges for gossip peers and
 their ages). Nodes 1 and 2 of examples/cluster-node{1,2,3}.conf run; node
 3 never starts. Node 1's metrics, found by -c and by --pid, parse with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """`sluice metrics` of a program with a `scope = redis` rule (issue 13:
 "gossip or Redis peers lost" can be alerted on). One http.server under the
 redis fleet config (no `shared` table), found by --pid: before its first

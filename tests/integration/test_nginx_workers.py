@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """nginx (Debian nginx-light, master + 2 workers) under
 `sluice run --in 'port=P rate=20/s burst=10'`: the limit is one limit for
 the whole program, not one per worker.

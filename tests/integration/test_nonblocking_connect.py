@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A non-blocking connect held back by an outbound `delay` rule never sleeps
 on the program's thread: connect returns EINPROGRESS at once, and the
 program's event loop (epoll and poll selectors here) sees the socket become

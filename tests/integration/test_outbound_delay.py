@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Outbound action=delay: a client under
 `sluice run --out 'to=127.0.0.1 port=P rate=5/s burst=1 action=delay'`
 making N=11 sequential connections sees every one succeed, and the whole

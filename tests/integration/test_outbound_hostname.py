@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """An outbound rule on a host name: `to=api.vendor.example port=P rate=1/m
 burst=2 action=reject`, with the name resolving to 127.0.0.7 only inside
 the test (a private mount namespace with a temporary /etc/hosts

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Outbound action=reject with errno=EHOSTUNREACH, rate=2/s burst=3:
 10 connects in quick succession to the matched 127.0.0.1:P give exactly 3
 successes and 7 failures with errno EHOSTUNREACH, and the server sees

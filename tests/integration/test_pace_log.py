@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Pacing made visible (issue 19.3): a delayed request is logged at info,
 the first ones a line each, then one summary per rule and 10 s; `sluice
 run --verbose` prints every decision.

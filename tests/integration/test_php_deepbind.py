@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """PHP's curl extension, which PHP opens with RTLD_DEEPBIND, is paced like
 any client (issue 24, item 7; shim/dl.c).
 

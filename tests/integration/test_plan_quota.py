@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Quota use per plan (issue 19.5): /stats.json, the Prometheus metrics
 and `sluice stats` count, per rule and plan, the requests admitted against
 the plan's quota, those it refused, and the keys that reached 80, 90 and

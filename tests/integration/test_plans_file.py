@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A plans file that cannot be loaded never switches the limits off, and a
 large one loads (issue 18.8).
 

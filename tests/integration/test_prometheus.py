@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A real Prometheus (issue 19.4): Debian's prometheus and promtool.
 
 1. `promtool check rules` loads examples/monitoring/sluice-alerts.yml and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Finding running programs without a `shared` name, and `sluice top`
 (issue 13, items 2 and 4).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The queue of an outbound delay rule, seen from outside (issue 10 item 6,
 issue 13 "queue lengths"): `sluice stats` and `sluice metrics` show how
 many requests hold a turn still to come and the longest wait still to go.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The README's first screen works as pasted.
 
 The three commands under "Three jobs, one command each" are read from

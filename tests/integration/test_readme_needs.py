@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """README's "Needs" names exactly the packages the build needs.
 
 scripts/deps.sh keeps two lists: `build` (what `make` needs) and `tests`

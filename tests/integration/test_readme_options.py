@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """README has one option table: every option of conf/options.c is a row,
 once, in the tables of "Global options", "Rule options" and the gossip and
 redis sections (`per` was once described in two tables, and the gossip

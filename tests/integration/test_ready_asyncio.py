@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Readiness virtualisation under Python's asyncio (epoll selector, level
 triggered, EPOLLOUT registered only while its write buffer is full): an
 asyncio server under `send_rate=1MB/s` streams 2 MB to one client. The

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Readiness virtualisation (shim/poll.c, select.c, epoll.c): an event loop
 on a byte-limited socket hears about it again when its budget refills,
 without spinning and without stalling.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A thread already blocked in epoll_wait is woken when sluice makes bytes
 readable (issue 24 item 6).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A thread blocked in epoll_wait on a set it has waited on before is woken
 when sluice makes bytes readable (issue 22 item 3).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Redis over a unix socket with an ACL user: a python3 http.server under a
 `scope = redis` rule whose redis section names `unix:/path`, `user` and
 `password` counts into Redis (its key appears, in the documented layout);

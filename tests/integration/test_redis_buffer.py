@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The Redis backend with a full network buffer (issue 11's fault tests):
 the program under the shim never blocks on Redis.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """scope = redis on a Redis Cluster: three primaries on loopback (`redis-cli
 --cluster create`), two http.servers sharing 10 connections a second per
 client address (`cluster = ...`), twelve client addresses whose keys

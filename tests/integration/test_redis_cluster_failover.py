@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """scope = redis on a Redis Cluster that loses a primary: three primaries
 with one replica each on loopback (cluster-node-timeout 1 s), two
 http.servers sharing 10 connections a second per client address for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Faults of the Redis backend, under a flood of one client address against
 two http.servers (scope = redis, 60/s, on_backend_error = local,
 local_share 50 %):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Two separately started python3 http.servers on 127.0.0.2 and 127.0.0.3
 (no shared table), each under a `scope = redis` rule of 60 connections a
 second per client address, syncing with one redis-server every 20 ms. One

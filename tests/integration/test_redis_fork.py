@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The Redis sender and fork: a python3 program under a `scope = redis`
 rule accepts one connection (its first decision starts the sender, which
 connects to Redis), then forks.

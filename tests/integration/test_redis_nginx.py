@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """nginx (master + 2 workers, reuseport so both accept) under a
 `scope = redis` rule of 60 connections a second, beside a python3
 http.server under the same rule on 127.0.0.3: the workers share one state

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Requests shared through Redis: two python3 http.servers (HTTP/1.1,
 keep-alive) on 127.0.0.2 and .3, separately started, each under an inbound
 rule `req_rate = 60/s scope = redis action = reply` (per peer). One client

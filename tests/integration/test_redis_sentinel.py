@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """scope = redis behind Redis Sentinel: a primary, one replica and three
 sentinels on loopback (down-after 1 s), two http.servers sharing 60
 connections a second per client address (on_backend_error = local,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """hiredis inside libsluice.so changes nothing the program can see: the
 library exports only the interposed libc names (no hiredis symbol a
 program's own hiredis could collide with), refers to no malloc, calloc,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """`sluice reload -c FILE` (issue 13): a new configuration reaches the
 running program without a restart and without a signal.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Inbound `action = delay` on requests (issue 9): a held request is not
 seen by the program until its turn, then served; nothing is refused.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The rule of doubt (issue 18 items 1, 3, 4; issue 24 item 5): a "poison"
 request head that sluice's parser refuses, or that once switched counting
 off, must not open the connection to unlimited requests.

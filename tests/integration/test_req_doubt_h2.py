@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The rule of doubt over HTTP/2 (issue 18 item 2): nghttp2's HPACK inflater
 refuses header blocks that nginx accepts (a dynamic table size update after
 the first header: `3f e1 1f` or `20`; 66 KB of size updates in CONTINUATION

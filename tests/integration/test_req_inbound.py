@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Inbound request limits on a keep-alive HTTP/1.1 server (issue 9).
 
 The server is python's ThreadingHTTPServer with protocol_version HTTP/1.1

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Inbound request limits on nginx (issue 9): an event-loop server with
 keep-alive, non-blocking sockets and edge-triggered epoll, counted per API
 key, per route, with cost and plans.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Outbound request limits on plaintext HTTP/1.1 (issue 10): the client's
 requests, counted where it writes them, wait their turn (delay) or fail
 (reject), over keep-alive connections.

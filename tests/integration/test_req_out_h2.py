@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Outbound request limits on HTTP/2 with prior knowledge (h2c, issue 10):
 clients talk to a local nginx (`listen ... http2`, not under sluice); each
 HEADERS frame that opens a stream is a request.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """`algorithm = log` (issue 10): an exact sliding log for vendors that
 count "N in any rolling period" and punish N + 1.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Outbound request rules that name a host (issue 23 item 2): `to=NAME
 port=P req_rate=1/m req_burst=2 action=reject` counts a connection's
 requests when the connection reached an address of NAME, whether sluice

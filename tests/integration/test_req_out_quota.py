@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Outbound quotas per UTC day survive a restart, and the next day brings
 a new quota (issue 10), tested with a shifted clock instead of a day's wait.
 

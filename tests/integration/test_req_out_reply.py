@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Outbound `action = reply` (issue 10, item 4): a request over the limit is
 not sent; the client reads a 429 with Retry-After and the RateLimit fields
 in its place, and the keep-alive connection goes on.

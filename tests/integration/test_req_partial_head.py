@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Bounded holds of partial heads, with no bypass (issue 21 item 3).
 
 1. A client that sends one byte and waits: under an inbound request rule

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """No lost readiness (issue 21 item 2): under an inbound request rule that
 never limits, nginx answers pipelined and long request heads exactly as it
 does bare.

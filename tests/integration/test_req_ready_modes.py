@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """No lost readiness under every wait API (issue 21 item 2).
 
 A small C server reads its one connection with a 64-byte buffer the way

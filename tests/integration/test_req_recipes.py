@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """The README's request recipes on a keep-alive python server (issue 9).
 
 1. Retiring an old API: `req_rate=100/s ramp_to=2/s ramp_from=<yesterday>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """No CPU burn on incomplete heads (issue 18 item 7).
 
 200 connections each trickle one byte of a request head every 100 ms for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """`sluice stats` (issue 9 item 9): request rules get their own `requests`
 section (allowed, limited, delayed, would_limit), under the rule's own name,
 and the numbers equal what a test client saw.

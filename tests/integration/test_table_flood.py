@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A flood of one-off keys does not take an honest key's budget (issue
 18.6).
 

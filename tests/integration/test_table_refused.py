@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """A shared table that cannot be opened is refused with its reason (issue
 12, defects 4 and 9): the message names why, never "table: ;".
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """TLS sluice cannot decrypt, paced by write bursts (issue 24, item 3;
 core/tlsrec.c, shim/tlsrec.c).
 

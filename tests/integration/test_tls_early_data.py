@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """TLS 1.3 early data (0-RTT) does not pass around the request rules
 (issue 18.9).
 

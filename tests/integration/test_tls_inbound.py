@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Inbound request limits on TLS the program terminates itself (issue 9):
 the shim reads requests through OpenSSL's SSL_read / SSL_read_ex.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """TLS shutdown and nginx's own accounting under a never-limiting rule
 (issue 21 item 4): the same as bare.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """OpenSSL over memory BIOs (python asyncio's sslproto, which aiohttp and
 httpx.AsyncClient use) is counted and paced (issue 24, item 1;
 shim/tlsbio.c).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """Outbound request limits through TLS (issue 10): the client hands its
 plaintext to OpenSSL (SSL_write / SSL_write_ex), and that is where each
 request waits its turn.

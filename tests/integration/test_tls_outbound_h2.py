@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """HTTP/2 over TLS (ALPN h2), the usual way a paid API is called (issue 10):
 requests are counted in what curl hands to OpenSSL (SSL_write), after the
 preface, one per HEADERS frame opening a stream.

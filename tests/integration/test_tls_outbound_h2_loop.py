@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """curl with its defaults (HTTP/2 over TLS, curl 7.88 from Debian 12), one
 URL per process from a shell loop, the way a cron job calls a paid API
 (issue 24, item 4).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """TLS that sluice cannot decrypt is counted from its records (issue 24,
 item 3; shim/tlsrec.c), and says so once (before: issue 10 left it
 uncounted, with a warning; GnuTLS is covered since issue 24,

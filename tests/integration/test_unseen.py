@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """sluice says what it cannot see (issue 24, item 8).
 
   (a) a statically linked program (gcc -static, built here, connecting to

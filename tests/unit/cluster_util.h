@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* cluster_util.h - building cluster configs and in-process fleets for the
  * cluster tests and the cluster benchmark (until conf/ reads `gossip`,
  * configs are made by hand here). A "node" is an anonymous cluster state

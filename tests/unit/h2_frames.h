@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* h2_frames.h - HTTP/2 frames written by hand for the unit tests
  * (test_h2.c, test_request.c); header blocks come from nghttp2's deflater. */
 #ifndef SL_TEST_H2_FRAMES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_budget.c - byte budgets (sl_limit_take, sl_table_take) and
  * concurrency places (sl_table_conn_*), time always injected. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_cluster.c - cluster state: merge by maximum, decisions against the
  * fleet estimate, windows, peer timeout, alone_share, bounded memory,
  * replay checks. Nodes are in-process states; the clock is injected (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_conf.c - conf/: files, inline rules, defaults, the exact error
  * messages, on_error when a load fails, printing, host names, byte and
  * concurrency limits, the gossip section.

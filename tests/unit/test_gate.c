@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_gate.c - the shim's request gate (shim/gate.h) over a fake
  * transport: heads split anywhere reach the program whole and in order, a
  * held head waits its turn (non-blocking: EAGAIN and the readiness layer

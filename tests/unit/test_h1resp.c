@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_h1resp.c - counting the responses a client reads (core/h1resp.h):
  * framing by Content-Length, chunked and end of stream, bytes split
  * anywhere, HEAD, interim 1xx, and what makes the count lost. */

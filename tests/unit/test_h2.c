@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_h2.c - the HTTP/2 request scanner: requests are HEADERS opening new
  * client streams; frames split anywhere, CONTINUATION, padding and
  * priority, several streams in one write, trailers, the dynamic table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_hostport.c - ADDRESS:PORT, the one parser for gossip addresses. */
 #include <stdarg.h>
 #include <stddef.h>

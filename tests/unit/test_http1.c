@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_http1.c - the HTTP/1 request-head scanner: heads split anywhere,
  * pipelining, bodies, keys, passthrough, and a differential test (random
  * splits report exactly what one whole-buffer scan reports). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_key.c - address normalisation, CIDR blocks, bucket keys and hashes. */
 #include <stdarg.h>
 #include <stddef.h>

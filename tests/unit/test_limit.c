@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_limit.c - the three rate-limit algorithms, driven by an injected
  * clock: every `now` below is a number the test chose.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_limit_log.c - the exact sliding log (core/limit_log.h) with the
  * clock injected: no rolling window ever holds more than N, and a denied or
  * delayed request learns exactly when the oldest stamp leaves. */

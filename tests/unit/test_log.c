@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_log.c - the rate-limited logger: a burst of 10 lines, then 5 a
  * second of the injected clock; the lines held back are counted and
  * reported on the next line written; errno is never disturbed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_mem.c - sluice's own heap: zeroed blocks, reuse, size classes,
  * realloc, large mappings, the failure hook, a forked child, and threads.
  * In sanitizer builds the heap is libc's (sl_mem_usable says 0) and only

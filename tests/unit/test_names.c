@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_names.c - the destination name in a ClientHello (SNI) or a request
  * head (Host): core/names.h. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_pacelog.c - pacing made visible (core/pacelog.c): the first paced
  * decisions of a spell get a line each, then one summary per interval
  * counts every paced decision of it with the longest wait; an interval

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_plan.c - plans and their hashed key values. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_policy.c - the decision itself: which rules an event meets, and what
  * they decide together (core/policy.c). Rules come from inline text through
  * conf/, the table is private, time is passed in by hand. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_quota.c - calendar windows and the quota word, with an injected
  * clock: wall-clock dates for the windows, a monotonic clock for the word. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_ramp.c - a rate that steps from one value to another (core/ramp.h)
  * with the wall time injected, and its options (conf). */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_readiness.c - core/readiness.c: event masks, timeout cutting, the
  * kernel operation a registration needs, and the shadow table. Time is
  * passed in; nothing sleeps. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_redis.c - the Redis backend's decisions (core/redis_state.c) and
  * its reading of the script's replies (core/redis_reply.c). No Redis and
  * no sender: the test plays the sender's part, storing `rest` words and

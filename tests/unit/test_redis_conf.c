@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_redis_conf.c - the redis section: defaults, every option, the
  * errors (each names file, line, option and value), and that `sluice
  * check` never prints the password. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_redis_ha.c - Redis behind Sentinel and Redis Cluster, the parts
  * that need no server: CRC16 and hash-tag slots against Redis's known
  * values, the slot map from a CLUSTER SLOTS reply, MOVED / ASK errors,

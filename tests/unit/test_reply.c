@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_reply.c - the built-in 429 and its RateLimit fields. */
 #include <stdarg.h>
 #include <stddef.h>

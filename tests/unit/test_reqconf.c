@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_reqconf.c - the request options in files and inline rules: values,
  * defaults, errors, and `sluice check` output that reloads to itself. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_reqdecide.c - request rules deciding request heads: budgets per key,
  * routes and cost, refunds, dry run, missing keys, plans, quotas and
  * Idempotency-Key, on a private table with the time injected. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_reqmatch.c - paths in normal form, globs, routes, methods, hosts. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_request.c - a connection's bytes through sl_req_admit: pipelined
  * heads, heads split byte by byte, no double charge when bytes are shown
  * again, holds, denials with their 429, passthrough. Time injected. */

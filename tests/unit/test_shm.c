@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_shm.c - named shared objects (core/shm.c) as the table and the
  * cluster state use them: found whole or refused at once, and never taken
  * from another user. The other user is `nobody`, made by a forked child

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_table.c - the shared bucket table: claiming, counters, exact totals
  * under threads, the full-table policies, slot reuse, named tables and
  * sharing across fork.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_table_plans.c - quota use per plan in the table (core/table_plans.h):
  * entries made once per (rule, plan), requests admitted and refused, keys
  * reaching 80/90/100 % ever and in the current window, windows renewing,

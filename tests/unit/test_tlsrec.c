@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_tlsrec.c - the ClientHello's server name and ALPN offer, and
  * request bursts in the records of TLS sluice cannot decrypt. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_turn.c - connections taking turns at one key's byte budget
  * (core/turn.c), time injected: a lone connection gets the whole rate
  * whatever the burst, two or eight share it evenly and in order, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_wire.c - the gossip datagram: what is accepted, and every way a
  * datagram is refused (truncated, oversized, not ours, forged, malformed). */
 #include <setjmp.h>

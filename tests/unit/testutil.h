@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* testutil.h - what the unit tests share: time units, a stepping helper
  * that keeps a limiter's state word the way the table does, and a small
  * deterministic random generator (runs must repeat exactly).
