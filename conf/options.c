@@ -129,7 +129,7 @@ static const struct option options[] = {
     {"port",         LIST, NULL,     RULE,        0,        0,              SL_MAX_PORTS, check_port,       NULL,            NULL},          /* {}: every port */
     {"local",        LIST, NULL,     IN,          0,        0,              SL_MAX_CIDRS, check_cidr,       NULL,            NULL},          /* {}: any local address */
     {"from",         LIST, NULL,     IN,          0,        0,              SL_MAX_CIDRS, check_cidr,       NULL,            NULL},          /* {}: every peer */
-    {"to",           LIST, NULL,     OUT,         0,        0,              0,            check_dest,       NULL,            count_dests},   /* required */
+    {"to",           LIST, NULL,     OUT,         0,        0,              0,            check_dest,       NULL,            count_dests},   /* required. A host name matches the addresses it had at load and those the program resolves later; a request rule also matches a connection whose TLS SNI or first request Host is that name, whatever its address (either is enough). */
     {"exempt",       LIST, NULL,     RULE,        0,        0,              SL_MAX_CIDRS, check_cidr,       NULL,            NULL},          /* {}: nobody */
     /* rules: their limits */
     {"rate",         STR,  NULL,     RULE,        0,        0,              0,            check_rate,       NULL,            NULL},          /* N/s N/m N/h N/d N/<duration>; none: no connection rate */
