@@ -123,6 +123,15 @@ const char *sl_h1_odd_reason(enum sl_h1_odd why)
     return "none";
 }
 
+/* A method name into head.method (both are SL_H1_METHOD_MAX): memcpy, as
+ * snprintf("%s") alone cost ~560 instructions a request. */
+static void copy_method(char *dst, const char *src)
+{
+    size_t n = strnlen(src, SL_H1_METHOD_MAX - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 static struct sl_h1 *scanner(http_parser *p)
 {
     return p->data;
@@ -421,7 +430,7 @@ static int on_headers_complete(http_parser *p)
     struct sl_h1 *s = scanner(p);
     struct sl_h1_head *h = &s->head;
     head_fields_done(s);
-    snprintf(h->method, sizeof h->method, "%s", http_method_str(p->method));
+    copy_method(h->method, http_method_str(p->method));
     h->http_major = (uint8_t)p->http_major;
     h->http_minor = (uint8_t)p->http_minor;
     h->chunked = (p->flags & F_CHUNKED) != 0;
@@ -457,6 +466,7 @@ void sl_h1_init(struct sl_h1 *s, enum sl_h1_key_kind kind, const char *name)
     memset(s, 0, sizeof *s);
     http_parser_init(&s->parser, HTTP_REQUEST);
     s->state = SL_H1_IDLE;
+    s->fresh = true;
     s->key_kind = kind;
     size_t n = name ? strlen(name) : 0;
     if (kind == SL_H1_KEY_NONE || n == 0 || n >= sizeof s->key_name) {
@@ -465,6 +475,12 @@ void sl_h1_init(struct sl_h1 *s, enum sl_h1_key_kind kind, const char *name)
     }
     memcpy(s->key_name, name, n);
     s->key_name_len = n;
+    /* the header name is matched here once, lowercased, for every head
+     * the fast path reads; a name it could never see leaves every head
+     * to http-parser */
+    if (!sl_h1fast_key_init(&s->fast_key, kind == SL_H1_KEY_HEADER ? name : NULL, n,
+                            kind == SL_H1_KEY_COOKIE))
+        s->slow_only = true;
 }
 
 const struct sl_h1_head *sl_h1_head(const struct sl_h1 *s)
@@ -705,7 +721,7 @@ static void odd_report(struct sl_h1 *s)
 {
     struct sl_h1_head *h = &s->head;
     head_fields_done(s);
-    snprintf(h->method, sizeof h->method, "%s", s->rd_method);
+    copy_method(h->method, s->rd_method);
     h->http_major = s->rd_09 ? 0 : s->rd_major;
     h->http_minor = s->rd_09 ? 9 : s->rd_minor;
     h->chunked = h->has_length = h->body = h->upgrade = false;
@@ -818,6 +834,7 @@ static void doubt_begin(struct sl_h1 *s)
 static size_t run(struct sl_h1 *s, const char *buf, size_t len, bool *failed)
 {
     s->parser.data = s;
+    s->fresh = false; /* until a kept-alive message ends (ended()) */
     size_t n = http_parser_execute(&s->parser, &settings, buf, len);
     enum http_errno e = HTTP_PARSER_ERRNO(&s->parser);
     *failed = false;
@@ -878,6 +895,7 @@ static void after_head(struct sl_h1 *s)
         /* only the peer's 101 makes a tunnel, and this direction never
          * sees it: scan on; an h2c upgrade's preface is looked for */
         http_parser_init(&s->parser, HTTP_REQUEST);
+        s->fresh = true;
         s->state = SL_H1_IDLE;
         s->preface = 0;
         s->preface_at = s->pos;
@@ -890,6 +908,60 @@ static void after_head(struct sl_h1 *s)
         s->rd = R_BOL;
         s->resync[0] = h->chunked ? 0 : s->pos + h->content_length; /* nginx's next head */
     }
+}
+
+/* A message http-parser read has ended: if it keeps the connection alive
+ * the parser is back where a request begins (else it refuses what
+ * follows, and only it knows how). */
+static void ended(struct sl_h1 *s)
+{
+    s->fresh = http_should_keep_alive(&s->parser) != 0;
+}
+
+/* A value slice of the fast path into its head field, as value_done()
+ * leaves it (appended whole, then trimmed). */
+static void fast_text(char *dst, size_t cap, struct sl_h1_text *t, const char *buf,
+                      struct sl_h1fast_slice v, bool trimmed)
+{
+    if (!v.present) return;
+    text_append(dst, cap, t, buf + v.off, v.len);
+    if (trimmed) trim(dst, t);
+}
+
+/* The fast path (core/h1fast.h): a complete common head at buf, read in
+ * one pass and reported exactly as http-parser's run would report it, its
+ * parser left untouched (it is `fresh`, and a kept-alive head leaves it
+ * so). Returns the head's length, 0 when declined. */
+static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
+{
+    struct sl_h1fast f;
+    if (!sl_h1fast_scan(buf, len, &s->fast_key, &f)) return 0;
+    struct sl_h1_head *h = &s->head;
+    fields_begin(s);
+    fast_text(h->url, sizeof h->url, &h->url_info, buf, f.url, false);
+    fast_text(h->host, sizeof h->host, &h->host_info, buf, f.host, true);
+    fast_text(h->key, sizeof h->key, &h->key_info, buf, f.key, true);
+    fast_text(h->idem, sizeof h->idem, &h->idem_info, buf, f.idem, true);
+    head_fields_done(s);
+    memcpy(h->method, f.method, f.method_len + 1u);
+    memcpy(s->rd_method, f.method, f.method_len + 1u);
+    h->http_major = 1;
+    h->http_minor = f.http_minor;
+    h->chunked = false;
+    h->has_length = f.has_length;
+    h->content_length = f.content_length;
+    h->body = f.content_length > 0;
+    h->keep_alive = true;
+    h->upgrade = false;
+    h->odd = SL_H1_ODD_NONE;
+    s->head_start = h->start = s->pos;
+    s->pos += f.end;
+    h->end = s->pos;
+    s->reported = true;
+    s->rd = R_BOL;
+    s->fast_body = f.content_length;
+    s->state = h->body ? SL_H1_IN_BODY : SL_H1_IDLE;
+    return f.end;
 }
 
 size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_event *ev)
@@ -941,6 +1013,25 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
             if (*ev != SL_H1_MORE) return done;
             continue;
         }
+        if (s->state == SL_H1_IN_BODY && s->fast_body) { /* a fast head's body */
+            size_t take = s->fast_body < len - done ? (size_t)s->fast_body : len - done;
+            s->fast_body -= take;
+            s->pos += take;
+            done += take;
+            if (s->fast_body == 0) {
+                s->body_end = s->pos;
+                s->state = SL_H1_IDLE;
+            }
+            continue;
+        }
+        if (s->fresh && !s->slow_only &&
+            (s->state == SL_H1_IDLE || (s->state == SL_H1_IN_HEAD && s->pos == s->head_start))) {
+            size_t n = fast_head(s, buf + done, len - done);
+            if (n) {
+                *ev = SL_H1_HEAD;
+                return done + n;
+            }
+        }
         if (s->state == SL_H1_IDLE) {
             s->state = SL_H1_IN_HEAD;
             s->head_start = s->pos;
@@ -967,6 +1058,7 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
             done += n;
             s->pos += n;
             s->state = s->message_done ? SL_H1_IDLE : SL_H1_IN_BODY;
+            if (s->message_done) ended(s);
             s->head.start = s->head_start;
             s->head.end = s->pos;
             s->reported = true;
@@ -977,6 +1069,7 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
         if (s->message_done) {
             if (s->state == SL_H1_IN_BODY) s->body_end = s->pos;
             s->state = SL_H1_IDLE;
+            ended(s);
         } else if (s->state == SL_H1_IN_HEAD && s->pos - s->head_start > SL_H1_HEAD_MAX) {
             /* decided now (a longer head would never fit a peek): the rest
              * of it passes, read by the conservative reading */
