@@ -944,7 +944,13 @@ static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
     fast_text(h->idem, sizeof h->idem, &h->idem_info, buf, f.idem, true);
     head_fields_done(s);
     memcpy(h->method, f.method, f.method_len + 1u);
+    /* the line reader as following the head would leave it (an odd head
+     * without a version of its own reports the last one read) */
     memcpy(s->rd_method, f.method, f.method_len + 1u);
+    s->rd_major = 1;
+    s->rd_minor = f.http_minor;
+    s->rd_n = 1;
+    s->rd_09 = false;
     h->http_major = 1;
     h->http_minor = f.http_minor;
     h->chunked = false;
