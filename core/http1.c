@@ -967,6 +967,7 @@ static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
     s->rd = R_BOL;
     s->fast_body = f.content_length;
     s->state = h->body ? SL_H1_IN_BODY : SL_H1_IDLE;
+    s->fast_heads++;
     return f.end;
 }
 
@@ -993,6 +994,17 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
         if (done == len) return done;
         size_t held = s->preface;
         s->preface = UINT8_MAX; /* diverged: never held again */
+        if (held > 0 && held == done && s->fresh && !s->slow_only) {
+            /* "P" of POST, PUT, PATCH: every held byte is in this buffer,
+             * so the head can still be read from its start */
+            s->pos -= done;
+            size_t n = fast_head(s, buf, len);
+            if (n) {
+                *ev = SL_H1_HEAD;
+                return n;
+            }
+            s->pos += done;
+        }
         if (held > 0) {
             rd_track(s, h2_preface, held);
             s->head_done = s->message_done = false;

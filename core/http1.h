@@ -173,6 +173,7 @@ struct sl_h1 {
     bool fresh;
     bool slow_only;     /* tests: http-parser alone (the reference) */
     uint64_t fast_body; /* IN_BODY after a fast head: body bytes left */
+    uint64_t fast_heads; /* heads the fast path read (tests, benchmarks) */
     struct sl_h1_head head;
 };
 
