@@ -28,7 +28,8 @@
 
 /* What a connection knows once: the key's header name, lowercased. */
 struct sl_h1fast_key {
-    char name[64]; /* lowercase; len 0: no header key */
+    char name[64];   /* lowercase; len 0: no header key */
+    char folded[16]; /* a name under 16 bytes with every byte | 0x20 (zero-padded) */
     uint8_t len;
     bool cookies; /* cookies are wanted: a Cookie line declines */
 };
@@ -47,6 +48,7 @@ struct sl_h1fast {
     bool has_length;        /* Content-Length given */
     uint64_t content_length;
     struct sl_h1fast_slice url, host, key, idem; /* values to their CR (trim as http1.c does) */
+    uint16_t path_len, query_off, query_len;     /* inside url (query_len 0: none) */
 };
 
 /* Sets k for a header key `name` (NULL or "": none). False: the name has

@@ -401,12 +401,21 @@ static void split_url(struct sl_h1 *s)
     }
 }
 
+static void keys_done(struct sl_h1 *s);
+
 /* What both readers do when a head's fields are complete. */
 static void head_fields_done(struct sl_h1 *s)
 {
-    struct sl_h1_head *h = &s->head;
     if (s->in_value) value_done(s);
     split_url(s);
+    keys_done(s);
+}
+
+/* The key from the query, the cookies, Host or Idempotency-Key, and the
+ * cut values sealed: once the URL and the header fields are in. */
+static void keys_done(struct sl_h1 *s)
+{
+    struct sl_h1_head *h = &s->head;
     if (s->key_kind == SL_H1_KEY_QUERY) sl_h1_query_key(h, s->key_name, s->key_name_len);
     if (s->key_kind == SL_H1_KEY_COOKIE && !h->key_info.present && !h->cookie_info.truncated) {
         const char *v;
@@ -918,13 +927,25 @@ static void ended(struct sl_h1 *s)
     s->fresh = http_should_keep_alive(&s->parser) != 0;
 }
 
-/* A value slice of the fast path into its head field, as value_done()
- * leaves it (appended whole, then trimmed). */
+/* A value slice of the fast path into its head field, as text_reset,
+ * text_append and value_done's trim leave it (a value that fits: copied
+ * once; one that does not: cut and hashed the same way). */
 static void fast_text(char *dst, size_t cap, struct sl_h1_text *t, const char *buf,
                       struct sl_h1fast_slice v, bool trimmed)
 {
+    const char *src = buf + v.off;
+    size_t n = v.len;
+    if (v.present && n < cap) {
+        while (trimmed && n > 0 && (src[n - 1] == ' ' || src[n - 1] == '\t'))
+            n--;
+        memcpy(dst, src, n);
+        dst[n] = '\0';
+        *t = (struct sl_h1_text){.len = n, .present = true, .hash = FNV_OFFSET};
+        return;
+    }
+    text_reset(dst, t);
     if (!v.present) return;
-    text_append(dst, cap, t, buf + v.off, v.len);
+    text_append(dst, cap, t, src, n);
     if (trimmed) trim(dst, t);
 }
 
@@ -937,12 +958,19 @@ static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
     struct sl_h1fast f;
     if (!sl_h1fast_scan(buf, len, &s->fast_key, &f)) return 0;
     struct sl_h1_head *h = &s->head;
-    fields_begin(s);
+    /* what on_message_begin and head_fields_done leave, the URL split
+     * by the fast path (an origin-form target, so no URL parser) */
     fast_text(h->url, sizeof h->url, &h->url_info, buf, f.url, false);
     fast_text(h->host, sizeof h->host, &h->host_info, buf, f.host, true);
     fast_text(h->key, sizeof h->key, &h->key_info, buf, f.key, true);
     fast_text(h->idem, sizeof h->idem, &h->idem_info, buf, f.idem, true);
-    head_fields_done(s);
+    text_reset(h->cookie, &h->cookie_info);
+    h->path_off = 0;
+    h->path_len = f.path_len;
+    h->query_off = f.query_off;
+    h->query_len = f.query_len;
+    s->nlens = 0;
+    keys_done(s);
     memcpy(h->method, f.method, f.method_len + 1u);
     /* the line reader as following the head would leave it (an odd head
      * without a version of its own reports the last one read) */
