@@ -94,7 +94,7 @@ struct method {
     bool get;
 };
 
-#define M(n) (n == 8 ? ~0ull : (1ull << (8 * (n))) - 1)
+#define M(n) (~0ull >> (64 - 8 * (n)))
 static const struct method methods[] = {
     {W('G', 'E', 'T', ' ', 0, 0, 0, 0), M(4), "GET", 3, true},
     {W('P', 'O', 'S', 'T', ' ', 0, 0, 0), M(5), "POST", 4, false},
