@@ -89,7 +89,7 @@ static inline uint64_t load8(const char *p)
 
 struct method {
     uint64_t word, mask; /* the method and its space, as the line's first bytes */
-    const char *name;
+    char name[8]; /* NUL-padded: 8 bytes may be copied */
     uint8_t len;
     bool get;
 };

@@ -42,7 +42,7 @@ struct sl_h1fast_slice {
 
 struct sl_h1fast {
     size_t end;             /* the head is buf[0, end): end is after its blank line */
-    const char *method;     /* a NUL-terminated constant ("GET") */
+    const char *method;     /* a constant, NUL-padded to 8 bytes ("GET\0\0\0\0\0") */
     uint8_t method_len;
     uint8_t http_minor;     /* HTTP/1.0 or HTTP/1.1 */
     bool has_length;        /* Content-Length given */

@@ -930,7 +930,7 @@ static void ended(struct sl_h1 *s)
 /* A value slice of the fast path into its head field, as text_reset,
  * text_append and value_done's trim leave it (a value that fits: copied
  * once; one that does not: cut and hashed the same way). */
-static void fast_text(char *dst, size_t cap, struct sl_h1_text *t, const char *buf,
+static void fast_text(char *dst, size_t cap, struct sl_h1_text *t, const char *buf, size_t len,
                       struct sl_h1fast_slice v, bool trimmed)
 {
     const char *src = buf + v.off;
@@ -938,7 +938,10 @@ static void fast_text(char *dst, size_t cap, struct sl_h1_text *t, const char *b
     if (v.present && n < cap) {
         while (trimmed && n > 0 && (src[n - 1] == ' ' || src[n - 1] == '\t'))
             n--;
-        memcpy(dst, src, n);
+        if (n <= 16 && cap > 16 && v.off + 16u <= len)
+            memcpy(dst, src, 16); /* one 16-byte move (the buffer has them), cut by the NUL */
+        else
+            memcpy(dst, src, n);
         dst[n] = '\0';
         *t = (struct sl_h1_text){.len = n, .present = true, .hash = FNV_OFFSET};
         return;
@@ -960,10 +963,10 @@ static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
     struct sl_h1_head *h = &s->head;
     /* what on_message_begin and head_fields_done leave, the URL split
      * by the fast path (an origin-form target, so no URL parser) */
-    fast_text(h->url, sizeof h->url, &h->url_info, buf, f.url, false);
-    fast_text(h->host, sizeof h->host, &h->host_info, buf, f.host, true);
-    fast_text(h->key, sizeof h->key, &h->key_info, buf, f.key, true);
-    fast_text(h->idem, sizeof h->idem, &h->idem_info, buf, f.idem, true);
+    fast_text(h->url, sizeof h->url, &h->url_info, buf, len, f.url, false);
+    fast_text(h->host, sizeof h->host, &h->host_info, buf, len, f.host, true);
+    fast_text(h->key, sizeof h->key, &h->key_info, buf, len, f.key, true);
+    fast_text(h->idem, sizeof h->idem, &h->idem_info, buf, len, f.idem, true);
     text_reset(h->cookie, &h->cookie_info);
     h->path_off = 0;
     h->path_len = f.path_len;
@@ -971,10 +974,10 @@ static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
     h->query_len = f.query_len;
     s->nlens = 0;
     keys_done(s);
-    memcpy(h->method, f.method, f.method_len + 1u);
+    memcpy(h->method, f.method, 8); /* NUL-padded: one move */
     /* the line reader as following the head would leave it (an odd head
      * without a version of its own reports the last one read) */
-    memcpy(s->rd_method, f.method, f.method_len + 1u);
+    memcpy(s->rd_method, f.method, 8);
     s->rd_major = 1;
     s->rd_minor = f.http_minor;
     s->rd_n = 1;
