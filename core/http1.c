@@ -476,6 +476,9 @@ void sl_h1_init(struct sl_h1 *s, enum sl_h1_key_kind kind, const char *name)
     http_parser_init(&s->parser, HTTP_REQUEST);
     s->state = SL_H1_IDLE;
     s->fresh = true;
+#ifdef SL_H1_SLOW_ONLY /* a build for benchmarks: http-parser alone, as before the fast path */
+    s->slow_only = true;
+#endif
     s->key_kind = kind;
     size_t n = name ? strlen(name) : 0;
     if (kind == SL_H1_KEY_NONE || n == 0 || n >= sizeof s->key_name) {
