@@ -6,8 +6,8 @@
  * DEL, bytes >= 0x80). The LF bits are the line ends; each line is read
  * once, where it lies, and values are kept as slices. The head ends at
  * the first empty line. Refused bytes up to there, a CR anywhere but
- * right before an LF (counted: as many CRs as lines), or any line that is
- * not plainly shaped sends the head to http-parser.
+ * right before an LF (the CR mask shifted by one must fall on LF bits), or
+ * any line that is not plainly shaped sends the head to http-parser.
  *
  * Why each shape is safe (http-parser 2.9.4, built without strict mode):
  * its URL characters in a path or query are every printable ASCII byte
