@@ -73,7 +73,6 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("%s %s: %zu heads of %zu bytes, %.1f ns per head, %llu by the fast path\n", argv[1],
-           post ? "post" : "get", n, len, (t1 - t0) / (double)n,
-           (unsigned long long)s.fast_heads);
+           post ? "post" : "get", n, len, (t1 - t0) / (double)n, (unsigned long long)s.fast_heads);
     return 0;
 }

@@ -32,8 +32,7 @@
 
 /* A header name byte, lowercased; 0: not one the fast path reads. */
 static const uint8_t name_chr[256] = {
-    ['-'] = '-', ['_'] = '_',
-    ['0'] = '0', ['1'] = '1', ['2'] = '2', ['3'] = '3', ['4'] = '4',
+    ['-'] = '-', ['_'] = '_', ['0'] = '0', ['1'] = '1', ['2'] = '2', ['3'] = '3', ['4'] = '4',
     ['5'] = '5', ['6'] = '6', ['7'] = '7', ['8'] = '8', ['9'] = '9',
 #define L(u, l) [u] = l, [l] = l
     L('A', 'a'), L('B', 'b'), L('C', 'c'), L('D', 'd'), L('E', 'e'), L('F', 'f'), L('G', 'g'),
@@ -82,14 +81,14 @@ static inline uint64_t load8(const char *p)
     return w;
 }
 
-#define W(a, b, c, d, e, f, g, h)                                                             \
-    ((uint64_t)(uint8_t)(a) | (uint64_t)(uint8_t)(b) << 8 | (uint64_t)(uint8_t)(c) << 16 |   \
-     (uint64_t)(uint8_t)(d) << 24 | (uint64_t)(uint8_t)(e) << 32 |                           \
-     (uint64_t)(uint8_t)(f) << 40 | (uint64_t)(uint8_t)(g) << 48 | (uint64_t)(uint8_t)(h) << 56)
+#define W(a, b, c, d, e, f, g, h)                                                                  \
+    ((uint64_t)(uint8_t)(a) | (uint64_t)(uint8_t)(b) << 8 | (uint64_t)(uint8_t)(c) << 16 |         \
+     (uint64_t)(uint8_t)(d) << 24 | (uint64_t)(uint8_t)(e) << 32 | (uint64_t)(uint8_t)(f) << 40 |  \
+     (uint64_t)(uint8_t)(g) << 48 | (uint64_t)(uint8_t)(h) << 56)
 
 struct method {
     uint64_t word, mask; /* the method and its space, as the line's first bytes */
-    char name[8]; /* NUL-padded: 8 bytes may be copied */
+    char name[8];        /* NUL-padded: 8 bytes may be copied */
     uint8_t len;
     bool get;
 };
@@ -116,7 +115,8 @@ static bool request_line(const char *p, size_t n, size_t lim, struct sl_h1fast *
         if (++m == sizeof methods / sizeof methods[0]) return false;
     size_t t = methods[m].len + 1u; /* the target's first byte */
     /* " HTTP/1.x" ends the line; the target is everything between */
-    if (n < t + 1 + 9 || load8(p + n - 9) != W(' ', 'H', 'T', 'T', 'P', '/', '1', '.')) return false;
+    if (n < t + 1 + 9 || load8(p + n - 9) != W(' ', 'H', 'T', 'T', 'P', '/', '1', '.'))
+        return false;
     char minor = p[n - 1];
     if ((minor != '0' && minor != '1') || p[t] != '/') return false;
     size_t tl = n - 9 - t, q = tl;
@@ -124,8 +124,8 @@ static bool request_line(const char *p, size_t n, size_t lim, struct sl_h1fast *
 #if defined(__SSE2__)
         if (t + i + 16 <= lim) { /* 16 target bytes at a time: no space, no '#', the first '?' */
             __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + t + i));
-            uint32_t no = (uint32_t)_mm_movemask_epi8(
-                _mm_or_si128(_mm_cmpeq_epi8(b, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(b, _mm_set1_epi8('#'))));
+            uint32_t no = (uint32_t)_mm_movemask_epi8(_mm_or_si128(
+                _mm_cmpeq_epi8(b, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(b, _mm_set1_epi8('#'))));
             uint32_t qm = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(b, _mm_set1_epi8('?')));
             uint32_t want = tl - i >= 16 ? 0xffffu : (1u << (tl - i)) - 1;
             if (no & want) return false;
@@ -239,7 +239,8 @@ static bool header_line(const char *buf, size_t ls, size_t n, size_t lim,
     if (v == n) return false; /* an empty value: http-parser's callbacks differ */
     /* untrimmed, as http-parser hands it over: a value cut to its buffer
      * is hashed whole, trailing spaces included, before the trim */
-    struct sl_h1fast_slice val = {.off = (uint16_t)(ls + v), .len = (uint16_t)(n - v), .present = true};
+    struct sl_h1fast_slice val = {
+        .off = (uint16_t)(ls + v), .len = (uint16_t)(n - v), .present = true};
     /* framing first: it does not depend on which field the value feeds */
     switch (c) {
     case 7:

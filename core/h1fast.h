@@ -41,11 +41,11 @@ struct sl_h1fast_slice {
 };
 
 struct sl_h1fast {
-    size_t end;             /* the head is buf[0, end): end is after its blank line */
-    const char *method;     /* a constant, NUL-padded to 8 bytes ("GET\0\0\0\0\0") */
+    size_t end;         /* the head is buf[0, end): end is after its blank line */
+    const char *method; /* a constant, NUL-padded to 8 bytes ("GET\0\0\0\0\0") */
     uint8_t method_len;
-    uint8_t http_minor;     /* HTTP/1.0 or HTTP/1.1 */
-    bool has_length;        /* Content-Length given */
+    uint8_t http_minor; /* HTTP/1.0 or HTTP/1.1 */
+    bool has_length;    /* Content-Length given */
     uint64_t content_length;
     struct sl_h1fast_slice url, host, key, idem; /* values to their CR (trim as http1.c does) */
     uint16_t path_len, query_off, query_len;     /* inside url (query_len 0: none) */

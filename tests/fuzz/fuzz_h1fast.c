@@ -41,11 +41,11 @@ static bool same_head(const struct sl_h1_head *a, const struct sl_h1_head *b)
 
 static void init(struct sl_h1 *s, uint8_t sel, bool slow)
 {
-    static const char *headers[] = {"x-api-key", "Host",  "Idempotency-Key", "content-length",
-                                    "X_Key",     "a",     "Cookie",          "x api"};
+    static const char *headers[] = {"x-api-key", "Host", "Idempotency-Key", "content-length",
+                                    "X_Key",     "a",    "Cookie",          "x api"};
     int kind = sel & 3;
-    const char *name = kind == SL_H1_KEY_HEADER ? headers[(sel >> 2) & 7]
-                       : kind == SL_H1_KEY_QUERY ? "key"
+    const char *name = kind == SL_H1_KEY_HEADER   ? headers[(sel >> 2) & 7]
+                       : kind == SL_H1_KEY_QUERY  ? "key"
                        : kind == SL_H1_KEY_COOKIE ? "sid"
                                                   : NULL;
     sl_h1_init(s, (enum sl_h1_key_kind)kind, name);

@@ -67,36 +67,36 @@ static void anything_unusual_is_left_to_http_parser(void **unused)
 {
     (void)unused;
     static const char *const odd[] = {
-        "GET / HTTP/1.1\r\nHost: a\r\n b\r\n\r\n",                    /* obs-fold */
-        "GET / HTTP/1.1\r\nHost:\ta\r\n\r\n",                         /* a tab */
-        "GET / HTTP/1.1\r\nHost: \xc3\xa9\r\n\r\n",                   /* a high byte */
-        "GET / HTTP/1.1\nHost: a\r\n\r\n",                            /* a bare LF */
-        "GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n",                       /* a bare CR */
-        "GET / HTTP/1.1\r\nHost: a\r\n",                              /* incomplete */
-        "GET / HTTP/1.1\r\nHost: a\r\n\r",                            /* incomplete */
-        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",      /* chunked */
-        "GET / HTTP/1.1\r\nUpgrade: websocket\r\n\r\n",               /* an upgrade */
-        "GET / HTTP/1.1\r\nConnection: close\r\n\r\n",                /* not kept alive */
-        "GET / HTTP/1.1\r\nConnection: keep-alive, Upgrade\r\n\r\n",  /* a token list */
-        "GET / HTTP/1.1\r\nProxy-Connection: close\r\n\r\n",          /* steers framing */
-        "GET / HTTP/1.0\r\nHost: a\r\n\r\n",                          /* 1.0 closes */
+        "GET / HTTP/1.1\r\nHost: a\r\n b\r\n\r\n",                           /* obs-fold */
+        "GET / HTTP/1.1\r\nHost:\ta\r\n\r\n",                                /* a tab */
+        "GET / HTTP/1.1\r\nHost: \xc3\xa9\r\n\r\n",                          /* a high byte */
+        "GET / HTTP/1.1\nHost: a\r\n\r\n",                                   /* a bare LF */
+        "GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n",                              /* a bare CR */
+        "GET / HTTP/1.1\r\nHost: a\r\n",                                     /* incomplete */
+        "GET / HTTP/1.1\r\nHost: a\r\n\r",                                   /* incomplete */
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",             /* chunked */
+        "GET / HTTP/1.1\r\nUpgrade: websocket\r\n\r\n",                      /* an upgrade */
+        "GET / HTTP/1.1\r\nConnection: close\r\n\r\n",                       /* not kept alive */
+        "GET / HTTP/1.1\r\nConnection: keep-alive, Upgrade\r\n\r\n",         /* a token list */
+        "GET / HTTP/1.1\r\nProxy-Connection: close\r\n\r\n",                 /* steers framing */
+        "GET / HTTP/1.0\r\nHost: a\r\n\r\n",                                 /* 1.0 closes */
         "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", /* repeated */
-        "POST / HTTP/1.1\r\nContent-Length: 1 \r\n\r\n",              /* not just digits */
-        "POST / HTTP/1.1\r\nContent-Length: 1234567890123456\r\n\r\n", /* too long */
-        "GET / HTTP/1.1\r\nContent-Length: 1\r\n\r\nx",               /* a GET with a body */
-        "GET / HTTP/1.1\r\nX-Empty:\r\n\r\n",                         /* an empty value */
-        "GET / HTTP/1.1\r\nX-Empty:   \r\n\r\n",                      /* all spaces */
-        "GET / HTTP/1.1\r\nX Y: 1\r\n\r\n",                           /* a space in a name */
-        "GET / HTTP/1.1\r\nX-Y : 1\r\n\r\n",                          /* a space before ':' */
-        "GET /a#f HTTP/1.1\r\n\r\n",                                  /* a fragment */
-        "GET  / HTTP/1.1\r\n\r\n",                                    /* two spaces */
-        "GET http://h/ HTTP/1.1\r\n\r\n",                             /* absolute form */
-        "get / HTTP/1.1\r\n\r\n",                                     /* lowercase method */
-        "CONNECT h:443 HTTP/1.1\r\n\r\n",                             /* CONNECT */
-        "GET / HTTP/2.0\r\n\r\n",                                     /* another version */
-        "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",                           /* the h2 preface */
-        "\r\nGET / HTTP/1.1\r\n\r\n",                                 /* a leading CRLF */
-        "GET / HTTP/1.1\r\nCookie: sid=1\r\n\r\n",                    /* cookies wanted */
+        "POST / HTTP/1.1\r\nContent-Length: 1 \r\n\r\n",                     /* not just digits */
+        "POST / HTTP/1.1\r\nContent-Length: 1234567890123456\r\n\r\n",       /* too long */
+        "GET / HTTP/1.1\r\nContent-Length: 1\r\n\r\nx",                      /* a GET with a body */
+        "GET / HTTP/1.1\r\nX-Empty:\r\n\r\n",                                /* an empty value */
+        "GET / HTTP/1.1\r\nX-Empty:   \r\n\r\n",                             /* all spaces */
+        "GET / HTTP/1.1\r\nX Y: 1\r\n\r\n",                                  /* a space in a name */
+        "GET / HTTP/1.1\r\nX-Y : 1\r\n\r\n",       /* a space before ':' */
+        "GET /a#f HTTP/1.1\r\n\r\n",               /* a fragment */
+        "GET  / HTTP/1.1\r\n\r\n",                 /* two spaces */
+        "GET http://h/ HTTP/1.1\r\n\r\n",          /* absolute form */
+        "get / HTTP/1.1\r\n\r\n",                  /* lowercase method */
+        "CONNECT h:443 HTTP/1.1\r\n\r\n",          /* CONNECT */
+        "GET / HTTP/2.0\r\n\r\n",                  /* another version */
+        "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",        /* the h2 preface */
+        "\r\nGET / HTTP/1.1\r\n\r\n",              /* a leading CRLF */
+        "GET / HTTP/1.1\r\nCookie: sid=1\r\n\r\n", /* cookies wanted */
     };
     for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
         struct sl_h1fast f;

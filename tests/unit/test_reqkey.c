@@ -49,12 +49,12 @@ static void a_repeated_value_keeps_its_key_and_a_change_of_anything_changes_it(v
         const uint64_t *secret;
     } steps[] = {
         {&r1, "key-0042", 8, s1}, {&r1, "key-0042", 8, s1}, /* a hit */
-        {&r2, "key-0042", 8, s1},                          /* another rule, same hash */
-        {&r1, "key-0042", 8, s2},                          /* a new secret */
-        {&r1, "key-0043", 8, s2},                          /* another value */
-        {&r1, "key-004", 7, s2},                           /* a prefix of it */
-        {&r1, "", 0, s2},           {&r1, "", 0, s2},      /* empty */
-        {&r1, NULL, 600, s2},       {&r1, NULL, 600, s2},  /* too long to keep */
+        {&r2, "key-0042", 8, s1},                           /* another rule, same hash */
+        {&r1, "key-0042", 8, s2},                           /* a new secret */
+        {&r1, "key-0043", 8, s2},                           /* another value */
+        {&r1, "key-004", 7, s2},                            /* a prefix of it */
+        {&r1, "", 0, s2},         {&r1, "", 0, s2},         /* empty */
+        {&r1, NULL, 600, s2},     {&r1, NULL, 600, s2},     /* too long to keep */
         {&r1, "key-0042", 8, s1},
     };
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
