@@ -200,6 +200,30 @@ static void the_scanner_reports_with_the_fast_path_what_http_parser_reports(void
     }
 }
 
+/* Found by fuzz_h1fast: a head without a version after a fast head is
+ * odd, and reports the version the line reader last read (1.1), as it
+ * does after a head http-parser read; the fast path left it 0.0. */
+static void an_odd_head_after_a_fast_head_reports_what_it_would_after_a_slow_one(void **unused)
+{
+    (void)unused;
+    const char *req = "GET /a HTTP/1.1\r\nHost: h\r\n\r\n"
+                      "GET tent-Length:\nHost: h\r\n\r\n";
+    struct sl_h1 fast, ref;
+    struct rec rf, rr;
+    sl_h1_init(&fast, SL_H1_KEY_NONE, NULL);
+    sl_h1_init(&ref, SL_H1_KEY_NONE, NULL);
+    sl_h1_slow_only(&ref);
+    feed_all(&fast, req, strlen(req), &rf);
+    feed_all(&ref, req, strlen(req), &rr);
+    assert_int_equal(fast.fast_heads, 1);
+    assert_int_equal(rf.heads, 2);
+    assert_int_equal(rr.heads, 2);
+    assert_int_equal(rf.head[1].odd, SL_H1_ODD_SYNTAX);
+    same_head(&rf.head[1], &rr.head[1]);
+    assert_int_equal(rf.head[1].http_major, rr.head[1].http_major);
+    assert_int_equal(rf.head[1].http_minor, 1);
+}
+
 static void a_body_split_across_reads_is_skipped_to_the_next_head(void **unused)
 {
     (void)unused;
@@ -228,6 +252,7 @@ int main(void)
         cmocka_unit_test(a_post_gives_its_content_length_and_the_first_of_repeated_fields),
         cmocka_unit_test(anything_unusual_is_left_to_http_parser),
         cmocka_unit_test(the_scanner_reports_with_the_fast_path_what_http_parser_reports),
+        cmocka_unit_test(an_odd_head_after_a_fast_head_reports_what_it_would_after_a_slow_one),
         cmocka_unit_test(a_body_split_across_reads_is_skipped_to_the_next_head),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
