@@ -531,6 +531,20 @@ static bool tchar(unsigned char c)
     return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
+/* A versionless request line with this method is a head to some server:
+ * GET (nginx, python) or any method http-parser knows (it reads such a
+ * line as HTTP/0.9 whatever the method). */
+static bool method_09(const char *m)
+{
+    if (strcmp(m, "GET") == 0) return true;
+    for (int i = 0; i < 64; i++) {
+        const char *k = http_method_str((enum http_method)i);
+        if (strcmp(k, "<unknown>") == 0) break;
+        if (strcmp(k, m) == 0) return true;
+    }
+    return false;
+}
+
 static enum rd_event not_request(struct sl_h1 *s, unsigned char c)
 {
     s->rd = c == '\n' ? R_BOL : R_SKIP;
@@ -687,8 +701,9 @@ static enum rd_event rd_byte(struct sl_h1 *s, unsigned char c)
         if (c == '\n') s->rd = R_HBOL;
         return RD_NONE;
     }
-    /* the request line ended without a version: only GET is HTTP/0.9 */
-    if (strcmp(s->rd_method, "GET") != 0) return not_request(s, c);
+    /* the request line ended without a version: HTTP/0.9, which nginx and
+     * python take for GET, http-parser for any method it knows */
+    if (!method_09(s->rd_method)) return not_request(s, c);
     if (c == '\r') {
         s->rd_09 = true;
         s->rd = R_VEND;
