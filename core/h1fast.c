@@ -17,7 +17,8 @@
  * "HTTP/1.0" and "HTTP/1.1" are the versions it reads with one digit
  * each. The headers that steer its framing are recognised by their full
  * name: Content-Length (digits only here; a second one is its error),
- * Connection (only "keep-alive" is taken), Transfer-Encoding, Upgrade and
+ * Connection (only "keep-alive" is taken), Transfer-Encoding (any name
+ * beginning with it, as its matcher flags a prefix), Upgrade and
  * Proxy-Connection (declined). A head that would not keep the connection
  * alive declines too: http-parser then refuses the bytes after it, and
  * only its own run gives that state.
@@ -267,12 +268,12 @@ static bool header_line(const char *buf, size_t ls, size_t n, size_t lim,
     case 16: /* never read by the vector path: 16 name bytes have no end */
         if (EQ(p, c, "proxy-connection")) return false;
         break;
-    case 17:
-        if (EQ(p, c, "transfer-encoding")) return false;
-        break;
     default:
         break;
     }
+    /* http-parser takes any name that begins with Transfer-Encoding for
+     * one (it sets the flag once the name's first 17 bytes match) */
+    if (c >= 17 && name_eq(p, 17, "transfer-encoding", 17)) return false;
     /* then the field it feeds, in core/http1.c's order: the key (the
      * first wins), a Cookie line, Host, Idempotency-Key */
     if (k->len == c && (nm.vec ? name_is(&nm, k->folded, c) : name_eq(p, c, k->name, c))) {

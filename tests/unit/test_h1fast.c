@@ -75,6 +75,9 @@ static void anything_unusual_is_left_to_http_parser(void **unused)
         "GET / HTTP/1.1\r\nHost: a\r\n",                                     /* incomplete */
         "GET / HTTP/1.1\r\nHost: a\r\n\r",                                   /* incomplete */
         "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",             /* chunked */
+        /* found by fuzz_http1: http-parser flags a name that begins with it */
+        "POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-EncodingApi: x\r\n\r\n",
+        "GET / HTTP/1.1\r\ntransfer-encoding-x: y\r\n\r\n",
         "GET / HTTP/1.1\r\nUpgrade: websocket\r\n\r\n",                      /* an upgrade */
         "GET / HTTP/1.1\r\nConnection: close\r\n\r\n",                       /* not kept alive */
         "GET / HTTP/1.1\r\nConnection: keep-alive, Upgrade\r\n\r\n",         /* a token list */
