@@ -67,14 +67,14 @@ static void anything_unusual_is_left_to_http_parser(void **unused)
 {
     (void)unused;
     static const char *const odd[] = {
-        "GET / HTTP/1.1\r\nHost: a\r\n b\r\n\r\n",                           /* obs-fold */
-        "GET / HTTP/1.1\r\nHost:\ta\r\n\r\n",                                /* a tab */
-        "GET / HTTP/1.1\r\nHost: \xc3\xa9\r\n\r\n",                          /* a high byte */
-        "GET / HTTP/1.1\nHost: a\r\n\r\n",                                   /* a bare LF */
-        "GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n",                              /* a bare CR */
-        "GET / HTTP/1.1\r\nHost: a\r\n",                                     /* incomplete */
-        "GET / HTTP/1.1\r\nHost: a\r\n\r",                                   /* incomplete */
-        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",             /* chunked */
+        "GET / HTTP/1.1\r\nHost: a\r\n b\r\n\r\n",               /* obs-fold */
+        "GET / HTTP/1.1\r\nHost:\ta\r\n\r\n",                    /* a tab */
+        "GET / HTTP/1.1\r\nHost: \xc3\xa9\r\n\r\n",              /* a high byte */
+        "GET / HTTP/1.1\nHost: a\r\n\r\n",                       /* a bare LF */
+        "GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n",                  /* a bare CR */
+        "GET / HTTP/1.1\r\nHost: a\r\n",                         /* incomplete */
+        "GET / HTTP/1.1\r\nHost: a\r\n\r",                       /* incomplete */
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", /* chunked */
         /* found by fuzz_http1: http-parser flags a name that begins with it */
         "POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-EncodingApi: x\r\n\r\n",
         "GET / HTTP/1.1\r\ntransfer-encoding-x: y\r\n\r\n",
