@@ -124,6 +124,15 @@ const char *sl_h1_odd_reason(enum sl_h1_odd why)
     return "none";
 }
 
+/* A method name into head.method (both are SL_H1_METHOD_MAX): memcpy, as
+ * snprintf("%s") alone cost ~560 instructions a request. */
+static void copy_method(char *dst, const char *src)
+{
+    size_t n = strnlen(src, SL_H1_METHOD_MAX - 1);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 static struct sl_h1 *scanner(http_parser *p)
 {
     return p->data;
@@ -393,12 +402,21 @@ static void split_url(struct sl_h1 *s)
     }
 }
 
+static void keys_done(struct sl_h1 *s);
+
 /* What both readers do when a head's fields are complete. */
 static void head_fields_done(struct sl_h1 *s)
 {
-    struct sl_h1_head *h = &s->head;
     if (s->in_value) value_done(s);
     split_url(s);
+    keys_done(s);
+}
+
+/* The key from the query, the cookies, Host or Idempotency-Key, and the
+ * cut values sealed: once the URL and the header fields are in. */
+static void keys_done(struct sl_h1 *s)
+{
+    struct sl_h1_head *h = &s->head;
     if (s->key_kind == SL_H1_KEY_QUERY) sl_h1_query_key(h, s->key_name, s->key_name_len);
     if (s->key_kind == SL_H1_KEY_COOKIE && !h->key_info.present && !h->cookie_info.truncated) {
         const char *v;
@@ -422,7 +440,7 @@ static int on_headers_complete(http_parser *p)
     struct sl_h1 *s = scanner(p);
     struct sl_h1_head *h = &s->head;
     head_fields_done(s);
-    snprintf(h->method, sizeof h->method, "%s", http_method_str(p->method));
+    copy_method(h->method, http_method_str(p->method));
     h->http_major = (uint8_t)p->http_major;
     h->http_minor = (uint8_t)p->http_minor;
     h->chunked = (p->flags & F_CHUNKED) != 0;
@@ -458,6 +476,10 @@ void sl_h1_init(struct sl_h1 *s, enum sl_h1_key_kind kind, const char *name)
     memset(s, 0, sizeof *s);
     http_parser_init(&s->parser, HTTP_REQUEST);
     s->state = SL_H1_IDLE;
+    s->fresh = true;
+#ifdef SL_H1_SLOW_ONLY /* a build for benchmarks: http-parser alone, as before the fast path */
+    s->slow_only = true;
+#endif
     s->key_kind = kind;
     size_t n = name ? strlen(name) : 0;
     if (kind == SL_H1_KEY_NONE || n == 0 || n >= sizeof s->key_name) {
@@ -466,6 +488,12 @@ void sl_h1_init(struct sl_h1 *s, enum sl_h1_key_kind kind, const char *name)
     }
     memcpy(s->key_name, name, n);
     s->key_name_len = n;
+    /* the header name is matched here once, lowercased, for every head
+     * the fast path reads; a name it could never see leaves every head
+     * to http-parser */
+    if (!sl_h1fast_key_init(&s->fast_key, kind == SL_H1_KEY_HEADER ? name : NULL, n,
+                            kind == SL_H1_KEY_COOKIE))
+        s->slow_only = true;
 }
 
 const struct sl_h1_head *sl_h1_head(const struct sl_h1 *s)
@@ -502,6 +530,22 @@ static bool tchar(unsigned char c)
     if (c >= '0' && c <= '9') return true;
     if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return true;
     return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+/* A versionless request line with this method is a head to some server:
+ * GET (nginx, python) or any method http-parser knows (it reads such a
+ * line as HTTP/0.9 whatever the method). Rare: kept out of line, as
+ * inlined it made rd_byte, run on every head byte, 4 instructions a byte
+ * dearer. */
+__attribute__((noinline, cold)) static bool method_09(const char *m)
+{
+    if (strcmp(m, "GET") == 0) return true;
+    for (int i = 0; i < 64; i++) {
+        const char *k = http_method_str((enum http_method)i);
+        if (strcmp(k, "<unknown>") == 0) break;
+        if (strcmp(k, m) == 0) return true;
+    }
+    return false;
 }
 
 static enum rd_event not_request(struct sl_h1 *s, unsigned char c)
@@ -660,8 +704,9 @@ static enum rd_event rd_byte(struct sl_h1 *s, unsigned char c)
         if (c == '\n') s->rd = R_HBOL;
         return RD_NONE;
     }
-    /* the request line ended without a version: only GET is HTTP/0.9 */
-    if (strcmp(s->rd_method, "GET") != 0) return not_request(s, c);
+    /* the request line ended without a version: HTTP/0.9, which nginx and
+     * python take for GET, http-parser for any method it knows */
+    if (!method_09(s->rd_method)) return not_request(s, c);
     if (c == '\r') {
         s->rd_09 = true;
         s->rd = R_VEND;
@@ -706,7 +751,7 @@ static void odd_report(struct sl_h1 *s)
 {
     struct sl_h1_head *h = &s->head;
     head_fields_done(s);
-    snprintf(h->method, sizeof h->method, "%s", s->rd_method);
+    copy_method(h->method, s->rd_method);
     h->http_major = s->rd_09 ? 0 : s->rd_major;
     h->http_minor = s->rd_09 ? 9 : s->rd_minor;
     h->chunked = h->has_length = h->body = h->upgrade = false;
@@ -819,6 +864,7 @@ static void doubt_begin(struct sl_h1 *s)
 static size_t run(struct sl_h1 *s, const char *buf, size_t len, bool *failed)
 {
     s->parser.data = s;
+    s->fresh = false; /* until a kept-alive message ends (ended()) */
     size_t n = http_parser_execute(&s->parser, &settings, buf, len);
     enum http_errno e = HTTP_PARSER_ERRNO(&s->parser);
     *failed = false;
@@ -879,6 +925,7 @@ static void after_head(struct sl_h1 *s)
         /* only the peer's 101 makes a tunnel, and this direction never
          * sees it: scan on; an h2c upgrade's preface is looked for */
         http_parser_init(&s->parser, HTTP_REQUEST);
+        s->fresh = true;
         s->state = SL_H1_IDLE;
         s->preface = 0;
         s->preface_at = s->pos;
@@ -891,6 +938,89 @@ static void after_head(struct sl_h1 *s)
         s->rd = R_BOL;
         s->resync[0] = h->chunked ? 0 : s->pos + h->content_length; /* nginx's next head */
     }
+}
+
+/* A message http-parser read has ended: if it keeps the connection alive
+ * the parser is back where a request begins (else it refuses what
+ * follows, and only it knows how). */
+static void ended(struct sl_h1 *s)
+{
+    s->fresh = http_should_keep_alive(&s->parser) != 0;
+}
+
+/* A value slice of the fast path into its head field, as text_reset,
+ * text_append and value_done's trim leave it (a value that fits: copied
+ * once; one that does not: cut and hashed the same way). */
+static void fast_text(char *dst, size_t cap, struct sl_h1_text *t, const char *buf, size_t len,
+                      struct sl_h1fast_slice v, bool trimmed)
+{
+    const char *src = buf + v.off;
+    size_t n = v.len;
+    if (v.present && n < cap) {
+        while (trimmed && n > 0 && (src[n - 1] == ' ' || src[n - 1] == '\t'))
+            n--;
+        if (n <= 16 && cap > 16 && v.off + 16u <= len)
+            memcpy(dst, src, 16); /* one 16-byte move (the buffer has them), cut by the NUL */
+        else
+            memcpy(dst, src, n);
+        dst[n] = '\0';
+        *t = (struct sl_h1_text){.len = n, .present = true, .hash = FNV_OFFSET};
+        return;
+    }
+    text_reset(dst, t);
+    if (!v.present) return;
+    text_append(dst, cap, t, src, n);
+    if (trimmed) trim(dst, t);
+}
+
+/* The fast path (core/h1fast.h): a complete common head at buf, read in
+ * one pass and reported exactly as http-parser's run would report it, its
+ * parser left untouched (it is `fresh`, and a kept-alive head leaves it
+ * so). Returns the head's length, 0 when declined. */
+static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
+{
+    struct sl_h1fast f;
+    if (!sl_h1fast_scan(buf, len, &s->fast_key, &f)) return 0;
+    struct sl_h1_head *h = &s->head;
+    /* what on_message_begin and head_fields_done leave, the URL split
+     * by the fast path (an origin-form target, so no URL parser) */
+    fast_text(h->url, sizeof h->url, &h->url_info, buf, len, f.url, false);
+    fast_text(h->host, sizeof h->host, &h->host_info, buf, len, f.host, true);
+    fast_text(h->key, sizeof h->key, &h->key_info, buf, len, f.key, true);
+    fast_text(h->idem, sizeof h->idem, &h->idem_info, buf, len, f.idem, true);
+    text_reset(h->cookie, &h->cookie_info);
+    h->path_off = 0;
+    h->path_len = f.path_len;
+    h->query_off = f.query_off;
+    h->query_len = f.query_len;
+    s->nlens = 0;
+    keys_done(s);
+    memcpy(h->method, f.method, 8); /* NUL-padded: one move */
+    /* the line reader as following the head would leave it (an odd head
+     * without a version of its own reports the last one read) */
+    memcpy(s->rd_method, f.method, 8);
+    s->rd_major = 1;
+    s->rd_minor = f.http_minor;
+    s->rd_n = 1;
+    s->rd_09 = false;
+    h->http_major = 1;
+    h->http_minor = f.http_minor;
+    h->chunked = false;
+    h->has_length = f.has_length;
+    h->content_length = f.content_length;
+    h->body = f.content_length > 0;
+    h->keep_alive = true;
+    h->upgrade = false;
+    h->odd = SL_H1_ODD_NONE;
+    s->head_start = h->start = s->pos;
+    s->pos += f.end;
+    h->end = s->pos;
+    s->reported = true;
+    s->rd = R_BOL;
+    s->fast_body = f.content_length;
+    s->state = h->body ? SL_H1_IN_BODY : SL_H1_IDLE;
+    s->fast_heads++;
+    return f.end;
 }
 
 size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_event *ev)
@@ -916,6 +1046,17 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
         if (done == len) return done;
         size_t held = s->preface;
         s->preface = UINT8_MAX; /* diverged: never held again */
+        if (held > 0 && held == done && s->fresh && !s->slow_only) {
+            /* "P" of POST, PUT, PATCH: every held byte is in this buffer,
+             * so the head can still be read from its start */
+            s->pos -= done;
+            size_t n = fast_head(s, buf, len);
+            if (n) {
+                *ev = SL_H1_HEAD;
+                return n;
+            }
+            s->pos += done;
+        }
         if (held > 0) {
             rd_track(s, h2_preface, held);
             s->head_done = s->message_done = false;
@@ -941,6 +1082,25 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
             done += doubt_feed(s, buf + done, len - done, ev);
             if (*ev != SL_H1_MORE) return done;
             continue;
+        }
+        if (s->state == SL_H1_IN_BODY && s->fast_body) { /* a fast head's body */
+            size_t take = s->fast_body < len - done ? (size_t)s->fast_body : len - done;
+            s->fast_body -= take;
+            s->pos += take;
+            done += take;
+            if (s->fast_body == 0) {
+                s->body_end = s->pos;
+                s->state = SL_H1_IDLE;
+            }
+            continue;
+        }
+        if (s->fresh && !s->slow_only &&
+            (s->state == SL_H1_IDLE || (s->state == SL_H1_IN_HEAD && s->pos == s->head_start))) {
+            size_t n = fast_head(s, buf + done, len - done);
+            if (n) {
+                *ev = SL_H1_HEAD;
+                return done + n;
+            }
         }
         if (s->state == SL_H1_IDLE) {
             s->state = SL_H1_IN_HEAD;
@@ -968,6 +1128,7 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
             done += n;
             s->pos += n;
             s->state = s->message_done ? SL_H1_IDLE : SL_H1_IN_BODY;
+            if (s->message_done) ended(s);
             s->head.start = s->head_start;
             s->head.end = s->pos;
             s->reported = true;
@@ -978,6 +1139,7 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
         if (s->message_done) {
             if (s->state == SL_H1_IN_BODY) s->body_end = s->pos;
             s->state = SL_H1_IDLE;
+            ended(s);
         } else if (s->state == SL_H1_IN_HEAD && s->pos - s->head_start > SL_H1_HEAD_MAX) {
             /* decided now (a longer head would never fit a peek): the rest
              * of it passes, read by the conservative reading */

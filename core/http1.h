@@ -30,6 +30,9 @@
  * stream_pos). The struct is plain data (no pointers into itself), so a
  * copy is also a valid scratch scanner if a caller ever needs one.
  *
+ * Common complete heads are read by a one-pass fast path (core/h1fast.h)
+ * that gives exactly http-parser's result or declines.
+ *
  * Fixed size, no allocation. Not thread-safe: one stream, one caller.
  * Values longer than their buffer are truncated and flagged; a key or
  * Idempotency-Key value that is cut ends in '#' and 16 hex digits of a
@@ -43,6 +46,8 @@
 
 #include <http_parser.h>
 #include <stdbool.h>
+
+#include "h1fast.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -161,6 +166,15 @@ struct sl_h1 {
     bool in_value;
     bool cookie_more; /* the Cookie value being read has begun */
     int target;       /* enum in http1.c: which buffer the current value goes to */
+    /* the fast path (core/h1fast.h): the key's name once per connection;
+     * `fresh`: http-parser is where a new request begins (it has not been
+     * fed since init or since a kept-alive message ended), so a head the
+     * fast path reads leaves it exactly as http-parser reading it would */
+    struct sl_h1fast_key fast_key;
+    bool fresh;
+    bool slow_only;     /* tests: http-parser alone (the reference) */
+    uint64_t fast_body; /* IN_BODY after a fast head: body bytes left */
+    uint64_t fast_heads; /* heads the fast path read (tests, benchmarks) */
     struct sl_h1_head head;
 };
 
@@ -186,6 +200,14 @@ static inline void sl_h1_trust_bodies(struct sl_h1 *s)
 static inline void sl_h1_want_cookies(struct sl_h1 *s)
 {
     s->want_cookie = true;
+    s->fast_key.cookies = true;
+}
+
+/* Every head through http-parser, never the fast path (the reference the
+ * differential fuzz target and the benchmark compare with). */
+static inline void sl_h1_slow_only(struct sl_h1 *s)
+{
+    s->slow_only = true;
 }
 
 /* The last completed head (valid after SL_H1_HEAD until the next feed). */

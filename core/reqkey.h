@@ -12,6 +12,9 @@
  * read them, so one key spelled two ways is still one key. Header and
  * cookie values are compared as sent, without surrounding blanks.
  *
+ * Each thread remembers the last value it hashed (and the secret), so a
+ * keep-alive client repeating its API key costs a compare, not a SipHash.
+ *
  * The `extra` word keeps request buckets apart from the rule's connection
  * and byte buckets (SL_REQ_KEY_*).
  */

@@ -5,6 +5,8 @@
 # "fuzz: ok NAME" per target that found nothing; exits non-zero otherwise.
 # fuzz_http1_ref compares the HTTP/1 scanner with http-parser as a server
 # runs it, diff_llhttp.sh with node's llhttp (issue 18 item 10).
+# fuzz_h1fast holds the scanner's one-pass fast path (core/h1fast.c) to
+# http-parser's result on every split of each input into two reads.
 set -u
 cd "$(dirname "$0")/../.."
 secs=${1:-20}

@@ -403,6 +403,20 @@ static void requests_hidden_in_a_get_body_are_counted(void **unused)
     assert_int_equal(r.heads, 2);
 }
 
+/* Found by fuzz_http1_ref: after a GET with a body, "POST /1" alone on a
+ * line is a request to http-parser (HTTP/0.9, any method it knows), so
+ * the conservative reading counts it; it took only GET as HTTP/0.9. */
+static void a_versionless_request_of_any_known_method_is_counted_under_doubt(void **unused)
+{
+    (void)unused;
+    const char *req = "GET / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
+                      "POST /1\n\nDELETE /2\r\n\r\nFROB /3\n\nGET /last HTTP/1.1\r\n\r\n";
+    struct scan r;
+    scan(&r, req);
+    assert_int_equal(r.heads, 4); /* GET /, POST /1, DELETE /2, GET /last; FROB is no method */
+    assert_string_equal(r.last.url, "/last");
+}
+
 /* Issue 18.3: what the server acts on. Before the fix: the path was cut at
  * 2 KB, Host won over the target's host, long keys were cut to a common
  * prefix, and Cookie lines were not kept (seen failing). */
@@ -543,6 +557,7 @@ int main(void)
         cmocka_unit_test(every_poison_is_counted_and_so_are_the_requests_after_it),
         cmocka_unit_test(requests_hidden_in_a_get_body_are_counted),
         cmocka_unit_test(a_head_glued_to_a_body_is_counted_under_doubt),
+        cmocka_unit_test(a_versionless_request_of_any_known_method_is_counted_under_doubt),
         cmocka_unit_test(the_full_path_the_target_host_whole_keys_and_cookies),
         cmocka_unit_test(the_http2_preface_is_reported_and_look_alikes_are_http1),
         cmocka_unit_test(random_splits_report_what_one_whole_scan_reports),

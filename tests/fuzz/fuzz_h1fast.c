@@ -1,0 +1,91 @@
+/* fuzz_h1fast.c - differential libFuzzer target: the HTTP/1 scanner with
+ * its one-pass fast path (core/h1fast.c) against http-parser alone.
+ *
+ * The first input byte picks the key (none, one of several header names,
+ * a query parameter, a cookie) and whether cookies are wanted; the rest is
+ * the stream. For every split of the stream into two reads (of a stream
+ * over 512 bytes, 256 of them), both scanners
+ * are fed the same reads and must return the same thing from every call
+ * (event, bytes consumed, position, state, where the last body ended, the
+ * incomplete head's start) and report identical heads, every field. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/http1.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static bool same_text(const char *a, const struct sl_h1_text *ta, const char *b,
+                      const struct sl_h1_text *tb)
+{
+    return ta->len == tb->len && ta->present == tb->present && ta->truncated == tb->truncated &&
+           ta->hash == tb->hash && memcmp(a, b, ta->len + 1) == 0;
+}
+
+static bool same_head(const struct sl_h1_head *a, const struct sl_h1_head *b)
+{
+    return a->start == b->start && a->end == b->end && strcmp(a->method, b->method) == 0 &&
+           same_text(a->url, &a->url_info, b->url, &b->url_info) &&
+           same_text(a->host, &a->host_info, b->host, &b->host_info) &&
+           same_text(a->key, &a->key_info, b->key, &b->key_info) &&
+           same_text(a->idem, &a->idem_info, b->idem, &b->idem_info) &&
+           same_text(a->cookie, &a->cookie_info, b->cookie, &b->cookie_info) &&
+           a->path_off == b->path_off && a->path_len == b->path_len &&
+           a->query_off == b->query_off && a->query_len == b->query_len &&
+           a->http_major == b->http_major && a->http_minor == b->http_minor &&
+           a->chunked == b->chunked && a->has_length == b->has_length &&
+           a->content_length == b->content_length && a->body == b->body &&
+           a->keep_alive == b->keep_alive && a->upgrade == b->upgrade && a->odd == b->odd;
+}
+
+static void init(struct sl_h1 *s, uint8_t sel, bool slow)
+{
+    static const char *headers[] = {"x-api-key", "Host", "Idempotency-Key", "content-length",
+                                    "X_Key",     "a",    "Cookie",          "x api"};
+    int kind = sel & 3;
+    const char *name = kind == SL_H1_KEY_HEADER   ? headers[(sel >> 2) & 7]
+                       : kind == SL_H1_KEY_QUERY  ? "key"
+                       : kind == SL_H1_KEY_COOKIE ? "sid"
+                                                  : NULL;
+    sl_h1_init(s, (enum sl_h1_key_kind)kind, name);
+    if (sel & 0x20) sl_h1_want_cookies(s);
+    if (sel & 0x40) sl_h1_trust_bodies(s);
+    if (slow) sl_h1_slow_only(s);
+}
+
+/* One read, fed to both until each has taken all of it. */
+static bool feed_both(struct sl_h1 *f, struct sl_h1 *r, const uint8_t *buf, size_t len)
+{
+    size_t off = 0;
+    while (off < len) {
+        enum sl_h1_event ef, er;
+        size_t nf = sl_h1_feed(f, buf + off, len - off, &ef);
+        size_t nr = sl_h1_feed(r, buf + off, len - off, &er);
+        if (nf != nr || ef != er || sl_h1_pos(f) != sl_h1_pos(r) ||
+            sl_h1_state(f) != sl_h1_state(r) || sl_h1_body_end(f) != sl_h1_body_end(r))
+            abort();
+        if (sl_h1_state(f) == SL_H1_IN_HEAD && sl_h1_head_start(f) != sl_h1_head_start(r)) abort();
+        if (ef == SL_H1_HEAD && !same_head(sl_h1_head(f), sl_h1_head(r))) abort();
+        if (ef == SL_H1_H2) return false;
+        off += nf;
+    }
+    return true;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static struct sl_h1 fast, ref;
+    if (size < 1) return 0;
+    const uint8_t *buf = data + 1;
+    size_t len = size - 1;
+    /* every split of an input up to 512 bytes; of a longer one, 256
+     * splits spread over it (the work is quadratic in the length) */
+    size_t step = len <= 512 ? 1 : len / 256;
+    for (size_t k = 0; k <= len; k += step) {
+        init(&fast, data[0], false);
+        init(&ref, data[0], true);
+        if (feed_both(&fast, &ref, buf, k)) feed_both(&fast, &ref, buf + k, len - k);
+    }
+    return 0;
+}
