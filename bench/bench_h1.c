@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_h1.c - the cost of reading one keep-alive request head: the
  * scanner with its one-pass fast path (core/h1fast.c) against http-parser
  * alone.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* h1fast.c - the one-pass reader of common request heads (see h1fast.h).
  *
  * One pass over the head in 16-byte blocks (SSE2, which every x86-64 has;

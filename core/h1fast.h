@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* h1fast.h - a one-pass reader of complete, common HTTP/1 request heads.
  *
  * The fast path of core/http1.c: given the bytes at the start of a head,

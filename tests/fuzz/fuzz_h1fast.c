@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_h1fast.c - differential libFuzzer target: the HTTP/1 scanner with
  * its one-pass fast path (core/h1fast.c) against http-parser alone.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_h1fast.c - the one-pass reader of common request heads: what it
  * reads (slices into the buffer), what it leaves to http-parser, and that
  * the scanner using it reports exactly what http-parser alone reports. */

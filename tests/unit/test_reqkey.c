@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /* test_reqkey.c - request keys: the hash of a key value is SipHash under
  * the table's secret, and the per-thread memo that skips it while a value
  * repeats never hands back a stale hash (another value, another secret). */
