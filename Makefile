@@ -48,7 +48,7 @@ PKG_LIBS   := $(shell pkg-config --libs libconfuse libsodium 2>/dev/null)
 # measured with callgrind on /bin/true), and their symbols stay local
 # (shim/exports.map), so a program that carries its own libconfuse,
 # libsodium or libnghttp2 is left alone. The command links them as usual.
-SHIM_LIBS  := -lconfuse -l:libsodium.a -l:libnghttp2.a
+SHIM_LIBS   = -lconfuse $(SODIUM_SL) $(NGHTTP2_SL)
 # the command alone serves metrics over HTTP; the library never links it
 CLI_LIBS   := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 CFLAGS  ?= -O2 -g
@@ -63,6 +63,13 @@ ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURC
 # program's heap; its symbols stay local (shim/exports.map).
 HIREDIS_A  := $(shell $(CC) -print-file-name=libhiredis.a)
 HIREDIS_SL  = $(BUILD)/gen/libhiredis-sl.a
+# libsodium and libnghttp2, linked into the library, get the same renaming:
+# their allocations come from sluice's heap too, and libsluice.so refers to
+# no allocator of the program's (tests/integration/test_redis_symbols.py).
+SODIUM_A   := $(shell $(CC) -print-file-name=libsodium.a)
+SODIUM_SL   = $(BUILD)/gen/libsodium-sl.a
+NGHTTP2_A  := $(shell $(CC) -print-file-name=libnghttp2.a)
+NGHTTP2_SL  = $(BUILD)/gen/libnghttp2-sl.a
 LIBS     = $(PKG_LIBS) -l:libhttp_parser.a $(HIREDIS_SL) $(shell pkg-config --libs libnghttp2) -ldl -lpthread
 LIB_LIBS = $(SHIM_LIBS) -l:libhttp_parser.a $(HIREDIS_SL) -ldl -lpthread
 # -Bsymbolic-functions: the library's own references to its hooks (the
@@ -106,6 +113,12 @@ $(BUILD)/obj/%.o: %.c $(BUILD)/.flags
 $(HIREDIS_SL): $(HIREDIS_A)
 	@mkdir -p $(@D)
 	$(Q)objcopy $(foreach f,malloc calloc realloc free strdup,--redefine-sym $(f)=sl_hi_$(f)) $< $@
+$(SODIUM_SL): $(SODIUM_A)
+	@mkdir -p $(@D)
+	$(Q)objcopy $(foreach f,malloc calloc realloc free strdup,--redefine-sym $(f)=sl_hi_$(f)) $< $@
+$(NGHTTP2_SL): $(NGHTTP2_A)
+	@mkdir -p $(@D)
+	$(Q)objcopy $(foreach f,malloc calloc realloc free strdup,--redefine-sym $(f)=sl_hi_$(f)) $< $@
 
 # core/redis.lua, as the C string sl_redis_lua (core/redis.c sends it with SCRIPT LOAD).
 $(BUILD)/gen/redis_lua.h: core/redis.lua
@@ -114,7 +127,7 @@ $(BUILD)/gen/redis_lua.h: core/redis.lua
 	      sed 's/\\/\\\\/g; s/"/\\"/g; s/.*/    "&\\n"/' $<; echo '    ;'; } > $@
 $(BUILD)/obj/core/redis.o: $(BUILD)/gen/redis_lua.h
 $(BUILD)/obj/core/redis.o: ALL_CFLAGS += -I$(BUILD)/gen
-$(LIB_OBJ): | $(HIREDIS_SL)
+$(LIB_OBJ): | $(HIREDIS_SL) $(SODIUM_SL) $(NGHTTP2_SL)
 
 # cli/live.html, as the C string SL_LIVE_HTML (cli/live.c serves it at /).
 $(BUILD)/gen/live_html.h: cli/live.html
