@@ -30,6 +30,7 @@
  * and again by load.c when it builds the struct (which then cannot fail,
  * but for files that changed in between: reply and key_file).
  */
+#include "../core/limit.h"
 #include "../core/limit_log.h"
 #include "conf_int.h"
 

@@ -70,4 +70,11 @@ static inline uint64_t sl_key_hash(const struct sl_key *k, const uint64_t s[4])
 /* 64-bit FNV-1a of a string: stable rule identities across processes. */
 uint64_t sl_name_hash(const char *s);
 
+/* Tags in a key's `extra` that keep request-rule keys (core/reqkey.c)
+ * apart from connection and byte keys of the same rule and address. */
+#define SL_REQ_KEY_BUCKET (1ull << 61) /* a request-rate bucket */
+#define SL_REQ_KEY_QUOTA  (1ull << 60) /* a quota word */
+#define SL_REQ_KEY_IDEM   (1ull << 59) /* an Idempotency-Key mark */
+#define SL_REQ_KEY_VALUE  (1ull << 58) /* keyed by a value, not an address */
+
 #endif

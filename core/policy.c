@@ -21,7 +21,6 @@
 #include "log.h"
 #include "mem.h"
 #include "pacelog.h"
-#include "reply.h"
 #include "turn.h"
 
 int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct sl_table *table,

@@ -17,14 +17,6 @@
 
 #include "limit.h"
 
-struct sl_ramp {
-    uint64_t to_count; /* the final N, in the start rate's period */
-    int64_t from_s; /* when the ramp starts (unix seconds, UTC); the first step one `every` later */
-    uint64_t every_ns; /* between steps */
-    uint32_t steps;    /* 0: no ramp */
-    bool burst_given;  /* keep the start limit's burst */
-};
-
 /* The step in force at wall time `wall_ns` (unix ns): 0 .. steps. */
 uint32_t sl_ramp_step(const struct sl_ramp *r, int64_t wall_ns);
 

@@ -42,10 +42,10 @@
 #include <sys/random.h>
 
 #include "clock.h"
+#include "key.h"
 #include "mem.h"
 #include "redis_int.h"
 #include "sys.h"
-#include "reqkey.h"
 #include "window.h"
 
 uint64_t sl_redis_wall(const struct sl_redis_state *s, uint64_t now)

@@ -16,6 +16,7 @@
 #include "pacelog.h"
 #include "plan.h"
 #include "quota.h"
+#include "ramp.h"
 #include "redis.h"
 #include "reqkey.h"
 #include "reqmatch.h"

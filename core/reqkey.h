@@ -28,10 +28,6 @@
 #include "key.h"
 #include "rule.h"
 
-#define SL_REQ_KEY_BUCKET (1ull << 61) /* a request-rate bucket */
-#define SL_REQ_KEY_QUOTA  (1ull << 60) /* a quota word */
-#define SL_REQ_KEY_IDEM   (1ull << 59) /* an Idempotency-Key mark */
-#define SL_REQ_KEY_VALUE  (1ull << 58) /* keyed by a value, not an address */
 /* A query value is whole (a URL is at most 2047 bytes); header and cookie
  * values over 255 bytes come sealed with a hash of the whole (http1.h). */
 #define SL_REQ_VALUE_MAX 2048

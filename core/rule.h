@@ -12,8 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "limit.h"
-#include "ramp.h"
+#include "verdict.h" /* struct sl_limit, struct sl_ramp */
 
 #define SL_MAX_RULES     64
 #define SL_MAX_PORTS     16
@@ -219,11 +218,11 @@ enum sl_redis_mode {
 struct sl_redis {
     bool enabled;
     enum sl_redis_mode mode;
-    char address[256]; /* single: "host:port" (numeric) or "unix:/path" */
+    char address[256];                  /* single: "host:port" (numeric) or "unix:/path" */
     char addrs[SL_REDIS_ADDRS_MAX][64]; /* sentinel, cluster: "host:port" (numeric) */
     int naddrs;
     char master[64]; /* sentinel: the name the sentinels know the primary by */
-    char user[128];    /* "": no ACL user (AUTH with the password only) */
+    char user[128];  /* "": no ACL user (AUTH with the password only) */
     char password[256];
     char prefix[64];
     uint64_t interval_ns; /* how often counts are synced */

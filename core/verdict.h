@@ -44,4 +44,14 @@ struct sl_verdict {
     uint64_t limit;     /* the quota reported to clients */
 };
 
+/* A limit that steps from its rate to another over time (core/ramp.c):
+ * part of what a rule says, so it lives with the limit's own type. */
+struct sl_ramp {
+    uint64_t to_count; /* the final N, in the start rate's period */
+    int64_t from_s; /* when the ramp starts (unix seconds, UTC); the first step one `every` later */
+    uint64_t every_ns; /* between steps */
+    uint32_t steps;    /* 0: no ramp */
+    bool burst_given;  /* keep the start limit's burst */
+};
+
 #endif
