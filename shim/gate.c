@@ -96,6 +96,7 @@ ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transpo
     int saved = errno;
     struct sl_hold h = sl_hold_for(fd, e, SL_IO_RECV, t->flags & MSG_DONTWAIT);
     h.held_read = true; /* new bytes wake nobody early: the stash is announced at the turn */
+    bool looked = peek; /* this call read the transport (a peek: just below, or not needed) */
     if (peek && g->stash_len && g->stash_len < num && stash_room(g)) {
         /* a peek shows what the kernel has too, as bare: a shorter peek
          * before stashed only its own length, and a program that peeks
@@ -136,6 +137,7 @@ ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transpo
             ssize_t n = room == 0      ? 0 /* cannot happen: heads over 16 KiB pass */
                         : g->stash_len ? t->more(t, g->stash + g->stash_len, room)
                                        : t->read(t, g->stash, num < room ? num : room);
+            looked = true;
             if (n > 0) {
                 g->stash_len += (size_t)n;
                 continue;
@@ -146,6 +148,21 @@ ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transpo
              * at the next read) */
             errno = saved;
             return give(g, fd, e, buf, num, g->stash_len, peek, &v, now);
+        }
+        if (ok > 0 && !looked && ok == g->stash_len && ok < num) {
+            /* the stash alone would make a short read, which an
+             * edge-triggered program takes for "drained": bytes that came
+             * into the transport meanwhile, their edge already reported
+             * (or merged with the stash's announcement), would never be
+             * read (issue 21). So the read goes on with what the
+             * transport has now, up to what the program asked, as bare. */
+            size_t room = SL_GATE_STASH_MAX - g->stash_len, want = num - ok;
+            ssize_t n = room ? t->more(t, g->stash + g->stash_len, want < room ? want : room) : 0;
+            looked = true;
+            if (n > 0) {
+                g->stash_len += (size_t)n;
+                continue;
+            }
         }
         if (ok > 0) {
             errno = saved;

@@ -25,7 +25,12 @@
  *   - whenever bytes stay in the stash after a read, the readiness layer
  *     announces them (ready.h: sl_ready_held_read): at once when they may
  *     pass or are a partial head or a denial to report, at its turn for a
- *     held head.
+ *     held head;
+ *   - a read is short only when the transport had nothing more during the
+ *     call, as bare: a read that would empty the stash and fill less than
+ *     the program asked reads the transport too (an edge-triggered
+ *     program takes a short read for "drained": bytes whose edge fired
+ *     while they waited behind the stash would never be read).
  * Blocking and timeouts are the transport's own, except while a held head
  * waits its turn (hold.h, the one hold step).
  */

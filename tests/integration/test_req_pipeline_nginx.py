@@ -12,7 +12,8 @@ limiting):
   - the smallest header buffers (connection_pool_size 128,
     client_header_buffer_size 128, large_client_header_buffers 5 256):
     a request with three 200-byte headers pipelined with one carrying a
-    203-byte header; then the property: a stream of three small requests
+    203-byte header; then the property: a stream of four requests, one
+    with a long head (a 200-byte header: more than the 128-byte buffer),
     written in two parts with a pause, for every split point, gets the
     same status lines as bare;
   - nginx's defaults (1 KB header buffer): two pipelined 1 KB heads, one
@@ -134,8 +135,9 @@ DEFAULT_CASES = {
     "one 16.6 KB head": [req(hdr("X-A", 4000) * 4 + hdr("X-B", 600) + LAST)],
     "10,000 pipelined requests": [req() * 9999 + req(LAST)],
 }
-# the property: three small requests, split in two at every byte
-STREAM = req() + req(hdr("X-A", 60)) + req(LAST)
+# the property: four requests, one with a head longer than the small
+# buffer, split in two at every byte
+STREAM = req() + req(hdr("X-A", 60)) + req(hdr("X-B", 200)) + req(LAST)
 
 
 def run_cases(tmp, small, under):
