@@ -26,6 +26,7 @@
 
 #include "fd.h"
 #include "reqout.h"
+#include "lazy.h"
 #include "shim.h"
 #include "tie.h"
 
@@ -47,18 +48,9 @@ static struct {
     void (*deinit)(gnutls_session_t);
 } real;
 
-static void *find(void *_Atomic *slot, const char *name, void *ours)
-{
-    void *p = atomic_load_explicit(slot, memory_order_acquire);
-    if (!p) {
-        p = sl_resolve_next(name, GNUTLS_VERSION, GNUTLS_LIB, ours);
-        atomic_store_explicit(slot, p, memory_order_release);
-    }
-    return p;
-}
-
 #define REAL_GNUTLS(field, name, ours)                                                             \
-    ((__typeof__(real.field))find((void *_Atomic *)&real.field, name, (void *)(ours)))
+    ((__typeof__(real.field))sl_resolve_lazy((void *_Atomic *)&real.field, name, GNUTLS_VERSION,   \
+                                             GNUTLS_LIB, (void *)(ours), false))
 
 ssize_t gnutls_record_send(gnutls_session_t s, const void *data, size_t size);
 ssize_t gnutls_record_recv(gnutls_session_t s, void *data, size_t size);

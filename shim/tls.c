@@ -64,6 +64,7 @@
 #include "fd.h"
 #include "req.h"
 #include "reqout.h"
+#include "lazy.h"
 #include "shim.h"
 #include "tie.h"
 #include "tlsbio.h"
@@ -90,19 +91,9 @@ static struct {
     int (*set_max_early_data)(SSL *, uint32_t);
 } real;
 
-static void *find(void *_Atomic *slot, const char *name, void *ours)
-{
-    void *p = atomic_load_explicit(slot, memory_order_acquire);
-    if (!p) {
-        p = sl_resolve_next(name, SSL_VERSION, SSL_LIB, ours);
-        if (!p) p = sl_resolve_next(name, NULL, SSL_LIB, ours); /* a libssl without versions */
-        atomic_store_explicit(slot, p, memory_order_release);
-    }
-    return p;
-}
-
 #define REAL_SSL(field, name, ours)                                                                \
-    ((__typeof__(real.field))find((void *_Atomic *)&real.field, name, (void *)(ours)))
+    ((__typeof__(real.field))sl_resolve_lazy((void *_Atomic *)&real.field, name, SSL_VERSION,      \
+                                             SSL_LIB, (void *)(ours), true))
 
 /* The thread's last call this file answered for the library (a write
  * held: want-write). */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gate.h"
+#include "lazy.h"
 #include "shim.h"
 #include "tie.h"
 
@@ -20,18 +21,9 @@ static struct {
     int (*write_ex)(void *, const void *, size_t, size_t *);
 } real;
 
-static void *find(void *_Atomic *slot, const char *name, const char *lib)
-{
-    void *p = atomic_load_explicit(slot, memory_order_acquire);
-    if (!p) {
-        p = sl_resolve_next(name, SSL_VERSION, lib, NULL);
-        atomic_store_explicit(slot, p, memory_order_release);
-    }
-    return p;
-}
-
 #define REAL_FN(field, name, lib)                                                                  \
-    ((__typeof__(real.field))find((void *_Atomic *)&real.field, name, lib))
+    ((__typeof__(real.field))sl_resolve_lazy((void *_Atomic *)&real.field, name, SSL_VERSION, lib, \
+                                             NULL, false))
 
 void sl_tlsbio_remember(const void *ssl)
 {
