@@ -6,9 +6,16 @@
  * A gate holds the connection's phase (open; ended by a denied head, its
  * 429 due; reset), the stash of bytes read and held back, the 429 a
  * denial queued, and the core connection object. How bytes are read is
- * the transport's business (struct sl_transport: the socket in req.c,
- * OpenSSL's SSL_read in req.c's TLS path); a new transport is a read and
- * a never-waiting read over its own context, nothing more.
+ * the transport's business (struct sl_transport): inbound, the socket in
+ * req.c, OpenSSL's SSL_read in req.c's TLS path; outbound, the socket in
+ * io.c, OpenSSL in tls.c, OpenSSL over memory BIOs in tlsbio.c, GnuTLS in
+ * gnutls.c. A new transport is a small file: its read (and a never-waiting
+ * one) inbound, its read and write outbound, over its own context.
+ *
+ * Outbound, the gate decides the program's writes (sl_gate_write; the
+ * TLS libraries' loop around it: reqout.h, sl_reqout_tls_write) and serves
+ * its reads of the responses (sl_gate_read_replies): the 429 a `reply`
+ * rule queued first, then the transport's bytes, counted as responses.
  *
  * The common read goes straight into the program's buffer (one read, as
  * without sluice) and is decided there: when every byte it got may pass,

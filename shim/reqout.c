@@ -32,7 +32,7 @@ struct sl_req_out {
     bool written;     /* something was written */
     bool h2;          /* its plaintext opened with the HTTP/2 preface */
     bool tls_written; /* a plaintext write was seen */
-    char *kept;       /* sl_reqout_keep: taken, not yet written */
+    char *kept;       /* keep(): taken, not yet written */
     size_t nkept;
     bool bio; /* its records come from memory BIOs (tlsbio.h) */
     struct sl_tlsrec_conn *rec; /* TLS sluice cannot decrypt: bursts (tlsrec.h) */

@@ -10,8 +10,8 @@
  *   - reject: the write fails with the rule's errno;
  *   - reply (HTTP/1): the request, head and body, is swallowed (reported
  *     written, never sent) and a 429 is queued for the program's next
- *     reads (sl_reqout_inject) once it has read the responses to every
- *     request sent before (core/request.h: sl_req_swallow); until then the
+ *     reads (gate.h: sl_gate_read_replies) once it has read the responses
+ *     to every request sent before (core/request.h: sl_req_swallow); until then the
  *     write is held (blocking: up to a second, then the rule's errno, for
  *     a client that pipelines on one thread; non-blocking: EAGAIN). The
  *     socket is reported readable while a 429 waits (ready.h). HTTP/2

@@ -39,15 +39,19 @@
  * on both would see each early request twice).
  *
  * Outbound (the program is a TLS client, shim/reqout.h): SSL_write and
- * SSL_write_ex hand the plaintext to reqout.c before the library encrypts
- * it; a request that must wait makes the write wait (blocking) or fail
- * with want-write, and a rejected one fails it with the rule's errno. A
- * write through the library is all or nothing, so it waits for its last
- * request. The session is tied to its socket by SSL_get_wfd.
+ * SSL_write_ex hand the plaintext to reqout.c (sl_reqout_tls_write, over
+ * this file's OpenSSL transport, or tlsbio.h's for memory BIOs) before the
+ * library encrypts it; a request that must wait makes the write wait
+ * (blocking) or fail with want-write, and a rejected one fails it with the
+ * rule's errno. A write through the library is all or nothing, so it
+ * waits for its last request. SSL_read and SSL_read_ex of a session an
+ * outbound `reply` rule matches read through the gate (gate.h:
+ * sl_gate_read_replies): a queued 429 first, then the server's bytes,
+ * counted as responses. The session is tied to its socket by SSL_get_wfd.
  *
  * HTTP/2 on a non-blocking socket (curl, libcurl) is the exception: a
- * write that must wait is taken, reported written and kept (reqout.h,
- * sl_reqout_keep), instead of failing with want-write. curl 7.88 (Debian
+ * write that must wait is taken, reported written and kept (reqout.h),
+ * instead of failing with want-write. curl 7.88 (Debian
  * 12) treats a want-write met while it answers the server's SETTINGS in
  * its read path as a fatal send error (exit 55; 92 with several streams).
  * The kept bytes go, in order and before anything the program writes
