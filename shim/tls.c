@@ -297,9 +297,12 @@ static ssize_t out_write(const struct sl_transport *t, const void *buf, size_t n
     return x->write(x->ssl, buf, n, &got) && got ? (ssize_t)got : -1;
 }
 
-static struct sl_transport out_transport(struct sl_fd *e, int fd, struct ssl_io *x)
+/* The transport of an outbound session on fd: the library's own reads
+ * and writes; a session over memory BIOs writes through tlsbio.h's (its
+ * reads are the library's, as over a socket). */
+static struct sl_transport out_transport(struct sl_fd *e, int fd, struct ssl_io *x, bool writes)
 {
-    if (sl_reqout_bio(e)) return sl_tlsbio_transport(x->ssl, fd);
+    if (writes && sl_reqout_bio(e)) return sl_tlsbio_transport(x->ssl, fd);
     return (struct sl_transport){
         .read = out_read, .ended = out_ended, .write = out_write, .fd = fd, .ctx = x};
 }
@@ -315,11 +318,11 @@ static int read_out(SSL *ssl, void *buf, size_t num, size_t *got,
     struct sl_fd *e = tracked_out(ssl, &fd);
     if (!e) return own(ssl, buf, num, got);
     struct ssl_io kept = {.ssl = ssl, .write = write_ex_real}, x = {.ssl = ssl, .read = own};
-    struct sl_transport k = out_transport(e, fd, &kept);
+    struct sl_transport k = out_transport(e, fd, &kept, true);
     sl_reqout_tls_flush(e, &k);
     struct sl_gate *g = num > 0 ? sl_reqout_replying(e, true) : NULL;
     if (!g) return own(ssl, buf, num, got);
-    struct sl_transport t = out_transport(e, fd, &x);
+    struct sl_transport t = out_transport(e, fd, &x, false);
     struct iovec v = {.iov_base = buf, .iov_len = num};
     bool mine;
     ssize_t n = sl_gate_read_replies(g, e, &t, &v, 1, false, &mine);
@@ -334,7 +337,7 @@ static ssize_t write_out(SSL *ssl, int fd, struct sl_fd *e, const void *buf, siz
                          int (*w)(SSL *, const void *, size_t, size_t *))
 {
     struct ssl_io x = {.ssl = ssl, .write = w};
-    struct sl_transport t = out_transport(e, fd, &x);
+    struct sl_transport t = out_transport(e, fd, &x, true);
     bool refused;
     ssize_t k = sl_reqout_tls_write(e, &t, buf, n, &refused);
     if (k > 0 || !refused) return k > 0 ? k : -1;

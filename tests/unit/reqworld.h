@@ -15,6 +15,7 @@
 #include "../../core/log.h"
 #include "../../core/request.h"
 #include "../../core/table.h"
+#include "reqrule.h"
 #include "testutil.h"
 
 struct req_world {
@@ -31,15 +32,9 @@ static inline struct sl_rule *req_world_rule(struct req_world *w, uint64_t count
                                              enum sl_action action)
 {
     sl_log_setup(SL_LOG_NONE, SL_LOG_ERROR);
-    struct sl_rule *r = &w->cfg.rules[w->cfg.nrules++];
-    strcpy(r->name, "api");
-    r->id = sl_name_hash(r->name);
-    r->dir = SL_IN;
+    struct sl_rule *r = req_rule_add(&w->cfg, "api", SL_IN, action);
     r->prefix4 = 32;
     r->prefix6 = 64;
-    r->request = true;
-    r->cost = 1;
-    r->action = action;
     r->max_delay_ns = SEC;
     assert_int_equal(sl_limit_init(&r->req_limit, SL_ALG_GCRA, count, SEC, burst), 0);
     return r;

@@ -348,20 +348,35 @@ static ssize_t reply_read(struct world *w, struct peer *p, char *buf, size_t n1,
     return sl_gate_read_replies(&w->g, &w->e, &t, v, n2 ? 2 : 1, peek, own);
 }
 
+/* Outbound under a `reply` rule at 1/s: the first of two pipelined
+ * requests went (a short write, cut before the second). */
+static struct world *first_sent(void)
+{
+    struct world *w = world_out(1, 1, SL_ACT_REPLY);
+    bool swallowed;
+    assert_int_equal(gate_write(w, GET GET, 2 * (sizeof GET - 1), &swallowed), sizeof GET - 1);
+    assert_false(swallowed);
+    return w;
+}
+
+/* The second request's write: denied, it is swallowed once the response
+ * to the first was read; until then it waits (-1, EAGAIN). */
+static ssize_t write_second(struct world *w, bool *swallowed)
+{
+    errno = 0;
+    return gate_write(w, GET, sizeof GET - 1, swallowed);
+}
+
 static void a_429_is_queued_behind_the_responses_owed(void **unused)
 {
     (void)unused;
-    struct world *w = world_out(1, 1, SL_ACT_REPLY);
-    const char s[] = GET GET;
+    struct world *w = first_sent();
     const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
     char buf[1024];
     bool swallowed, own;
-    assert_int_equal(gate_write(w, s, sizeof s - 1, &swallowed), sizeof GET - 1);
-    assert_false(swallowed);
-    /* the second request is denied, but the first one's response is owed:
-     * its write waits (EAGAIN, writable again soon), and nothing is queued */
-    errno = 0;
-    assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed), -1);
+    /* the response is owed: the write waits (writable again soon), and
+     * nothing is queued */
+    assert_int_equal(write_second(w, &swallowed), -1);
     assert_int_equal(errno, EAGAIN);
     assert_true(throttled_until > T0);
     struct peer p = {.bytes = resp, .len = sizeof resp - 1, .piece = 10};
@@ -372,13 +387,12 @@ static void a_429_is_queued_behind_the_responses_owed(void **unused)
     /* the program reads the response, in two pieces, counted by the gate */
     assert_int_equal(reply_read(w, &p, buf, sizeof buf, 0, false, &own), 10);
     assert_false(own);
-    errno = 0;
-    assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed), -1);
+    assert_int_equal(write_second(w, &swallowed), -1);
     assert_int_equal(errno, EAGAIN); /* still owed */
     p.piece = 100; /* the rest arrived: it fills two buffers, in order */
     assert_int_equal(reply_read(w, &p, buf, 3, sizeof buf - 3, false, &own), sizeof resp - 1 - 10);
     assert_memory_equal(buf, resp + 10, sizeof resp - 1 - 10);
-    assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed), sizeof GET - 1);
+    assert_int_equal(write_second(w, &swallowed), sizeof GET - 1);
     assert_true(swallowed);            /* reported written, never sent */
     assert_int_equal(held_out_at, T0); /* the socket is announced readable: a 429 waits */
     /* the 429 is read first (a peek keeps it; two buffers fill in order),
@@ -407,21 +421,17 @@ static void the_end_of_the_stream_completes_the_response_owed(void **unused)
 {
     (void)unused;
     for (int end = 1; end <= 2; end++) {
-        struct world *w = world_out(1, 1, SL_ACT_REPLY);
-        const char s[] = GET GET;
+        struct world *w = first_sent();
         const char resp[] = "HTTP/1.1 200 OK\r\n\r\nuntil the end";
         char buf[256];
         bool swallowed, own;
-        assert_int_equal(gate_write(w, s, sizeof s - 1, &swallowed), sizeof GET - 1);
         struct peer p = {.bytes = resp, .len = sizeof resp - 1, .piece = 100, .end = end};
         assert_int_equal(reply_read(w, &p, buf, sizeof buf, 0, false, &own), sizeof resp - 1);
-        errno = 0;
-        assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed), -1);
-        assert_int_equal(errno, EAGAIN); /* its end is not known yet */
+        assert_int_equal(write_second(w, &swallowed), -1); /* its end is not known yet */
+        assert_int_equal(errno, EAGAIN);
         assert_int_equal(reply_read(w, &p, buf, sizeof buf, 0, false, &own), end == 1 ? 0 : -1);
         assert_false(own);
-        assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed),
-                         sizeof GET - 1);
+        assert_int_equal(write_second(w, &swallowed), sizeof GET - 1);
         assert_true(swallowed);
         world_free(w);
     }
