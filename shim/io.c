@@ -496,8 +496,7 @@ static ssize_t sock_readv(const struct sl_transport *t, const struct iovec *iov,
 /* A read of an outbound connection an outbound `reply` rule matches
  * (reqout.h): through the gate, which gives a queued 429 first and counts
  * the responses in what the server sends. */
-static ssize_t reply_read(struct sl_runtime *rt, struct sl_fd *e, struct sl_gate *g,
-                          struct call *c)
+static ssize_t reply_read(struct sl_runtime *rt, struct sl_fd *e, struct sl_gate *g, struct call *c)
 {
     if (c->k == K_SPLICE) return real_call(c, c->len);
     struct iovec one;

@@ -11,8 +11,8 @@
 #include "../../core/rule.h"
 
 /* The next rule of cfg, filled in; the caller adds its limit. */
-static inline struct sl_rule *req_rule_add(struct sl_config *cfg, const char *name,
-                                           enum sl_dir dir, enum sl_action action)
+static inline struct sl_rule *req_rule_add(struct sl_config *cfg, const char *name, enum sl_dir dir,
+                                           enum sl_action action)
 {
     struct sl_rule *r = &cfg->rules[cfg->nrules++];
     strcpy(r->name, name);

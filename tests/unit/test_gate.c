@@ -389,7 +389,7 @@ static void a_429_is_queued_behind_the_responses_owed(void **unused)
     assert_false(own);
     assert_int_equal(write_second(w, &swallowed), -1);
     assert_int_equal(errno, EAGAIN); /* still owed */
-    p.piece = 100; /* the rest arrived: it fills two buffers, in order */
+    p.piece = 100;                   /* the rest arrived: it fills two buffers, in order */
     assert_int_equal(reply_read(w, &p, buf, 3, sizeof buf - 3, false, &own), sizeof resp - 1 - 10);
     assert_memory_equal(buf, resp + 10, sizeof resp - 1 - 10);
     assert_int_equal(write_second(w, &swallowed), sizeof GET - 1);
