@@ -266,18 +266,44 @@ ssize_t sl_gate_write(struct sl_gate *g, struct sl_fd *e, int fd, const void *bu
     }
 }
 
-size_t sl_gate_inject(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t len, bool peek)
+/* Copies the queued 429s into iov (taken unless peek): the bytes copied. */
+static size_t inject(struct sl_gate *g, struct sl_fd *e, int fd, const struct iovec *iov, int cnt,
+                     bool peek)
 {
     const char *p;
-    size_t n = sl_req_inject_peek(g->conn, &p);
-    if (n == 0) return 0;
-    if (n > len) n = len;
-    memcpy(buf, p, n);
-    if (!peek) {
+    size_t q = sl_req_inject_peek(g->conn, &p), n = 0;
+    for (int i = 0; i < cnt && n < q; i++) {
+        size_t k = iov[i].iov_len < q - n ? iov[i].iov_len : q - n;
+        memcpy(iov[i].iov_base, p + n, k);
+        n += k;
+    }
+    if (n > 0 && !peek) {
         sl_req_inject_take(g->conn, n);
         /* none left: nothing to announce; some: announced again (epoll
          * hears of held bytes once per call, a partial read needs another) */
         sl_ready_held(fd, e, sl_req_inject_peek(g->conn, &p) ? now_of(g) : 0);
     }
     return n;
+}
+
+ssize_t sl_gate_read_replies(struct sl_gate *g, struct sl_fd *e, const struct sl_transport *t,
+                             const struct iovec *iov, int cnt, bool peek, bool *own)
+{
+    size_t q = inject(g, e, t->fd, iov, cnt, peek);
+    if ((*own = q > 0)) return (ssize_t)q;
+    ssize_t r = t->readv ? t->readv(t, iov, cnt) : t->read(t, iov[0].iov_base, iov[0].iov_len);
+    if (peek) return r;
+    int saved = errno;
+    if (r > 0) { /* the bytes fill the buffers in order */
+        size_t left = (size_t)r;
+        for (int i = 0; i < cnt && left > 0; i++) {
+            size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
+            sl_req_responses(g->conn, iov[i].iov_base, k);
+            left -= k;
+        }
+    } else if (t->ended ? t->ended(t, r) : r == 0) {
+        sl_req_responses(g->conn, NULL, 0); /* the server closed */
+    }
+    errno = saved;
+    return r;
 }

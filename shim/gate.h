@@ -6,9 +6,16 @@
  * A gate holds the connection's phase (open; ended by a denied head, its
  * 429 due; reset), the stash of bytes read and held back, the 429 a
  * denial queued, and the core connection object. How bytes are read is
- * the transport's business (struct sl_transport: the socket in req.c,
- * OpenSSL's SSL_read in req.c's TLS path); a new transport is a read and
- * a never-waiting read over its own context, nothing more.
+ * the transport's business (struct sl_transport): inbound, the socket in
+ * req.c, OpenSSL's SSL_read in req.c's TLS path; outbound, the socket in
+ * io.c, OpenSSL in tls.c, OpenSSL over memory BIOs in tlsbio.c, GnuTLS in
+ * gnutls.c. A new transport is a small file: its read (and a never-waiting
+ * one) inbound, its read and write outbound, over its own context.
+ *
+ * Outbound, the gate decides the program's writes (sl_gate_write; the
+ * TLS libraries' loop around it: reqout.h, sl_reqout_tls_write) and serves
+ * its reads of the responses (sl_gate_read_replies): the 429 a `reply`
+ * rule queued first, then the transport's bytes, counted as responses.
  *
  * The common read goes straight into the program's buffer (one read, as
  * without sluice) and is decided there: when every byte it got may pass,
@@ -39,7 +46,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "../core/request.h"
 #include "fd.h"
@@ -47,12 +56,25 @@
 /* A head of the largest size the scanner reads, and one more read after it. */
 #define SL_GATE_STASH_MAX (2 * 16384 + 2)
 
-/* How the gate reads: read may block as the program's call would; more
- * never waits. Both return > 0, or <= 0 (the transport's own answer:
- * errno EAGAIN, an end, an error). */
+/* How the gate reads and writes: read may block as the program's call
+ * would; more never waits. Both return > 0, or <= 0 (the transport's own
+ * answer: errno EAGAIN, an end, an error). A transport fills the members
+ * its direction uses; the others stay NULL. */
 struct sl_transport {
     ssize_t (*read)(const struct sl_transport *t, void *buf, size_t n);
     ssize_t (*more)(const struct sl_transport *t, void *buf, size_t n);
+    /* outbound reads into several buffers at once (a socket's readv); NULL:
+     * read into the first */
+    ssize_t (*readv)(const struct sl_transport *t, const struct iovec *iov, int cnt);
+    /* whether a read's answer r <= 0 is the clean end of the stream (NULL:
+     * r == 0); keeps errno */
+    bool (*ended)(const struct sl_transport *t, ssize_t r);
+    /* outbound: the library's own write of plaintext, > 0 bytes taken, or
+     * its own failure (<= 0, returned to the program as it is) */
+    ssize_t (*write)(const struct sl_transport *t, const void *buf, size_t n);
+    /* memory BIOs (tlsbio.h): where the next record begins in the
+     * ciphertext stream; NULL: the library writes its own socket */
+    uint64_t (*offset)(const struct sl_transport *t);
     int fd;
     int flags; /* MSG_DONTWAIT: the call does not block, whatever the descriptor */
     void *ctx; /* the transport's own (an SSL *, the owner of the gate) */
@@ -116,9 +138,13 @@ ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transpo
 ssize_t sl_gate_write(struct sl_gate *g, struct sl_fd *e, int fd, const void *buf, size_t len,
                       bool nonblock, bool whole, bool *swallowed);
 
-/* Outbound, before a read: copies up to len bytes of the queued 429s into
- * buf (taken unless peek); 0 when none wait. */
-size_t sl_gate_inject(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t len, bool peek);
+/* Outbound, the program's read of responses into iov (cnt buffers, not
+ * all empty) through t: the queued 429s first (*own set: the bytes are
+ * sluice's, from no peer; taken unless peek), else the transport's read,
+ * whose bytes, or clean end, are counted as responses (unless peek).
+ * Returns as the transport's read. */
+ssize_t sl_gate_read_replies(struct sl_gate *g, struct sl_fd *e, const struct sl_transport *t,
+                             const struct iovec *iov, int cnt, bool peek, bool *own);
 
 /* Forgets what the stash holds (a request's secrets: zeroed). */
 void sl_gate_drop(struct sl_gate *g);

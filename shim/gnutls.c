@@ -26,6 +26,7 @@
 
 #include "fd.h"
 #include "reqout.h"
+#include "lazy.h"
 #include "shim.h"
 #include "tie.h"
 
@@ -47,18 +48,9 @@ static struct {
     void (*deinit)(gnutls_session_t);
 } real;
 
-static void *find(void *_Atomic *slot, const char *name, void *ours)
-{
-    void *p = atomic_load_explicit(slot, memory_order_acquire);
-    if (!p) {
-        p = sl_resolve_next(name, GNUTLS_VERSION, GNUTLS_LIB, ours);
-        atomic_store_explicit(slot, p, memory_order_release);
-    }
-    return p;
-}
-
 #define REAL_GNUTLS(field, name, ours)                                                             \
-    ((__typeof__(real.field))find((void *_Atomic *)&real.field, name, (void *)(ours)))
+    ((__typeof__(real.field))sl_resolve_lazy((void *_Atomic *)&real.field, name, GNUTLS_VERSION,   \
+                                             GNUTLS_LIB, (void *)(ours), false))
 
 ssize_t gnutls_record_send(gnutls_session_t s, const void *data, size_t size);
 ssize_t gnutls_record_recv(gnutls_session_t s, void *data, size_t size);
@@ -81,10 +73,21 @@ static struct sl_fd *tracked_out(gnutls_session_t s, int *fd)
     return e && sl_gate_out(e) && sl_reqout_tls(e) ? e : NULL;
 }
 
-/* GnuTLS's own send of kept plaintext (reqout.h: sl_reqout_flush). */
-static ssize_t send_kept(void *s, const void *buf, size_t n)
+/* ---- the GnuTLS transport: the library's own calls on one session ---- */
+
+static ssize_t recv_plain(const struct sl_transport *t, void *buf, size_t n)
 {
-    return REAL_GNUTLS(send, "gnutls_record_send", gnutls_record_send)(s, buf, n);
+    return REAL_GNUTLS(recv, "gnutls_record_recv", gnutls_record_recv)(t->ctx, buf, n);
+}
+
+static ssize_t send_plain(const struct sl_transport *t, const void *buf, size_t n)
+{
+    return REAL_GNUTLS(send, "gnutls_record_send", gnutls_record_send)(t->ctx, buf, n);
+}
+
+static struct sl_transport transport(gnutls_session_t s, int fd)
+{
+    return (struct sl_transport){.read = recv_plain, .write = send_plain, .fd = fd, .ctx = s};
 }
 
 SL_EXPORT int gnutls_handshake(gnutls_session_t s)
@@ -100,42 +103,31 @@ SL_EXPORT int gnutls_handshake(gnutls_session_t s)
 
 SL_EXPORT ssize_t gnutls_record_send(gnutls_session_t s, const void *data, size_t size)
 {
-    ssize_t (*w)(gnutls_session_t, const void *, size_t) =
-        REAL_GNUTLS(send, "gnutls_record_send", gnutls_record_send);
     int fd;
     struct sl_fd *e = size && data ? tracked_out(s, &fd) : NULL;
-    if (!e) return w(s, data, size); /* also (NULL, 0): the resumption of a pending send */
-    if (!sl_reqout_flush(fd, e, send_kept, s)) /* behind what is kept */
-        return sl_reqout_keep(e, data, size) ? (ssize_t)size : SL_GNUTLS_E_AGAIN;
-    bool swallowed;
-    ssize_t ok = sl_reqout_before_write(fd, e, data, size, false, true, &swallowed);
-    if (ok < 0) {
-        if (errno == EAGAIN && sl_reqout_keep_held(fd, e, data, size)) return (ssize_t)size;
-        if (errno == EAGAIN)
-            return SL_GNUTLS_E_AGAIN; /* held: the socket is writable at its turn */
-        if (errno == EINTR) return SL_GNUTLS_E_INTERRUPTED;
-        return SL_GNUTLS_E_PUSH_ERROR; /* reject: errno is the rule's */
-    }
-    if (swallowed) return ok;
-    ssize_t n = w(s, data, (size_t)ok);
-    if (n > 0) sl_reqout_written(e, data, (size_t)n, true);
-    return n;
+    if (!e) return REAL_GNUTLS(send, "gnutls_record_send", gnutls_record_send)(s, data, size);
+    /* also (NULL, 0) above: the resumption of a pending send */
+    struct sl_transport t = transport(s, fd);
+    bool refused;
+    ssize_t n = sl_reqout_tls_write(e, &t, data, size, &refused);
+    if (!refused) return n;
+    if (errno == EAGAIN) return SL_GNUTLS_E_AGAIN; /* held: the socket is writable at its turn */
+    if (errno == EINTR) return SL_GNUTLS_E_INTERRUPTED;
+    return SL_GNUTLS_E_PUSH_ERROR; /* reject: errno is the rule's */
 }
 
 SL_EXPORT ssize_t gnutls_record_recv(gnutls_session_t s, void *data, size_t size)
 {
-    ssize_t (*r)(gnutls_session_t, void *, size_t) =
-        REAL_GNUTLS(recv, "gnutls_record_recv", gnutls_record_recv);
     int fd;
     struct sl_fd *e = size && data ? tracked_out(s, &fd) : NULL;
-    const char *p;
-    if (e && sl_reqout_kept(e, &p)) sl_reqout_flush(fd, e, send_kept, s);
-    if (!e || !sl_reqout_replies(e)) return r(s, data, size);
-    size_t q = sl_reqout_inject(fd, e, data, size, false, true);
-    if (q > 0) return (ssize_t)q; /* a 429 `reply` queued */
-    ssize_t n = r(s, data, size);
-    if (n >= 0) sl_reqout_read(e, data, (size_t)n, true); /* 0: the server closed */
-    return n;
+    if (!e) return REAL_GNUTLS(recv, "gnutls_record_recv", gnutls_record_recv)(s, data, size);
+    struct sl_transport t = transport(s, fd);
+    sl_reqout_tls_flush(e, &t); /* kept writes go first when due */
+    struct sl_gate *g = sl_reqout_replying(e, true);
+    if (!g) return t.read(&t, data, size);
+    struct iovec v = {.iov_base = data, .iov_len = size};
+    bool mine;
+    return sl_gate_read_replies(g, e, &t, &v, 1, false, &mine);
 }
 
 SL_EXPORT void gnutls_deinit(gnutls_session_t s)

@@ -475,56 +475,44 @@ static ssize_t request_write(struct sl_runtime *rt, struct sl_fd *e, struct call
     return n;
 }
 
-/* Copies n bytes of src into the call's buffers. */
-static void copy_out(const struct call *c, const char *src, size_t n)
+/* The socket transport of an outbound read: the program's own call (its
+ * buffers are the iovecs the gate is given), through the byte limiter
+ * when a byte rule applies. */
+struct sock_read {
+    struct sl_runtime *rt;
+    struct sl_fd *e;
+    struct call *c;
+};
+
+static ssize_t sock_readv(const struct sl_transport *t, const struct iovec *iov, int cnt)
 {
-    struct iovec one;
-    const struct iovec *iov;
-    int cnt = call_iov(c, &one, &iov);
-    for (int i = 0; i < cnt && n > 0; i++) {
-        size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
-        memcpy(iov[i].iov_base, src, k);
-        src += k;
-        n -= k;
-    }
+    (void)iov, (void)cnt;
+    const struct sock_read *x = t->ctx;
+    return x->e->bytes_rule[SL_IO_RECV] >= 0 && !peeking(x->c)
+               ? limited(x->rt, x->e, x->c, SL_IO_RECV)
+               : real_call(x->c, x->c->len);
 }
 
 /* A read of an outbound connection an outbound `reply` rule matches
- * (reqout.h): a queued 429 is read first; what the server sends is shown
- * to reqout.c, which counts the responses. */
-static ssize_t reply_read(struct sl_runtime *rt, struct sl_fd *e, struct call *c)
+ * (reqout.h): through the gate, which gives a queued 429 first and counts
+ * the responses in what the server sends. */
+static ssize_t reply_read(struct sl_runtime *rt, struct sl_fd *e, struct sl_gate *g, struct call *c)
 {
     if (c->k == K_SPLICE) return real_call(c, c->len);
-    char tmp[SL_REPLY_MAX];
-    size_t want = c->len < sizeof tmp ? c->len : sizeof tmp;
-    size_t n = sl_reqout_inject(c->fd, e, tmp, want, peeking(c), false);
-    if (n > 0) {
-        copy_out(c, tmp, n);
-        if (c->k == K_RECVFROM && c->from && c->fromlen) *c->fromlen = 0; /* as TCP's */
-        if (c->k == K_RECVMSG) {
-            c->msg->msg_namelen = 0;
-            c->msg->msg_controllen = 0;
-            c->msg->msg_flags = 0;
-        }
-        return (ssize_t)n;
+    struct iovec one;
+    const struct iovec *iov;
+    int cnt = call_iov(c, &one, &iov);
+    struct sock_read x = {.rt = rt, .e = e, .c = c};
+    struct sl_transport t = {.readv = sock_readv, .fd = c->fd, .ctx = &x};
+    bool own;
+    ssize_t n = sl_gate_read_replies(g, e, &t, iov, cnt, peeking(c), &own);
+    if (n > 0 && own && c->k == K_RECVFROM && c->from && c->fromlen) *c->fromlen = 0; /* as TCP */
+    if (n > 0 && own && c->k == K_RECVMSG) {
+        c->msg->msg_namelen = 0;
+        c->msg->msg_controllen = 0;
+        c->msg->msg_flags = 0;
     }
-    ssize_t got = e->bytes_rule[SL_IO_RECV] >= 0 && !peeking(c) ? limited(rt, e, c, SL_IO_RECV)
-                                                                : real_call(c, c->len);
-    if (got >= 0 && !peeking(c)) {
-        int saved = errno;
-        struct iovec one;
-        const struct iovec *iov;
-        int cnt = call_iov(c, &one, &iov);
-        size_t left = (size_t)got;
-        if (got == 0) sl_reqout_read(e, NULL, 0, false);
-        for (int i = 0; i < cnt && left > 0; i++) {
-            size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
-            sl_reqout_read(e, iov[i].iov_base, k, false);
-            left -= k;
-        }
-        errno = saved;
-    }
-    return got;
+    return n;
 }
 
 /* The entry of fd when sluice has work on it (then *rt is the runtime,
@@ -544,8 +532,9 @@ static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum 
      * read where the library is called (tls.c, gnutls.c) */
     if (io == SL_IO_RECV && c->len && sl_gate_in(e) && sl_req_plain(e))
         return request_read(rt, e, c);
-    if (io == SL_IO_RECV && c->len && sl_gate_out(e) && sl_reqout_plain(e) && sl_reqout_replies(e))
-        return reply_read(rt, e, c);
+    struct sl_gate *g;
+    if (io == SL_IO_RECV && c->len && sl_gate_out(e) && (g = sl_reqout_replying(e, false)))
+        return reply_read(rt, e, g, c);
     if (io == SL_IO_SEND && c->len && sl_gate_out(e) && sl_reqout_plain(e))
         return request_write(rt, e, c);
     if (e->bytes_rule[io] < 0 || c->len == 0 || peeking(c)) return real_call(c, c->len);

@@ -32,7 +32,7 @@ struct sl_req_out {
     bool written;     /* something was written */
     bool h2;          /* its plaintext opened with the HTTP/2 preface */
     bool tls_written; /* a plaintext write was seen */
-    char *kept;       /* sl_reqout_keep: taken, not yet written */
+    char *kept;       /* keep(): taken, not yet written */
     size_t nkept;
     bool bio; /* its records come from memory BIOs (tlsbio.h) */
     struct sl_tlsrec_conn *rec; /* TLS sluice cannot decrypt: bursts (tlsrec.h) */
@@ -182,47 +182,46 @@ static void add_hold(struct sl_req_out *o, uint64_t at, uint64_t until, int err)
     o->nholds = n + 1;
 }
 
-bool sl_reqout_bio(struct sl_fd *e)
-{
-    return OUT(e)->bio;
-}
-
-ssize_t sl_reqout_bio_write(int fd, struct sl_fd *e, const void *buf, size_t n,
-                            sl_reqout_write_fn w, void *session, uint64_t (*offset)(void *session))
+/* A session over memory BIOs writes n plaintext bytes with t->write in
+ * parts: each request that must wait adds a hold at t->offset(t), the
+ * ciphertext offset where its records begin, which the socket writes of
+ * the records then honour (a denied one fails them there). SSL_write
+ * always succeeds (see tlsbio.h). Returns the bytes written, or the
+ * library's failure. */
+static ssize_t bio_write(struct sl_fd *e, const struct sl_transport *t, const void *buf, size_t n)
 {
     if (!OUT(e)->live && OUT(e)->naming) name_step(e, buf, n, true);
     struct sl_req_out *o = OUT(e);
     struct sl_req_conn *c = CONN(o);
-    (void)fd;
     struct sl_runtime *rt = sl_runtime();
     bool denied = !o->live; /* not counted: written as they come */
     if (o->live && rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c))
         sl_req_conn_rebind(c, rt);
     const char *p = buf;
-    uint64_t t = sl_clock_now(); /* decisions after a hold are made at its turn */
+    uint64_t now = sl_clock_now(); /* decisions after a hold are made at its turn */
     size_t off = 0;
     for (int round = 0; off < n; round++) {
         size_t ok = n - off;
         if (!denied && !sl_req_done(c) && round < 64) {
             struct sl_req_verdict v;
-            size_t may = sl_req_admit(c, p + off, n - off, t, &v);
+            size_t may = sl_req_admit(c, p + off, n - off, now, &v);
             if (may == 0 && v.status == SL_REQ_HOLD) { /* this part waits for its turn */
-                t += v.wait_ns ? v.wait_ns : SL_NS_PER_SEC / 1000;
-                add_hold(o, offset(session), t, 0);
+                now += v.wait_ns ? v.wait_ns : SL_NS_PER_SEC / 1000;
+                add_hold(o, t->offset(t), now, 0);
                 continue;
             }
             if (may == 0 && (v.status == SL_REQ_DENY || v.status == SL_REQ_SWALLOW)) {
                 /* reject (reply falls back to it): the socket write fails there */
                 const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[v.rule];
-                add_hold(o, offset(session), 0, r->err ? r->err : ECONNREFUSED);
+                add_hold(o, t->offset(t), 0, r->err ? r->err : ECONNREFUSED);
                 denied = true;
                 continue;
             }
             if (v.status == SL_REQ_HOLD || v.status == SL_REQ_DENY || v.status == SL_REQ_SWALLOW)
                 ok = may; /* the bytes before the head that stopped */
         }
-        ssize_t k = w(session, p + off, ok);
-        if (k <= 0) return off ? (ssize_t)off : -1;
+        ssize_t k = t->write(t, p + off, ok);
+        if (k <= 0) return off ? (ssize_t)off : k;
         if (!denied) sl_req_passed(c, p + off, (size_t)k);
         off += (size_t)k;
     }
@@ -259,26 +258,20 @@ void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls)
     if (OUT(e)->live && OUT(e)->tls == tls) sl_req_passed(CONN(OUT(e)), buf, n);
 }
 
-size_t sl_reqout_inject(int fd, struct sl_fd *e, void *buf, size_t len, bool peek, bool tls)
+bool sl_reqout_bio(struct sl_fd *e)
 {
-    struct sl_req_out *o = OUT(e);
-    return o->live && o->tls == tls ? sl_gate_inject(&o->g, e, fd, buf, len, peek) : 0;
+    return OUT(e)->bio;
 }
 
-void sl_reqout_read(struct sl_fd *e, const void *buf, size_t n, bool tls)
+struct sl_gate *sl_reqout_replying(struct sl_fd *e, bool tls)
 {
     struct sl_req_out *o = OUT(e);
-    if (o->live && o->tls == tls && sl_req_replies(CONN(o))) sl_req_responses(CONN(o), buf, n);
+    return o->live && o->tls == tls && sl_req_replies(CONN(o)) ? &o->g : NULL;
 }
 
 bool sl_reqout_plain(const struct sl_fd *e)
 {
     return !OUT(e)->tls || OUT(e)->bio;
-}
-
-bool sl_reqout_replies(struct sl_fd *e)
-{
-    return OUT(e)->live && sl_req_replies(CONN(OUT(e)));
 }
 
 bool sl_reqout_tls(struct sl_fd *e)
@@ -295,12 +288,10 @@ bool sl_reqout_tls(struct sl_fd *e)
     return o->live;
 }
 
-bool sl_reqout_h2(struct sl_fd *e)
-{
-    return OUT(e)->h2;
-}
-
-bool sl_reqout_keep(struct sl_fd *e, const void *buf, size_t n)
+/* Takes n bytes the program wrote through the library (reported written)
+ * to write them itself when their turn comes; false: no room, at most
+ * SL_REQOUT_KEEP_MAX kept. */
+static bool keep(struct sl_fd *e, const void *buf, size_t n)
 {
     struct sl_req_out *o = OUT(e);
     if (n > SL_REQOUT_KEEP_MAX - o->nkept) return false;
@@ -312,20 +303,6 @@ bool sl_reqout_keep(struct sl_fd *e, const void *buf, size_t n)
     return true;
 }
 
-size_t sl_reqout_kept(struct sl_fd *e, const char **p)
-{
-    *p = OUT(e)->kept;
-    return OUT(e)->nkept;
-}
-
-void sl_reqout_kept_take(struct sl_fd *e, size_t n)
-{
-    struct sl_req_out *o = OUT(e);
-    if (n > o->nkept) n = o->nkept;
-    memmove(o->kept, o->kept + n, o->nkept - n);
-    o->nkept -= n;
-}
-
 /* When the kept bytes can go again: their turn, else soon (a write the
  * library could not finish). */
 static void announce_kept(int fd, struct sl_fd *e)
@@ -334,33 +311,91 @@ static void announce_kept(int fd, struct sl_fd *e)
     sl_ready_held(fd, e, at ? at : sl_clock_now() + SL_NS_PER_SEC / 1000);
 }
 
-bool sl_reqout_keep_held(int fd, struct sl_fd *e, const void *buf, size_t n)
+/* After a write of HTTP/2 on a non-blocking socket was held: keeps its
+ * bytes and announces the socket readable at their turn; false (not
+ * HTTP/2, blocking, no room): the wait is reported as before. Keeps errno. */
+static bool keep_held(int fd, struct sl_fd *e, const void *buf, size_t n)
 {
-    if (!OUT(e)->h2 || !sl_fd_nonblocking(fd) || !sl_reqout_keep(e, buf, n)) return false;
-    announce_kept(fd, e);
-    return true;
+    int saved = errno;
+    bool kept = OUT(e)->h2 && sl_fd_nonblocking(fd) && keep(e, buf, n);
+    if (kept) announce_kept(fd, e);
+    errno = saved;
+    return kept;
 }
 
-bool sl_reqout_flush(int fd, struct sl_fd *e, sl_reqout_write_fn w, void *session)
+/* Writes the kept bytes whose turn came with t->write. True when none are
+ * left kept. */
+static bool flush(struct sl_fd *e, const struct sl_transport *t)
 {
     struct sl_req_out *o = OUT(e);
     if (!o->nkept) return true;
     int saved = errno;
     while (o->nkept) {
         bool swallowed;
-        ssize_t ok = sl_reqout_before_write(fd, e, o->kept, o->nkept, false, true, &swallowed);
+        ssize_t ok = sl_reqout_before_write(t->fd, e, o->kept, o->nkept, false, true, &swallowed);
         if (ok <= 0) break; /* not yet (or refused: kept until the connection ends) */
-        ssize_t n = swallowed ? ok : w(session, o->kept, (size_t)ok);
+        ssize_t n = swallowed ? ok : t->write(t, o->kept, (size_t)ok);
         if (n <= 0) break;
         if (!swallowed) sl_req_passed(CONN(o), o->kept, (size_t)n);
-        sl_reqout_kept_take(e, (size_t)n);
+        memmove(o->kept, o->kept + n, o->nkept - (size_t)n);
+        o->nkept -= (size_t)n;
     }
     if (o->nkept)
-        announce_kept(fd, e);
+        announce_kept(t->fd, e);
     else
-        sl_ready_held(fd, e, 0);
+        sl_ready_held(t->fd, e, 0);
     errno = saved;
     return o->nkept == 0;
+}
+
+void sl_reqout_tls_flush(struct sl_fd *e, const struct sl_transport *t)
+{
+    if (OUT(e)->nkept) flush(e, t);
+}
+
+/* The program's write of n bytes, in parts when a swallowed request
+ * (outbound `reply`) is among them: the parts before and after it are
+ * written, its own bytes are not. Returns the count handled (n, or fewer
+ * when a part failed after earlier ones went: a short count, which
+ * python's sendall and the like go on from), or, when nothing went, -1
+ * with *refused (the gate's errno) or the library's failure. */
+static ssize_t write_parts(struct sl_fd *e, const struct sl_transport *t, const char *buf, size_t n,
+                           bool *refused)
+{
+    size_t off = 0;
+    while (off < n) {
+        bool swallowed;
+        ssize_t k = sl_reqout_before_write(t->fd, e, buf + off, n - off, false, true, &swallowed);
+        if (k < 0) return off ? (ssize_t)off : (*refused = true, -1);
+        if (swallowed) {
+            off += (size_t)k;
+            continue;
+        }
+        ssize_t got = t->write(t, buf + off, (size_t)k);
+        if (got <= 0) return off ? (ssize_t)off : got;
+        sl_reqout_written(e, buf + off, (size_t)got, true);
+        off += (size_t)got;
+    }
+    return (ssize_t)off;
+}
+
+ssize_t sl_reqout_tls_write(struct sl_fd *e, const struct sl_transport *t, const void *buf,
+                            size_t n, bool *refused)
+{
+    *refused = false;
+    if (OUT(e)->bio && t->offset) return bio_write(e, t, buf, n);
+    if (!flush(e, t)) { /* behind what is kept, or kept itself */
+        if (keep(e, buf, n)) return (ssize_t)n;
+        *refused = true;
+        errno = EAGAIN;
+        return -1;
+    }
+    ssize_t k = write_parts(e, t, buf, n, refused);
+    if (k < 0 && *refused && errno == EAGAIN && keep_held(t->fd, e, buf, n)) {
+        *refused = false;
+        return (ssize_t)n;
+    }
+    return k;
 }
 
 void sl_reqout_free(struct sl_fd *e)

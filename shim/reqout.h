@@ -10,8 +10,8 @@
  *   - reject: the write fails with the rule's errno;
  *   - reply (HTTP/1): the request, head and body, is swallowed (reported
  *     written, never sent) and a 429 is queued for the program's next
- *     reads (sl_reqout_inject) once it has read the responses to every
- *     request sent before (core/request.h: sl_req_swallow); until then the
+ *     reads (gate.h: sl_gate_read_replies) once it has read the responses
+ *     to every request sent before (core/request.h: sl_req_swallow); until then the
  *     write is held (blocking: up to a second, then the rule's errno, for
  *     a client that pipelines on one thread; non-blocking: EAGAIN). The
  *     socket is reported readable while a 429 waits (ready.h). HTTP/2
@@ -47,23 +47,17 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
 ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
                                bool nonblock_flag, bool tls, bool *swallowed);
 
-/* io.c, tls.c, before a read: copies up to len bytes of queued 429s into
- * buf (taken unless peek); 0 when none wait. */
-size_t sl_reqout_inject(int fd, struct sl_fd *e, void *buf, size_t len, bool peek, bool tls);
-
-/* io.c, tls.c: the program read these n bytes from the server (n 0: end
- * of stream), counted as responses when the connection replies. */
-void sl_reqout_read(struct sl_fd *e, const void *buf, size_t n, bool tls);
+/* io.c, tls.c, gnutls.c, before a read of the connection (tls: through
+ * the library): its gate when an outbound `reply` rule matches it, and
+ * the read must then go through sl_gate_read_replies (the 429s queued,
+ * the responses counted); else NULL. */
+struct sl_gate *sl_reqout_replying(struct sl_fd *e, bool tls);
 
 /* False once a TLS library writes the connection's requests (tls.c,
  * gnutls.c) over its own socket calls: the socket then carries ciphertext,
  * and io.c passes its reads and writes by (memory BIOs excepted: their
  * records wait their turn at the socket, tlsbio.h). */
 bool sl_reqout_plain(const struct sl_fd *e);
-
-/* True when an outbound `reply` rule matches the connection (its reads
- * must then go through the two calls above). */
-bool sl_reqout_replies(struct sl_fd *e);
 
 /* io.c: n of those bytes were written. */
 void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls);
@@ -74,41 +68,34 @@ void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls);
  * connection can no longer be tracked. */
 bool sl_reqout_tls(struct sl_fd *e);
 
-/* tls.c: the connection's plaintext opened with the HTTP/2 preface. */
-bool sl_reqout_h2(struct sl_fd *e);
-
-/* tls.c: bytes the program wrote through the library that sluice took
- * (reported written) and writes itself when their turn comes, in order
- * (see tls.c). keep appends n bytes (false: no room, at most
- * SL_REQOUT_KEEP_MAX kept); kept peeks; kept_take drops n written. */
+/* tls.c, gnutls.c: the program's write of n plaintext bytes through a
+ * TLS library, whose own write is t->write (t->offset: the session runs
+ * over memory BIOs, tlsbio.h). Each request waits its turn, in parts
+ * around a request `reply` swallows; the write waits for its last request
+ * (all or nothing, as the libraries' writes). Returns the bytes handled
+ * (n, or fewer when a part failed after earlier ones went), or, when none
+ * went: -1 with *refused set and errno (EAGAIN: held, the socket writable
+ * at the turn; EINTR; the rule's errno), or t->write's own failure.
+ *
+ * HTTP/2 on a non-blocking socket (curl, libcurl) is the exception: a
+ * write that must wait is taken, reported written and kept, instead of
+ * failing (see tls.c); the kept bytes go, in order and before anything the
+ * program writes after them, at its first call on the session once their
+ * turn came (sl_reqout_tls_flush before reads), the socket reported
+ * readable then (ready.h). What it writes meanwhile is kept behind them,
+ * up to SL_REQOUT_KEEP_MAX, beyond which it is refused (EAGAIN). */
 #define SL_REQOUT_KEEP_MAX (64 * 1024)
-bool sl_reqout_keep(struct sl_fd *e, const void *buf, size_t n);
-size_t sl_reqout_kept(struct sl_fd *e, const char **p);
-void sl_reqout_kept_take(struct sl_fd *e, size_t n);
+ssize_t sl_reqout_tls_write(struct sl_fd *e, const struct sl_transport *t, const void *buf,
+                            size_t n, bool *refused);
 
-/* tls.c, gnutls.c: after a write of HTTP/2 on a non-blocking socket was
- * held, keeps its bytes (reported written by the caller) and announces the
- * socket readable at their turn; false (not HTTP/2, blocking, no room):
- * the caller reports the wait as before. */
-bool sl_reqout_keep_held(int fd, struct sl_fd *e, const void *buf, size_t n);
+/* tls.c, gnutls.c, before a read of the session: the kept bytes whose turn
+ * came go first, with t->write. */
+void sl_reqout_tls_flush(struct sl_fd *e, const struct sl_transport *t);
 
-/* tls.c, gnutls.c, before any write or read of the session: writes the
- * kept bytes whose turn came with w (the library's write of plaintext:
- * bytes taken, or <= 0). True when none are left kept. */
-typedef ssize_t (*sl_reqout_write_fn)(void *session, const void *buf, size_t n);
-bool sl_reqout_flush(int fd, struct sl_fd *e, sl_reqout_write_fn w, void *session);
-
-/* tlsbio.c: the connection's records come from OpenSSL memory BIOs (its
- * ClientHello tied it to a session without a socket). */
+/* tls.c: the connection's records come from OpenSSL memory BIOs (its
+ * ClientHello tied it to a session without a socket): its writes go
+ * through tlsbio.h's transport. */
 bool sl_reqout_bio(struct sl_fd *e);
-
-/* tlsbio.c: the session's SSL_write of n plaintext bytes, written with w
- * in parts: each request that must wait adds a hold at offset(session),
- * the ciphertext offset where its records begin, which the socket writes
- * of the records then honour (a denied one fails them there). Returns the
- * bytes written, or -1. */
-ssize_t sl_reqout_bio_write(int fd, struct sl_fd *e, const void *buf, size_t n,
-                            sl_reqout_write_fn w, void *session, uint64_t (*offset)(void *session));
 
 /* fd.c: the entry is forgotten. */
 void sl_reqout_free(struct sl_fd *e);

@@ -39,15 +39,19 @@
  * on both would see each early request twice).
  *
  * Outbound (the program is a TLS client, shim/reqout.h): SSL_write and
- * SSL_write_ex hand the plaintext to reqout.c before the library encrypts
- * it; a request that must wait makes the write wait (blocking) or fail
- * with want-write, and a rejected one fails it with the rule's errno. A
- * write through the library is all or nothing, so it waits for its last
- * request. The session is tied to its socket by SSL_get_wfd.
+ * SSL_write_ex hand the plaintext to reqout.c (sl_reqout_tls_write, over
+ * this file's OpenSSL transport, or tlsbio.h's for memory BIOs) before the
+ * library encrypts it; a request that must wait makes the write wait
+ * (blocking) or fail with want-write, and a rejected one fails it with the
+ * rule's errno. A write through the library is all or nothing, so it
+ * waits for its last request. SSL_read and SSL_read_ex of a session an
+ * outbound `reply` rule matches read through the gate (gate.h:
+ * sl_gate_read_replies): a queued 429 first, then the server's bytes,
+ * counted as responses. The session is tied to its socket by SSL_get_wfd.
  *
  * HTTP/2 on a non-blocking socket (curl, libcurl) is the exception: a
- * write that must wait is taken, reported written and kept (reqout.h,
- * sl_reqout_keep), instead of failing with want-write. curl 7.88 (Debian
+ * write that must wait is taken, reported written and kept (reqout.h),
+ * instead of failing with want-write. curl 7.88 (Debian
  * 12) treats a want-write met while it answers the server's SETTINGS in
  * its read path as a fatal send error (exit 55; 92 with several streams).
  * The kept bytes go, in order and before anything the program writes
@@ -64,6 +68,7 @@
 #include "fd.h"
 #include "req.h"
 #include "reqout.h"
+#include "lazy.h"
 #include "shim.h"
 #include "tie.h"
 #include "tlsbio.h"
@@ -90,19 +95,9 @@ static struct {
     int (*set_max_early_data)(SSL *, uint32_t);
 } real;
 
-static void *find(void *_Atomic *slot, const char *name, void *ours)
-{
-    void *p = atomic_load_explicit(slot, memory_order_acquire);
-    if (!p) {
-        p = sl_resolve_next(name, SSL_VERSION, SSL_LIB, ours);
-        if (!p) p = sl_resolve_next(name, NULL, SSL_LIB, ours); /* a libssl without versions */
-        atomic_store_explicit(slot, p, memory_order_release);
-    }
-    return p;
-}
-
 #define REAL_SSL(field, name, ours)                                                                \
-    ((__typeof__(real.field))find((void *_Atomic *)&real.field, name, (void *)(ours)))
+    ((__typeof__(real.field))sl_resolve_lazy((void *_Atomic *)&real.field, name, SSL_VERSION,      \
+                                             SSL_LIB, (void *)(ours), true))
 
 /* The thread's last call this file answered for the library (a write
  * held: want-write). */
@@ -157,37 +152,8 @@ static int write_plain(void *ssl, const void *buf, int n)
 static const struct sl_tls_ops ops = {.read = read_plain, .retry = retry, .write = write_plain};
 
 static struct sl_fd *tracked_out(const SSL *ssl, int *fd);
-static void flush_before_read(SSL *ssl);
-
-/* A read of a session an outbound `reply` rule matches (reqout.h): a
- * queued 429 first, else the library's read, whose bytes are counted as
- * responses. Returns false when the session is not one of those. */
-static bool reply_read(SSL *ssl, void *buf, size_t num, size_t *got, int *ret,
-                       int (*r)(SSL *, void *, size_t, size_t *))
-{
-    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
-    int fd;
-    struct sl_fd *e;
-    if (!rt || !rt->any_req_out || !(e = tracked_out(ssl, &fd)) || !sl_reqout_replies(e))
-        return false;
-    size_t n = sl_reqout_inject(fd, e, buf, num, false, true);
-    if (n > 0) {
-        *got = n;
-        *ret = 1;
-        return true;
-    }
-    *got = 0;
-    *ret = r(ssl, buf, num, got);
-    if (*ret > 0 && *got > 0) {
-        sl_reqout_read(e, buf, *got, true);
-    } else {
-        int saved = errno;
-        int err = REAL_SSL(get_error, "SSL_get_error", SSL_get_error)(ssl, *ret);
-        if (err == SSL_ERROR_ZERO_RETURN) sl_reqout_read(e, NULL, 0, true);
-        errno = saved;
-    }
-    return true;
-}
+static int read_out(SSL *ssl, void *buf, size_t num, size_t *got,
+                    int (*own)(SSL *, void *, size_t, size_t *));
 
 static int read_ex_of_read(SSL *ssl, void *buf, size_t n, size_t *got)
 {
@@ -207,14 +173,11 @@ static int read_ex_real(SSL *ssl, void *buf, size_t n, size_t *got)
 static int read_through(SSL *ssl, void *buf, size_t num, size_t *got,
                         int (*own)(SSL *, void *, size_t, size_t *))
 {
-    flush_before_read(ssl);
     int fd;
     struct sl_fd *e = tracked(ssl, &fd);
     last.ssl = NULL;
     *got = 0;
-    int ret;
-    if (!e && num > 0 && reply_read(ssl, buf, num, got, &ret, own)) return ret;
-    if (!e) return own(ssl, buf, num, got);
+    if (!e) return read_out(ssl, buf, num, got, own);
     /* SSL_read with an int count reads the same records */
     enum sl_tls_how how;
     int n = sl_req_tls_read(fd, e, ssl, buf, num > INT_MAX ? INT_MAX : (int)num, &ops, &how);
@@ -286,92 +249,6 @@ static struct sl_fd *tracked_out(const SSL *ssl, int *fd)
     return e && sl_gate_out(e) && sl_reqout_tls(e) ? e : NULL;
 }
 
-/* Before the program's write of n bytes: how many of them may go now
- * (all of them, or fewer before a request `reply` swallows), or with
- * *swallowed how many were swallowed; -1 with what SSL_get_error must say
- * in `last`. */
-static ssize_t write_turn(SSL *ssl, int fd, struct sl_fd *e, const void *buf, size_t n,
-                          bool *swallowed)
-{
-    ssize_t ok = sl_reqout_before_write(fd, e, buf, n, false, true, swallowed);
-    if (ok >= 0) return ok;
-    last.ssl = ssl;
-    if (errno == EAGAIN || errno == EINTR) {
-        last.how = SL_TLS_WANT_WRITE; /* held (or a blocking wait was cut): try again */
-    } else {
-        last.how = SL_TLS_RESET; /* reject: the rule's errno */
-        last.err = errno;
-    }
-    return -1;
-}
-
-/* The program's write of n bytes, in parts when a swallowed request
- * (outbound `reply`) is among them: the parts before and after it are
- * written, its own bytes are not. Returns the count handled (n, or fewer
- * when a part failed after earlier ones went: a short count, which
- * python's sendall and the like go on from), or -1 (nothing went) with
- * `last` or the library's error to report. */
-static ssize_t write_parts(SSL *ssl, int fd, struct sl_fd *e, const char *buf, size_t n,
-                           int (*w)(SSL *, const void *, size_t, size_t *))
-{
-    size_t off = 0;
-    while (off < n) {
-        bool swallowed;
-        ssize_t k = write_turn(ssl, fd, e, buf + off, n - off, &swallowed);
-        if (k < 0) return off ? (ssize_t)off : -1;
-        if (swallowed) {
-            off += (size_t)k;
-            continue;
-        }
-        size_t got = 0;
-        if (!w(ssl, buf + off, (size_t)k, &got) || got == 0) return off ? (ssize_t)off : -1;
-        sl_reqout_written(e, buf + off, got, true);
-        off += got;
-    }
-    last.ssl = NULL; /* the whole write went, or was swallowed */
-    return (ssize_t)off;
-}
-
-static int write_ex_real(SSL *ssl, const void *buf, size_t n, size_t *got);
-
-/* The library's own write of kept plaintext (reqout.h: sl_reqout_flush). */
-static ssize_t write_kept(void *ssl, const void *buf, size_t n)
-{
-    size_t got = 0;
-    return write_ex_real(ssl, buf, n, &got) && got ? (ssize_t)got : -1;
-}
-
-/* The program's write through the library, on a session whose requests
- * are counted: behind what is kept (see the top), or kept itself. */
-static ssize_t write_counted(SSL *ssl, int fd, struct sl_fd *e, const void *buf, size_t n,
-                             int (*w)(SSL *, const void *, size_t, size_t *))
-{
-    if (!sl_reqout_flush(fd, e, write_kept, ssl)) {
-        if (sl_reqout_keep(e, buf, n)) return (ssize_t)n;
-        last.ssl = ssl;
-        last.how = SL_TLS_WANT_WRITE;
-        return -1;
-    }
-    ssize_t k = write_parts(ssl, fd, e, buf, n, w);
-    if (k < 0 && last.ssl == ssl && last.how == SL_TLS_WANT_WRITE &&
-        sl_reqout_keep_held(fd, e, buf, n)) {
-        last.ssl = NULL;
-        return (ssize_t)n;
-    }
-    return k;
-}
-
-/* Before a read of a session with kept bytes: they go first when due. */
-static void flush_before_read(SSL *ssl)
-{
-    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
-    int fd;
-    struct sl_fd *e;
-    const char *p;
-    if (rt && rt->any_req_out && (e = tracked_out(ssl, &fd)) && sl_reqout_kept(e, &p))
-        sl_reqout_flush(fd, e, write_kept, ssl);
-}
-
 static int write_ex_of_write(SSL *ssl, const void *buf, size_t n, size_t *got)
 {
     int (*w)(SSL *, const void *, int) = REAL_SSL(write, "SSL_write", SSL_write);
@@ -383,6 +260,95 @@ static int write_ex_of_write(SSL *ssl, const void *buf, size_t n, size_t *got)
 static int write_ex_real(SSL *ssl, const void *buf, size_t n, size_t *got)
 {
     return REAL_SSL(write_ex, "SSL_write_ex", SSL_write_ex)(ssl, buf, n, got);
+}
+
+/* ---- outbound sessions: the OpenSSL transport (memory BIOs: tlsbio.h) ---- */
+
+/* The program's own forms of the library's calls, on one session. */
+struct ssl_io {
+    SSL *ssl;
+    int (*read)(SSL *, void *, size_t, size_t *);
+    int (*write)(SSL *, const void *, size_t, size_t *);
+};
+
+static ssize_t out_read(const struct sl_transport *t, void *buf, size_t n)
+{
+    const struct ssl_io *x = t->ctx;
+    size_t got = 0;
+    int r = x->read(x->ssl, buf, n, &got);
+    return r > 0 ? (ssize_t)got : r;
+}
+
+/* The read's failure r was the server's close_notify. */
+static bool out_ended(const struct sl_transport *t, ssize_t r)
+{
+    const struct ssl_io *x = t->ctx;
+    int saved = errno;
+    bool end = REAL_SSL(get_error, "SSL_get_error", SSL_get_error)(x->ssl, (int)r) ==
+               SSL_ERROR_ZERO_RETURN;
+    errno = saved;
+    return end;
+}
+
+static ssize_t out_write(const struct sl_transport *t, const void *buf, size_t n)
+{
+    const struct ssl_io *x = t->ctx;
+    size_t got = 0;
+    return x->write(x->ssl, buf, n, &got) && got ? (ssize_t)got : -1;
+}
+
+/* The transport of an outbound session on fd: the library's own reads
+ * and writes; a session over memory BIOs writes through tlsbio.h's (its
+ * reads are the library's, as over a socket). */
+static struct sl_transport out_transport(struct sl_fd *e, int fd, struct ssl_io *x, bool writes)
+{
+    if (writes && sl_reqout_bio(e)) return sl_tlsbio_transport(x->ssl, fd);
+    return (struct sl_transport){
+        .read = out_read, .ended = out_ended, .write = out_write, .fd = fd, .ctx = x};
+}
+
+/* A read of a session no inbound request rule counts: kept writes go
+ * first when due (reqout.h), and when an outbound `reply` rule matches it
+ * the read goes through the gate (a queued 429 first, the responses
+ * counted); else it is the library's own. */
+static int read_out(SSL *ssl, void *buf, size_t num, size_t *got,
+                    int (*own)(SSL *, void *, size_t, size_t *))
+{
+    int fd;
+    struct sl_fd *e = tracked_out(ssl, &fd);
+    if (!e) return own(ssl, buf, num, got);
+    struct ssl_io kept = {.ssl = ssl, .write = write_ex_real}, x = {.ssl = ssl, .read = own};
+    struct sl_transport k = out_transport(e, fd, &kept, true);
+    sl_reqout_tls_flush(e, &k);
+    struct sl_gate *g = num > 0 ? sl_reqout_replying(e, true) : NULL;
+    if (!g) return own(ssl, buf, num, got);
+    struct sl_transport t = out_transport(e, fd, &x, false);
+    struct iovec v = {.iov_base = buf, .iov_len = num};
+    bool mine;
+    ssize_t n = sl_gate_read_replies(g, e, &t, &v, 1, false, &mine);
+    *got = n > 0 ? (size_t)n : 0;
+    return n > 0 ? 1 : (int)n;
+}
+
+/* SSL_write and SSL_write_ex (w: the program's form) of n bytes on a
+ * session whose requests are counted: the count handled, or -1 with
+ * `last` or the library's error to report. */
+static ssize_t write_out(SSL *ssl, int fd, struct sl_fd *e, const void *buf, size_t n,
+                         int (*w)(SSL *, const void *, size_t, size_t *))
+{
+    struct ssl_io x = {.ssl = ssl, .write = w};
+    struct sl_transport t = out_transport(e, fd, &x, true);
+    bool refused;
+    ssize_t k = sl_reqout_tls_write(e, &t, buf, n, &refused);
+    if (k > 0 || !refused) return k > 0 ? k : -1;
+    last.ssl = ssl;
+    if (errno == EAGAIN || errno == EINTR) {
+        last.how = SL_TLS_WANT_WRITE; /* held (or a blocking wait was cut): try again */
+    } else {
+        last.how = SL_TLS_RESET; /* reject: the rule's errno */
+        last.err = errno;
+    }
+    return -1;
 }
 
 /* A write through a session with no socket and no tie: OpenSSL over memory
@@ -407,8 +373,7 @@ SL_EXPORT int SSL_write(SSL *ssl, const void *buf, int num)
         if (num > 0) note_memory_bio(ssl);
         return w(ssl, buf, num);
     }
-    ssize_t n = sl_reqout_bio(e) ? sl_tlsbio_write(ssl, fd, e, buf, (size_t)num)
-                                 : write_counted(ssl, fd, e, buf, (size_t)num, write_ex_of_write);
+    ssize_t n = write_out(ssl, fd, e, buf, (size_t)num, write_ex_of_write);
     return n > 0 ? (int)n : -1;
 }
 
@@ -423,8 +388,7 @@ SL_EXPORT int SSL_write_ex(SSL *ssl, const void *buf, size_t num, size_t *writte
         if (num > 0) note_memory_bio(ssl);
         return w(ssl, buf, num, written);
     }
-    ssize_t n = sl_reqout_bio(e) ? sl_tlsbio_write(ssl, fd, e, buf, num)
-                                 : write_counted(ssl, fd, e, buf, num, write_ex_real);
+    ssize_t n = write_out(ssl, fd, e, buf, num, write_ex_real);
     if (written) *written = n > 0 ? (size_t)n : 0;
     return n > 0;
 }

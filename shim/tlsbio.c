@@ -7,7 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "reqout.h"
+#include "gate.h"
+#include "lazy.h"
 #include "shim.h"
 #include "tie.h"
 
@@ -20,18 +21,9 @@ static struct {
     int (*write_ex)(void *, const void *, size_t, size_t *);
 } real;
 
-static void *find(void *_Atomic *slot, const char *name, const char *lib)
-{
-    void *p = atomic_load_explicit(slot, memory_order_acquire);
-    if (!p) {
-        p = sl_resolve_next(name, SSL_VERSION, lib, NULL);
-        atomic_store_explicit(slot, p, memory_order_release);
-    }
-    return p;
-}
-
 #define REAL_FN(field, name, lib)                                                                  \
-    ((__typeof__(real.field))find((void *_Atomic *)&real.field, name, lib))
+    ((__typeof__(real.field))sl_resolve_lazy((void *_Atomic *)&real.field, name, SSL_VERSION, lib, \
+                                             NULL, false))
 
 void sl_tlsbio_remember(const void *ssl)
 {
@@ -48,24 +40,25 @@ void sl_tlsbio_forget(const void *ssl)
 }
 
 /* The library's write of plaintext into the session (into its write BIO). */
-static ssize_t write_plain(void *ssl, const void *buf, size_t n)
+static ssize_t write_plain(const struct sl_transport *t, const void *buf, size_t n)
 {
     int (*w)(void *, const void *, size_t, size_t *) =
         REAL_FN(write_ex, "SSL_write_ex", "libssl.so.3");
     size_t got = 0;
-    return w && w(ssl, buf, n, &got) && got ? (ssize_t)got : -1;
+    return w && w(t->ctx, buf, n, &got) && got ? (ssize_t)got : -1;
 }
 
 /* Where the next record begins in the session's ciphertext stream. */
-static uint64_t cipher_offset(void *ssl)
+static uint64_t cipher_offset(const struct sl_transport *t)
 {
     void *(*wbio)(const void *) = REAL_FN(get_wbio, "SSL_get_wbio", "libssl.so.3");
     uint64_t (*nw)(void *) = REAL_FN(number_written, "BIO_number_written", "libcrypto.so.3");
-    void *b = wbio ? wbio(ssl) : NULL;
+    void *b = wbio ? wbio(t->ctx) : NULL;
     return b && nw ? nw(b) : 0;
 }
 
-ssize_t sl_tlsbio_write(void *ssl, int fd, struct sl_fd *e, const void *buf, size_t n)
+struct sl_transport sl_tlsbio_transport(void *ssl, int fd)
 {
-    return sl_reqout_bio_write(fd, e, buf, n, write_plain, ssl, cipher_offset);
+    return (struct sl_transport){
+        .write = write_plain, .offset = cipher_offset, .fd = fd, .ctx = ssl};
 }

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "fd.h"
+#include "gate.h"
 
 /* tls.c: a handshake step of a session with no socket ended. */
 void sl_tlsbio_remember(const void *ssl);
@@ -32,8 +32,10 @@ void sl_tlsbio_remember(const void *ssl);
 /* tls.c: the session is freed. */
 void sl_tlsbio_forget(const void *ssl);
 
-/* tls.c: SSL_write of n plaintext bytes on a tied session: the bytes
- * handed to the library (n, or fewer when it failed part way), or -1. */
-ssize_t sl_tlsbio_write(void *ssl, int fd, struct sl_fd *e, const void *buf, size_t n);
+/* tls.c: the transport of a tied session's SSL_write (reqout.h:
+ * sl_reqout_tls_write): the library's write into the write BIO, and the
+ * ciphertext offset where the next record begins. Its reads are the
+ * library's own, as over a socket. */
+struct sl_transport sl_tlsbio_transport(void *ssl, int fd);
 
 #endif

@@ -15,10 +15,9 @@
 #include "../core/mem.h"
 #include "../core/request.h"
 #include "../core/tlsrec.h"
-#include "ready.h"
+#include "hold.h"
 #include "reload.h"
 #include "shim.h"
-#include "wait.h"
 
 struct sl_tlsrec_conn {
     struct sl_tlsrec rec;
@@ -113,8 +112,8 @@ ssize_t sl_tlsrec_before_write(struct sl_tlsrec_conn *t, int fd, struct sl_fd *e
     }
     struct sl_runtime *rt = sl_runtime();
     if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
-    int saved = errno, nonblock = nonblock_flag ? 1 : -1;
-    uint64_t deadline = 0;
+    int saved = errno;
+    struct sl_hold h = sl_hold_for(fd, e, SL_IO_SEND, nonblock_flag);
     for (;;) {
         uint64_t now = sl_clock_now();
         struct sl_req_verdict v;
@@ -131,15 +130,7 @@ ssize_t sl_tlsrec_before_write(struct sl_tlsrec_conn *t, int fd, struct sl_fd *e
             errno = r->err ? r->err : ECONNREFUSED;
             return -1;
         }
-        uint64_t until = now + v.wait_ns; /* HOLD: its turn */
-        if (nonblock < 0) nonblock = sl_fd_nonblocking(fd);
-        if (nonblock) {
-            sl_ready_throttle(fd, e, SL_IO_SEND, until);
-            errno = EAGAIN;
-            return -1;
-        }
-        if (!deadline) deadline = sl_wait_deadline(fd, SO_SNDTIMEO, now);
-        if (sl_wait_until(until, deadline) != 0) return -1;
+        if (sl_hold_until(&h, now, now + v.wait_ns) != 0) return -1; /* HOLD: its turn */
     }
 }
 

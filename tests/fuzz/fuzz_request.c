@@ -15,6 +15,7 @@
 #include "../../core/log.h"
 #include "../../core/request.h"
 #include "../../core/table.h"
+#include "../unit/reqrule.h"
 
 static struct sl_config cfg;
 static struct sl_table *table;
@@ -23,15 +24,9 @@ static struct sl_runtime rt;
 static void setup(void)
 {
     sl_log_setup(SL_LOG_NONE, SL_LOG_ERROR);
-    struct sl_rule *r = &cfg.rules[cfg.nrules++];
-    strcpy(r->name, "fuzz");
-    r->id = sl_name_hash(r->name);
-    r->dir = SL_IN;
+    struct sl_rule *r = req_rule_add(&cfg, "fuzz", SL_IN, SL_ACT_DELAY);
     r->prefix4 = 32;
     r->prefix6 = 64;
-    r->request = true;
-    r->cost = 1;
-    r->action = SL_ACT_DELAY;
     r->max_delay_ns = 1000000000ull;
     r->req_per = SL_REQ_PER_HEADER;
     strcpy(r->req_per_name, "X-Key");
@@ -40,13 +35,7 @@ static void setup(void)
     r->quota = 50;
     r->quota_window = SL_QUOTA_DAY;
     sl_limit_init(&r->req_limit, SL_ALG_GCRA, 100, 1000000000ull, 5);
-    struct sl_rule *o = &cfg.rules[cfg.nrules++];
-    strcpy(o->name, "fuzz-out");
-    o->id = sl_name_hash(o->name);
-    o->dir = SL_OUT;
-    o->request = true;
-    o->cost = 1;
-    o->action = SL_ACT_REPLY;
+    struct sl_rule *o = req_rule_add(&cfg, "fuzz-out", SL_OUT, SL_ACT_REPLY);
     o->per = SL_PER_RULE;
     o->nto = 1; /* ::/0: every destination */
     sl_limit_init(&o->req_limit, SL_ALG_GCRA, 10, 1000000000ull, 2);

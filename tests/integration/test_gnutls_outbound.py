@@ -15,7 +15,9 @@ the protocol it offers) under
     session is tied to its socket by the handshake's first send): 12
     transfers on one handle, all 200, paced the same;
   - reject (req_rate=1/m req_burst=2): wget --tries=1 gets 2 of 12, nginx
-    serves 2, and the log names the limited requests.
+    serves 2, and the log names the limited requests;
+  - reply (the same rate): nginx serves 2, wget reads 10 429s (swallowed
+    by gnutls_record_send, read through gnutls_record_recv).
 """
 import re
 
@@ -99,4 +101,17 @@ with TempDir() as tmp:
         check(len(logged("wrj", 2)) == 2, f"reject: nginx served {served('wrj')}: {r.stderr}")
         check(r.returncode != 0 and re.search(r"limited request GET /wrj2", r.stderr),
               f"reject: wget fails, the log names the request: {r.returncode} {r.stderr}")
+
+        # reply: gnutls_record_send swallows the requests over the limit and
+        # gnutls_record_recv reads their 429s through the gate (shim/gate.h,
+        # sl_gate_read_replies); without them wget would wait for answers
+        # that never come
+        rule = f"to=127.0.0.1 port={port} req_rate=1/m req_burst=2 action=reply"
+        urls = [f"https://127.0.0.1:{port}/wrp{i}" for i in range(N)]
+        r = run(sluice_argv(["wget", "--no-check-certificate", "--tries=1", "-O", "/dev/null", *urls],
+                            outs=[rule]), timeout=60)
+        check(len(logged("wrp", 2)) == 2, f"reply: nginx served {served('wrp')}: {r.stderr}")
+        got = re.findall(r"ERROR 429", r.stderr)
+        check(len(got) == N - 2, f"reply: wget reads {N - 2} x 429: {len(got)}: {r.stderr}")
+        print(f"reply: nginx served 2, wget read {len(got)} x 429")
 print("ok")

@@ -20,7 +20,8 @@ nginx on loopback with TLS (`ssl http2`: these clients offer http/1.1),
   - no line saying the requests were not counted; CPU of the paced runs
     well under the 2.2 s a spinning wait would use;
   - reject (req_rate=1/m req_burst=2): the third request's socket write
-    fails with ECONNREFUSED (the rule's errno), nginx served 2.
+    fails with ECONNREFUSED (the rule's errno), nginx served 2; reply the
+    same (its fallback), the responses read through the gate.
 Before shim/tlsbio.c, all of these took the unruled time.
 """
 import errno
@@ -123,4 +124,13 @@ with TempDir() as tmp:
         got, err = client([PY, "-c", STREAMS, str(port), "rj", "5", "0"], rule)
         check(got["codes"] == [200, 200, errno.ECONNREFUSED], f"reject: {got} {err}")
         check(len(logged("rj", 2)) == 2, f"reject: nginx served {served('rj')}")
+
+        # reply falls back to reject over memory BIOs (no 429 can enter the
+        # records), but the session's reads go through the gate that counts
+        # responses (shim/gate.h, sl_gate_read_replies): they must still
+        # read the server's bytes, with the library's own read
+        rule = f"to=127.0.0.1 port={port} req_rate=1/m req_burst=2 action=reply"
+        got, err = client([PY, "-c", STREAMS, str(port), "rp", "5", "0"], rule)
+        check(got["codes"] == [200, 200, errno.ECONNREFUSED], f"reply: {got} {err}")
+        check(len(logged("rp", 2)) == 2, f"reply: nginx served {served('rp')}")
 print("ok")

@@ -5,9 +5,10 @@
  * told the turn; blocking: one wait until it), a denial ends the stream
  * (reply: end of file and the 429 kept; reject: ECONNRESET); outbound, a
  * head waits its turn, a swallowed request's 429 is queued behind the
- * responses owed before it and read first, a reject fails the write with
- * the rule's errno. The clock is
- * injected; the readiness layer and the waits are stubbed here. */
+ * responses owed before it (counted in what the program reads through
+ * the gate, to the end of the stream) and read first, a reject fails the
+ * write with the rule's errno. The clock is injected; the readiness layer
+ * and the waits are stubbed here; the rule and its runtime: reqworld.h. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +26,7 @@
 #include "../../shim/gate.h"
 #include "../../shim/ready.h"
 #include "../../shim/wait.h"
+#include "reqworld.h"
 #include "testutil.h"
 
 /* ---- the world: the clock, and stubs for ready.c and wait.c ---- */
@@ -91,11 +93,12 @@ struct peer {
     size_t len, off;
     size_t piece; /* each read gets at most this many */
     bool more;    /* more() gets the next piece too (it arrived); false: EAGAIN */
+    int end;      /* after the last byte: 0 EAGAIN, 1 end of stream (0), 2 a TLS end (-1) */
 };
 
 static ssize_t take(struct peer *p, void *buf, size_t n)
 {
-    if (p->off == p->len) return errno = EAGAIN, -1;
+    if (p->off == p->len) return p->end == 1 ? 0 : (errno = EAGAIN, -1);
     size_t k = p->len - p->off;
     if (k > p->piece) k = p->piece;
     if (k > n) k = n;
@@ -116,9 +119,7 @@ static ssize_t fake_more(const struct sl_transport *t, void *buf, size_t n)
 }
 
 struct world {
-    struct sl_config cfg;
-    struct sl_table *table;
-    struct sl_runtime rt;
+    struct req_world r; /* the rule, its table and runtime, the connection */
     struct sl_gate g;
     struct sl_fd e;
 };
@@ -126,30 +127,13 @@ struct world {
 static struct world *world(uint64_t count, uint64_t burst, enum sl_action action)
 {
     struct world *w = calloc(1, sizeof *w);
-    sl_log_setup(SL_LOG_NONE, SL_LOG_ERROR);
-    struct sl_rule *r = &w->cfg.rules[w->cfg.nrules++];
-    strcpy(r->name, "api");
-    r->id = sl_name_hash(r->name);
-    r->dir = SL_IN;
-    r->prefix4 = 32;
-    r->prefix6 = 64;
-    r->request = true;
-    r->cost = 1;
-    r->action = action;
-    r->max_delay_ns = 10 * SEC;
-    assert_int_equal(sl_limit_init(&r->req_limit, SL_ALG_GCRA, count, SEC, burst), 0);
-    char err[256];
-    w->table = sl_table_open(1024, NULL, SL_FULL_SHARED, err, sizeof err);
-    assert_non_null(w->table);
-    assert_int_equal(sl_runtime_init(&w->rt, &w->cfg, w->table, err, sizeof err), 0);
+    req_world_rule(&w->r, count, burst, action)->max_delay_ns = 10 * SEC;
+    req_world_start(&w->r);
     clock_ns = T0;
     throttled_until = held_at = held_out_at = waited_until = 0;
     waits = 0;
-    w->g.conn = calloc(1, sl_req_conn_size());
+    w->g.conn = w->r.c;
     w->g.clock = fake_now;
-    struct sl_addr peer = {.v4 = true, .port = 5000};
-    peer.a[10] = peer.a[11] = 0xff, peer.a[12] = 127, peer.a[15] = 1;
-    assert_true(sl_req_conn_init(w->g.conn, &w->rt, SL_IN, NULL, &peer, T0));
     return w;
 }
 
@@ -157,15 +141,7 @@ static struct world *world(uint64_t count, uint64_t burst, enum sl_action action
 static struct world *world_out(uint64_t count, uint64_t burst, enum sl_action action)
 {
     struct world *w = world(count, burst, action);
-    sl_req_conn_fini(w->g.conn);
-    struct sl_rule *r = &w->cfg.rules[0];
-    r->dir = SL_OUT;
-    r->to[0] = (struct sl_cidr){.plen = 128};
-    memcpy(r->to[0].addr, (const uint8_t[16]){[10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1}, 16);
-    r->nto = 1;
-    struct sl_addr peer = {.v4 = true, .port = 80};
-    memcpy(peer.a, r->to[0].addr, 16);
-    assert_true(sl_req_conn_init(w->g.conn, &w->rt, SL_OUT, NULL, &peer, T0));
+    req_world_outbound(&w->r);
     w->g.dir = SL_OUT;
     return w;
 }
@@ -182,9 +158,7 @@ static ssize_t gate_write(struct world *w, const char *buf, size_t len, bool *sw
 static void world_free(struct world *w)
 {
     sl_gate_end(&w->g);
-    sl_req_conn_fini(w->g.conn);
-    free(w->g.conn);
-    sl_table_close(w->table);
+    req_world_stop(&w->r);
     free(w);
 }
 
@@ -227,7 +201,7 @@ static void heads_split_anywhere_reach_the_program_whole_and_in_order(void **unu
                 n += (size_t)k;
             }
             assert_memory_equal(got, s, sizeof s - 1);
-            assert_int_equal(sl_table_counter(w->table, 1, SL_C_ALLOWED), 3);
+            assert_int_equal(sl_table_counter(w->r.table, 1, SL_C_ALLOWED), 3);
             world_free(w);
         }
     }
@@ -382,46 +356,132 @@ static void an_outbound_head_waits_its_turn(void **unused)
     world_free(w);
 }
 
+/* Which failure is the end: a socket's 0, or a TLS library's -1 that its
+ * error function calls the peer's close. */
+static bool fake_ended(const struct sl_transport *t, ssize_t r)
+{
+    const struct peer *p = t->ctx;
+    return p->end == 2 ? r < 0 && p->off == p->len : r == 0;
+}
+
+/* A socket's readv: the buffers fill in order. */
+static ssize_t fake_readv(const struct sl_transport *t, const struct iovec *iov, int cnt)
+{
+    ssize_t n = 0;
+    for (int i = 0; i < cnt; i++) {
+        ssize_t k = take(t->ctx, iov[i].iov_base, iov[i].iov_len);
+        if (k <= 0) return n ? n : k;
+        n += k;
+        if ((size_t)k < iov[i].iov_len) break;
+    }
+    return n;
+}
+
+/* The program reads the server's side of an outbound connection through
+ * the gate, into one buffer of n1 bytes or two (n1, then n2). */
+static ssize_t reply_read(struct world *w, struct peer *p, char *buf, size_t n1, size_t n2,
+                          bool peek, bool *own)
+{
+    struct sl_transport t = {
+        .read = fake_read, .readv = n2 ? fake_readv : NULL, .ended = fake_ended, .fd = 7, .ctx = p};
+    struct iovec v[2] = {{.iov_base = buf, .iov_len = n1}, {.iov_base = buf + n1, .iov_len = n2}};
+    return sl_gate_read_replies(&w->g, &w->e, &t, v, n2 ? 2 : 1, peek, own);
+}
+
+/* Outbound under a `reply` rule at 1/s: the first of two pipelined
+ * requests went (a short write, cut before the second). */
+static struct world *first_sent(void)
+{
+    struct world *w = world_out(1, 1, SL_ACT_REPLY);
+    bool swallowed;
+    assert_int_equal(gate_write(w, GET GET, 2 * (sizeof GET - 1), &swallowed), sizeof GET - 1);
+    assert_false(swallowed);
+    return w;
+}
+
+/* The second request's write: denied, it is swallowed once the response
+ * to the first was read; until then it waits (-1, EAGAIN). */
+static ssize_t write_second(struct world *w, bool *swallowed)
+{
+    errno = 0;
+    return gate_write(w, GET, sizeof GET - 1, swallowed);
+}
+
 static void a_429_is_queued_behind_the_responses_owed(void **unused)
 {
     (void)unused;
-    struct world *w = world_out(1, 1, SL_ACT_REPLY);
-    const char s[] = GET GET;
+    struct world *w = first_sent();
     const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
     char buf[1024];
-    bool swallowed;
-    assert_int_equal(gate_write(w, s, sizeof s - 1, &swallowed), sizeof GET - 1);
-    assert_false(swallowed);
-    /* the second request is denied, but the first one's response is owed:
-     * its write waits (EAGAIN, writable again soon), and nothing is queued */
-    errno = 0;
-    assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed), -1);
+    bool swallowed, own;
+    /* the response is owed: the write waits (writable again soon), and
+     * nothing is queued */
+    assert_int_equal(write_second(w, &swallowed), -1);
     assert_int_equal(errno, EAGAIN);
     assert_true(throttled_until > T0);
-    assert_int_equal(sl_gate_inject(&w->g, &w->e, 7, buf, sizeof buf, false), 0);
-    /* the program reads the response, in two pieces */
-    sl_req_responses(w->g.conn, resp, 10);
-    sl_req_responses(w->g.conn, resp + 10, sizeof resp - 1 - 10);
-    assert_int_equal(gate_write(w, s + sizeof GET - 1, sizeof GET - 1, &swallowed), sizeof GET - 1);
+    struct peer p = {.bytes = resp, .len = sizeof resp - 1, .piece = 10};
+    errno = 0;
+    assert_int_equal(reply_read(w, &(struct peer){0}, buf, sizeof buf, 0, false, &own), -1);
+    assert_int_equal(errno, EAGAIN);
+    assert_false(own);
+    /* the program reads the response, in two pieces, counted by the gate */
+    assert_int_equal(reply_read(w, &p, buf, sizeof buf, 0, false, &own), 10);
+    assert_false(own);
+    assert_int_equal(write_second(w, &swallowed), -1);
+    assert_int_equal(errno, EAGAIN); /* still owed */
+    p.piece = 100;                   /* the rest arrived: it fills two buffers, in order */
+    assert_int_equal(reply_read(w, &p, buf, 3, sizeof buf - 3, false, &own), sizeof resp - 1 - 10);
+    assert_memory_equal(buf, resp + 10, sizeof resp - 1 - 10);
+    assert_int_equal(write_second(w, &swallowed), sizeof GET - 1);
     assert_true(swallowed);            /* reported written, never sent */
     assert_int_equal(held_out_at, T0); /* the socket is announced readable: a 429 waits */
-    /* the 429 is read first, then nothing more */
-    size_t n = sl_gate_inject(&w->g, &w->e, 7, buf, 12, true); /* a peek keeps it */
-    assert_int_equal(n, 12);
+    /* the 429 is read first (a peek keeps it; two buffers fill in order),
+     * then what the server sends */
+    assert_int_equal(reply_read(w, &p, buf, 12, 0, true, &own), 12);
+    assert_true(own);
     assert_memory_equal(buf, "HTTP/1.1 429", 12);
-    n = sl_gate_inject(&w->g, &w->e, 7, buf, sizeof buf, false);
+    assert_int_equal(held_out_at, T0); /* a peek took nothing */
+    ssize_t n = reply_read(w, &p, buf, 5, sizeof buf - 5, false, &own);
     assert_true(n > 12);
+    assert_true(own);
     assert_memory_equal(buf, "HTTP/1.1 429", 12);
+    assert_non_null(memmem(buf, (size_t)n, "\r\n\r\n", 4));
     assert_int_equal(held_out_at, 0); /* none left to announce */
-    assert_int_equal(sl_gate_inject(&w->g, &w->e, 7, buf, sizeof buf, false), 0);
+    const char more[] = "HTTP/1.1 200 OK\r\n\r\n";
+    struct peer q = {.bytes = more, .len = sizeof more - 1, .piece = 100};
+    assert_int_equal(reply_read(w, &q, buf, sizeof buf, 0, false, &own), sizeof more - 1);
+    assert_false(own);
     world_free(w);
+}
+
+/* A response that ends with the connection (no length) is complete at
+ * the end of the stream: a socket's read of 0, or a TLS library's failure
+ * its transport calls the end (the transport's `ended`). */
+static void the_end_of_the_stream_completes_the_response_owed(void **unused)
+{
+    (void)unused;
+    for (int end = 1; end <= 2; end++) {
+        struct world *w = first_sent();
+        const char resp[] = "HTTP/1.1 200 OK\r\n\r\nuntil the end";
+        char buf[256];
+        bool swallowed, own;
+        struct peer p = {.bytes = resp, .len = sizeof resp - 1, .piece = 100, .end = end};
+        assert_int_equal(reply_read(w, &p, buf, sizeof buf, 0, false, &own), sizeof resp - 1);
+        assert_int_equal(write_second(w, &swallowed), -1); /* its end is not known yet */
+        assert_int_equal(errno, EAGAIN);
+        assert_int_equal(reply_read(w, &p, buf, sizeof buf, 0, false, &own), end == 1 ? 0 : -1);
+        assert_false(own);
+        assert_int_equal(write_second(w, &swallowed), sizeof GET - 1);
+        assert_true(swallowed);
+        world_free(w);
+    }
 }
 
 static void an_outbound_reject_fails_the_write_with_the_rules_errno(void **unused)
 {
     (void)unused;
     struct world *w = world_out(1, 1, SL_ACT_REJECT);
-    w->cfg.rules[0].err = EACCES;
+    w->r.cfg.rules[0].err = EACCES;
     const char s[] = GET;
     bool swallowed;
     assert_int_equal(gate_write(w, s, sizeof s - 1, &swallowed), sizeof GET - 1);
@@ -443,6 +503,7 @@ int main(void)
         cmocka_unit_test(a_read_that_empties_the_stash_takes_what_arrived_too),
         cmocka_unit_test(an_outbound_head_waits_its_turn),
         cmocka_unit_test(a_429_is_queued_behind_the_responses_owed),
+        cmocka_unit_test(the_end_of_the_stream_completes_the_response_owed),
         cmocka_unit_test(an_outbound_reject_fails_the_write_with_the_rules_errno),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -17,73 +17,37 @@
 #include "../../core/request.h"
 #include "../../core/table.h"
 #include "h2_frames.h"
+#include "reqworld.h"
 #include "testutil.h"
 
-struct world {
-    struct sl_config cfg;
-    struct sl_table *table;
-    struct sl_runtime rt;
-    struct sl_req_conn *c;
-};
-
-static struct world *world(uint64_t count, uint64_t burst, enum sl_action action)
+static struct req_world *world(uint64_t count, uint64_t burst, enum sl_action action)
 {
-    struct world *w = calloc(1, sizeof *w);
-    sl_log_setup(SL_LOG_NONE, SL_LOG_ERROR);
-    struct sl_rule *r = &w->cfg.rules[w->cfg.nrules++];
-    strcpy(r->name, "api");
-    r->id = sl_name_hash(r->name);
-    r->dir = SL_IN;
-    r->prefix4 = 32;
-    r->prefix6 = 64;
-    r->request = true;
-    r->cost = 1;
-    r->action = action;
-    r->max_delay_ns = SEC;
+    struct req_world *w = calloc(1, sizeof *w);
+    struct sl_rule *r = req_world_rule(w, count, burst, action);
     r->req_per = SL_REQ_PER_HEADER;
     strcpy(r->req_per_name, "X-API-Key");
-    assert_int_equal(sl_limit_init(&r->req_limit, SL_ALG_GCRA, count, SEC, burst), 0);
-    char err[256];
-    w->table = sl_table_open(1024, NULL, SL_FULL_SHARED, err, sizeof err);
-    assert_non_null(w->table);
-    assert_int_equal(sl_runtime_init(&w->rt, &w->cfg, w->table, err, sizeof err), 0);
-    w->c = calloc(1, sl_req_conn_size());
-    struct sl_addr peer = {.v4 = true, .port = 5000};
-    peer.a[10] = peer.a[11] = 0xff;
-    peer.a[12] = 127;
-    peer.a[15] = 1;
-    assert_true(sl_req_conn_init(w->c, &w->rt, SL_IN, NULL, &peer, T0));
+    req_world_start(w);
     return w;
 }
 
 /* An outbound world: the rule applies to the program's requests to
  * 127.0.0.1 (any port). */
-static struct world *world_out(uint64_t count, uint64_t burst, enum sl_action action)
+static struct req_world *world_out(uint64_t count, uint64_t burst, enum sl_action action)
 {
-    struct world *w = world(count, burst, action);
-    sl_req_conn_fini(w->c);
-    struct sl_rule *r = &w->cfg.rules[0];
-    r->dir = SL_OUT;
-    r->to[0] = (struct sl_cidr){.plen = 128};
-    memcpy(r->to[0].addr, (const uint8_t[16]){[10] = 0xff, [11] = 0xff, [12] = 127, [15] = 1}, 16);
-    r->nto = 1;
-    struct sl_addr peer = {.v4 = true, .port = 80};
-    memcpy(peer.a, r->to[0].addr, 16);
-    assert_true(sl_req_conn_init(w->c, &w->rt, SL_OUT, NULL, &peer, T0));
+    struct req_world *w = world(count, burst, action);
+    req_world_outbound(w);
     return w;
 }
 
-static void world_free(struct world *w)
+static void world_free(struct req_world *w)
 {
-    sl_req_conn_fini(w->c);
-    free(w->c);
-    sl_table_close(w->table);
+    req_world_stop(w);
     free(w);
 }
 
 /* What a program reading everything it may would read: admits and passes
  * until nothing more may pass; returns the bytes passed. */
-static size_t drain(struct world *w, const char *s, size_t len, uint64_t now,
+static size_t drain(struct req_world *w, const char *s, size_t len, uint64_t now,
                     struct sl_req_verdict *v)
 {
     size_t done = 0;
@@ -101,7 +65,7 @@ static size_t drain(struct world *w, const char *s, size_t len, uint64_t now,
 static void pipelined_heads_are_each_decided_and_the_first_denied_stops_the_stream(void **unused)
 {
     (void)unused;
-    struct world *w = world(1, 2, SL_ACT_REPLY);
+    struct req_world *w = world(1, 2, SL_ACT_REPLY);
     const char s[] = GET GET GET GET;
     struct sl_req_verdict v;
     size_t n = drain(w, s, sizeof s - 1, T0, &v);
@@ -123,7 +87,7 @@ static void pipelined_heads_are_each_decided_and_the_first_denied_stops_the_stre
 static void a_head_split_byte_by_byte_is_counted_once(void **unused)
 {
     (void)unused;
-    struct world *w = world(1, 1, SL_ACT_REPLY);
+    struct req_world *w = world(1, 1, SL_ACT_REPLY);
     const char s[] = GET GET;
     struct sl_req_verdict v;
     size_t shown = 0, passed = 0;
@@ -150,7 +114,7 @@ static void a_head_split_byte_by_byte_is_counted_once(void **unused)
 static void bytes_shown_again_after_a_short_read_are_not_charged_again(void **unused)
 {
     (void)unused;
-    struct world *w = world(1, 3, SL_ACT_REPLY);
+    struct req_world *w = world(1, 3, SL_ACT_REPLY);
     const char s[] = GET GET;
     struct sl_req_verdict v;
     for (int i = 0; i < 5; i++) /* five peeks, nothing read */
@@ -164,7 +128,7 @@ static void bytes_shown_again_after_a_short_read_are_not_charged_again(void **un
 static void a_delayed_head_is_held_until_its_turn(void **unused)
 {
     (void)unused;
-    struct world *w = world(10, 1, SL_ACT_DELAY);
+    struct req_world *w = world(10, 1, SL_ACT_DELAY);
     const char s[] = GET GET "GET /body HTTP/1.1\r\nX-API-Key: k\r\nContent-Length: 5\r\n\r\nhello";
     struct sl_req_verdict v;
     size_t n = drain(w, s, sizeof s - 1, T0, &v);
@@ -186,7 +150,7 @@ static void a_delayed_head_is_held_until_its_turn(void **unused)
 static void an_upgrade_request_does_not_switch_counting_off(void **unused)
 {
     (void)unused;
-    struct world *w = world(1, 1, SL_ACT_REPLY);
+    struct req_world *w = world(1, 1, SL_ACT_REPLY);
     const char s[] = "GET /ws HTTP/1.1\r\nHost: a\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                      "X-API-Key: k\r\n\r\n" GET GET;
     struct sl_req_verdict v;
@@ -199,7 +163,7 @@ static void an_upgrade_request_does_not_switch_counting_off(void **unused)
 
 /* A counter summed over the table's rule entries (a request rule counts
  * under its ":req" entry). */
-static uint64_t counter(const struct world *w, enum sl_counter c)
+static uint64_t counter(const struct req_world *w, enum sl_counter c)
 {
     uint64_t id, sum = 0;
     char name[64];
@@ -240,7 +204,7 @@ static void a_poison_then_40_requests_lets_at_most_burst_plus_one_through(void *
     size_t cap = 64 * 1024;
     char *s = malloc(cap);
     for (size_t p = 0; p < sizeof poison / sizeof *poison; p++) {
-        struct world *w = world(2, 2, SL_ACT_REPLY);
+        struct req_world *w = world(2, 2, SL_ACT_REPLY);
         int n = poison[p] ? snprintf(s, cap, "%s", poison[p])
                           : snprintf(s, cap, "GET / HTTP/1.1\r\nX-Pad: %s\r\n\r\n", pad);
         for (int i = 0; i < 40; i++)
@@ -263,7 +227,7 @@ static void a_poison_then_40_requests_lets_at_most_burst_plus_one_through(void *
 static void on_odd_deny_denies_the_odd_head(void **unused)
 {
     (void)unused;
-    struct world *w = world(100, 100, SL_ACT_REPLY);
+    struct req_world *w = world(100, 100, SL_ACT_REPLY);
     w->cfg.rules[0].on_odd = SL_ODD_DENY;
     const char s[] = GET "FOO / HTTP/1.1\r\nHost: a\r\n\r\n" GET;
     struct sl_req_verdict v;
@@ -295,7 +259,7 @@ static void on_odd_deny_denies_the_odd_head(void **unused)
 static void a_path_too_long_to_judge_counts_against_route_rules(void **unused)
 {
     (void)unused;
-    struct world *w = world(1, 1, SL_ACT_REPLY);
+    struct req_world *w = world(1, 1, SL_ACT_REPLY);
     struct sl_rule *r = &w->cfg.rules[0];
     strcpy(r->routes[0], "/api/*/dump");
     r->nroutes = 1;
@@ -334,7 +298,7 @@ static void a_path_too_long_to_judge_counts_against_route_rules(void **unused)
 static void per_cookie_keys_http1_requests(void **unused)
 {
     (void)unused;
-    struct world *w = world(1, 1, SL_ACT_REPLY);
+    struct req_world *w = world(1, 1, SL_ACT_REPLY);
     sl_req_conn_fini(w->c);
     struct sl_rule *r = &w->cfg.rules[0];
     r->req_per = SL_REQ_PER_COOKIE;
@@ -358,7 +322,7 @@ static void per_cookie_keys_http1_requests(void **unused)
 static void a_connection_no_request_rule_matches_is_not_tracked(void **unused)
 {
     (void)unused;
-    struct world *w = world(1, 1, SL_ACT_REPLY);
+    struct req_world *w = world(1, 1, SL_ACT_REPLY);
     w->cfg.rules[0].nports = 1;
     w->cfg.rules[0].ports[0] = (struct sl_port_range){80, 80};
     struct sl_addr local = {.port = 8080}, peer = {.port = 1};
@@ -408,7 +372,7 @@ static void h2_client(struct h2out *o, size_t *starts)
 static void after_an_h2c_upgrade_the_streams_are_counted(void **unused)
 {
     (void)unused;
-    struct world *w = world(1, 2, SL_ACT_REPLY);
+    struct req_world *w = world(1, 2, SL_ACT_REPLY);
     static struct h2out o;
     size_t starts[3];
     h2_client(&o, starts);
@@ -432,7 +396,7 @@ static void after_an_h2c_upgrade_the_streams_are_counted(void **unused)
 static void h2_streams_in_one_write_are_each_counted_and_denial_resets(void **unused)
 {
     (void)unused;
-    struct world *w = world(1, 2, SL_ACT_REPLY);
+    struct req_world *w = world(1, 2, SL_ACT_REPLY);
     struct h2out o = {0};
     size_t starts[3];
     h2_client(&o, starts);
@@ -447,7 +411,7 @@ static void h2_streams_in_one_write_are_each_counted_and_denial_resets(void **un
 static void h2_frames_split_byte_by_byte_are_counted_once_and_held(void **unused)
 {
     (void)unused;
-    struct world *w = world(10, 1, SL_ACT_DELAY); /* one now, then one per 100 ms */
+    struct req_world *w = world(10, 1, SL_ACT_DELAY); /* one now, then one per 100 ms */
     struct h2out o = {0};
     size_t starts[3];
     h2_client(&o, starts);
@@ -483,7 +447,7 @@ static void h2_frames_split_byte_by_byte_are_counted_once_and_held(void **unused
 /* What a client's writes do: passes what may pass, swallows what is
  * swallowed, stops when the stream must wait. *sent gets the bytes sent,
  * *swallowed the bytes swallowed; returns the bytes handled. */
-static size_t write_out(struct world *w, const char *s, size_t len, uint64_t now, char *sent,
+static size_t write_out(struct req_world *w, const char *s, size_t len, uint64_t now, char *sent,
                         size_t *nsent, size_t *nswallowed)
 {
     size_t done = 0;
@@ -509,7 +473,7 @@ static size_t write_out(struct world *w, const char *s, size_t len, uint64_t now
 static void outbound_reply_swallows_head_and_body_and_the_connection_goes_on(void **unused)
 {
     (void)unused;
-    struct world *w = world_out(1, 2, SL_ACT_REPLY);
+    struct req_world *w = world_out(1, 2, SL_ACT_REPLY);
     assert_true(sl_req_replies(w->c));
     char sent[1024];
     size_t nsent = 0, nsw = 0;
@@ -556,7 +520,7 @@ static void outbound_reply_swallows_head_and_body_and_the_connection_goes_on(voi
 static void outbound_reply_swallows_a_get_body_whole(void **unused)
 {
     (void)unused;
-    struct world *w = world_out(1, 1, SL_ACT_REPLY);
+    struct req_world *w = world_out(1, 1, SL_ACT_REPLY);
     char sent[1024];
     size_t nsent = 0, nsw = 0;
     const char a[] = GET;
@@ -579,7 +543,7 @@ static void outbound_reply_swallows_a_get_body_whole(void **unused)
 static void outbound_reply_waits_for_the_responses_owed_first(void **unused)
 {
     (void)unused;
-    struct world *w = world_out(1, 1, SL_ACT_REPLY);
+    struct req_world *w = world_out(1, 1, SL_ACT_REPLY);
     char sent[1024];
     size_t nsent = 0, nsw = 0;
     const char *q;
@@ -620,7 +584,7 @@ static void outbound_reply_waits_for_the_responses_owed_first(void **unused)
 static void outbound_reply_of_a_head_partly_sent_fails_like_reject(void **unused)
 {
     (void)unused;
-    struct world *w = world_out(1, 1, SL_ACT_REPLY);
+    struct req_world *w = world_out(1, 1, SL_ACT_REPLY);
     const char s[] = GET GET;
     struct sl_req_verdict v;
     size_t first = sizeof GET - 1;
@@ -637,7 +601,7 @@ static void outbound_reply_of_a_head_partly_sent_fails_like_reject(void **unused
 static void outbound_reject_and_inbound_reply_are_unchanged(void **unused)
 {
     (void)unused;
-    struct world *w = world_out(1, 1, SL_ACT_REJECT);
+    struct req_world *w = world_out(1, 1, SL_ACT_REJECT);
     assert_false(sl_req_replies(w->c));
     const char s[] = GET GET;
     struct sl_req_verdict v;
