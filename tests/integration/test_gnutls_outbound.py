@@ -8,7 +8,10 @@ the protocol it offers) under
   - wget (GnuTLS, HTTP/1.1, one keep-alive connection) with 12 URLs: all
     saved, nginx served 12, and the run takes at least (12 - 1) / 5 = 2.2 s
     (-0.05 s for clock reads) and at most that plus the unruled run's time
-    plus 0.5 s (wake-ups); before shim/gnutls.c it took the unruled time
+    plus 1 s (wake-ups: only the last held request's lateness adds to the
+    run, since each later one is due from the schedule, not from when the
+    previous one woke; 1 s covers a wake-up delayed by a loaded 2-CPU
+    machine, 0.83 s measured with eight test suites beside it); before shim/gnutls.c it took the unruled time
     and the log said its requests were not counted;
   - libcurl3-gnutls (libcurl-gnutls.so.4 through python's ctypes: HTTP/2
     over GnuTLS on a non-blocking socket, its own push function, so the
@@ -83,7 +86,7 @@ with TempDir() as tmp:
         check(r.returncode == 0 and len(got) == N and {g[0] for g in got} == {"200"},
               f"wget: {N} served: {r.returncode} {got} {r.stderr}")
         check("not counted" not in r.stderr, f"wget's requests are counted: {r.stderr}")
-        check(DUE - 0.05 <= took <= DUE + free + 0.5,
+        check(DUE - 0.05 <= took <= DUE + free + 1.0,
               f"wget: {N} at {RATE}/s burst 1 took {took:.2f} s (without a rule {free:.2f} s)")
         print(f"wget: {took:.2f} s (due {DUE:.2f}, without a rule {free:.2f})")
 
@@ -91,7 +94,7 @@ with TempDir() as tmp:
         check(free["codes"] == [200] * N, f"libcurl-gnutls without sluice: {free}")
         got, err = curl_gnutls("cpaced", delay)
         check(got["codes"] == [200] * N, f"libcurl-gnutls: {N} x 200: {got} {err}")
-        check(DUE - 0.05 <= got["took"] <= DUE + free["took"] + 0.5,
+        check(DUE - 0.05 <= got["took"] <= DUE + free["took"] + 1.0,
               f"libcurl-gnutls: took {got['took']:.2f} s (without a rule {free['took']:.2f} s)")
         check(len(logged("cpaced", N)) == N, f"nginx served {N}: {served('cpaced')}")
         print(f"libcurl-gnutls (HTTP versions {got['versions']}): {got['took']:.2f} s")
