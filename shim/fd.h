@@ -59,8 +59,23 @@ struct sl_fd {
     struct sl_gate *gate;
 };
 
-/* The entry for fd, or NULL when fd is not tracked. Cheap: call freely. */
-struct sl_fd *sl_fd_get(int fd);
+#define SL_FD_CHUNK 1024
+
+/* fd.c's chunks of entries (see there); read through sl_fd_get only. */
+extern struct sl_fd *_Atomic sl_fd_chunks[SL_FD_MAX / SL_FD_CHUNK];
+
+/* The entry for fd, or NULL when fd is not tracked. Inline: every wrapped
+ * call asks it first, and an untracked descriptor must cost a few loads,
+ * not a call. */
+static inline struct sl_fd *sl_fd_get(int fd)
+{
+    if ((unsigned)fd >= SL_FD_MAX) return NULL;
+    struct sl_fd *c =
+        atomic_load_explicit(&sl_fd_chunks[(unsigned)fd / SL_FD_CHUNK], memory_order_acquire);
+    if (!c) return NULL;
+    struct sl_fd *e = &c[(unsigned)fd % SL_FD_CHUNK];
+    return atomic_load_explicit(&e->tracked, memory_order_acquire) ? e : NULL;
+}
 
 /* The entry for fd, created (zeroed, rules -1) if needed; NULL if fd is out
  * of range or memory ran out. */
