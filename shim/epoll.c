@@ -741,10 +741,15 @@ static int wait_events(enum kind k, int epfd, struct epoll_event *evs, int max, 
     return rc;
 }
 
-static bool plain(void)
+/* Nothing registered in a shadowed set: the program's call goes straight
+ * to the kernel. Inline, without the thread-local guard (the slow half
+ * looks at it), so that this costs a few loads and no stack frame. */
+static inline bool plain(void)
 {
-    return !active() || !atomic_load_explicit(&nregs_hint, memory_order_relaxed);
+    return !sl_watching() || !atomic_load_explicit(&nregs_hint, memory_order_relaxed);
 }
+
+#define SLOW_HALF __attribute__((noinline))
 
 /* The program's own call, as it made it. */
 struct own {
@@ -807,19 +812,26 @@ static int fast(const struct own *o, bool blocks)
     return rc;
 }
 
-SL_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
+static SLOW_HALF int epoll_wait_slow(int epfd, struct epoll_event *evs, int max, int timeout)
 {
-    if (plain()) return REAL(epoll_wait)(epfd, evs, max, timeout);
+    if (sl_guard || plain()) return REAL(epoll_wait)(epfd, evs, max, timeout);
     struct own o = {.k = K_WAIT, .epfd = epfd, .max = max, .timeout = timeout, .evs = evs};
     int rc = fast(&o, timeout != 0);
     if (rc != SLOW) return rc;
     return wait_events(K_WAIT, epfd, evs, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
 }
 
-SL_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
-                          const sigset_t *sigmask)
+SL_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
 {
-    if (plain()) return REAL(epoll_pwait)(epfd, evs, max, timeout, sigmask);
+    if (__builtin_expect(plain() && sl_real.epoll_wait != NULL, 1))
+        return sl_real.epoll_wait(epfd, evs, max, timeout);
+    return epoll_wait_slow(epfd, evs, max, timeout);
+}
+
+static SLOW_HALF int epoll_pwait_slow(int epfd, struct epoll_event *evs, int max, int timeout,
+                                      const sigset_t *sigmask)
+{
+    if (sl_guard || plain()) return REAL(epoll_pwait)(epfd, evs, max, timeout, sigmask);
     struct own o = {
         .k = K_PWAIT, .epfd = epfd, .max = max, .timeout = timeout, .evs = evs, .sigmask = sigmask};
     int rc = fast(&o, timeout != 0);
@@ -828,14 +840,30 @@ SL_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeou
                        sigmask);
 }
 
-SL_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts,
-                           const sigset_t *sigmask)
+SL_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
+                          const sigset_t *sigmask)
+{
+    if (__builtin_expect(plain() && sl_real.epoll_pwait != NULL, 1))
+        return sl_real.epoll_pwait(epfd, evs, max, timeout, sigmask);
+    return epoll_pwait_slow(epfd, evs, max, timeout, sigmask);
+}
+
+static SLOW_HALF int epoll_pwait2_slow(int epfd, struct epoll_event *evs, int max,
+                                       const struct timespec *ts, const sigset_t *sigmask)
 {
     int64_t t = SL_TIMESPEC_NS(ts);
-    if (plain() || t == -2) return REAL(epoll_pwait2)(epfd, evs, max, ts, sigmask);
+    if (sl_guard || plain() || t == -2) return REAL(epoll_pwait2)(epfd, evs, max, ts, sigmask);
     struct own o = {
         .k = K_PWAIT2, .epfd = epfd, .max = max, .evs = evs, .ts = ts, .sigmask = sigmask};
     int rc = fast(&o, t != 0);
     if (rc != SLOW) return rc;
     return wait_events(K_PWAIT2, epfd, evs, max, t, sigmask);
+}
+
+SL_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts,
+                           const sigset_t *sigmask)
+{
+    if (__builtin_expect(plain() && sl_real.epoll_pwait2 != NULL, 1))
+        return sl_real.epoll_pwait2(epfd, evs, max, ts, sigmask);
+    return epoll_pwait2_slow(epfd, evs, max, ts, sigmask);
 }

@@ -535,8 +535,7 @@ static ssize_t reply_read(struct sl_runtime *rt, struct sl_fd *e, struct call *c
  * function of its own for the same reason. */
 static inline struct sl_fd *watched(int fd)
 {
-    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_acquire);
-    return rt && (rt->any_bytes || rt->any_out) ? sl_fd_get(fd) : NULL;
+    return sl_watching() ? sl_fd_get(fd) : NULL;
 }
 
 #define SLOW __attribute__((noinline))

@@ -144,7 +144,8 @@ static bool any_throttled(const struct pollfd *fds, nfds_t n)
 
 SL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
-    if (!sl_runtime() || !fds || !any_throttled(fds, n)) return REAL(poll)(fds, n, timeout);
+    if (!sl_watching() || !sl_runtime() || !fds || !any_throttled(fds, n))
+        return REAL(poll)(fds, n, timeout);
     return wait_fds(false, fds, n, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL, timeout,
                     NULL);
 }
@@ -153,7 +154,7 @@ SL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
                     const sigset_t *sigmask)
 {
     int64_t t = SL_TIMESPEC_NS(ts);
-    if (!sl_runtime() || !fds || !any_throttled(fds, n) || t == -2)
+    if (!sl_watching() || !sl_runtime() || !fds || !any_throttled(fds, n) || t == -2)
         return REAL(ppoll)(fds, n, ts, sigmask);
     return wait_fds(true, fds, n, t, ts, 0, sigmask);
 }
