@@ -57,12 +57,8 @@ static void deny(const struct sl_runtime *rt, int fd, const struct sl_decision *
  * accepted connection's local port is its listener's, so rules that look
  * at the port alone cost no getsockname per accept. close and dup2 onto a
  * descriptor forget it (sl_listen_forget). */
-static _Atomic uint32_t listen_port[SL_FD_MAX];
-
-void sl_listen_forget(int fd)
-{
-    if ((unsigned)fd < SL_FD_MAX) atomic_store_explicit(&listen_port[fd], 0, memory_order_relaxed);
-}
+_Atomic uint32_t sl_listen_port[SL_FD_MAX];
+#define listen_port sl_listen_port
 
 static bool local_of(int fd, struct sl_addr *out)
 {

@@ -563,17 +563,29 @@ void sl_epoll_after_fork_child(void)
 
 /* ---- the hooks ---- */
 
+/* Each hook's slow half is a function of its own, so that the fast half
+ * (nothing to shadow) needs no stack frame. */
+#define SLOW_HALF __attribute__((noinline))
+
 /* fd can never be throttled or held, and is in no shadow: without
  * outbound rules only an accept that a rule matched makes a descriptor
  * tracked, before the program sees it (an outbound rule may track a
  * socket the program registered before its connect). */
-static bool unshadowed(const struct sl_runtime *rt, int fd)
+static inline bool unshadowed(const struct sl_runtime *rt, int fd)
 {
     return !rt->any_out && (unsigned)fd < SL_FD_MAX && !sl_fd_get(fd) &&
            !atomic_load_explicit(&sl_ready_maybe[fd], memory_order_relaxed);
 }
 
-SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
+/* No shadow for fd: as unshadowed, read without the guard (the slow half
+ * looks at it), inline, so that it costs a few loads and no stack frame. */
+static inline bool ctl_plain(int fd)
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_acquire);
+    return !rt || !(rt->any_bytes || rt->any_out) || unshadowed(rt, fd);
+}
+
+static SLOW_HALF int epoll_ctl_slow(int epfd, int op, int fd, struct epoll_event *event)
 {
     if (!active() || (op != EPOLL_CTL_DEL && !event) ||
         (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) ||
@@ -644,6 +656,13 @@ SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
     give();
     errno = rc == 0 ? saved : err;
     return rc;
+}
+
+SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
+{
+    if (__builtin_expect(ctl_plain(fd) && sl_real.epoll_ctl != NULL, 1))
+        return sl_real.epoll_ctl(epfd, op, fd, event);
+    return epoll_ctl_slow(epfd, op, fd, event);
 }
 
 enum kind { K_WAIT, K_PWAIT, K_PWAIT2 };
@@ -748,8 +767,6 @@ static inline bool plain(void)
 {
     return !sl_watching() || !atomic_load_explicit(&nregs_hint, memory_order_relaxed);
 }
-
-#define SLOW_HALF __attribute__((noinline))
 
 /* The program's own call, as it made it. */
 struct own {

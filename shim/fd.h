@@ -77,6 +77,17 @@ static inline struct sl_fd *sl_fd_get(int fd)
     return atomic_load_explicit(&e->tracked, memory_order_acquire) ? e : NULL;
 }
 
+/* The local port + 1 of each listening socket accept.c has seen (0: none
+ * known), so that rules on the port alone cost no getsockname per accept. */
+extern _Atomic uint32_t sl_listen_port[SL_FD_MAX];
+
+/* A descriptor closed or replaced: forget it was a listener. */
+static inline void sl_listen_forget(int fd)
+{
+    if ((unsigned)fd < SL_FD_MAX && atomic_load_explicit(&sl_listen_port[fd], memory_order_relaxed))
+        atomic_store_explicit(&sl_listen_port[fd], 0, memory_order_relaxed);
+}
+
 /* The entry for fd, created (zeroed, rules -1) if needed; NULL if fd is out
  * of range or memory ran out. */
 struct sl_fd *sl_fd_track(int fd);

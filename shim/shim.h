@@ -115,9 +115,6 @@ static inline bool sl_watching(void)
     return rt && (rt->any_bytes || rt->any_out);
 }
 
-/* A descriptor closed or replaced: forget it was a listener (accept.c). */
-void sl_listen_forget(int fd);
-
 /* Inbound denials that wrote a reply: closed later, see linger.c. */
 void sl_linger_add(int fd);
 void sl_linger_service(void);
