@@ -247,8 +247,13 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
     struct pass passed[SL_MAX_RULES];
     int npassed = 0, nheld = 0;
 
-    memset(d, 0, sizeof *d);
+    /* field by field: bytes_key (64 bytes) means something only under a
+     * bytes_rule, and a whole-struct memset is a good part of an accept */
+    d->outcome = SL_PASS;
     d->rule = -1;
+    d->conns_full = false;
+    d->wait_ns = d->redecide_until = d->took = 0;
+    d->v = (struct sl_verdict){0};
     d->bytes_rule[0] = d->bytes_rule[1] = -1;
     d->conn_rec[0] = d->conn_rec[1] = -1;
     for (int i = 0; i < c->nrules; i++) {

@@ -74,11 +74,12 @@ static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_
 {
     struct sl_addr peer, local = {0}, *lp = NULL;
     bool pass;
-    *d = (struct sl_decision){.outcome = SL_PASS,
-                              .rule = -1,
-                              .bytes_rule = {-1, -1},
-                              .conn_rec = {-1, -1}}; /* Unix sockets and the like carry nothing */
-    if (!sl_addr_from_sockaddr(&peer, (const struct sockaddr *)ss, len)) return true;
+    if (!sl_addr_from_sockaddr(&peer, (const struct sockaddr *)ss, len)) {
+        /* Unix sockets and the like carry nothing (sl_decide_in fills d otherwise) */
+        *d = (struct sl_decision){
+            .outcome = SL_PASS, .rule = -1, .bytes_rule = {-1, -1}, .conn_rec = {-1, -1}};
+        return true;
+    }
     if (rt->in_needs_local_addr) {
         if (local_of(fd, &local)) lp = &local;
     } else if (rt->in_needs_local) {
@@ -129,7 +130,7 @@ static int sl_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, int fla
         rt = sl_reload_check(rt);
         struct sl_decision d;
         if (admit(rt, lfd, fd, &ss, len, sl_clock_now(), &d)) {
-            sl_fd_carry(fd, &d);
+            if (sl_fd_carries(&d)) sl_fd_carry(fd, &d);
             if (addr) {
                 memcpy(addr, &ss, len < *addrlen ? len : *addrlen);
                 *addrlen = len;

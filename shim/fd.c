@@ -114,8 +114,7 @@ void sl_fd_forget(int fd)
 
 void sl_fd_carry(int fd, const struct sl_decision *d)
 {
-    if (d->bytes_rule[0] < 0 && d->bytes_rule[1] < 0 && d->conn_rec[0] < 0 && d->conn_rec[1] < 0)
-        return;
+    if (!sl_fd_carries(d)) return;
     struct sl_fd *e = sl_fd_track(fd);
     if (!e) {
         /* cannot follow this descriptor: give its places back now rather than leak them */
@@ -125,7 +124,7 @@ void sl_fd_carry(int fd, const struct sl_decision *d)
     }
     for (int io = 0; io < 2; io++) {
         e->bytes_rule[io] = (int16_t)d->bytes_rule[io];
-        e->bytes_key[io] = d->bytes_key[io];
+        if (d->bytes_rule[io] >= 0) e->bytes_key[io] = d->bytes_key[io];
     }
     for (int h = 0; h < SL_CONN_HOLDS; h++) {
         e->conn_rec[h] = d->conn_rec[h];

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 
 #include "../core/key.h"
+#include "../core/policy.h"
 #include "../core/turn.h"
 
 #define SL_FD_MAX 65536
@@ -104,6 +105,14 @@ struct sl_decision;
 /* Records what a connection that passed carries on (byte rules, concurrency
  * places) under its descriptor. Nothing is recorded when it carries none. */
 void sl_fd_carry(int fd, const struct sl_decision *d);
+
+/* Whether a decision has anything for sl_fd_carry to record (inline: most
+ * connections carry nothing). */
+static inline bool sl_fd_carries(const struct sl_decision *d)
+{
+    return d->bytes_rule[0] >= 0 || d->bytes_rule[1] >= 0 || d->conn_rec[0] >= 0 ||
+           d->conn_rec[1] >= 0;
+}
 
 /* This process holds one more descriptor of concurrency record rec. */
 void sl_fd_hold(int32_t rec);
