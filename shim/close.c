@@ -116,15 +116,23 @@ SL_EXPORT int dup3(int fd, int fd2, int flags)
 /* fcntl's third argument is an int or a pointer depending on cmd; both
  * travel in one register on the ABIs glibc supports, so it is passed on as
  * it came. */
+static __attribute__((noinline)) int fcntl_dup(int fd, int cmd, void *arg)
+{
+    int n = REAL(fcntl)(fd, cmd, arg);
+    if (n >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) sl_fd_dup(fd, n);
+    return n;
+}
+
 SL_EXPORT int fcntl(int fd, int cmd, ...)
 {
     va_list ap;
     va_start(ap, cmd);
     void *arg = va_arg(ap, void *);
     va_end(ap);
-    int n = REAL(fcntl)(fd, cmd, arg);
-    if (n >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) sl_fd_dup(fd, n);
-    return n;
+    /* curl asks F_GETFL and F_SETFL around every transfer: a tail call */
+    if (__builtin_expect(cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC && sl_real.fcntl != NULL, 1))
+        return sl_real.fcntl(fd, cmd, arg);
+    return fcntl_dup(fd, cmd, arg);
 }
 
 SL_EXPORT int fcntl64(int fd, int cmd, ...)

@@ -540,6 +540,19 @@ static inline struct sl_fd *watched(int fd)
 
 #define SLOW __attribute__((noinline))
 
+/* Whether run() would only make the real call: nothing held back, no byte
+ * budget, no plain-text requests to read (a TLS library's own socket calls
+ * carry ciphertext). Then the slow half makes it without building a call:
+ * curl's reads and writes under an outbound request rule. */
+static inline bool passes(struct sl_fd *e, enum sl_io io)
+{
+    if (e->bytes_rule[io] >= 0 || sl_pending_held(e)) return false;
+    if (io == SL_IO_RECV)
+        return !(sl_gate_in(e) && sl_req_plain(e)) &&
+               !(sl_gate_out(e) && sl_reqout_plain(e) && sl_reqout_replies(e));
+    return !(sl_gate_out(e) && sl_reqout_plain(e));
+}
+
 static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum sl_io io)
 {
     rt = sl_reload_check(rt);
@@ -559,7 +572,7 @@ static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum 
 static SLOW ssize_t recv_slow(struct sl_fd *e, int fd, void *buf, size_t len, int flags)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt) return REAL(recv)(fd, buf, len, flags);
+    if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(recv)(fd, buf, len, flags);
     struct call c = {.k = K_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags};
     return run(rt, e, &c, SL_IO_RECV);
 }
@@ -575,7 +588,8 @@ static SLOW ssize_t recvfrom_slow(struct sl_fd *e, int fd, void *buf, size_t len
                                   struct sockaddr *from, socklen_t *fromlen)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt) return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
+    if (!e || !rt || passes(e, SL_IO_RECV))
+        return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
     struct call c = {.k = K_RECVFROM,
                      .fd = fd,
                      .buf = buf,
@@ -598,7 +612,7 @@ SL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sock
 static SLOW ssize_t recvmsg_slow(struct sl_fd *e, int fd, struct msghdr *msg, int flags)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt) return REAL(recvmsg)(fd, msg, flags);
+    if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(recvmsg)(fd, msg, flags);
     struct call c = {.k = K_RECVMSG,
                      .fd = fd,
                      .msg = msg,
@@ -617,7 +631,7 @@ SL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 static SLOW ssize_t read_slow(struct sl_fd *e, int fd, void *buf, size_t len)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt) return REAL(read)(fd, buf, len);
+    if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(read)(fd, buf, len);
     struct call c = {.k = K_READ, .fd = fd, .buf = buf, .len = len};
     return run(rt, e, &c, SL_IO_RECV);
 }
@@ -632,7 +646,7 @@ SL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 static SLOW ssize_t readv_slow(struct sl_fd *e, int fd, const struct iovec *iov, int iovcnt)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt) return REAL(readv)(fd, iov, iovcnt);
+    if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(readv)(fd, iov, iovcnt);
     struct call c = {.k = K_READV,
                      .fd = fd,
                      .iov = iov,
@@ -651,7 +665,7 @@ SL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 static SLOW ssize_t send_slow(struct sl_fd *e, int fd, const void *buf, size_t len, int flags)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt) return REAL(send)(fd, buf, len, flags);
+    if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(send)(fd, buf, len, flags);
     struct call c = {.k = K_SEND, .fd = fd, .cbuf = buf, .len = len, .flags = flags};
     return run(rt, e, &c, SL_IO_SEND);
 }
@@ -668,7 +682,7 @@ static SLOW ssize_t sendto_slow(struct sl_fd *e, int fd, const void *buf, size_t
                                 const struct sockaddr *to, socklen_t tolen)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt) return REAL(sendto)(fd, buf, len, flags, to, tolen);
+    if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(sendto)(fd, buf, len, flags, to, tolen);
     struct call c = {
         .k = K_SENDTO, .fd = fd, .cbuf = buf, .len = len, .flags = flags, .to = to, .tolen = tolen};
     return run(rt, e, &c, SL_IO_SEND);
@@ -686,7 +700,7 @@ SL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const s
 static SLOW ssize_t sendmsg_slow(struct sl_fd *e, int fd, const struct msghdr *msg, int flags)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt) return REAL(sendmsg)(fd, msg, flags);
+    if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(sendmsg)(fd, msg, flags);
     struct call c = {.k = K_SENDMSG,
                      .fd = fd,
                      .cmsg = msg,
@@ -705,7 +719,7 @@ SL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 static SLOW ssize_t write_slow(struct sl_fd *e, int fd, const void *buf, size_t len)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt) return REAL(write)(fd, buf, len);
+    if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(write)(fd, buf, len);
     struct call c = {.k = K_WRITE, .fd = fd, .cbuf = buf, .len = len};
     return run(rt, e, &c, SL_IO_SEND);
 }
@@ -720,7 +734,7 @@ SL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 static SLOW ssize_t writev_slow(struct sl_fd *e, int fd, const struct iovec *iov, int iovcnt)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt) return REAL(writev)(fd, iov, iovcnt);
+    if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(writev)(fd, iov, iovcnt);
     struct call c = {.k = K_WRITEV,
                      .fd = fd,
                      .iov = iov,
@@ -740,7 +754,7 @@ static SLOW ssize_t sendfile_slow(struct sl_fd *e, int out_fd, int in_fd, off_t 
                                   size_t count)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt) return REAL(sendfile)(out_fd, in_fd, offset, count);
+    if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(sendfile)(out_fd, in_fd, offset, count);
     struct call c = {.k = K_SENDFILE,
                      .fd = out_fd,
                      .out_fd = out_fd,
