@@ -283,6 +283,7 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
         }
         if (v.allowed) {
             passed[npassed++] = (struct pass){.rule = i, .key = key, .wait_ns = v.wait_ns};
+            if (!r->recv_limit.count && !r->send_limit.count) continue;
             for (int io = 0; io < 2; io++) {
                 if (d->bytes_rule[io] >= 0 || !bytes_limit(r, io)->count) continue;
                 d->bytes_rule[io] = i;

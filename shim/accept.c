@@ -132,7 +132,11 @@ static int sl_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, int fla
         if (admit(rt, lfd, fd, &ss, len, sl_clock_now(), &d)) {
             if (sl_fd_carries(&d)) sl_fd_carry(fd, &d);
             if (addr) {
-                memcpy(addr, &ss, len < *addrlen ? len : *addrlen);
+                socklen_t n = len < *addrlen ? len : *addrlen;
+                if (n == sizeof(struct sockaddr_in)) /* the common case: a copy of fixed size */
+                    memcpy(addr, &ss, sizeof(struct sockaddr_in));
+                else
+                    memcpy(addr, &ss, n);
                 *addrlen = len;
             }
             errno = saved;
