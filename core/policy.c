@@ -125,13 +125,20 @@ static bool out_matches(const struct sl_runtime *rt, int rule, const struct sl_a
     return false;
 }
 
-bool sl_rule_matches(const struct sl_runtime *rt, int rule, enum sl_dir dir,
-                     const struct sl_addr *local, const struct sl_addr *peer)
+/* Inline in decide(): it runs for every rule at every accept and connect. */
+static inline bool rule_matches(const struct sl_runtime *rt, int rule, enum sl_dir dir,
+                                const struct sl_addr *local, const struct sl_addr *peer)
 {
     const struct sl_rule *r = &rt->cfg->rules[rule];
     if (r->dir != dir) return false;
     if (dir == SL_IN ? !in_matches(r, local, peer) : !out_matches(rt, rule, peer)) return false;
     return !r->nexempt || !sl_cidr_list_contains(r->exempt, r->nexempt, peer->a);
+}
+
+bool sl_rule_matches(const struct sl_runtime *rt, int rule, enum sl_dir dir,
+                     const struct sl_addr *local, const struct sl_addr *peer)
+{
+    return rule_matches(rt, rule, dir, local, peer);
 }
 
 bool sl_rule_names(const struct sl_runtime *rt, int rule, const char *name, size_t len,
@@ -258,7 +265,7 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
     d->conn_rec[0] = d->conn_rec[1] = -1;
     for (int i = 0; i < c->nrules; i++) {
         const struct sl_rule *r = &c->rules[i];
-        if (!sl_rule_matches(rt, i, dir, local, addr)) continue;
+        if (!rule_matches(rt, i, dir, local, addr)) continue;
 
         struct sl_key key;
         struct sl_verdict v = {.allowed = true};
