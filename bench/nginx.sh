@@ -21,33 +21,13 @@
 # Knobs: BUILD (build), NGINX_SECONDS (5) per wrk run, NGINX_ROUNDS (5).
 set -u
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD:-build}
-case $build in /*) ;; *) build=$root/$build ;; esac
 secs=${NGINX_SECONDS:-5}
 rounds=${NGINX_ROUNDS:-5}
 targets=${1:-/dev/null}
 
 names=(plain rule "no rule")
-work=$(mktemp -d /tmp/sluice-bench.XXXXXX)
-chmod 755 "$work" # workers run as nobody and must read www/
-pids=()
-
-stop_all() {
-    local p i
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-    for p in "${pids[@]}"; do
-        for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-        if kill -0 "$p" 2>/dev/null; then
-            pkill -KILL -P "$p" 2>/dev/null # its workers
-            kill -KILL "$p" 2>/dev/null
-        fi
-        wait "$p" 2>/dev/null
-    done
-    pids=()
-}
-trap 'stop_all; rm -rf "$work"' EXIT
-trap 'exit 1' INT TERM
+. "$(dirname "$0")/lib.sh"
+bench_init nginx
 
 skip() {
     echo "_Not measured: $1._"
@@ -61,19 +41,12 @@ done
 [ -x "$build/sluice" ] && [ -f "$build/libsluice.so" ] ||
     skip "$build/sluice or $build/libsluice.so is not built"
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # start INDEX: starts configuration INDEX; sets port[INDEX], pid[INDEX].
 declare -a port dir
 start() {
     local i=$1 d=$work/$1 p
     p=$(free_port)
-    mkdir -p "$d/www" "$d/tmp"
-    chmod 755 "$d" "$d/www"
-    printf 'sluice bench\n' >"$d/www/small.txt"
-    sed "s|@DIR@|$d|g; s|@PORT@|$p|g" "$root/bench/nginx.conf" >"$d/nginx.conf"
+    nginx_prefix "$d" "$p" "$root/bench/nginx.conf" small.txt
     local cmd=(nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off;')
     case $i in
     0) "${cmd[@]}" 2>>"$d/stderr" & ;;
@@ -84,10 +57,7 @@ start() {
     pids+=($!)
     port[i]=$p
     dir[i]=$d
-    for _ in $(seq 50); do
-        curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$p/small.txt" && return 0
-        sleep 0.1
-    done
+    answers "http://127.0.0.1:$p/small.txt" && return 0
     echo "nginx ($i) did not answer on port $p: $(tail -3 "$d/error.log" "$d/stderr" 2>/dev/null)" >&2
     return 1
 }

@@ -24,31 +24,11 @@
 # Knobs: BUILD (build), REQ_SECONDS (4) per wrk run, REQ_ROUNDS (5).
 set -u
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD:-build}
-case $build in /*) ;; *) build=$root/$build ;; esac
 secs=${REQ_SECONDS:-4}
 rounds=${REQ_ROUNDS:-5}
 targets=${1:-/dev/null}
-
-work=$(mktemp -d /tmp/sluice-bench-req.XXXXXX)
-chmod 755 "$work"
-pids=()
-stop_all() {
-    local p i
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-    for p in "${pids[@]}"; do
-        for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-        if kill -0 "$p" 2>/dev/null; then
-            pkill -KILL -P "$p" 2>/dev/null
-            kill -KILL "$p" 2>/dev/null
-        fi
-        wait "$p" 2>/dev/null
-    done
-    pids=()
-}
-trap 'stop_all; rm -rf "$work"' EXIT
-trap 'exit 1' INT TERM
+. "$(dirname "$0")/lib.sh"
+bench_init req
 
 skip() {
     echo "_Not measured: $1._"
@@ -60,22 +40,15 @@ for tool in nginx wrk curl python3; do
 done
 [ -x "$build/sluice" ] && [ -f "$build/libsluice.so" ] || skip "sluice is not built"
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 declare -A port dir
 # start NAME KIND [RULE]: KIND plain | sluice | limit_req.
 start() {
     local name=$1 kind=$2 rule=${3:-} d=$work/$1 p limit=""
     p=$(free_port)
-    mkdir -p "$d/www" "$d/tmp"
-    chmod 755 "$d" "$d/www"
-    printf 'sluice bench\n' >"$d/www/small.txt"
     if [ "$kind" = limit_req ]; then
         limit=${LIMIT:-'limit_req_zone $http_x_api_key zone=keys:10m rate=1000000r/s; limit_req zone=keys burst=100000 nodelay;'}
     fi
-    sed "s|@DIR@|$d|g; s|@PORT@|$p|g; s|@LIMIT@|$limit|" "$root/bench/nginx-keepalive.conf" >"$d/nginx.conf"
+    nginx_prefix "$d" "$p" "$root/bench/nginx-keepalive.conf" small.txt "$limit"
     local cmd=(nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off;')
     case $kind in
     sluice) "$build/sluice" run --in "port=$p $rule" -- "${cmd[@]}" 2>>"$d/stderr" & ;;
@@ -84,10 +57,7 @@ start() {
     pids+=($!)
     port[$name]=$p
     dir[$name]=$d
-    for _ in $(seq 50); do
-        curl -s -o /dev/null --max-time 1 -H 'X-API-Key: warm' "http://127.0.0.1:$p/small.txt" && return 0
-        sleep 0.1
-    done
+    answers "http://127.0.0.1:$p/small.txt" -H 'X-API-Key: warm' && return 0
     echo "nginx ($name) did not answer on port $p: $(tail -3 "$d/error.log" "$d/stderr" 2>/dev/null)" >&2
     return 1
 }

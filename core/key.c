@@ -3,6 +3,7 @@
 #include "key.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -113,20 +114,35 @@ void sl_cidr_format(const struct sl_cidr *c, char *buf, size_t len)
     snprintf(buf, len, "%s/%u", a, v4 ? c->plen - 96u : c->plen);
 }
 
+/* A mask keeping the first `bits` bits (0..64) of an 8-byte word of an
+ * address, in memory order: masks a word loaded with memcpy as mask()
+ * masks its bytes. */
+static inline uint64_t keep_bits(unsigned bits)
+{
+    return htobe64(bits >= 64 ? ~0ull : bits ? ~0ull << (64 - bits) : 0);
+}
+
+/* Per accepted connection and per request: two word masks, not mask()'s
+ * loop over sixteen bytes. */
 void sl_key_make(struct sl_key *k, const struct sl_rule *r, const struct sl_addr *addr)
 {
-    uint8_t a[16] = {0};
+    uint64_t hi = 0, lo = 0;
     unsigned plen = 0;
     uint16_t port = 0;
     switch (r->per) {
     case SL_PER_PEER:
     case SL_PER_PREFIX:
-        memcpy(a, addr->a, 16);
+        memcpy(&hi, addr->a, 8);
+        memcpy(&lo, addr->a + 8, 8);
         plen = addr->v4 ? 96u + r->prefix4 : r->prefix6;
-        mask(a, plen);
+        if (plen < 128) {
+            hi &= keep_bits(plen);
+            lo &= keep_bits(plen > 64 ? plen - 64 : 0);
+        }
         break;
     case SL_PER_DESTINATION:
-        memcpy(a, addr->a, 16);
+        memcpy(&hi, addr->a, 8);
+        memcpy(&lo, addr->a + 8, 8);
         plen = 128;
         port = addr->port;
         break;
@@ -134,8 +150,8 @@ void sl_key_make(struct sl_key *k, const struct sl_rule *r, const struct sl_addr
         break;
     }
     k->rule = r->id;
-    memcpy(&k->hi, a, 8);
-    memcpy(&k->lo, a + 8, 8);
+    k->hi = hi;
+    k->lo = lo;
     k->extra = (uint64_t)port << 8 | plen;
 }
 

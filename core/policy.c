@@ -124,13 +124,20 @@ static bool out_matches(const struct sl_runtime *rt, int rule, const struct sl_a
     return false;
 }
 
-bool sl_rule_matches(const struct sl_runtime *rt, int rule, enum sl_dir dir,
-                     const struct sl_addr *local, const struct sl_addr *peer)
+/* Inline in decide(): it runs for every rule at every accept and connect. */
+static inline bool rule_matches(const struct sl_runtime *rt, int rule, enum sl_dir dir,
+                                const struct sl_addr *local, const struct sl_addr *peer)
 {
     const struct sl_rule *r = &rt->cfg->rules[rule];
     if (r->dir != dir) return false;
     if (dir == SL_IN ? !in_matches(r, local, peer) : !out_matches(rt, rule, peer)) return false;
     return !r->nexempt || !sl_cidr_list_contains(r->exempt, r->nexempt, peer->a);
+}
+
+bool sl_rule_matches(const struct sl_runtime *rt, int rule, enum sl_dir dir,
+                     const struct sl_addr *local, const struct sl_addr *peer)
+{
+    return rule_matches(rt, rule, dir, local, peer);
 }
 
 bool sl_rule_names(const struct sl_runtime *rt, int rule, const char *name, size_t len,
@@ -246,13 +253,18 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
     struct pass passed[SL_MAX_RULES];
     int npassed = 0, nheld = 0;
 
-    memset(d, 0, sizeof *d);
+    /* field by field: bytes_key (64 bytes) means something only under a
+     * bytes_rule, and a whole-struct memset is a good part of an accept */
+    d->outcome = SL_PASS;
     d->rule = -1;
+    d->conns_full = false;
+    d->wait_ns = d->redecide_until = d->took = 0;
+    d->v = (struct sl_verdict){0};
     d->bytes_rule[0] = d->bytes_rule[1] = -1;
     d->conn_rec[0] = d->conn_rec[1] = -1;
     for (int i = 0; i < c->nrules; i++) {
         const struct sl_rule *r = &c->rules[i];
-        if (!sl_rule_matches(rt, i, dir, local, addr)) continue;
+        if (!rule_matches(rt, i, dir, local, addr)) continue;
 
         struct sl_key key;
         struct sl_verdict v = {.allowed = true};
@@ -277,6 +289,7 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
         }
         if (v.allowed) {
             passed[npassed++] = (struct pass){.rule = i, .key = key, .wait_ns = v.wait_ns};
+            if (!r->recv_limit.count && !r->send_limit.count) continue;
             for (int io = 0; io < 2; io++) {
                 if (d->bytes_rule[io] >= 0 || !bytes_limit(r, io)->count) continue;
                 d->bytes_rule[io] = i;

@@ -57,12 +57,8 @@ static void deny(const struct sl_runtime *rt, int fd, const struct sl_decision *
  * accepted connection's local port is its listener's, so rules that look
  * at the port alone cost no getsockname per accept. close and dup2 onto a
  * descriptor forget it (sl_listen_forget). */
-static _Atomic uint32_t listen_port[SL_FD_MAX];
-
-void sl_listen_forget(int fd)
-{
-    if ((unsigned)fd < SL_FD_MAX) atomic_store_explicit(&listen_port[fd], 0, memory_order_relaxed);
-}
+_Atomic uint32_t sl_listen_port[SL_FD_MAX];
+#define listen_port sl_listen_port
 
 static bool local_of(int fd, struct sl_addr *out)
 {
@@ -78,11 +74,12 @@ static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_
 {
     struct sl_addr peer, local = {0}, *lp = NULL;
     bool pass;
-    *d = (struct sl_decision){.outcome = SL_PASS,
-                              .rule = -1,
-                              .bytes_rule = {-1, -1},
-                              .conn_rec = {-1, -1}}; /* Unix sockets and the like carry nothing */
-    if (!sl_addr_from_sockaddr(&peer, (const struct sockaddr *)ss, len)) return true;
+    if (!sl_addr_from_sockaddr(&peer, (const struct sockaddr *)ss, len)) {
+        /* Unix sockets and the like carry nothing (sl_decide_in fills d otherwise) */
+        *d = (struct sl_decision){
+            .outcome = SL_PASS, .rule = -1, .bytes_rule = {-1, -1}, .conn_rec = {-1, -1}};
+        return true;
+    }
     if (rt->in_needs_local_addr) {
         if (local_of(fd, &local)) lp = &local;
     } else if (rt->in_needs_local) {
@@ -133,9 +130,13 @@ static int sl_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, int fla
         rt = sl_reload_check(rt);
         struct sl_decision d;
         if (admit(rt, lfd, fd, &ss, len, sl_clock_now(), &d)) {
-            sl_fd_carry(fd, &d);
+            if (sl_fd_carries(&d)) sl_fd_carry(fd, &d);
             if (addr) {
-                memcpy(addr, &ss, len < *addrlen ? len : *addrlen);
+                socklen_t n = len < *addrlen ? len : *addrlen;
+                if (n == sizeof(struct sockaddr_in)) /* the common case: a copy of fixed size */
+                    memcpy(addr, &ss, sizeof(struct sockaddr_in));
+                else
+                    memcpy(addr, &ss, n);
                 *addrlen = len;
             }
             errno = saved;

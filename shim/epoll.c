@@ -563,17 +563,29 @@ void sl_epoll_after_fork_child(void)
 
 /* ---- the hooks ---- */
 
+/* Each hook's slow half is a function of its own, so that the fast half
+ * (nothing to shadow) needs no stack frame. */
+#define SLOW_HALF __attribute__((noinline))
+
 /* fd can never be throttled or held, and is in no shadow: without
  * outbound rules only an accept that a rule matched makes a descriptor
  * tracked, before the program sees it (an outbound rule may track a
  * socket the program registered before its connect). */
-static bool unshadowed(const struct sl_runtime *rt, int fd)
+static inline bool unshadowed(const struct sl_runtime *rt, int fd)
 {
     return !rt->any_out && (unsigned)fd < SL_FD_MAX && !sl_fd_get(fd) &&
            !atomic_load_explicit(&sl_ready_maybe[fd], memory_order_relaxed);
 }
 
-SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
+/* No shadow for fd: as unshadowed, read without the guard (the slow half
+ * looks at it), inline, so that it costs a few loads and no stack frame. */
+static inline bool ctl_plain(int fd)
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_acquire);
+    return !rt || !(rt->any_bytes || rt->any_out) || unshadowed(rt, fd);
+}
+
+static SLOW_HALF int epoll_ctl_slow(int epfd, int op, int fd, struct epoll_event *event)
 {
     if (!active() || (op != EPOLL_CTL_DEL && !event) ||
         (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) ||
@@ -644,6 +656,13 @@ SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
     give();
     errno = rc == 0 ? saved : err;
     return rc;
+}
+
+SL_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
+{
+    if (__builtin_expect(ctl_plain(fd) && sl_real.epoll_ctl != NULL, 1))
+        return sl_real.epoll_ctl(epfd, op, fd, event);
+    return epoll_ctl_slow(epfd, op, fd, event);
 }
 
 enum kind { K_WAIT, K_PWAIT, K_PWAIT2 };
@@ -741,9 +760,12 @@ static int wait_events(enum kind k, int epfd, struct epoll_event *evs, int max, 
     return rc;
 }
 
-static bool plain(void)
+/* Nothing registered in a shadowed set: the program's call goes straight
+ * to the kernel. Inline, without the thread-local guard (the slow half
+ * looks at it), so that this costs a few loads and no stack frame. */
+static inline bool plain(void)
 {
-    return !active() || !atomic_load_explicit(&nregs_hint, memory_order_relaxed);
+    return !sl_watching() || !atomic_load_explicit(&nregs_hint, memory_order_relaxed);
 }
 
 /* The program's own call, as it made it. */
@@ -807,19 +829,26 @@ static int fast(const struct own *o, bool blocks)
     return rc;
 }
 
-SL_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
+static SLOW_HALF int epoll_wait_slow(int epfd, struct epoll_event *evs, int max, int timeout)
 {
-    if (plain()) return REAL(epoll_wait)(epfd, evs, max, timeout);
+    if (sl_guard || plain()) return REAL(epoll_wait)(epfd, evs, max, timeout);
     struct own o = {.k = K_WAIT, .epfd = epfd, .max = max, .timeout = timeout, .evs = evs};
     int rc = fast(&o, timeout != 0);
     if (rc != SLOW) return rc;
     return wait_events(K_WAIT, epfd, evs, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
 }
 
-SL_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
-                          const sigset_t *sigmask)
+SL_EXPORT int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
 {
-    if (plain()) return REAL(epoll_pwait)(epfd, evs, max, timeout, sigmask);
+    if (__builtin_expect(plain() && sl_real.epoll_wait != NULL, 1))
+        return sl_real.epoll_wait(epfd, evs, max, timeout);
+    return epoll_wait_slow(epfd, evs, max, timeout);
+}
+
+static SLOW_HALF int epoll_pwait_slow(int epfd, struct epoll_event *evs, int max, int timeout,
+                                      const sigset_t *sigmask)
+{
+    if (sl_guard || plain()) return REAL(epoll_pwait)(epfd, evs, max, timeout, sigmask);
     struct own o = {
         .k = K_PWAIT, .epfd = epfd, .max = max, .timeout = timeout, .evs = evs, .sigmask = sigmask};
     int rc = fast(&o, timeout != 0);
@@ -828,14 +857,30 @@ SL_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeou
                        sigmask);
 }
 
-SL_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts,
-                           const sigset_t *sigmask)
+SL_EXPORT int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
+                          const sigset_t *sigmask)
+{
+    if (__builtin_expect(plain() && sl_real.epoll_pwait != NULL, 1))
+        return sl_real.epoll_pwait(epfd, evs, max, timeout, sigmask);
+    return epoll_pwait_slow(epfd, evs, max, timeout, sigmask);
+}
+
+static SLOW_HALF int epoll_pwait2_slow(int epfd, struct epoll_event *evs, int max,
+                                       const struct timespec *ts, const sigset_t *sigmask)
 {
     int64_t t = SL_TIMESPEC_NS(ts);
-    if (plain() || t == -2) return REAL(epoll_pwait2)(epfd, evs, max, ts, sigmask);
+    if (sl_guard || plain() || t == -2) return REAL(epoll_pwait2)(epfd, evs, max, ts, sigmask);
     struct own o = {
         .k = K_PWAIT2, .epfd = epfd, .max = max, .evs = evs, .ts = ts, .sigmask = sigmask};
     int rc = fast(&o, t != 0);
     if (rc != SLOW) return rc;
     return wait_events(K_PWAIT2, epfd, evs, max, t, sigmask);
+}
+
+SL_EXPORT int epoll_pwait2(int epfd, struct epoll_event *evs, int max, const struct timespec *ts,
+                           const sigset_t *sigmask)
+{
+    if (__builtin_expect(plain() && sl_real.epoll_pwait2 != NULL, 1))
+        return sl_real.epoll_pwait2(epfd, evs, max, ts, sigmask);
+    return epoll_pwait2_slow(epfd, evs, max, ts, sigmask);
 }

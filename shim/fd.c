@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fd.c - the per-descriptor table.
  *
- * A two-level array: SL_FD_MAX / CHUNK pointers to chunks of CHUNK entries,
+ * A two-level array: SL_FD_MAX / SL_FD_CHUNK pointers to chunks of SL_FD_CHUNK entries,
  * each chunk allocated (from sluice's own arena) the first time a
  * descriptor in it is tracked and never freed, so a reader holding an entry
  * pointer can never see it vanish. Chunk pointers are published with
@@ -17,18 +17,7 @@
 #include "../core/policy.h"
 #include "shim.h"
 
-#define CHUNK 1024
-
-static struct sl_fd *_Atomic chunks[SL_FD_MAX / CHUNK];
-
-struct sl_fd *sl_fd_get(int fd)
-{
-    if ((unsigned)fd >= SL_FD_MAX) return NULL;
-    struct sl_fd *c = atomic_load_explicit(&chunks[fd / CHUNK], memory_order_acquire);
-    if (!c) return NULL;
-    struct sl_fd *e = &c[fd % CHUNK];
-    return atomic_load_explicit(&e->tracked, memory_order_acquire) ? e : NULL;
-}
+struct sl_fd *_Atomic sl_fd_chunks[SL_FD_MAX / SL_FD_CHUNK];
 
 static void reset(struct sl_fd *e)
 {
@@ -49,11 +38,11 @@ static void reset(struct sl_fd *e)
 struct sl_fd *sl_fd_track(int fd)
 {
     if ((unsigned)fd >= SL_FD_MAX) return NULL;
-    struct sl_fd *_Atomic *slot = &chunks[fd / CHUNK];
+    struct sl_fd *_Atomic *slot = &sl_fd_chunks[fd / SL_FD_CHUNK];
     struct sl_fd *c = atomic_load_explicit(slot, memory_order_acquire);
     if (!c) {
         int saved = errno;
-        struct sl_fd *fresh = sl_alloc(CHUNK * sizeof *fresh);
+        struct sl_fd *fresh = sl_alloc(SL_FD_CHUNK * sizeof *fresh);
         errno = saved;
         if (!fresh) return NULL;
         if (atomic_compare_exchange_strong(slot, &c, fresh))
@@ -61,7 +50,7 @@ struct sl_fd *sl_fd_track(int fd)
         else
             sl_free(fresh);
     }
-    struct sl_fd *e = &c[fd % CHUNK];
+    struct sl_fd *e = &c[fd % SL_FD_CHUNK];
     if (!atomic_load(&e->tracked)) reset(e);
     atomic_store_explicit(&e->tracked, 1, memory_order_release);
     return e;
@@ -125,8 +114,7 @@ void sl_fd_forget(int fd)
 
 void sl_fd_carry(int fd, const struct sl_decision *d)
 {
-    if (d->bytes_rule[0] < 0 && d->bytes_rule[1] < 0 && d->conn_rec[0] < 0 && d->conn_rec[1] < 0)
-        return;
+    if (!sl_fd_carries(d)) return;
     struct sl_fd *e = sl_fd_track(fd);
     if (!e) {
         /* cannot follow this descriptor: give its places back now rather than leak them */
@@ -136,7 +124,7 @@ void sl_fd_carry(int fd, const struct sl_decision *d)
     }
     for (int io = 0; io < 2; io++) {
         e->bytes_rule[io] = (int16_t)d->bytes_rule[io];
-        e->bytes_key[io] = d->bytes_key[io];
+        if (d->bytes_rule[io] >= 0) e->bytes_key[io] = d->bytes_key[io];
     }
     for (int h = 0; h < SL_CONN_HOLDS; h++) {
         e->conn_rec[h] = d->conn_rec[h];
@@ -183,9 +171,9 @@ void sl_fd_postfork_child(int parent)
 {
     /* a place in a key's queue (io.c) stays the parent's: the child's copy
      * would use the same bytes a second time */
-    for (size_t c = 0; c < SL_FD_MAX / CHUNK; c++) {
-        struct sl_fd *ch = atomic_load_explicit(&chunks[c], memory_order_acquire);
-        for (size_t i = 0; ch && i < CHUNK; i++) {
+    for (size_t c = 0; c < SL_FD_MAX / SL_FD_CHUNK; c++) {
+        struct sl_fd *ch = atomic_load_explicit(&sl_fd_chunks[c], memory_order_acquire);
+        for (size_t i = 0; ch && i < SL_FD_CHUNK; i++) {
             atomic_store_explicit(&ch[i].turn[0].bytes, 0, memory_order_relaxed);
             atomic_store_explicit(&ch[i].turn[1].bytes, 0, memory_order_relaxed);
         }

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 
 #include "../core/key.h"
+#include "../core/policy.h"
 #include "../core/turn.h"
 
 #define SL_FD_MAX 65536
@@ -59,8 +60,34 @@ struct sl_fd {
     struct sl_gate *gate;
 };
 
-/* The entry for fd, or NULL when fd is not tracked. Cheap: call freely. */
-struct sl_fd *sl_fd_get(int fd);
+#define SL_FD_CHUNK 1024
+
+/* fd.c's chunks of entries (see there); read through sl_fd_get only. */
+extern struct sl_fd *_Atomic sl_fd_chunks[SL_FD_MAX / SL_FD_CHUNK];
+
+/* The entry for fd, or NULL when fd is not tracked. Inline: every wrapped
+ * call asks it first, and an untracked descriptor must cost a few loads,
+ * not a call. */
+static inline struct sl_fd *sl_fd_get(int fd)
+{
+    if ((unsigned)fd >= SL_FD_MAX) return NULL;
+    struct sl_fd *c =
+        atomic_load_explicit(&sl_fd_chunks[(unsigned)fd / SL_FD_CHUNK], memory_order_acquire);
+    if (!c) return NULL;
+    struct sl_fd *e = &c[(unsigned)fd % SL_FD_CHUNK];
+    return atomic_load_explicit(&e->tracked, memory_order_acquire) ? e : NULL;
+}
+
+/* The local port + 1 of each listening socket accept.c has seen (0: none
+ * known), so that rules on the port alone cost no getsockname per accept. */
+extern _Atomic uint32_t sl_listen_port[SL_FD_MAX];
+
+/* A descriptor closed or replaced: forget it was a listener. */
+static inline void sl_listen_forget(int fd)
+{
+    if ((unsigned)fd < SL_FD_MAX && atomic_load_explicit(&sl_listen_port[fd], memory_order_relaxed))
+        atomic_store_explicit(&sl_listen_port[fd], 0, memory_order_relaxed);
+}
 
 /* The entry for fd, created (zeroed, rules -1) if needed; NULL if fd is out
  * of range or memory ran out. */
@@ -78,6 +105,14 @@ struct sl_decision;
 /* Records what a connection that passed carries on (byte rules, concurrency
  * places) under its descriptor. Nothing is recorded when it carries none. */
 void sl_fd_carry(int fd, const struct sl_decision *d);
+
+/* Whether a decision has anything for sl_fd_carry to record (inline: most
+ * connections carry nothing). */
+static inline bool sl_fd_carries(const struct sl_decision *d)
+{
+    return d->bytes_rule[0] >= 0 || d->bytes_rule[1] >= 0 || d->conn_rec[0] >= 0 ||
+           d->conn_rec[1] >= 0;
+}
 
 /* This process holds one more descriptor of concurrency record rec. */
 void sl_fd_hold(int32_t rec);

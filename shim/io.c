@@ -515,13 +515,30 @@ static ssize_t reply_read(struct sl_runtime *rt, struct sl_fd *e, struct sl_gate
     return n;
 }
 
-/* The entry of fd when sluice has work on it (then *rt is the runtime,
- * the one fetched for the whole call), else NULL: the call goes straight
- * to the kernel, before anything is built for it. */
-static inline struct sl_fd *watched(int fd, struct sl_runtime **rt)
+/* The entry of fd when sluice may have work on it, else NULL: the call
+ * goes straight to the kernel. Inline and free of the thread-local guard
+ * (the slow half checks it), so that a call on a descriptor sluice does not
+ * track costs a few loads and no stack frame: each wrapper's slow half
+ * (the guard, a real function not resolved yet, a tracked descriptor) is a
+ * function of its own for the same reason. */
+static inline struct sl_fd *watched(int fd)
 {
-    *rt = sl_runtime();
-    return *rt && ((*rt)->any_bytes || (*rt)->any_out) ? sl_fd_get(fd) : NULL;
+    return sl_watching() ? sl_fd_get(fd) : NULL;
+}
+
+#define SLOW __attribute__((noinline))
+
+/* Whether run() would only make the real call: nothing held back, no byte
+ * budget, no plain-text requests to read (a TLS library's own socket calls
+ * carry ciphertext). Then the slow half makes it without building a call:
+ * curl's reads and writes under an outbound request rule. */
+static inline bool passes(struct sl_fd *e, enum sl_io io)
+{
+    if (e->bytes_rule[io] >= 0 || sl_pending_held(e)) return false;
+    if (io == SL_IO_RECV)
+        return !(sl_gate_in(e) && sl_req_plain(e)) &&
+               !(sl_gate_out(e) && sl_reqout_plain(e) && sl_reqout_replies(e));
+    return !(sl_gate_out(e) && sl_reqout_plain(e));
 }
 
 static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum sl_io io)
@@ -541,21 +558,27 @@ static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum 
     return limited(rt, e, c, io);
 }
 
-SL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+static SLOW ssize_t recv_slow(struct sl_fd *e, int fd, void *buf, size_t len, int flags)
 {
-    struct sl_runtime *rt;
-    struct sl_fd *e = watched(fd, &rt);
-    if (!e) return REAL(recv)(fd, buf, len, flags);
+    struct sl_runtime *rt = sl_runtime();
+    if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(recv)(fd, buf, len, flags);
     struct call c = {.k = K_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags};
     return run(rt, e, &c, SL_IO_RECV);
 }
 
-SL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
-                           socklen_t *fromlen)
+SL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
-    struct sl_runtime *rt;
-    struct sl_fd *e = watched(fd, &rt);
-    if (!e) return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
+    struct sl_fd *e = watched(fd);
+    if (__builtin_expect(!e && sl_real.recv != NULL, 1)) return sl_real.recv(fd, buf, len, flags);
+    return recv_slow(e, fd, buf, len, flags);
+}
+
+static SLOW ssize_t recvfrom_slow(struct sl_fd *e, int fd, void *buf, size_t len, int flags,
+                                  struct sockaddr *from, socklen_t *fromlen)
+{
+    struct sl_runtime *rt = sl_runtime();
+    if (!e || !rt || passes(e, SL_IO_RECV))
+        return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
     struct call c = {.k = K_RECVFROM,
                      .fd = fd,
                      .buf = buf,
@@ -566,11 +589,19 @@ SL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sock
     return run(rt, e, &c, SL_IO_RECV);
 }
 
-SL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+SL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
+                           socklen_t *fromlen)
 {
-    struct sl_runtime *rt;
-    struct sl_fd *e = watched(fd, &rt);
-    if (!e) return REAL(recvmsg)(fd, msg, flags);
+    struct sl_fd *e = watched(fd);
+    if (__builtin_expect(!e && sl_real.recvfrom != NULL, 1))
+        return sl_real.recvfrom(fd, buf, len, flags, from, fromlen);
+    return recvfrom_slow(e, fd, buf, len, flags, from, fromlen);
+}
+
+static SLOW ssize_t recvmsg_slow(struct sl_fd *e, int fd, struct msghdr *msg, int flags)
+{
+    struct sl_runtime *rt = sl_runtime();
+    if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(recvmsg)(fd, msg, flags);
     struct call c = {.k = K_RECVMSG,
                      .fd = fd,
                      .msg = msg,
@@ -579,20 +610,32 @@ SL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
     return run(rt, e, &c, SL_IO_RECV);
 }
 
-SL_EXPORT ssize_t read(int fd, void *buf, size_t len)
+SL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-    struct sl_runtime *rt;
-    struct sl_fd *e = watched(fd, &rt);
-    if (!e) return REAL(read)(fd, buf, len);
+    struct sl_fd *e = watched(fd);
+    if (__builtin_expect(!e && sl_real.recvmsg != NULL, 1)) return sl_real.recvmsg(fd, msg, flags);
+    return recvmsg_slow(e, fd, msg, flags);
+}
+
+static SLOW ssize_t read_slow(struct sl_fd *e, int fd, void *buf, size_t len)
+{
+    struct sl_runtime *rt = sl_runtime();
+    if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(read)(fd, buf, len);
     struct call c = {.k = K_READ, .fd = fd, .buf = buf, .len = len};
     return run(rt, e, &c, SL_IO_RECV);
 }
 
-SL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+SL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
-    struct sl_runtime *rt;
-    struct sl_fd *e = watched(fd, &rt);
-    if (!e) return REAL(readv)(fd, iov, iovcnt);
+    struct sl_fd *e = watched(fd);
+    if (__builtin_expect(!e && sl_real.read != NULL, 1)) return sl_real.read(fd, buf, len);
+    return read_slow(e, fd, buf, len);
+}
+
+static SLOW ssize_t readv_slow(struct sl_fd *e, int fd, const struct iovec *iov, int iovcnt)
+{
+    struct sl_runtime *rt = sl_runtime();
+    if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(readv)(fd, iov, iovcnt);
     struct call c = {.k = K_READV,
                      .fd = fd,
                      .iov = iov,
@@ -601,32 +644,52 @@ SL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
     return run(rt, e, &c, SL_IO_RECV);
 }
 
+SL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+    struct sl_fd *e = watched(fd);
+    if (__builtin_expect(!e && sl_real.readv != NULL, 1)) return sl_real.readv(fd, iov, iovcnt);
+    return readv_slow(e, fd, iov, iovcnt);
+}
+
+static SLOW ssize_t send_slow(struct sl_fd *e, int fd, const void *buf, size_t len, int flags)
+{
+    struct sl_runtime *rt = sl_runtime();
+    if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(send)(fd, buf, len, flags);
+    struct call c = {.k = K_SEND, .fd = fd, .cbuf = buf, .len = len, .flags = flags};
+    return run(rt, e, &c, SL_IO_SEND);
+}
+
 SL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
     if (sl_tls_tying) sl_tls_tie(fd); /* tie.h: a TLS client's own BIO (curl) */
-    struct sl_runtime *rt;
-    struct sl_fd *e = watched(fd, &rt);
-    if (!e) return REAL(send)(fd, buf, len, flags);
-    struct call c = {.k = K_SEND, .fd = fd, .cbuf = buf, .len = len, .flags = flags};
+    struct sl_fd *e = watched(fd);
+    if (__builtin_expect(!e && sl_real.send != NULL, 1)) return sl_real.send(fd, buf, len, flags);
+    return send_slow(e, fd, buf, len, flags);
+}
+
+static SLOW ssize_t sendto_slow(struct sl_fd *e, int fd, const void *buf, size_t len, int flags,
+                                const struct sockaddr *to, socklen_t tolen)
+{
+    struct sl_runtime *rt = sl_runtime();
+    if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(sendto)(fd, buf, len, flags, to, tolen);
+    struct call c = {
+        .k = K_SENDTO, .fd = fd, .cbuf = buf, .len = len, .flags = flags, .to = to, .tolen = tolen};
     return run(rt, e, &c, SL_IO_SEND);
 }
 
 SL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
                          socklen_t tolen)
 {
-    struct sl_runtime *rt;
-    struct sl_fd *e = watched(fd, &rt);
-    if (!e) return REAL(sendto)(fd, buf, len, flags, to, tolen);
-    struct call c = {
-        .k = K_SENDTO, .fd = fd, .cbuf = buf, .len = len, .flags = flags, .to = to, .tolen = tolen};
-    return run(rt, e, &c, SL_IO_SEND);
+    struct sl_fd *e = watched(fd);
+    if (__builtin_expect(!e && sl_real.sendto != NULL, 1))
+        return sl_real.sendto(fd, buf, len, flags, to, tolen);
+    return sendto_slow(e, fd, buf, len, flags, to, tolen);
 }
 
-SL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+static SLOW ssize_t sendmsg_slow(struct sl_fd *e, int fd, const struct msghdr *msg, int flags)
 {
-    struct sl_runtime *rt;
-    struct sl_fd *e = watched(fd, &rt);
-    if (!e) return REAL(sendmsg)(fd, msg, flags);
+    struct sl_runtime *rt = sl_runtime();
+    if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(sendmsg)(fd, msg, flags);
     struct call c = {.k = K_SENDMSG,
                      .fd = fd,
                      .cmsg = msg,
@@ -635,20 +698,32 @@ SL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
     return run(rt, e, &c, SL_IO_SEND);
 }
 
-SL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
+SL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-    struct sl_runtime *rt;
-    struct sl_fd *e = watched(fd, &rt);
-    if (!e) return REAL(write)(fd, buf, len);
+    struct sl_fd *e = watched(fd);
+    if (__builtin_expect(!e && sl_real.sendmsg != NULL, 1)) return sl_real.sendmsg(fd, msg, flags);
+    return sendmsg_slow(e, fd, msg, flags);
+}
+
+static SLOW ssize_t write_slow(struct sl_fd *e, int fd, const void *buf, size_t len)
+{
+    struct sl_runtime *rt = sl_runtime();
+    if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(write)(fd, buf, len);
     struct call c = {.k = K_WRITE, .fd = fd, .cbuf = buf, .len = len};
     return run(rt, e, &c, SL_IO_SEND);
 }
 
-SL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+SL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
-    struct sl_runtime *rt;
-    struct sl_fd *e = watched(fd, &rt);
-    if (!e) return REAL(writev)(fd, iov, iovcnt);
+    struct sl_fd *e = watched(fd);
+    if (__builtin_expect(!e && sl_real.write != NULL, 1)) return sl_real.write(fd, buf, len);
+    return write_slow(e, fd, buf, len);
+}
+
+static SLOW ssize_t writev_slow(struct sl_fd *e, int fd, const struct iovec *iov, int iovcnt)
+{
+    struct sl_runtime *rt = sl_runtime();
+    if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(writev)(fd, iov, iovcnt);
     struct call c = {.k = K_WRITEV,
                      .fd = fd,
                      .iov = iov,
@@ -657,11 +732,18 @@ SL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
     return run(rt, e, &c, SL_IO_SEND);
 }
 
-SL_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
+SL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
-    struct sl_runtime *rt;
-    struct sl_fd *e = watched(out_fd, &rt);
-    if (!e) return REAL(sendfile)(out_fd, in_fd, offset, count);
+    struct sl_fd *e = watched(fd);
+    if (__builtin_expect(!e && sl_real.writev != NULL, 1)) return sl_real.writev(fd, iov, iovcnt);
+    return writev_slow(e, fd, iov, iovcnt);
+}
+
+static SLOW ssize_t sendfile_slow(struct sl_fd *e, int out_fd, int in_fd, off_t *offset,
+                                  size_t count)
+{
+    struct sl_runtime *rt = sl_runtime();
+    if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(sendfile)(out_fd, in_fd, offset, count);
     struct call c = {.k = K_SENDFILE,
                      .fd = out_fd,
                      .out_fd = out_fd,
@@ -669,6 +751,14 @@ SL_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
                      .off = offset,
                      .len = count};
     return run(rt, e, &c, SL_IO_SEND);
+}
+
+SL_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
+{
+    struct sl_fd *e = watched(out_fd);
+    if (__builtin_expect(!e && sl_real.sendfile != NULL, 1))
+        return sl_real.sendfile(out_fd, in_fd, offset, count);
+    return sendfile_slow(e, out_fd, in_fd, offset, count);
 }
 
 /* On 64-bit glibc sendfile64 is the same function under another name;

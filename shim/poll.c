@@ -142,18 +142,43 @@ static bool any_throttled(const struct pollfd *fds, nfds_t n)
     return any;
 }
 
-SL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+/* Every descriptor of the set is untracked or was never throttled, held or
+ * held back: the common case, tested inline by the fast halves below (no
+ * clock, no stack frame); any_throttled looks closer at the others. */
+static inline bool all_quiet(const struct pollfd *fds, nfds_t n)
+{
+    for (nfds_t i = 0; i < n; i++)
+        if (!sl_ready_quiet(fds[i].fd)) return false;
+    return true;
+}
+
+static __attribute__((noinline)) int poll_slow(struct pollfd *fds, nfds_t n, int timeout)
 {
     if (!sl_runtime() || !fds || !any_throttled(fds, n)) return REAL(poll)(fds, n, timeout);
     return wait_fds(false, fds, n, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL, timeout,
                     NULL);
 }
 
-SL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
-                    const sigset_t *sigmask)
+SL_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    if (__builtin_expect((!sl_watching() || !fds || all_quiet(fds, n)) && sl_real.poll != NULL, 1))
+        return sl_real.poll(fds, n, timeout);
+    return poll_slow(fds, n, timeout);
+}
+
+static __attribute__((noinline)) int ppoll_slow(struct pollfd *fds, nfds_t n,
+                                                const struct timespec *ts, const sigset_t *sigmask)
 {
     int64_t t = SL_TIMESPEC_NS(ts);
     if (!sl_runtime() || !fds || !any_throttled(fds, n) || t == -2)
         return REAL(ppoll)(fds, n, ts, sigmask);
     return wait_fds(true, fds, n, t, ts, 0, sigmask);
+}
+
+SL_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+                    const sigset_t *sigmask)
+{
+    if (__builtin_expect((!sl_watching() || !fds || all_quiet(fds, n)) && sl_real.ppoll != NULL, 1))
+        return sl_real.ppoll(fds, n, ts, sigmask);
+    return ppoll_slow(fds, n, ts, sigmask);
 }

@@ -169,7 +169,9 @@ static bool all_quiet(const struct sets *s, int nfds)
 /* Worth the slow path: some descriptor in the sets is throttled now. */
 static bool virtualise(struct sets *s, int nfds)
 {
-    if (!sl_runtime() || nfds <= 0 || nfds > FD_SETSIZE || (!s->r && !s->w && !s->x)) return false;
+    if (!sl_watching() || !sl_runtime() || nfds <= 0 || nfds > FD_SETSIZE ||
+        (!s->r && !s->w && !s->x))
+        return false;
     if (all_quiet(s, nfds)) return false;
     int saved = errno;
     bool any = masked(s, nfds, sl_clock_now(), true) != SL_RD_FOREVER;

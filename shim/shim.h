@@ -105,8 +105,15 @@ static inline struct sl_runtime *sl_runtime(void)
     return atomic_load_explicit(&sl_runtime_ptr, memory_order_acquire);
 }
 
-/* A descriptor closed or replaced: forget it was a listener (accept.c). */
-void sl_listen_forget(int fd);
+/* Some rule limits bytes, reads requests or watches outbound connections:
+ * without one no descriptor is ever tracked, throttled, held or held back,
+ * and every wrapped call can go straight to the kernel. No guard: the
+ * wrappers' fast halves ask this first and look at the guard after. */
+static inline bool sl_watching(void)
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_acquire);
+    return rt && (rt->any_bytes || rt->any_out);
+}
 
 /* Inbound denials that wrote a reply: closed later, see linger.c. */
 void sl_linger_add(int fd);

@@ -74,6 +74,34 @@ static void assert_formats(const struct sl_cidr *c, const char *want)
     assert_string_equal(buf, want);
 }
 
+/* sl_key_make masks by words: the same bytes as masking each byte of the
+ * address, for every prefix length of both families. */
+static void key_masks_every_prefix_length_as_bytewise_masking(void **unused)
+{
+    (void)unused;
+    struct sl_addr a6 = v6("2001:db8:ffff:ffff:ffff:ffff:ffff:ffff", 1);
+    struct sl_addr a4 = v4("255.255.255.255", 1);
+    for (unsigned plen = 0; plen <= 128; plen++) {
+        struct sl_rule r = rule(SL_PER_PREFIX, (uint8_t)(plen <= 32 ? plen : 32), (uint8_t)plen);
+        for (int fam = 0; fam < 2; fam++) {
+            if (fam == 1 && plen > 32) break;
+            struct sl_addr a = fam ? a4 : a6;
+            unsigned bits = fam ? 96 + plen : plen;
+            uint8_t want[16];
+            for (unsigned i = 0; i < 16; i++) {
+                unsigned keep = bits > i * 8 ? bits - i * 8 : 0;
+                want[i] = keep >= 8 ? a.a[i] : (uint8_t)(a.a[i] & (0xff00 >> keep));
+            }
+            struct sl_key k = key(&r, a);
+            uint8_t got[16];
+            memcpy(got, &k.hi, 8);
+            memcpy(got + 8, &k.lo, 8);
+            assert_memory_equal(got, want, 16);
+            assert_int_equal(k.extra, bits);
+        }
+    }
+}
+
 /* ---- sl_addr_from_sockaddr ------------------------------------------- */
 
 static void ipv4_sockaddr_becomes_a_v4_mapped_address_with_its_port(void **unused)
@@ -399,6 +427,7 @@ static void name_hash_is_64_bit_fnv1a_and_stable(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(key_masks_every_prefix_length_as_bytewise_masking),
         cmocka_unit_test(ipv4_sockaddr_becomes_a_v4_mapped_address_with_its_port),
         cmocka_unit_test(ipv6_sockaddr_is_kept_as_is_with_its_port),
         cmocka_unit_test(ipv4_mapped_ipv6_is_the_same_address_and_key_as_plain_ipv4),
