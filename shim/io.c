@@ -537,7 +537,7 @@ static inline bool passes(struct sl_fd *e, enum sl_io io)
     if (e->bytes_rule[io] >= 0 || sl_pending_held(e)) return false;
     if (io == SL_IO_RECV)
         return !(sl_gate_in(e) && sl_req_plain(e)) &&
-               !(sl_gate_out(e) && sl_reqout_plain(e) && sl_reqout_replies(e));
+               !(sl_gate_out(e) && sl_reqout_replying(e, false));
     return !(sl_gate_out(e) && sl_reqout_plain(e));
 }
 
