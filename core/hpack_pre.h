@@ -36,11 +36,11 @@ struct sl_hpre {
     uint8_t after;   /* what the integer being read is */
     uint8_t strings; /* strings still ahead in this representation */
     uint8_t shift;
-    uint32_t val;   /* the integer being read */
-    uint32_t left;  /* bytes of the string being skipped */
-    bool bad;       /* a malformed integer: nothing more is split */
-    bool update;    /* the run just returned completed a size update ... */
-    uint32_t size;  /* ... to this size */
+    uint32_t val;  /* the integer being read */
+    uint32_t left; /* bytes of the string being skipped */
+    bool bad;      /* a malformed integer: nothing more is split */
+    bool update;   /* the run just returned completed a size update ... */
+    uint32_t size; /* ... to this size */
 };
 
 /* A new header block begins. */

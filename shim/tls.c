@@ -260,6 +260,9 @@ static int handshake(SSL *ssl, int (*real_call)(SSL *))
     int (*get_wfd)(const SSL *) = REAL_SSL(get_wfd, "SSL_get_wfd", NULL);
     bool tie = rt && rt->any_req_out && get_wfd && get_wfd(ssl) < 0 && sl_tls_tied_fd(ssl) < 0;
     if (tie) sl_tls_tying = ssl;
+    int in_fd;
+    struct sl_fd *in = rt && rt->any_req_in ? session_entry(ssl, SL_IN, &in_fd) : NULL;
+    if (in && sl_gate_in(in)) sl_req_tls_library(in); /* its SSL_read shows the requests */
     int rc = real_call(ssl);
     if (tie) sl_tls_tying = NULL;
     if (tie && sl_tls_tied_fd(ssl) < 0) sl_tlsbio_remember(ssl); /* memory BIOs: tlsbio.h */

@@ -69,9 +69,11 @@ static bool inflate(nghttp2_hd_inflater *d, const uint8_t *in, size_t n, bool fi
         in += r;
         n -= (size_t)r;
         if (flags & NGHTTP2_HD_INFLATE_EMIT) {
-            for (size_t i = 0; i < nv.namelen; i++) *h = (*h ^ nv.name[i]) * 1099511628211u;
+            for (size_t i = 0; i < nv.namelen; i++)
+                *h = (*h ^ nv.name[i]) * 1099511628211u;
             *h = (*h ^ 0x100) * 1099511628211u;
-            for (size_t i = 0; i < nv.valuelen; i++) *h = (*h ^ nv.value[i]) * 1099511628211u;
+            for (size_t i = 0; i < nv.valuelen; i++)
+                *h = (*h ^ nv.value[i]) * 1099511628211u;
             *h = (*h ^ 0x101) * 1099511628211u;
         }
         if (flags & NGHTTP2_HD_INFLATE_FINAL) {
@@ -135,7 +137,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             enc[e++] = (uint8_t)(0x20 | v);
         } else {
             enc[e++] = 0x3f;
-            for (v -= 31; v >= 128; v >>= 7) enc[e++] = (uint8_t)(0x80 | (v & 0x7f));
+            for (v -= 31; v >= 128; v >>= 7)
+                enc[e++] = (uint8_t)(0x80 | (v & 0x7f));
             enc[e++] = (uint8_t)v;
         }
         if (ok) ok = inflate(d, enc, e, false, &got);

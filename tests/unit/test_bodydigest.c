@@ -37,7 +37,10 @@ static void a_body_is_the_same_however_it_is_framed(void **unused)
     (void)unused;
     uint8_t a[16], b[16], c[16], d[16], e[16];
     struct sl_h1_head len = h1(false, 11), ch = h1(true, 0);
-    assert_true(digest(&len, 0, "hello world" "GET / HTTP/1.1\r\n", 27, a));
+    assert_true(digest(&len, 0,
+                       "hello world"
+                       "GET / HTTP/1.1\r\n",
+                       27, a));
     assert_true(digest(&ch, 0, "5\r\nhello\r\n6;x=1\r\n world\r\n0\r\nT: 1\r\n\r\n", 37, b));
     assert_true(digest(&ch, 0, "b\r\nhello world\r\n0\r\n\r\n", 21, c));
     assert_memory_equal(a, b, 16);
