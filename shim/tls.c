@@ -80,6 +80,7 @@ static struct {
     int (*get_wfd)(const SSL *);
     int (*connect)(SSL *);
     int (*do_handshake)(SSL *);
+    int (*accept)(SSL *);
     int (*get_error)(const SSL *, int);
     int (*get_rfd)(const SSL *);
     int (*get_shutdown)(const SSL *);
@@ -273,6 +274,14 @@ SL_EXPORT int SSL_connect(SSL *ssl)
 {
     last.ssl = NULL;
     return handshake(ssl, REAL_SSL(connect, "SSL_connect", SSL_connect));
+}
+
+/* A server's handshake: inbound, it marks the connection as read through
+ * SSL_read (req.h), so no record burst is counted during it. */
+SL_EXPORT int SSL_accept(SSL *ssl)
+{
+    last.ssl = NULL;
+    return handshake(ssl, REAL_SSL(accept, "SSL_accept", SSL_accept));
 }
 
 SL_EXPORT int SSL_do_handshake(SSL *ssl)
