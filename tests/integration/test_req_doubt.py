@@ -249,50 +249,26 @@ with TempDir() as tmp:
         root {www};
         keepalive_requests 1000;
     }}""")
-    conf = tmp.write("sluice.conf", f"""
-inbound "export" {{
+    # one rule per case, each for clients of its own 127.0.N.0/24:
+    # name, what it matches, its limit, what it counts by, N
+    one_a_minute = 'req_rate = "1/m"\n    req_burst = 1'
+    rules = [
+        ("export", 'route = { "/export" }', one_a_minute, "per = rule", 1),
+        ("host", 'host = { "api.example.com" }', one_a_minute, "per = rule", 2),
+        ("token", "", one_a_minute, 'per = "header:Authorization"', 3),
+        ("cookie", "", one_a_minute, 'per = "cookie:sid"\n    per_missing = deny', 4),
+        ("strict", "", 'req_rate = "100/s"', "on_odd = deny", 5),
+    ]
+    conf = tmp.write("sluice.conf", "".join(f"""
+inbound "{name}" {{
     port = {port}
-    route = {{ "/export" }}
-    req_rate = "1/m"
-    req_burst = 1
-    per = rule
-    from = {{ "127.0.1.0/24" }}
+    {match}
+    {limit}
+    {per}
+    from = {{ "127.0.{net}.0/24" }}
     action = reply
 }}
-inbound "host" {{
-    port = {port}
-    host = {{ "api.example.com" }}
-    req_rate = "1/m"
-    req_burst = 1
-    per = rule
-    from = {{ "127.0.2.0/24" }}
-    action = reply
-}}
-inbound "token" {{
-    port = {port}
-    req_rate = "1/m"
-    req_burst = 1
-    per = "header:Authorization"
-    from = {{ "127.0.3.0/24" }}
-    action = reply
-}}
-inbound "cookie" {{
-    port = {port}
-    req_rate = "1/m"
-    req_burst = 1
-    per = "cookie:sid"
-    per_missing = deny
-    from = {{ "127.0.4.0/24" }}
-    action = reply
-}}
-inbound "strict" {{
-    port = {port}
-    req_rate = "100/s"
-    on_odd = deny
-    from = {{ "127.0.5.0/24" }}
-    action = reply
-}}
-""")
+""" for name, match, limit, per, net in rules))
     ng = Proc(sluice_argv(ng_argv, config=conf))
     try:
         wait_listen(port)
