@@ -239,15 +239,15 @@ static void block_piece(struct sl_h2 *s, const uint8_t *in, size_t n)
     while (n > 0 && !s->blind) {
         enum sl_hpre_run run;
         size_t k = sl_hpre_feed(&s->hpre, in, n, &run);
-        if (s->hpre.bad) {
-            blind(s);
-            return;
-        }
-        if (run == SL_HPRE_FIELD) {
-            inflate(s, in, k, false);
+        if (run == SL_HPRE_FIELD) { /* up to a malformed integer too: the same fields */
+            inflate(s, in, k, false); /* however the block is split */
             s->fed = true;
         } else if (s->hpre.update) {
             apply_update(s, s->hpre.size);
+        }
+        if (s->hpre.bad) {
+            blind(s);
+            return;
         }
         in += k;
         n -= k;
