@@ -174,6 +174,7 @@ void sl_req_free(struct sl_fd *e)
     struct sl_req_fd *r = REQ(e);
     if (!sl_gate_in(e)) return;
     static _Atomic bool told;
+    if (r->hello && !r->tls && !r->lib && r->cipher) sl_tlsin_say(r->cipher);
     if (r->hello && !r->tls && !r->lib && !r->cipher && !atomic_exchange(&told, true)) {
         char addr[64];
         sl_addr_format(r->peer.a, addr, sizeof addr);
@@ -243,7 +244,10 @@ ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
 
 void sl_req_tls_library(struct sl_fd *e)
 {
-    REQ(e)->lib = true;
+    struct sl_req_fd *r = REQ(e);
+    r->lib = true;
+    sl_tlsin_close(r->cipher); /* its records are not counted: SSL_read shows the requests */
+    r->cipher = NULL;
 }
 
 bool sl_req_plain(const struct sl_fd *e)

@@ -215,10 +215,11 @@ struct sl_tlsin {
     size_t nhead;
     char head[320];
     char sni[256];
+    unsigned port;                              /* the server's, for the log */
     _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn */
 };
 
-static void say_inbound(const struct sl_tlsin *t, const struct sl_addr *local)
+void sl_tlsin_say(const struct sl_tlsin *t)
 {
     static _Atomic bool told;
     if (atomic_exchange(&told, true)) return;
@@ -228,14 +229,17 @@ static void say_inbound(const struct sl_tlsin *t, const struct sl_addr *local)
            "node's is, or another library): its requests are counted as the client's record "
            "bursts, one per burst after each answer, as requests GET / to %s; exact for a client "
            "that does not pipeline; a denial resets the connection (said once)",
-           local ? local->port : 0, t->sni);
+           t->port, t->sni);
 }
 
 struct sl_tlsin *sl_tlsin_open(struct sl_runtime *rt, const struct sl_addr *local,
                                const struct sl_addr *peer, const void *buf, size_t len)
 {
+    /* a first read may hold only part of the hello (a 1-byte peek, a
+     * record header): the records are followed from the first byte all
+     * the same, the local address standing for the server name */
     struct sl_tls_hello h;
-    if (sl_tls_hello_parse(buf, len, &h) != 1) return NULL;
+    if (sl_tls_hello_parse(buf, len, &h) < 0) return NULL;
     struct sl_tlsin *t =
         tracker_new(sizeof *t, offsetof(struct sl_tlsin, conn), rt, SL_IN, local, peer);
     if (!t) return NULL;
@@ -244,7 +248,7 @@ struct sl_tlsin *sl_tlsin_open(struct sl_runtime *rt, const struct sl_addr *loca
     if (local) sl_addr_format(local->a, addr, sizeof addr);
     snprintf(t->sni, sizeof t->sni, "%s", h.sni[0] ? h.sni : addr);
     t->nhead = burst_head(t->head, sizeof t->head, t->sni);
-    say_inbound(t, local);
+    t->port = local ? local->port : 0;
     return t;
 }
 
@@ -276,6 +280,7 @@ ssize_t sl_tlsin_read(struct sl_tlsin *t, int fd, struct sl_fd *e, void *buf, si
             if (got > 0) sl_tlsin_taken(t, buf, (size_t)got);
             return got;
         }
+        sl_tlsin_say(t);
         fresh(c);
         uint64_t now = sl_clock_now();
         struct sl_req_verdict v;

@@ -58,7 +58,9 @@ void sl_tlsrec_close(struct sl_tlsrec_conn *t);
 struct sl_tlsin;
 
 /* At the first bytes read from a connection an inbound request rule
- * matches, when they begin a ClientHello: a tracker, or NULL. */
+ * matches, when they begin a TLS handshake record (the ClientHello may be
+ * cut: then the local address stands for the server name): a tracker, or
+ * NULL. */
 struct sl_tlsin *sl_tlsin_open(struct sl_runtime *rt, const struct sl_addr *local,
                                const struct sl_addr *peer, const void *buf, size_t len);
 
@@ -70,6 +72,11 @@ void sl_tlsin_taken(struct sl_tlsin *t, const void *buf, size_t n);
  * is denied. */
 ssize_t sl_tlsin_read(struct sl_tlsin *t, int fd, struct sl_fd *e, void *buf, size_t len,
                       int flags, bool *reset);
+
+/* Says once per process how such connections are counted: at the first
+ * burst, or when one closes having been read by no library sluice sees
+ * (req.c; a program whose handshake sluice sees never says it). */
+void sl_tlsin_say(const struct sl_tlsin *t);
 
 void sl_tlsin_close(struct sl_tlsin *t);
 
