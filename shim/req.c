@@ -77,6 +77,23 @@ static void fresh(struct sl_req_fd *r)
     sl_req_conn_rebind(CONN(r), rt);
 }
 
+/* The first bytes from the peer: a TLS handshake that no library sluice
+ * sees may follow (tlsrec.h: its record bursts are then the requests). */
+static void first_bytes(struct sl_req_fd *r, const void *buf, size_t n)
+{
+    r->first = true;
+    r->hello = ((const unsigned char *)buf)[0] == 0x16; /* a TLS handshake record */
+    if (r->hello && !r->lib)
+        r->cipher = sl_tlsin_open(r->rt, r->has_local ? &r->local : NULL, &r->peer, buf, n);
+}
+
+/* TLS that no library sluice interposes reads: the client's record
+ * bursts are the requests (tlsrec.h), once the gate holds nothing. */
+static bool ciphertext(const struct sl_req_fd *r)
+{
+    return r->cipher && !r->tls && !r->lib && r->g.stash_len == 0 && sl_req_done(CONN(r));
+}
+
 /* EAGAIN until `until`: the readiness layer hides fd's reads until then. */
 ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
 {
@@ -85,6 +102,15 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
     fresh(r);
     if (r->g.phase == SL_GATE_ENDED) return 0;
     if (r->g.phase == SL_GATE_RESET) return errno = ECONNRESET, -1;
+    if (ciphertext(r)) { /* its record bursts are the requests */
+        char scratch[PEEK_MAX];
+        bool reset;
+        ssize_t n =
+            sl_tlsin_allow(r->cipher, fd, e, scratch, len < sizeof scratch ? len : sizeof scratch,
+                           nonblock ? MSG_DONTWAIT : 0, &reset);
+        if (reset) r->g.phase = SL_GATE_RESET;
+        return n;
+    }
     if (sl_req_done(CONN(r))) return (ssize_t)len;
     int saved = errno;
     struct sl_hold h = sl_hold_for(fd, e, SL_IO_RECV, nonblock);
@@ -130,7 +156,9 @@ void sl_req_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, siz
     if (r->tls) return;
     for (int i = 0; i < iovcnt && got > 0; i++) {
         size_t n = iov[i].iov_len < got ? iov[i].iov_len : got;
+        if (n && !r->first) first_bytes(r, iov[i].iov_base, n); /* as sock_read's */
         sl_req_passed(CONN(r), iov[i].iov_base, n);
+        if (r->cipher) sl_tlsin_taken(r->cipher, iov[i].iov_base, n);
         got -= n;
     }
 }
@@ -197,13 +225,7 @@ static ssize_t sock_read(const struct sl_transport *t, void *buf, size_t n)
 {
     struct sl_req_fd *r = t->ctx;
     ssize_t got = REAL(recv)(t->fd, buf, n, t->flags);
-    if (got > 0 && !r->first) {
-        r->first = true;
-        r->hello = ((const unsigned char *)buf)[0] == 0x16; /* a TLS handshake record */
-        if (r->hello && !r->lib)
-            r->cipher =
-                sl_tlsin_open(r->rt, r->has_local ? &r->local : NULL, &r->peer, buf, (size_t)got);
-    }
+    if (got > 0 && !r->first) first_bytes(r, buf, (size_t)got);
     if (got > 0 && r->cipher) sl_tlsin_taken(r->cipher, buf, (size_t)got);
     return got;
 }
@@ -214,13 +236,6 @@ static ssize_t sock_more(const struct sl_transport *t, void *buf, size_t n)
     ssize_t got = REAL(recv)(t->fd, buf, n, t->flags | MSG_DONTWAIT);
     if (got > 0 && r->cipher) sl_tlsin_taken(r->cipher, buf, (size_t)got);
     return got;
-}
-
-/* TLS that no library sluice interposes reads: the client's record
- * bursts are the requests (tlsrec.h), once the gate holds nothing. */
-static bool ciphertext(const struct sl_req_fd *r)
-{
-    return r->cipher && !r->tls && !r->lib && r->g.stash_len == 0 && sl_req_done(CONN(r));
 }
 
 ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)

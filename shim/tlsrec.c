@@ -259,26 +259,23 @@ void sl_tlsin_taken(struct sl_tlsin *t, const void *buf, size_t n)
     if (t->rec.bursts != before) t->granted = false; /* the grant went with its burst */
 }
 
-ssize_t sl_tlsin_read(struct sl_tlsin *t, int fd, struct sl_fd *e, void *buf, size_t len, int flags,
-                      bool *reset)
+ssize_t sl_tlsin_allow(struct sl_tlsin *t, int fd, struct sl_fd *e, void *scratch, size_t len,
+                       int flags, bool *reset)
 {
     *reset = false;
-    if ((flags & MSG_PEEK) || len == 0 || !t->nhead || sl_req_done(CONN(t)))
-        return REAL(recv)(fd, buf, len, flags);
+    if (len == 0 || !t->nhead || sl_req_done(CONN(t))) return (ssize_t)len;
     struct sl_req_conn *c = CONN(t);
     int saved = errno;
     struct sl_hold h = sl_hold_for(fd, e, SL_IO_RECV, (flags & MSG_DONTWAIT) != 0);
     for (;;) {
         /* what the kernel has: the kernel's own wait, timeouts and signals as usual */
-        ssize_t n = REAL(recv)(fd, buf, len, flags | MSG_PEEK);
+        ssize_t n = REAL(recv)(fd, scratch, len, (flags & MSG_DONTWAIT) | MSG_PEEK);
         if (n <= 0) return n;
         if (!t->granted && tcp_count_grew(fd, true, &t->sent)) sl_tlsrec_answered(&t->rec);
-        size_t at = t->granted ? (size_t)n : sl_tlsrec_peek(&t->rec, buf, (size_t)n);
+        size_t at = t->granted ? (size_t)n : sl_tlsrec_peek(&t->rec, scratch, (size_t)n);
         if (at > 0) { /* the bytes before a burst, or a granted burst */
             errno = saved;
-            ssize_t got = REAL(recv)(fd, buf, at, flags);
-            if (got > 0) sl_tlsin_taken(t, buf, (size_t)got);
-            return got;
+            return (ssize_t)at;
         }
         sl_tlsin_say(t);
         fresh(c);
@@ -296,6 +293,18 @@ ssize_t sl_tlsin_read(struct sl_tlsin *t, int fd, struct sl_fd *e, void *buf, si
         }
         if (sl_hold_until(&h, now, now + v.wait_ns) != 0) return -1; /* EAGAIN, EINTR */
     }
+}
+
+ssize_t sl_tlsin_read(struct sl_tlsin *t, int fd, struct sl_fd *e, void *buf, size_t len, int flags,
+                      bool *reset)
+{
+    *reset = false;
+    if (flags & MSG_PEEK) return REAL(recv)(fd, buf, len, flags);
+    ssize_t ok = sl_tlsin_allow(t, fd, e, buf, len, flags, reset);
+    if (ok <= 0) return ok;
+    ssize_t got = REAL(recv)(fd, buf, (size_t)ok, flags);
+    if (got > 0) sl_tlsin_taken(t, buf, (size_t)got);
+    return got;
 }
 
 void sl_tlsin_close(struct sl_tlsin *t)

@@ -67,6 +67,12 @@ struct sl_tlsin *sl_tlsin_open(struct sl_runtime *rt, const struct sl_addr *loca
 /* n bytes the program took from the socket by another way (req.c's gate). */
 void sl_tlsin_taken(struct sl_tlsin *t, const void *buf, size_t n);
 
+/* Before a read of up to len bytes (flags as recv's: MSG_DONTWAIT): how
+ * many may be read now (> 0; scratch holds a peek at them), 0 at end of
+ * file, or -1 as sl_tlsin_read. Report what was read with sl_tlsin_taken. */
+ssize_t sl_tlsin_allow(struct sl_tlsin *t, int fd, struct sl_fd *e, void *scratch, size_t len,
+                       int flags, bool *reset);
+
 /* A read of the program's (flags as recv's): as recv, or -1 with EAGAIN or
  * EINTR while the burst waits its turn, or ECONNRESET with *reset when it
  * is denied. */
