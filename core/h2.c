@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hpack_pre.h"
 #include "mem.h"
 
 static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -176,6 +177,7 @@ static void head_end(struct sl_h2 *s)
     if (s->key_kind == SL_H1_KEY_QUERY) sl_h1_query_key(h, s->key_name, s->key_name_len);
     sl_h1_text_seal(h->key, sizeof h->key, &h->key_info);
     sl_h1_text_seal(h->idem, sizeof h->idem, &h->idem_info);
+    if (s->big) h->odd = SL_H1_ODD_LONG;
     if (s->blind) h->odd = SL_H1_ODD_SYNTAX;
     h->start = s->head_start;
     h->end = s->pos;
@@ -204,6 +206,51 @@ static void inflate(struct sl_h2 *s, const uint8_t *in, size_t n, bool final)
             blind(s); /* final, nothing consumed, nothing emitted: a truncated block */
             return;
         }
+    }
+}
+
+/* A dynamic table size update from the pre-pass. The inflater takes one
+ * only before a block's first field, where nginx takes it anywhere: after
+ * a field, the block so far is ended in the inflater (the pre-pass says a
+ * representation ends here), and the update opens the next one. */
+static void apply_update(struct sl_h2 *s, uint32_t size)
+{
+    static const uint8_t none[1];
+    if (s->fed) {
+        inflate(s, none, 0, true);
+        s->fed = false;
+    }
+    uint8_t enc[8]; /* 001xxxxx and 7-bit groups (RFC 7541 section 5.1) */
+    size_t n = 0;
+    if (size < 31) {
+        enc[n++] = (uint8_t)(0x20 | size);
+    } else {
+        enc[n++] = 0x3f;
+        for (size -= 31; size >= 128; size >>= 7) enc[n++] = (uint8_t)(0x80 | (size & 0x7f));
+        enc[n++] = (uint8_t)size;
+    }
+    if (!s->blind) inflate(s, enc, n, false);
+}
+
+/* A piece of the open header block: field bytes to the inflater, size
+ * updates applied where nginx applies them (core/hpack_pre.h). */
+static void block_piece(struct sl_h2 *s, const uint8_t *in, size_t n)
+{
+    while (n > 0 && !s->blind) {
+        enum sl_hpre_run run;
+        size_t k = sl_hpre_feed(&s->hpre, in, n, &run);
+        if (run == SL_HPRE_FIELD) { /* up to a malformed integer too: the same fields */
+            inflate(s, in, k, false); /* however the block is split */
+            s->fed = true;
+        } else if (s->hpre.update) {
+            apply_update(s, s->hpre.size);
+        }
+        if (s->hpre.bad) {
+            blind(s);
+            return;
+        }
+        in += k;
+        n -= k;
     }
 }
 
@@ -247,6 +294,9 @@ static void frame_begin(struct sl_h2 *s)
         }
         s->in_block = true;
         s->block_bytes = 0;
+        s->big = false;
+        s->fed = false;
+        sl_hpre_begin(&s->hpre);
         s->block_request = (s->stream & 1) && s->stream > s->last_stream;
         s->block_stream = s->stream;
         if (s->block_request) {
@@ -267,8 +317,9 @@ static void frame_begin(struct sl_h2 *s)
         return;
     }
     s->block_bytes += s->remaining;
-    if (s->block_bytes > SL_H2_BLOCK_MAX)
-        blind(s); /* its request is reported at this frame's end */
+    /* its request is reported at this frame's end; the rest of the block
+     * is still inflated, so the dynamic table stays in step */
+    if (s->block_bytes > SL_H2_BLOCK_MAX) s->big = true;
 }
 
 /* Payload bytes of the current frame; consumes them all. */
@@ -291,7 +342,7 @@ static void payload(struct sl_h2 *s, const uint8_t *p, size_t n)
         } else if (s->remaining > s->pad) {
             size_t frag = s->remaining - s->pad;
             if (frag > n) frag = n;
-            if (!s->blind) inflate(s, p, frag, false);
+            if (!s->blind) block_piece(s, p, frag);
             s->remaining -= (uint32_t)frag;
             p += frag;
             n -= frag;

@@ -15,11 +15,16 @@
  * every byte exactly once, as soon as it is seen, and next time feed only
  * the bytes past sl_h2_pos() (see http1.h). Never feed a copy.
  *
- * The rule of doubt (http1.h): when the inflater fails (nghttp2 refuses
- * some blocks nginx accepts, e.g. a dynamic table size update after the
- * first header) or a header block grows over SL_H2_BLOCK_MAX, the HPACK
- * state is lost, but frames are still framed: that request and every
- * later HEADERS frame that opens a client stream are reported, with
+ * HPACK as nginx takes it: dynamic table size updates anywhere in a block
+ * and any number of them (libnghttp2 refuses one after the first field) go
+ * through a pre-pass (core/hpack_pre.h) that applies each where nginx
+ * does, so the keys of later requests are still read. A block over
+ * SL_H2_BLOCK_MAX is reported at the frame that crosses it (`odd` LONG,
+ * the fields seen so far) and the rest is still inflated.
+ *
+ * The rule of doubt (http1.h): when the inflater fails all the same, the
+ * HPACK state is lost, but frames are still framed: that request and
+ * every later HEADERS frame that opens a client stream are reported, with
  * `odd` set and no fields (their key missing). Only a stream that does
  * not open with the preface, or a framing error (after which servers end
  * the connection), ends scanning (passthrough). Bytes are never changed. The inflater is
@@ -33,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hpack_pre.h"
 #include "http1.h"
 
 #define SL_H2_BLOCK_MAX 65536 /* bytes of one header block's frames */
@@ -77,6 +83,9 @@ struct sl_h2 {
     uint32_t last_stream; /* highest client stream opened */
     struct nghttp2_hd_inflater *inflater;
     bool blind;       /* the inflater failed: requests are framed, not decoded */
+    bool big;         /* the open block is over SL_H2_BLOCK_MAX: decided early */
+    bool fed;         /* field bytes reached the inflater since its block began */
+    struct sl_hpre hpre;
     bool want_cookie; /* collect cookie fields into head.cookie */
     struct sl_h1_head head;
 };

@@ -11,6 +11,7 @@
 #include <sodium.h>
 #include <string.h>
 
+#include "bodydigest.h"
 #include "quota.h"
 #include "reqhead.h"
 #include "reqkey.h"
@@ -36,6 +37,7 @@ void sl_idem_key(struct sl_key *k, const struct sl_key *bucket, const struct sl_
     put(&st, h->method, h->method_len);
     put(&st, h->path, h->path_len);
     put(&st, h->query, h->query_len);
+    put(&st, (const char *)h->body_digest, SL_BODY_DIGEST_LEN);
     crypto_generichash_final(&st, out, sizeof out);
     k->rule = bucket->rule;
     memcpy(&k->hi, out, 8);

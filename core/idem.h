@@ -3,12 +3,12 @@
  * through without charging them.
  *
  * A mark is a table word keyed by the rule's bucket key (the client), the
- * Idempotency-Key value, the method and the request target as sent, hashed
- * under the table's secret: the same key on another method or path is
- * another mark and is charged like any request (issue 18.5: one token used
- * to buy three different requests). The body is not part of the mark: the
- * scanner does not see bodies, so two bodies under one key, method and
- * target count as one request and its retries.
+ * Idempotency-Key value, the method, the request target as sent and the
+ * body's digest (core/bodydigest.h), hashed under the table's secret: the
+ * same key on another method, path or body is another mark and is charged
+ * like any request (issue 18.5: one token used to buy three different
+ * requests). A request without a digest (its body not whole when it was
+ * decided) has no mark: the caller charges it.
  *
  * The word counts the attempts in the window the charged attempt opened,
  * laid out as a quota word (core/quota.h, [end : 36][attempts : 28]), so
@@ -32,8 +32,8 @@
 
 struct sl_req_head;
 
-/* The mark's key for request h (its Idempotency-Key, method, path and
- * query): `bucket` is the rule's key for the client. */
+/* The mark's key for request h (its Idempotency-Key, method, path, query
+ * and body digest, not NULL): `bucket` is the rule's key for the client. */
 void sl_idem_key(struct sl_key *k, const struct sl_key *bucket, const struct sl_req_head *h,
                  const uint64_t secret[4]);
 

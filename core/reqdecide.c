@@ -285,7 +285,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
     const char *pname = plan ? plan->name : r->name;
     if (r->cost == 0 || (!rate->count && !quota)) return; /* counted, never limited */
 
-    if (h->idem && h->idem_len) {
+    if (h->idem && h->idem_len && h->body_digest) { /* no digest: charged, opens nothing */
         struct idem_op op = {.now = now};
         idem_apply(rt, e, &g->key, h, now, &op);
         if (op.free) return; /* a retry: free */

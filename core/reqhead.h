@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* One request head, as the scanner found it. Pointers may be NULL when the
  * head had no such part. */
@@ -17,6 +18,9 @@ struct sl_req_head {
     /* the value of the header named by sl_req_rules.header (NULL: absent) */
     const char *header;
     size_t header_len;
+    /* the body's digest (core/bodydigest.h), read only with idem; NULL: the
+     * body was not whole in the bytes at hand (no free retry) */
+    const uint8_t *body_digest;
     bool path_cut; /* the path did not fit the scanner: every route matches it (the
                       rule of doubt: counted against each route rule, never escaping) */
 };

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bodydigest.h"
 #include "clock.h"
 #include "h1resp.h"
 #include "log.h"
@@ -370,6 +371,12 @@ static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t no
         struct sl_req_head h;
         struct sl_req_decision d;
         head_of(sc, h1, &h);
+        uint8_t digest[SL_BODY_DIGEST_LEN];
+        if (h.idem && h1->end >= c->pos && h1->end <= c->pos + len &&
+            sl_body_digest(h1, c->is_h2 ? sl_h2_stream(&c->h2) : 0,
+                           (const uint8_t *)buf + (h1->end - c->pos),
+                           (size_t)(c->pos + len - h1->end), digest))
+            h.body_digest = digest;
         if (h1->odd && odd_head(c, h1, now, &d)) {
             deny(c, h1->start, &d);
             return;

@@ -18,6 +18,7 @@
 #include "req.h"
 #include "reload.h"
 #include "shim.h"
+#include "tlsrec.h"
 #include "wait.h"
 
 /* What one peek looks at: a whole head of the largest size the scanner
@@ -32,10 +33,12 @@ struct sl_req_fd {
     struct sl_runtime *rt;
     struct sl_addr local, peer;
     bool has_local;
-    bool tls;   /* the requests are read through the TLS library */
-    bool first; /* the first byte from the peer has been seen */
-    bool hello; /* ... and it opened a TLS handshake */
-    void *ssl;  /* that library's connection (an SSL *), NULL once freed */
+    bool tls;                /* the requests are read through the TLS library */
+    bool first;              /* the first byte from the peer has been seen */
+    bool hello;              /* ... and it opened a TLS handshake */
+    bool lib;                /* an interposed TLS library's handshake ran on it (tls.c) */
+    struct sl_tlsin *cipher; /* TLS read by no library sluice sees: bursts (tlsrec.h) */
+    void *ssl;               /* that library's connection (an SSL *), NULL once freed */
     _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn: sl_req_conn_size() */
 };
 
@@ -74,6 +77,23 @@ static void fresh(struct sl_req_fd *r)
     sl_req_conn_rebind(CONN(r), rt);
 }
 
+/* The first bytes from the peer: a TLS handshake that no library sluice
+ * sees may follow (tlsrec.h: its record bursts are then the requests). */
+static void first_bytes(struct sl_req_fd *r, const void *buf, size_t n)
+{
+    r->first = true;
+    r->hello = ((const unsigned char *)buf)[0] == 0x16; /* a TLS handshake record */
+    if (r->hello && !r->lib)
+        r->cipher = sl_tlsin_open(r->rt, r->has_local ? &r->local : NULL, &r->peer, buf, n);
+}
+
+/* TLS that no library sluice interposes reads: the client's record
+ * bursts are the requests (tlsrec.h), once the gate holds nothing. */
+static bool ciphertext(const struct sl_req_fd *r)
+{
+    return r->cipher && !r->tls && !r->lib && r->g.stash_len == 0 && sl_req_done(CONN(r));
+}
+
 /* EAGAIN until `until`: the readiness layer hides fd's reads until then. */
 ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
 {
@@ -82,6 +102,15 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
     fresh(r);
     if (r->g.phase == SL_GATE_ENDED) return 0;
     if (r->g.phase == SL_GATE_RESET) return errno = ECONNRESET, -1;
+    if (ciphertext(r)) { /* its record bursts are the requests */
+        char scratch[PEEK_MAX];
+        bool reset;
+        ssize_t n =
+            sl_tlsin_allow(r->cipher, fd, e, scratch, len < sizeof scratch ? len : sizeof scratch,
+                           nonblock ? MSG_DONTWAIT : 0, &reset);
+        if (reset) r->g.phase = SL_GATE_RESET;
+        return n;
+    }
     if (sl_req_done(CONN(r))) return (ssize_t)len;
     int saved = errno;
     struct sl_hold h = sl_hold_for(fd, e, SL_IO_RECV, nonblock);
@@ -127,7 +156,9 @@ void sl_req_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, siz
     if (r->tls) return;
     for (int i = 0; i < iovcnt && got > 0; i++) {
         size_t n = iov[i].iov_len < got ? iov[i].iov_len : got;
+        if (n && !r->first) first_bytes(r, iov[i].iov_base, n); /* as sock_read's */
         sl_req_passed(CONN(r), iov[i].iov_base, n);
+        if (r->cipher) sl_tlsin_taken(r->cipher, iov[i].iov_base, n);
         got -= n;
     }
 }
@@ -171,7 +202,8 @@ void sl_req_free(struct sl_fd *e)
     struct sl_req_fd *r = REQ(e);
     if (!sl_gate_in(e)) return;
     static _Atomic bool told;
-    if (r->hello && !r->tls && !atomic_exchange(&told, true)) {
+    if (r->hello && !r->tls && !r->lib && r->cipher) sl_tlsin_say(r->cipher);
+    if (r->hello && !r->tls && !r->lib && !r->cipher && !atomic_exchange(&told, true)) {
         char addr[64];
         sl_addr_format(r->peer.a, addr, sizeof addr);
         sl_log(SL_LOG_WARN,
@@ -181,6 +213,7 @@ void sl_req_free(struct sl_fd *e)
                addr);
     }
     e->gate = NULL;
+    sl_tlsin_close(r->cipher);
     sl_req_conn_fini(CONN(r));
     sl_gate_end(&r->g); /* the stash: a request's secrets, zeroed */
     sl_free(r);
@@ -192,21 +225,29 @@ static ssize_t sock_read(const struct sl_transport *t, void *buf, size_t n)
 {
     struct sl_req_fd *r = t->ctx;
     ssize_t got = REAL(recv)(t->fd, buf, n, t->flags);
-    if (got > 0 && !r->first) {
-        r->first = true;
-        r->hello = ((const unsigned char *)buf)[0] == 0x16; /* a TLS handshake record */
-    }
+    if (got > 0 && !r->first) first_bytes(r, buf, (size_t)got);
+    if (got > 0 && r->cipher) sl_tlsin_taken(r->cipher, buf, (size_t)got);
     return got;
 }
 
 static ssize_t sock_more(const struct sl_transport *t, void *buf, size_t n)
 {
-    return REAL(recv)(t->fd, buf, n, t->flags | MSG_DONTWAIT);
+    struct sl_req_fd *r = t->ctx;
+    ssize_t got = REAL(recv)(t->fd, buf, n, t->flags | MSG_DONTWAIT);
+    if (got > 0 && r->cipher) sl_tlsin_taken(r->cipher, buf, (size_t)got);
+    return got;
 }
 
 ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
 {
     struct sl_req_fd *r = REQ(e);
+    if (r->g.phase == SL_GATE_RESET) return errno = ECONNRESET, -1;
+    if (ciphertext(r)) {
+        bool reset;
+        ssize_t n = sl_tlsin_read(r->cipher, fd, e, buf, len, flags, &reset);
+        if (reset) r->g.phase = SL_GATE_RESET; /* the close resets it (sl_req_close) */
+        return n;
+    }
     if (r->tls || (r->g.stash_len == 0 && sl_req_done(CONN(r))))
         return REAL(recv)(fd, buf, len, flags);
     fresh(r);
@@ -214,6 +255,14 @@ ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
         .read = sock_read, .more = sock_more, .fd = fd, .flags = flags & ~MSG_PEEK, .ctx = r};
     enum sl_tls_how how;
     return sl_gate_read(&r->g, e, &t, buf, len, (flags & MSG_PEEK) != 0, &how);
+}
+
+void sl_req_tls_library(struct sl_fd *e)
+{
+    struct sl_req_fd *r = REQ(e);
+    r->lib = true;
+    sl_tlsin_close(r->cipher); /* its records are not counted: SSL_read shows the requests */
+    r->cipher = NULL;
 }
 
 bool sl_req_plain(const struct sl_fd *e)

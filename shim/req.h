@@ -46,6 +46,10 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock);
  * (see gate.h). Returns as recv. */
 ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags);
 
+/* tls.c: an interposed TLS library's handshake runs on the connection, so
+ * its SSL_read will show the requests (no record bursts counted). */
+void sl_req_tls_library(struct sl_fd *e);
+
 /* False once a TLS library reads the connection's requests (tls.c): the
  * socket then carries ciphertext, and io.c passes its reads by. */
 bool sl_req_plain(const struct sl_fd *e);

@@ -85,6 +85,7 @@ static struct {
     int (*get_wfd)(const SSL *);
     int (*connect)(SSL *);
     int (*do_handshake)(SSL *);
+    int (*accept)(SSL *);
     int (*get_error)(const SSL *, int);
     int (*get_rfd)(const SSL *);
     int (*get_shutdown)(const SSL *);
@@ -223,6 +224,9 @@ static int handshake(SSL *ssl, int (*real_call)(SSL *))
     int (*get_wfd)(const SSL *) = REAL_SSL(get_wfd, "SSL_get_wfd", NULL);
     bool tie = rt && rt->any_req_out && get_wfd && get_wfd(ssl) < 0 && sl_tls_tied_fd(ssl) < 0;
     if (tie) sl_tls_tying = ssl;
+    int in_fd;
+    struct sl_fd *in = rt && rt->any_req_in ? session_entry(ssl, SL_IN, &in_fd) : NULL;
+    if (in && sl_gate_in(in)) sl_req_tls_library(in); /* its SSL_read shows the requests */
     int rc = real_call(ssl);
     if (tie) sl_tls_tying = NULL;
     if (tie && sl_tls_tied_fd(ssl) < 0) sl_tlsbio_remember(ssl); /* memory BIOs: tlsbio.h */
@@ -233,6 +237,14 @@ SL_EXPORT int SSL_connect(SSL *ssl)
 {
     last.ssl = NULL;
     return handshake(ssl, REAL_SSL(connect, "SSL_connect", SSL_connect));
+}
+
+/* A server's handshake: inbound, it marks the connection as read through
+ * SSL_read (req.h), so no record burst is counted during it. */
+SL_EXPORT int SSL_accept(SSL *ssl)
+{
+    last.ssl = NULL;
+    return handshake(ssl, REAL_SSL(accept, "SSL_accept", SSL_accept));
 }
 
 SL_EXPORT int SSL_do_handshake(SSL *ssl)

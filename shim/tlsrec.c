@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "../core/clock.h"
 #include "../core/key.h"
@@ -33,6 +34,70 @@ struct sl_tlsrec_conn {
 
 #define CONN(t) ((struct sl_req_conn *)(void *)(t)->conn)
 
+/* A tracker of `size` bytes whose struct sl_req_conn (its last member, at
+ * `off`) is set up for a connection: NULL without memory or a rule. */
+static void *tracker_new(size_t size, size_t off, struct sl_runtime *rt, enum sl_dir dir,
+                         const struct sl_addr *local, const struct sl_addr *peer)
+{
+    int saved = errno;
+    char *t = sl_alloc(size + sl_req_conn_size());
+    if (t && !sl_req_conn_init((struct sl_req_conn *)(void *)(t + off), rt, dir, local, peer,
+                               sl_clock_now())) {
+        sl_free(t);
+        t = NULL;
+    }
+    errno = saved;
+    return t;
+}
+
+/* The request each burst stands for, GET / to `host`: its length (0: it
+ * does not fit). */
+static size_t burst_head(char *head, size_t cap, const char *host)
+{
+    int n = snprintf(head, cap, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", host);
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
+/* Whether the kernel's count of bytes fd received (or sent) grew past
+ * *last since the last look: the other side's turn came (core/tlsrec.h). */
+static bool tcp_count_grew(int fd, bool sent, uint64_t *last)
+{
+    struct tcp_info info;
+    socklen_t len = sizeof info;
+    memset(&info, 0, sizeof info);
+    int saved = errno;
+    size_t need = sent ? offsetof(struct tcp_info, tcpi_bytes_sent)
+                       : offsetof(struct tcp_info, tcpi_bytes_received);
+    bool grew = false;
+    if (REAL(getsockopt)(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0 && len > need) {
+        uint64_t now = sent ? info.tcpi_bytes_sent : info.tcpi_bytes_received;
+        grew = now > *last;
+        if (grew) *last = now;
+    }
+    errno = saved;
+    return grew;
+}
+
+/* Decide with the newest configuration (shim/reload.h). */
+static void fresh(struct sl_req_conn *c)
+{
+    struct sl_runtime *rt = sl_runtime();
+    if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
+}
+
+/* The burst at the stream position, as the request `head` stands for it:
+ * 1 granted, 0 held (v->wait_ns), -1 denied (v->rule). */
+static int decide_burst(struct sl_req_conn *c, const char *head, size_t nhead, uint64_t now,
+                        struct sl_req_verdict *v)
+{
+    size_t ok = sl_req_admit(c, head, nhead, now, v);
+    if (ok == nhead || v->status == SL_REQ_PASS || v->status == SL_REQ_NEED_MORE) {
+        sl_req_passed(c, head, nhead);
+        return 1;
+    }
+    return v->status == SL_REQ_DENY || v->status == SL_REQ_SWALLOW ? -1 : 0;
+}
+
 /* Once per process for each mode: which one connections get, and why. */
 static void say_mode(const struct sl_tls_hello *h, const char *server, unsigned port)
 {
@@ -57,51 +122,28 @@ struct sl_tlsrec_conn *sl_tlsrec_open(struct sl_runtime *rt, const struct sl_add
 {
     struct sl_tls_hello h;
     if (sl_tls_hello_parse(buf, len, &h) != 1) return NULL;
-    int saved = errno;
-    struct sl_tlsrec_conn *t = sl_alloc(sizeof *t + sl_req_conn_size());
-    if (!t || !sl_req_conn_init(CONN(t), rt, SL_OUT, NULL, dst, sl_clock_now())) {
-        sl_free(t);
-        errno = saved;
-        return NULL;
-    }
+    struct sl_tlsrec_conn *t =
+        tracker_new(sizeof *t, offsetof(struct sl_tlsrec_conn, conn), rt, SL_OUT, NULL, dst);
+    if (!t) return NULL;
     sl_tlsrec_init(&t->rec);
     t->received = 0;
     t->granted = false;
     char addr[64];
     sl_addr_format(dst->a, addr, sizeof addr);
-    int n = snprintf(t->head, sizeof t->head, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n",
-                     h.sni[0] ? h.sni : addr);
-    t->nhead = n > 0 && (size_t)n < sizeof t->head ? (size_t)n : 0;
+    t->nhead = burst_head(t->head, sizeof t->head, h.sni[0] ? h.sni : addr);
     /* said at the first burst: a program whose TLS library sluice
      * interposes (SSL_write, gnutls_record_send) never gets here again */
     t->hello = h;
     if (!h.sni[0]) memcpy(t->hello.sni, addr, sizeof addr);
     t->port = dst->port;
     (void)fd;
-    errno = saved;
     return t;
-}
-
-/* The server sent bytes since the last write: the kernel's count grew. */
-static void check_answer(struct sl_tlsrec_conn *t, int fd)
-{
-    struct tcp_info info;
-    socklen_t len = sizeof info;
-    memset(&info, 0, sizeof info);
-    int saved = errno;
-    if (REAL(getsockopt)(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0 &&
-        len > offsetof(struct tcp_info, tcpi_bytes_received) &&
-        info.tcpi_bytes_received > t->received) {
-        t->received = info.tcpi_bytes_received;
-        sl_tlsrec_answered(&t->rec);
-    }
-    errno = saved;
 }
 
 ssize_t sl_tlsrec_before_write(struct sl_tlsrec_conn *t, int fd, struct sl_fd *e, const void *buf,
                                size_t len, bool nonblock_flag)
 {
-    if (!t->granted) check_answer(t, fd);
+    if (!t->granted && tcp_count_grew(fd, false, &t->received)) sl_tlsrec_answered(&t->rec);
     size_t at = t->granted ? len : sl_tlsrec_peek(&t->rec, buf, len);
     if (at > 0 || !t->nhead || sl_req_done(CONN(t)))
         return (ssize_t)(at ? at : len); /* the bytes before a burst go first */
@@ -110,22 +152,20 @@ ssize_t sl_tlsrec_before_write(struct sl_tlsrec_conn *t, int fd, struct sl_fd *e
         t->said = true;
         say_mode(&t->hello, t->hello.sni, t->port);
     }
-    struct sl_runtime *rt = sl_runtime();
-    if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
+    fresh(c);
     int saved = errno;
     struct sl_hold h = sl_hold_for(fd, e, SL_IO_SEND, nonblock_flag);
     for (;;) {
         uint64_t now = sl_clock_now();
         struct sl_req_verdict v;
-        size_t ok = sl_req_admit(c, t->head, t->nhead, now, &v);
-        if (ok == t->nhead || v.status == SL_REQ_PASS || v.status == SL_REQ_NEED_MORE) {
-            sl_req_passed(c, t->head, t->nhead);
+        int d = decide_burst(c, t->head, t->nhead, now, &v);
+        if (d > 0) {
             t->granted = true;
             atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
             errno = saved;
             return (ssize_t)len;
         }
-        if (v.status == SL_REQ_DENY || v.status == SL_REQ_SWALLOW) {
+        if (d < 0) {
             const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[v.rule];
             errno = r->err ? r->err : ECONNREFUSED;
             return -1;
@@ -142,6 +182,122 @@ void sl_tlsrec_written(struct sl_tlsrec_conn *t, const void *buf, size_t n)
 }
 
 void sl_tlsrec_close(struct sl_tlsrec_conn *t)
+{
+    if (!t) return;
+    sl_req_conn_fini(CONN(t));
+    sl_free(t);
+}
+
+/* ---- inbound: a server whose TLS sluice cannot decrypt (node's https) ----
+ *
+ * The rule of doubt, inbound: the client's records are what the program
+ * reads; a burst of application-data records read after the program sent
+ * something (the kernel's count of bytes sent grew) or first on the
+ * connection is one request, decided like `GET /` to the server name the
+ * client asked for. A read that would take the first record of a burst
+ * waits for its turn (held as req.c holds a head); a denial resets the
+ * connection (no 429 can be put into an encrypted stream). */
+
+struct sl_tlsin {
+    struct sl_tlsrec rec;
+    uint64_t sent; /* the kernel's count of bytes sent, at the last check */
+    bool granted;  /* the burst at the stream position was let go */
+    size_t nhead;
+    char head[320];
+    char sni[256];
+    unsigned port;                              /* the server's, for the log */
+    _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn */
+};
+
+void sl_tlsin_say(const struct sl_tlsin *t)
+{
+    static _Atomic bool told;
+    if (atomic_exchange(&told, true)) return;
+    sl_log(SL_LOG_WARN,
+           "a connection to port %u that an inbound request rule matches speaks TLS that sluice "
+           "cannot decrypt (the program does not use OpenSSL 3's SSL_read: linked statically, as "
+           "node's is, or another library): its requests are counted as the client's record "
+           "bursts, one per burst after each answer, as requests GET / to %s; exact for a client "
+           "that does not pipeline; a denial resets the connection (said once)",
+           t->port, t->sni);
+}
+
+struct sl_tlsin *sl_tlsin_open(struct sl_runtime *rt, const struct sl_addr *local,
+                               const struct sl_addr *peer, const void *buf, size_t len)
+{
+    /* a first read may hold only part of the hello (a 1-byte peek, a
+     * record header): the records are followed from the first byte all
+     * the same, the local address standing for the server name */
+    struct sl_tls_hello h;
+    if (sl_tls_hello_parse(buf, len, &h) < 0) return NULL;
+    struct sl_tlsin *t =
+        tracker_new(sizeof *t, offsetof(struct sl_tlsin, conn), rt, SL_IN, local, peer);
+    if (!t) return NULL;
+    sl_tlsrec_init(&t->rec);
+    char addr[64] = "";
+    if (local) sl_addr_format(local->a, addr, sizeof addr);
+    snprintf(t->sni, sizeof t->sni, "%s", h.sni[0] ? h.sni : addr);
+    t->nhead = burst_head(t->head, sizeof t->head, t->sni);
+    t->port = local ? local->port : 0;
+    return t;
+}
+
+void sl_tlsin_taken(struct sl_tlsin *t, const void *buf, size_t n)
+{
+    uint64_t before = t->rec.bursts;
+    sl_tlsrec_feed(&t->rec, buf, n);
+    if (t->rec.bursts != before) t->granted = false; /* the grant went with its burst */
+}
+
+ssize_t sl_tlsin_allow(struct sl_tlsin *t, int fd, struct sl_fd *e, void *scratch, size_t len,
+                       int flags, bool *reset)
+{
+    *reset = false;
+    if (len == 0 || !t->nhead || sl_req_done(CONN(t))) return (ssize_t)len;
+    struct sl_req_conn *c = CONN(t);
+    int saved = errno;
+    struct sl_hold h = sl_hold_for(fd, e, SL_IO_RECV, (flags & MSG_DONTWAIT) != 0);
+    for (;;) {
+        /* what the kernel has: the kernel's own wait, timeouts and signals as usual */
+        ssize_t n = REAL(recv)(fd, scratch, len, (flags & MSG_DONTWAIT) | MSG_PEEK);
+        if (n <= 0) return n;
+        if (!t->granted && tcp_count_grew(fd, true, &t->sent)) sl_tlsrec_answered(&t->rec);
+        size_t at = t->granted ? (size_t)n : sl_tlsrec_peek(&t->rec, scratch, (size_t)n);
+        if (at > 0) { /* the bytes before a burst, or a granted burst */
+            errno = saved;
+            return (ssize_t)at;
+        }
+        sl_tlsin_say(t);
+        fresh(c);
+        uint64_t now = sl_clock_now();
+        struct sl_req_verdict v;
+        int d = decide_burst(c, t->head, t->nhead, now, &v);
+        if (d > 0) {
+            t->granted = true;
+            atomic_store_explicit(&e->ready_at[SL_IO_RECV], 0, memory_order_relaxed);
+            continue;
+        }
+        if (d < 0) {
+            *reset = true;
+            return errno = ECONNRESET, -1;
+        }
+        if (sl_hold_until(&h, now, now + v.wait_ns) != 0) return -1; /* EAGAIN, EINTR */
+    }
+}
+
+ssize_t sl_tlsin_read(struct sl_tlsin *t, int fd, struct sl_fd *e, void *buf, size_t len, int flags,
+                      bool *reset)
+{
+    *reset = false;
+    if (flags & MSG_PEEK) return REAL(recv)(fd, buf, len, flags);
+    ssize_t ok = sl_tlsin_allow(t, fd, e, buf, len, flags, reset);
+    if (ok <= 0) return ok;
+    ssize_t got = REAL(recv)(fd, buf, (size_t)ok, flags);
+    if (got > 0) sl_tlsin_taken(t, buf, (size_t)got);
+    return got;
+}
+
+void sl_tlsin_close(struct sl_tlsin *t)
 {
     if (!t) return;
     sl_req_conn_fini(CONN(t));

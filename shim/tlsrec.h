@@ -16,7 +16,8 @@
  * rule's errno; `reply` falls back to reject (no 429 can be put into an
  * encrypted stream). Exact for a client that offers only http/1.1 (or no
  * ALPN) and does not pipeline; approximate when h2 is offered. The mode is
- * logged once per process for each of the two.
+ * logged once per process for each of the two. Inbound, the same for a
+ * server that decrypts without an interposed library (sl_tlsin below).
  */
 #ifndef SL_SHIM_TLSREC_H
 #define SL_SHIM_TLSREC_H
@@ -47,5 +48,42 @@ ssize_t sl_tlsrec_before_write(struct sl_tlsrec_conn *t, int fd, struct sl_fd *e
 void sl_tlsrec_written(struct sl_tlsrec_conn *t, const void *buf, size_t n);
 
 void sl_tlsrec_close(struct sl_tlsrec_conn *t);
+
+/* Inbound, the same rule of doubt (req.c): a server whose TLS sluice
+ * cannot decrypt (node's https server: OpenSSL inside its binary, no
+ * SSL_read seen) has each burst of the client's application-data records
+ * read after the program sent something counted as a request `GET /` to
+ * the server name, held at its first record until its turn; a denial
+ * resets the connection. Logged once per process. */
+struct sl_tlsin;
+
+/* At the first bytes read from a connection an inbound request rule
+ * matches, when they begin a TLS handshake record (the ClientHello may be
+ * cut: then the local address stands for the server name): a tracker, or
+ * NULL. */
+struct sl_tlsin *sl_tlsin_open(struct sl_runtime *rt, const struct sl_addr *local,
+                               const struct sl_addr *peer, const void *buf, size_t len);
+
+/* n bytes the program took from the socket by another way (req.c's gate). */
+void sl_tlsin_taken(struct sl_tlsin *t, const void *buf, size_t n);
+
+/* Before a read of up to len bytes (flags as recv's: MSG_DONTWAIT): how
+ * many may be read now (> 0; scratch holds a peek at them), 0 at end of
+ * file, or -1 as sl_tlsin_read. Report what was read with sl_tlsin_taken. */
+ssize_t sl_tlsin_allow(struct sl_tlsin *t, int fd, struct sl_fd *e, void *scratch, size_t len,
+                       int flags, bool *reset);
+
+/* A read of the program's (flags as recv's): as recv, or -1 with EAGAIN or
+ * EINTR while the burst waits its turn, or ECONNRESET with *reset when it
+ * is denied. */
+ssize_t sl_tlsin_read(struct sl_tlsin *t, int fd, struct sl_fd *e, void *buf, size_t len,
+                      int flags, bool *reset);
+
+/* Says once per process how such connections are counted: at the first
+ * burst, or when one closes having been read by no library sluice sees
+ * (req.c; a program whose handshake sluice sees never says it). */
+void sl_tlsin_say(const struct sl_tlsin *t);
+
+void sl_tlsin_close(struct sl_tlsin *t);
 
 #endif

@@ -249,50 +249,26 @@ with TempDir() as tmp:
         root {www};
         keepalive_requests 1000;
     }}""")
-    conf = tmp.write("sluice.conf", f"""
-inbound "export" {{
+    # one rule per case, each for clients of its own 127.0.N.0/24:
+    # name, what it matches, its limit, what it counts by, N
+    one_a_minute = 'req_rate = "1/m"\n    req_burst = 1'
+    rules = [
+        ("export", 'route = { "/export" }', one_a_minute, "per = rule", 1),
+        ("host", 'host = { "api.example.com" }', one_a_minute, "per = rule", 2),
+        ("token", "", one_a_minute, 'per = "header:Authorization"', 3),
+        ("cookie", "", one_a_minute, 'per = "cookie:sid"\n    per_missing = deny', 4),
+        ("strict", "", 'req_rate = "100/s"', "on_odd = deny", 5),
+    ]
+    conf = tmp.write("sluice.conf", "".join(f"""
+inbound "{name}" {{
     port = {port}
-    route = {{ "/export" }}
-    req_rate = "1/m"
-    req_burst = 1
-    per = rule
-    from = {{ "127.0.1.0/24" }}
+    {match}
+    {limit}
+    {per}
+    from = {{ "127.0.{net}.0/24" }}
     action = reply
 }}
-inbound "host" {{
-    port = {port}
-    host = {{ "api.example.com" }}
-    req_rate = "1/m"
-    req_burst = 1
-    per = rule
-    from = {{ "127.0.2.0/24" }}
-    action = reply
-}}
-inbound "token" {{
-    port = {port}
-    req_rate = "1/m"
-    req_burst = 1
-    per = "header:Authorization"
-    from = {{ "127.0.3.0/24" }}
-    action = reply
-}}
-inbound "cookie" {{
-    port = {port}
-    req_rate = "1/m"
-    req_burst = 1
-    per = "cookie:sid"
-    per_missing = deny
-    from = {{ "127.0.4.0/24" }}
-    action = reply
-}}
-inbound "strict" {{
-    port = {port}
-    req_rate = "100/s"
-    on_odd = deny
-    from = {{ "127.0.5.0/24" }}
-    action = reply
-}}
-""")
+""" for name, match, limit, per, net in rules))
     ng = Proc(sluice_argv(ng_argv, config=conf))
     try:
         wait_listen(port)
@@ -301,34 +277,31 @@ inbound "strict" {{
             with open(log) as f:
                 return [l.split() for l in f if l.split()[0] == source and l.split()[1] == "200"]
 
+        def get(target, host="x", extra=""):
+            return f"GET {target} HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n".encode()
+
         path = "/" + "./" * 1100 + "export"
-        for i in range(5):
-            talk(port, f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode(), "127.0.1.2")
-        got = handled("127.0.1.2")
-        print(f"route=/export, path sent as '/' + './' * 1100 + 'export': {len(got)} of 5 handled")
-        check(len(got) == 1 and got[0][2] == "/export", f"route: {got}")
-
-        for i in range(5):
-            talk(port, b"GET http://api.example.com/export HTTP/1.1\r\nHost: other.example\r\n"
-                 b"Connection: close\r\n\r\n", "127.0.2.2")
-        got = handled("127.0.2.2")
-        print(f"host=api.example.com, absolute-form target with Host: other.example: {len(got)} of 5 handled")
-        check(len(got) == 1 and got[0][3] == "api.example.com", f"host: {got}")
-
         a, b = "Bearer " + "t" * 256 + "1", "Bearer " + "t" * 256 + "2"
-        for tok in (a, b, a, b):
-            talk(port, f"GET /other HTTP/1.1\r\nHost: x\r\nAuthorization: {tok}\r\nConnection: close\r\n\r\n"
-                 .encode(), "127.0.3.2")
-        got = handled("127.0.3.2")
-        print(f"per=header:Authorization, two 264-byte tokens with a common prefix: {len(got)} of 4 handled")
-        check(len(got) == 2, f"long keys share a bucket: {got}")
-
-        for sid in ("one", "two", "one", "two"):
-            talk(port, f"GET /other HTTP/1.1\r\nHost: x\r\nCookie: a=1\r\nCookie: sid={sid}\r\n"
-                 "Connection: close\r\n\r\n".encode(), "127.0.4.2")
-        got = handled("127.0.4.2")
-        print(f"per=cookie:sid per_missing=deny on HTTP/1: {len(got)} of 4 handled")
-        check(len(got) == 2, f"cookies: {got}")
+        # what is sent, from which address (each rule has its own), one
+        # request a connection; how many nginx must handle, and what it saw
+        cases = [
+            ("route=/export, path sent as '/' + './' * 1100 + 'export'", "127.0.1.2",
+             [get(path)] * 5, 1, lambda got: got[0][2] == "/export"),
+            ("host=api.example.com, absolute-form target with Host: other.example", "127.0.2.2",
+             [get("http://api.example.com/export", host="other.example")] * 5, 1,
+             lambda got: got[0][3] == "api.example.com"),
+            ("per=header:Authorization, two 264-byte tokens with a common prefix", "127.0.3.2",
+             [get("/other", extra=f"Authorization: {t}\r\n") for t in (a, b, a, b)], 2, None),
+            ("per=cookie:sid per_missing=deny on HTTP/1", "127.0.4.2",
+             [get("/other", extra=f"Cookie: a=1\r\nCookie: sid={sid}\r\n")
+              for sid in ("one", "two", "one", "two")], 2, None),
+        ]
+        for what, source, sent, want, saw in cases:
+            for data in sent:
+                talk(port, data, source)
+            got = handled(source)
+            print(f"{what}: {len(got)} of {len(sent)} handled")
+            check(len(got) == want and (saw is None or saw(got)), f"{what}: {got}")
 
         out = talk(port, b"GET /other HTTP/1.1\r\nHost: x\r\n\r\nFOO /other HTTP/1.1\r\nHost: x\r\n\r\n"
                    b"GET /other HTTP/1.1\r\nHost: x\r\n\r\n", "127.0.5.2")

@@ -90,9 +90,14 @@ static struct sl_req_rules conn(struct world *w, uint8_t last, const char *heade
     return x;
 }
 
+/* The body digests of the tests (core/bodydigest.h): requests are whole
+ * with an empty body unless a test says otherwise. */
+static const uint8_t body_empty[16], body_other[16] = {1};
+
 static struct sl_req_head head(const char *method, const char *target)
 {
-    struct sl_req_head h = {.method = method, .method_len = strlen(method), .path = target};
+    struct sl_req_head h = {
+        .method = method, .method_len = strlen(method), .path = target, .body_digest = body_empty};
     const char *q = strchr(target, '?');
     h.path_len = q ? (size_t)(q - target) : strlen(target);
     if (q) {
@@ -772,6 +777,36 @@ static void an_idempotency_key_frees_only_retries_of_the_same_request(void **unu
     world_free(w);
 }
 
+/* Issue 18.5, what was left: the mark is bound to the body's digest too;
+ * the same key, method and target with another body is another request
+ * (it used to ride free), and a body not whole when the head is decided
+ * (no digest) is charged and opens no free retries. */
+static void an_idempotency_key_frees_only_retries_with_the_same_body(void **unused)
+{
+    (void)unused;
+    struct world *w = world_new();
+    rule(w, "api", 1, HOUR, 3);
+    start(w);
+    struct sl_req_rules x = conn(w, 1, NULL);
+    struct sl_req_head a = head("POST", "/orders"), b = head("POST", "/orders");
+    a.idem = b.idem = "same";
+    a.idem_len = b.idem_len = 4;
+    b.body_digest = body_other;
+    struct sl_req_decision d;
+    assert_true(ask(&x, &a, T0, &d));      /* charged: 2 left */
+    assert_true(ask(&x, &b, T0 + 1, &d));  /* another body: charged, 1 left */
+    assert_true(ask(&x, &a, T0 + 2, &d));  /* a retry of a: free */
+    assert_true(ask(&x, &b, T0 + 3, &d));  /* a retry of b: free */
+    struct sl_req_head c = head("POST", "/orders");
+    c.idem = "same";
+    c.idem_len = 4;
+    c.body_digest = NULL;                  /* its body not at hand */
+    assert_true(ask(&x, &c, T0 + 4, &d));  /* charged: 0 left */
+    assert_false(ask(&x, &c, T0 + 5, &d)); /* and never free */
+    assert_true(ask(&x, &a, T0 + 6, &d));  /* while a's retries still are */
+    world_free(w);
+}
+
 /* Free retries are SL_IDEM_FREE within the window the charged attempt
  * opened, not SL_IDEM_FREE at any moment: retrying every 4 minutes used to
  * be free forever (the mark's bucket refilled one every 5 minutes). */
@@ -827,6 +862,7 @@ int main(void)
         cmocka_unit_test(an_idempotency_key_of_a_denied_request_stays_unspent),
         cmocka_unit_test(an_idempotency_key_frees_only_retries_of_the_same_request),
         cmocka_unit_test(idempotent_retries_are_free_at_most_twice_within_the_window),
+        cmocka_unit_test(an_idempotency_key_frees_only_retries_with_the_same_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

@@ -616,6 +616,41 @@ static void outbound_reject_and_inbound_reply_are_unchanged(void **unused)
     world_free(w);
 }
 
+/* The Idempotency-Key mark takes the body's digest from the bytes that came
+ * with the head (core/bodydigest.h): a retry whose body is whole there is
+ * free; one whose body comes in a later read has no digest and is charged
+ * like any request, never free. */
+static bool idem_request(struct world *w, const char *s, size_t shown)
+{
+    sl_req_conn_fini(w->c);
+    struct sl_addr peer = {.v4 = true, .port = 5000};
+    peer.a[10] = peer.a[11] = 0xff;
+    peer.a[12] = 127;
+    peer.a[15] = 1;
+    assert_true(sl_req_conn_init(w->c, &w->rt, SL_IN, NULL, &peer, T0));
+    struct sl_req_verdict v;
+    return sl_req_admit(w->c, s, shown, T0, &v) > 0 && v.status != SL_REQ_DENY;
+}
+
+static void a_retry_is_free_only_with_its_body_at_hand(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 2, SL_ACT_REPLY);
+#define IDEM_HEAD "POST /o HTTP/1.1\r\nHost: a\r\nX-API-Key: k\r\nIdempotency-Key: i\r\n"
+    static const char a[] = IDEM_HEAD "Content-Length: 2\r\n\r\n{}";
+    static const char b[] =
+        IDEM_HEAD "Transfer-Encoding: chunked\r\n\r\n1\r\n{\r\n1\r\n}\r\n0\r\n\r\n";
+    static const char c[] = IDEM_HEAD "Content-Length: 2\r\n\r\n[]";
+#undef IDEM_HEAD
+    assert_true(idem_request(w, a, sizeof a - 1));  /* charged: 1 left */
+    assert_true(idem_request(w, b, sizeof b - 1));  /* the same body, chunked: free */
+    assert_true(idem_request(w, a, sizeof a - 3));  /* its body not at hand: charged, 0 left */
+    assert_false(idem_request(w, c, sizeof c - 1)); /* another body: charged, denied */
+    assert_false(idem_request(w, a, sizeof a - 3)); /* again: never a free retry */
+    assert_true(idem_request(w, a, sizeof a - 1));  /* a retry of the first: still free */
+    world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -637,6 +672,7 @@ int main(void)
         cmocka_unit_test(outbound_reply_waits_for_the_responses_owed_first),
         cmocka_unit_test(outbound_reply_of_a_head_partly_sent_fails_like_reject),
         cmocka_unit_test(outbound_reject_and_inbound_reply_are_unchanged),
+        cmocka_unit_test(a_retry_is_free_only_with_its_body_at_hand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
