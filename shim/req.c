@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "../core/clock.h"
@@ -74,22 +75,19 @@ static void fresh(struct sl_req_fd *r)
     sl_req_conn_rebind(CONN(r), rt);
 }
 
-/* EAGAIN until `until`: the readiness layer hides fd's reads until then. */
-ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
+/* What look() returns when its window filled with bytes that may all
+ * pass while the read asks for more: look again, wider. */
+#define WIDER (-2)
+
+/* One decision of sl_req_before_read over a peek of up to `size` bytes
+ * into buf (wide: it is already as wide as the read and the kernel). */
+static ssize_t look(int fd, struct sl_fd *e, struct sl_req_fd *r, size_t len, bool nonblock,
+                    struct sl_hold *h, char *buf, size_t size, bool wide)
 {
-    struct sl_req_fd *r = REQ(e);
-    if (r->tls) return (ssize_t)len; /* ciphertext: the library's reads are the requests */
-    fresh(r);
-    if (r->g.phase == SL_GATE_ENDED) return 0;
-    if (r->g.phase == SL_GATE_RESET) return errno = ECONNRESET, -1;
-    if (sl_req_done(CONN(r))) return (ssize_t)len;
     int saved = errno;
-    struct sl_hold h = sl_hold_for(fd, e, SL_IO_RECV, nonblock);
-    h.nonblock = nonblock; /* the caller asked already */
-    char buf[PEEK_MAX];
     for (;;) {
         /* the kernel's own wait for data: timeouts and signals as usual */
-        ssize_t n = REAL(recv)(fd, buf, sizeof buf, MSG_PEEK | (nonblock ? MSG_DONTWAIT : 0));
+        ssize_t n = REAL(recv)(fd, buf, size, MSG_PEEK | (nonblock ? MSG_DONTWAIT : 0));
         if (n <= 0) return n < 0 ? -1 : (errno = saved, 0);
         uint64_t now = sl_clock_now();
         struct sl_req_verdict v;
@@ -98,6 +96,10 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
          * fit passes): an incomplete head goes to the program as it is and
          * is decided when it completes (the stash: gate.h) */
         if (v.status == SL_REQ_NEED_MORE || v.status == SL_REQ_PASS) ok = (size_t)n;
+        /* a window that filled and may all pass ends no request: the read
+         * would be short while the kernel has more, which an edge-triggered
+         * program takes for "drained" (issue 21) */
+        if (!wide && ok == size && len > size) return errno = saved, WIDER;
         if (ok > 0) {
             atomic_store_explicit(&e->ready_at[SL_IO_RECV], 0, memory_order_relaxed);
             /* a short read: what stays in the kernel is announced again,
@@ -117,8 +119,37 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
             errno = saved;
             return (ssize_t)len;
         }
-        if (sl_hold_until(&h, now, now + v.wait_ns) != 0) return -1; /* EAGAIN, EINTR */
+        if (sl_hold_until(h, now, now + v.wait_ns) != 0) return -1; /* EAGAIN, EINTR */
     }
+}
+
+/* EAGAIN until `until`: the readiness layer hides fd's reads until then. */
+ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
+{
+    struct sl_req_fd *r = REQ(e);
+    fresh(r);
+    if (r->g.phase == SL_GATE_ENDED) return 0;
+    if (r->g.phase == SL_GATE_RESET) return errno = ECONNRESET, -1;
+    if (sl_req_done(CONN(r))) return (ssize_t)len;
+    struct sl_hold h = sl_hold_for(fd, e, SL_IO_RECV, nonblock);
+    h.nonblock = nonblock; /* the caller asked already */
+    char buf[PEEK_MAX];
+    ssize_t cap = look(fd, e, r, len, nonblock, &h, buf, sizeof buf, false);
+    if (cap != WIDER) return cap;
+    /* as wide as the read, or as what the kernel holds if less: the bytes
+     * are there, so this look does not wait */
+    int saved = errno, queued;
+    size_t size = len;
+    if (ioctl(fd, FIONREAD, &queued) == 0 && queued >= 0 && (size_t)queued < size)
+        size = (size_t)queued;
+    char *wide = size > sizeof buf ? sl_alloc(size) : NULL;
+    errno = saved;
+    if (!wide) return (ssize_t)sizeof buf; /* no memory, or nothing more: the window */
+    cap = look(fd, e, r, len, nonblock, &h, wide, size, true);
+    saved = errno;
+    sl_free(wide);
+    errno = saved;
+    return cap;
 }
 
 void sl_req_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, size_t got)
