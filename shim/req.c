@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* req.c - requests on inbound connections: see req.h. */
 #include <errno.h>
-#include <limits.h>
-#include <poll.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -19,7 +17,6 @@
 #include "req.h"
 #include "reload.h"
 #include "shim.h"
-#include "wait.h"
 
 /* What one peek looks at: a whole head of the largest size the scanner
  * reads, plus one byte, so a head that does not fit is known to be too
@@ -33,16 +30,32 @@ struct sl_req_fd {
     struct sl_runtime *rt;
     struct sl_addr local, peer;
     bool has_local;
-    bool tls;   /* the requests are read through the TLS library */
     bool first; /* the first byte from the peer has been seen */
     bool hello; /* ... and it opened a TLS handshake */
-    void *ssl;  /* that library's connection (an SSL *), NULL once freed */
+    /* what the requests are read through: the socket (from the accept), or
+     * a TLS library's session from the program's first read through it
+     * (t.ctx: the session, NULL once freed) */
+    struct sl_transport t;
     _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn: sl_req_conn_size() */
 };
 
 #define CONN(r) ((struct sl_req_conn *)(void *)(r)->conn)
 /* The inbound state of a descriptor whose gate is inbound (g comes first). */
 #define REQ(e) ((struct sl_req_fd *)(void *)(e)->gate)
+
+static ssize_t sock_read(const struct sl_transport *t, void *buf, size_t n);
+static ssize_t sock_more(const struct sl_transport *t, void *buf, size_t n);
+static ssize_t sock_write(const struct sl_transport *t, const void *buf, size_t n);
+
+/* The socket transport: the plain requests, the 429 written at the
+ * socket's shutdown or close. */
+static const struct sl_transport sock = {.read = sock_read, .more = sock_more, .write = sock_write};
+
+/* The requests are read from the socket (not through a TLS library). */
+static bool socket_reads(const struct sl_req_fd *r)
+{
+    return r->t.read == sock_read;
+}
 
 void sl_req_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
                    const struct sl_addr *peer)
@@ -61,6 +74,9 @@ void sl_req_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
     r->g.dir = SL_IN;
     r->g.conn = CONN(r);
     r->peer = *peer;
+    r->t = sock;
+    r->t.fd = fd;
+    r->t.ctx = r;
     if ((r->has_local = local != NULL)) r->local = *local;
     e->gate = &r->g;
     errno = saved;
@@ -155,7 +171,6 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
 void sl_req_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, size_t got)
 {
     struct sl_req_fd *r = REQ(e);
-    if (r->tls) return;
     for (int i = 0; i < iovcnt && got > 0; i++) {
         size_t n = iov[i].iov_len < got ? iov[i].iov_len : got;
         sl_req_passed(CONN(r), iov[i].iov_base, n);
@@ -163,22 +178,27 @@ void sl_req_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, siz
     }
 }
 
-static void reply(int fd, struct sl_req_fd *r)
+/* The 429 due, written once through t, after every response the program
+ * wrote (it read end-of-file first). */
+static void reply(struct sl_req_fd *r, const struct sl_transport *t)
 {
-    if (r->g.replied || r->tls) return; /* TLS: written through the library (sl_req_tls_end) */
+    if (r->g.phase != SL_GATE_ENDED || r->g.replied) return;
     r->g.replied = true;
     int saved = errno;
-    /* after every response the program wrote: it read end-of-file first */
     if (r->g.reply_len) {
-        ssize_t n = REAL(send)(fd, r->g.reply, r->g.reply_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        ssize_t n = t->write(t, r->g.reply, r->g.reply_len);
         (void)n;
     }
     errno = saved;
 }
 
+/* The program ends the socket: the 429 due goes first, through the socket
+ * when the requests came from it (through a TLS library: at the session's
+ * end, sl_req_tls_end). */
 void sl_req_shutdown(int fd, struct sl_fd *e)
 {
-    if (REQ(e)->g.phase == SL_GATE_ENDED) reply(fd, REQ(e));
+    (void)fd;
+    if (socket_reads(REQ(e))) reply(REQ(e), &REQ(e)->t);
 }
 
 bool sl_req_close(int fd, struct sl_fd *e)
@@ -191,7 +211,7 @@ bool sl_req_close(int fd, struct sl_fd *e)
     }
     if (r->g.phase != SL_GATE_ENDED) return false;
     int saved = errno;
-    reply(fd, r);
+    sl_req_shutdown(fd, e);
     REAL(shutdown)(fd, SHUT_WR);
     errno = saved;
     return true;
@@ -202,7 +222,7 @@ void sl_req_free(struct sl_fd *e)
     struct sl_req_fd *r = REQ(e);
     if (!sl_gate_in(e)) return;
     static _Atomic bool told;
-    if (r->hello && !r->tls && !atomic_exchange(&told, true)) {
+    if (r->hello && socket_reads(r) && !atomic_exchange(&told, true)) {
         char addr[64];
         sl_addr_format(r->peer.a, addr, sizeof addr);
         sl_log(SL_LOG_WARN,
@@ -235,21 +255,25 @@ static ssize_t sock_more(const struct sl_transport *t, void *buf, size_t n)
     return REAL(recv)(t->fd, buf, n, t->flags | MSG_DONTWAIT);
 }
 
+static ssize_t sock_write(const struct sl_transport *t, const void *buf, size_t n)
+{
+    return REAL(send)(t->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
 {
     struct sl_req_fd *r = REQ(e);
-    if (r->tls || (r->g.stash_len == 0 && sl_req_done(CONN(r))))
-        return REAL(recv)(fd, buf, len, flags);
+    if (r->g.stash_len == 0 && sl_req_done(CONN(r))) return REAL(recv)(fd, buf, len, flags);
     fresh(r);
-    struct sl_transport t = {
-        .read = sock_read, .more = sock_more, .fd = fd, .flags = flags & ~MSG_PEEK, .ctx = r};
+    struct sl_transport t = r->t;
+    t.flags = flags & ~MSG_PEEK;
     enum sl_tls_how how;
     return sl_gate_read(&r->g, e, &t, buf, len, (flags & MSG_PEEK) != 0, &how);
 }
 
 bool sl_req_plain(const struct sl_fd *e)
 {
-    return !REQ(e)->tls;
+    return socket_reads(REQ(e));
 }
 
 bool sl_req_stashed(const struct sl_fd *e)
@@ -259,74 +283,45 @@ bool sl_req_stashed(const struct sl_fd *e)
 
 /* ---- requests read through a TLS library (shim/tls.c) ---- */
 
-/* The first read through the library: what the plain scanner saw was the
- * TLS handshake (and passed it through), so the requests start afresh. */
-static bool tls_begin(struct sl_req_fd *r)
+/* The first read through the library (its transport t): what the plain
+ * scanner saw was the TLS handshake (and passed it through), so the
+ * requests start afresh. */
+static bool tls_begin(struct sl_req_fd *r, const struct sl_transport *t)
 {
     sl_req_conn_fini(CONN(r));
-    r->tls = true;
+    r->t = *t;
     sl_gate_drop(&r->g);
     return sl_req_conn_init(CONN(r), r->rt, SL_IN, r->has_local ? &r->local : NULL, &r->peer,
                             sl_clock_now()); /* true: it matched at accept */
 }
 
-/* The OpenSSL transport's context. */
-struct tls_ctx {
-    void *ssl;
-    const struct sl_tls_ops *ops;
-};
-
-static ssize_t tls_read(const struct sl_transport *t, void *buf, size_t n)
-{
-    const struct tls_ctx *c = t->ctx;
-    return c->ops->read(c->ssl, buf, n > INT_MAX ? INT_MAX : (int)n);
-}
-
-/* The library reads the socket as the program set it: on a blocking one,
- * only when the socket has bytes now (what OpenSSL itself buffered is
- * then left for the program's next read, which decides the head). */
-static ssize_t tls_more(const struct sl_transport *t, void *buf, size_t n)
-{
-    if (!sl_fd_nonblocking(t->fd)) {
-        struct pollfd p = {.fd = t->fd, .events = POLLIN};
-        if (REAL(poll)(&p, 1, 0) != 1) return errno = EAGAIN, -1;
-    }
-    return tls_read(t, buf, n);
-}
-
-int sl_req_tls_read(int fd, struct sl_fd *e, void *ssl, void *buf, int num,
-                    const struct sl_tls_ops *ops, enum sl_tls_how *how)
+ssize_t sl_req_tls_read(struct sl_fd *e, const struct sl_transport *t, void *buf, size_t num,
+                        enum sl_tls_how *how)
 {
     struct sl_req_fd *r = REQ(e);
     *how = SL_TLS_REAL;
-    if (!r->tls && !tls_begin(r)) return ops->read(ssl, buf, num);
-    r->ssl = ssl;
+    if (socket_reads(r) && !tls_begin(r, t)) return t->read(t, buf, num);
+    r->t = *t; /* the session (a later one on the same socket, too) */
     fresh(r);
-    if (num <= 0 || (r->g.stash_len == 0 && r->g.phase == SL_GATE_OPEN && sl_req_done(CONN(r))))
-        return ops->read(ssl, buf, num);
-    struct tls_ctx c = {.ssl = ssl, .ops = ops};
-    struct sl_transport t = {.read = tls_read, .more = tls_more, .fd = fd, .ctx = &c};
-    return (int)sl_gate_read(&r->g, e, &t, buf, (size_t)num, false, how);
+    if (num == 0 || (r->g.stash_len == 0 && r->g.phase == SL_GATE_OPEN && sl_req_done(CONN(r))))
+        return t->read(t, buf, num);
+    return sl_gate_read(&r->g, e, t, buf, num, false, how);
 }
 
-void sl_req_tls_end(struct sl_fd *e, void *ssl, const struct sl_tls_ops *ops)
+void sl_req_tls_end(struct sl_fd *e, const struct sl_transport *t)
 {
     struct sl_req_fd *r = REQ(e);
-    if (!r->tls || r->ssl != ssl) return;
-    if (r->g.phase == SL_GATE_ENDED && !r->g.replied) {
-        r->g.replied = true;
-        int saved = errno;
-        if (r->g.reply_len) ops->write(ssl, r->g.reply, (int)r->g.reply_len);
-        errno = saved;
-    }
+    if (!socket_reads(r) && r->t.ctx == t->ctx) reply(r, t);
 }
 
-void sl_req_tls_free(struct sl_fd *e, void *ssl)
+void sl_req_tls_free(struct sl_fd *e, const void *ssl)
 {
-    if (REQ(e)->ssl == ssl) REQ(e)->ssl = NULL;
+    struct sl_req_fd *r = REQ(e);
+    if (!socket_reads(r) && r->t.ctx == ssl) r->t.ctx = NULL;
 }
 
 bool sl_req_tls_denied(struct sl_fd *e, const void *ssl)
 {
-    return REQ(e)->tls && REQ(e)->ssl == ssl && REQ(e)->g.phase == SL_GATE_ENDED;
+    struct sl_req_fd *r = REQ(e);
+    return !socket_reads(r) && r->t.ctx == ssl && r->g.phase == SL_GATE_ENDED;
 }
