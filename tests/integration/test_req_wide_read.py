@@ -22,7 +22,9 @@ poll-based program would then block in its read).
 
 Bare and under `recv_rate=1GB/s req_rate=1000000/s req_burst=1000000`
 (neither ever limits): the same heads, in one read each. Before the fix,
-under the rules: 16,385 bytes read, then the 3 s wait and 129 heads.
+under the rules: 16,385 bytes read, then the 3 s wait and 244 heads. And
+under a rule that denies the 251st head: the 250 before it in one read
+(16,750 bytes, still past the old look-ahead), then the end of the stream.
 """
 import json
 import socket
@@ -47,8 +49,8 @@ c.setblocking(False)
 g, _ = cs.accept()  # the client has written everything
 ep = select.epoll()
 ep.register(c.fileno(), select.EPOLLIN | select.EPOLLET)
-got, reads, stalled = b"", [], False
-while got.count(b"\r\n\r\n") < want:
+got, reads, stalled, eof = b"", [], False, False
+while got.count(b"\r\n\r\n") < want and not eof:
     if not ep.poll(3.0):
         stalled = True  # no edge for bytes the kernel still holds
         break
@@ -59,24 +61,24 @@ while got.count(b"\r\n\r\n") < want:
             break
         reads.append(len(b))
         got += b
+        eof = not b
         if len(b) < 65536:
             break
 p = select.poll()
 p.register(c.fileno(), select.POLLIN)
 idle = p.poll(0)
 g.sendall(json.dumps({"heads": got.count(b"\r\n\r\n"), "bytes": len(got), "reads": reads,
-                      "stalled": stalled, "idle_readable": bool(idle)}).encode() + b"\n")
+                      "stalled": stalled, "eof": eof, "idle_readable": bool(idle)}).encode() + b"\n")
 g.close()
 c.close()
 """
 
 
-def one(under):
+def one(under, limits="req_rate=1000000/s req_burst=1000000"):
     port, ctl = free_port(), free_port()
     argv = [sys.executable, "-c", SERVER, str(port), str(ctl), str(COUNT)]
     if under:
-        argv = sluice_argv(argv, ins=[f"port={port} recv_rate=1GB/s req_rate=1000000/s "
-                                      "req_burst=1000000"])
+        argv = sluice_argv(argv, ins=[f"port={port} recv_rate=1GB/s {limits}"])
     with Proc(argv) as srv:
         wait_listen(port)
         wait_listen(ctl)
@@ -104,4 +106,14 @@ check(not ours["stalled"] and ours["heads"] == COUNT,
 check(ours["reads"] == bare["reads"], f"the reads' sizes: bare {bare['reads']}, ours {ours['reads']}")
 check(not ours["idle_readable"],
       f"under the rules poll(0) says readable with nothing there: {ours}")
-print(f"bare {bare['reads']}, under the rules {ours['reads']}: ok")
+
+# The wide look still stops at a request that may not pass: 250 heads
+# (16,750 bytes, past the old look-ahead) in one read, then the end of the
+# stream for the denied 251st (action=reply), announced at once.
+EDGE = 250
+denied = one(True, f"req_rate=1/m req_burst={EDGE} action=reply")
+check(denied["reads"] == [EDGE * len(HEAD), 0] and denied["eof"] and not denied["stalled"],
+      f"under a rule that denies the {EDGE + 1}st head: {denied} (expected reads "
+      f"[{EDGE * len(HEAD)}, 0]: the allowed heads in one read, then end of stream)")
+print(f"bare {bare['reads']}, under the rules {ours['reads']}, up to a denial "
+      f"{denied['reads']}: ok")
