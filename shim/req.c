@@ -32,10 +32,11 @@ struct sl_req_fd {
     bool has_local;
     bool first; /* the first byte from the peer has been seen */
     bool hello; /* ... and it opened a TLS handshake */
-    /* what the requests are read through: the socket (from the accept), or
-     * a TLS library's session from the program's first read through it
-     * (t.ctx: the session, NULL once freed) */
-    struct sl_transport t;
+    /* what the requests are read through, as the read of its transport:
+     * the socket's (from the accept), or a TLS library's from the
+     * program's first read through it, of `session` (NULL once freed) */
+    ssize_t (*reads)(const struct sl_transport *t, void *buf, size_t n);
+    void *session;
     _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn: sl_req_conn_size() */
 };
 
@@ -54,7 +55,17 @@ static const struct sl_transport sock = {.read = sock_read, .more = sock_more, .
 /* The requests are read from the socket (not through a TLS library). */
 static bool socket_reads(const struct sl_req_fd *r)
 {
-    return r->t.read == sock_read;
+    return r->reads == sock_read;
+}
+
+/* The socket transport of fd, whose requests r reads. */
+static struct sl_transport sock_of(struct sl_req_fd *r, int fd, int flags)
+{
+    struct sl_transport t = sock;
+    t.fd = fd;
+    t.flags = flags;
+    t.ctx = r;
+    return t;
 }
 
 void sl_req_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
@@ -74,9 +85,7 @@ void sl_req_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
     r->g.dir = SL_IN;
     r->g.conn = CONN(r);
     r->peer = *peer;
-    r->t = sock;
-    r->t.fd = fd;
-    r->t.ctx = r;
+    r->reads = sock_read;
     if ((r->has_local = local != NULL)) r->local = *local;
     e->gate = &r->g;
     errno = saved;
@@ -197,8 +206,8 @@ static void reply(struct sl_req_fd *r, const struct sl_transport *t)
  * end, sl_req_tls_end). */
 void sl_req_shutdown(int fd, struct sl_fd *e)
 {
-    (void)fd;
-    if (socket_reads(REQ(e))) reply(REQ(e), &REQ(e)->t);
+    struct sl_transport t = sock_of(REQ(e), fd, 0);
+    if (socket_reads(REQ(e))) reply(REQ(e), &t);
 }
 
 bool sl_req_close(int fd, struct sl_fd *e)
@@ -265,8 +274,7 @@ ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
     struct sl_req_fd *r = REQ(e);
     if (r->g.stash_len == 0 && sl_req_done(CONN(r))) return REAL(recv)(fd, buf, len, flags);
     fresh(r);
-    struct sl_transport t = r->t;
-    t.flags = flags & ~MSG_PEEK;
+    struct sl_transport t = sock_of(r, fd, flags & ~MSG_PEEK);
     enum sl_tls_how how;
     return sl_gate_read(&r->g, e, &t, buf, len, (flags & MSG_PEEK) != 0, &how);
 }
@@ -289,7 +297,7 @@ bool sl_req_stashed(const struct sl_fd *e)
 static bool tls_begin(struct sl_req_fd *r, const struct sl_transport *t)
 {
     sl_req_conn_fini(CONN(r));
-    r->t = *t;
+    r->reads = t->read;
     sl_gate_drop(&r->g);
     return sl_req_conn_init(CONN(r), r->rt, SL_IN, r->has_local ? &r->local : NULL, &r->peer,
                             sl_clock_now()); /* true: it matched at accept */
@@ -301,7 +309,7 @@ ssize_t sl_req_tls_read(struct sl_fd *e, const struct sl_transport *t, void *buf
     struct sl_req_fd *r = REQ(e);
     *how = SL_TLS_REAL;
     if (socket_reads(r) && !tls_begin(r, t)) return t->read(t, buf, num);
-    r->t = *t; /* the session (a later one on the same socket, too) */
+    r->session = t->ctx; /* a later session on the same socket, too */
     fresh(r);
     if (num == 0 || (r->g.stash_len == 0 && r->g.phase == SL_GATE_OPEN && sl_req_done(CONN(r))))
         return t->read(t, buf, num);
@@ -311,17 +319,17 @@ ssize_t sl_req_tls_read(struct sl_fd *e, const struct sl_transport *t, void *buf
 void sl_req_tls_end(struct sl_fd *e, const struct sl_transport *t)
 {
     struct sl_req_fd *r = REQ(e);
-    if (!socket_reads(r) && r->t.ctx == t->ctx) reply(r, t);
+    if (!socket_reads(r) && r->session == t->ctx) reply(r, t);
 }
 
 void sl_req_tls_free(struct sl_fd *e, const void *ssl)
 {
     struct sl_req_fd *r = REQ(e);
-    if (!socket_reads(r) && r->t.ctx == ssl) r->t.ctx = NULL;
+    if (!socket_reads(r) && r->session == ssl) r->session = NULL;
 }
 
 bool sl_req_tls_denied(struct sl_fd *e, const void *ssl)
 {
     struct sl_req_fd *r = REQ(e);
-    return !socket_reads(r) && r->t.ctx == ssl && r->g.phase == SL_GATE_ENDED;
+    return !socket_reads(r) && r->session == ssl && r->g.phase == SL_GATE_ENDED;
 }
