@@ -7,10 +7,12 @@
  * 429 due; reset), the stash of bytes read and held back, the 429 a
  * denial queued, and the core connection object. How bytes are read is
  * the transport's business (struct sl_transport): inbound, the socket in
- * req.c, OpenSSL's SSL_read in req.c's TLS path; outbound, the socket in
- * io.c, OpenSSL in tls.c, OpenSSL over memory BIOs in tlsbio.c, GnuTLS in
- * gnutls.c. A new transport is a small file: its read (and a never-waiting
- * one) inbound, its read and write outbound, over its own context.
+ * req.c, OpenSSL in tls.c (req.c keeps the one its requests are read
+ * through, and writes a denial's 429 with its write); outbound, the socket
+ * in io.c, OpenSSL in tls.c, OpenSSL over memory BIOs in tlsbio.c, GnuTLS
+ * in gnutls.c. A new transport is a small file: its read, a never-waiting
+ * one and a write inbound, its read and write outbound, over its own
+ * context.
  *
  * Outbound, the gate decides the program's writes (sl_gate_write; the
  * TLS libraries' loop around it: reqout.h, sl_reqout_tls_write) and serves
@@ -70,7 +72,8 @@ struct sl_transport {
      * r == 0); keeps errno */
     bool (*ended)(const struct sl_transport *t, ssize_t r);
     /* outbound: the library's own write of plaintext, > 0 bytes taken, or
-     * its own failure (<= 0, returned to the program as it is) */
+     * its own failure (<= 0, returned to the program as it is); inbound:
+     * how a denial's 429 is written (never waits) */
     ssize_t (*write)(const struct sl_transport *t, const void *buf, size_t n);
     /* memory BIOs (tlsbio.h): where the next record begins in the
      * ciphertext stream; NULL: the library writes its own socket */

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* req.c - requests on inbound connections: see req.h. */
 #include <errno.h>
-#include <limits.h>
-#include <poll.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "../core/clock.h"
@@ -19,7 +18,6 @@
 #include "reload.h"
 #include "shim.h"
 #include "tlsrec.h"
-#include "wait.h"
 
 /* What one peek looks at: a whole head of the largest size the scanner
  * reads, plus one byte, so a head that does not fit is known to be too
@@ -33,18 +31,45 @@ struct sl_req_fd {
     struct sl_runtime *rt;
     struct sl_addr local, peer;
     bool has_local;
-    bool tls;                /* the requests are read through the TLS library */
     bool first;              /* the first byte from the peer has been seen */
     bool hello;              /* ... and it opened a TLS handshake */
     bool lib;                /* an interposed TLS library's handshake ran on it (tls.c) */
     struct sl_tlsin *cipher; /* TLS read by no library sluice sees: bursts (tlsrec.h) */
-    void *ssl;               /* that library's connection (an SSL *), NULL once freed */
+    /* what the requests are read through, as the read of its transport:
+     * the socket's (from the accept), or a TLS library's from the
+     * program's first read through it, of `session` (NULL once freed) */
+    ssize_t (*reads)(const struct sl_transport *t, void *buf, size_t n);
+    void *session;
     _Alignas(max_align_t) unsigned char conn[]; /* a struct sl_req_conn: sl_req_conn_size() */
 };
 
 #define CONN(r) ((struct sl_req_conn *)(void *)(r)->conn)
 /* The inbound state of a descriptor whose gate is inbound (g comes first). */
 #define REQ(e) ((struct sl_req_fd *)(void *)(e)->gate)
+
+static ssize_t sock_read(const struct sl_transport *t, void *buf, size_t n);
+static ssize_t sock_more(const struct sl_transport *t, void *buf, size_t n);
+static ssize_t sock_write(const struct sl_transport *t, const void *buf, size_t n);
+
+/* The socket transport: the plain requests, the 429 written at the
+ * socket's shutdown or close. */
+static const struct sl_transport sock = {.read = sock_read, .more = sock_more, .write = sock_write};
+
+/* The requests are read from the socket (not through a TLS library). */
+static bool socket_reads(const struct sl_req_fd *r)
+{
+    return r->reads == sock_read;
+}
+
+/* The socket transport of fd, whose requests r reads. */
+static struct sl_transport sock_of(struct sl_req_fd *r, int fd, int flags)
+{
+    struct sl_transport t = sock;
+    t.fd = fd;
+    t.flags = flags;
+    t.ctx = r;
+    return t;
+}
 
 void sl_req_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
                    const struct sl_addr *peer)
@@ -63,6 +88,7 @@ void sl_req_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
     r->g.dir = SL_IN;
     r->g.conn = CONN(r);
     r->peer = *peer;
+    r->reads = sock_read;
     if ((r->has_local = local != NULL)) r->local = *local;
     e->gate = &r->g;
     errno = saved;
@@ -91,34 +117,23 @@ static void first_bytes(struct sl_req_fd *r, const void *buf, size_t n)
  * bursts are the requests (tlsrec.h), once the gate holds nothing. */
 static bool ciphertext(const struct sl_req_fd *r)
 {
-    return r->cipher && !r->tls && !r->lib && r->g.stash_len == 0 && sl_req_done(CONN(r));
+    return r->cipher && socket_reads(r) && !r->lib && r->g.stash_len == 0 &&
+           sl_req_done(CONN(r));
 }
 
-/* EAGAIN until `until`: the readiness layer hides fd's reads until then. */
-ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
+/* What look() returns when its window filled with bytes that may all
+ * pass while the read asks for more: look again, wider. */
+#define WIDER (-2)
+
+/* One decision of sl_req_before_read over a peek of up to `size` bytes
+ * into buf (wide: it is already as wide as the read and the kernel). */
+static ssize_t look(int fd, struct sl_fd *e, struct sl_req_fd *r, size_t len, bool nonblock,
+                    struct sl_hold *h, char *buf, size_t size, bool wide)
 {
-    struct sl_req_fd *r = REQ(e);
-    if (r->tls) return (ssize_t)len; /* ciphertext: the library's reads are the requests */
-    fresh(r);
-    if (r->g.phase == SL_GATE_ENDED) return 0;
-    if (r->g.phase == SL_GATE_RESET) return errno = ECONNRESET, -1;
-    if (ciphertext(r)) { /* its record bursts are the requests */
-        char scratch[PEEK_MAX];
-        bool reset;
-        ssize_t n =
-            sl_tlsin_allow(r->cipher, fd, e, scratch, len < sizeof scratch ? len : sizeof scratch,
-                           nonblock ? MSG_DONTWAIT : 0, &reset);
-        if (reset) r->g.phase = SL_GATE_RESET;
-        return n;
-    }
-    if (sl_req_done(CONN(r))) return (ssize_t)len;
     int saved = errno;
-    struct sl_hold h = sl_hold_for(fd, e, SL_IO_RECV, nonblock);
-    h.nonblock = nonblock; /* the caller asked already */
-    char buf[PEEK_MAX];
     for (;;) {
         /* the kernel's own wait for data: timeouts and signals as usual */
-        ssize_t n = REAL(recv)(fd, buf, sizeof buf, MSG_PEEK | (nonblock ? MSG_DONTWAIT : 0));
+        ssize_t n = REAL(recv)(fd, buf, size, MSG_PEEK | (nonblock ? MSG_DONTWAIT : 0));
         if (n <= 0) return n < 0 ? -1 : (errno = saved, 0);
         uint64_t now = sl_clock_now();
         struct sl_req_verdict v;
@@ -127,6 +142,10 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
          * fit passes): an incomplete head goes to the program as it is and
          * is decided when it completes (the stash: gate.h) */
         if (v.status == SL_REQ_NEED_MORE || v.status == SL_REQ_PASS) ok = (size_t)n;
+        /* a window that filled and may all pass ends no request: the read
+         * would be short while the kernel has more, which an edge-triggered
+         * program takes for "drained" (issue 21) */
+        if (!wide && ok == size && len > size) return errno = saved, WIDER;
         if (ok > 0) {
             atomic_store_explicit(&e->ready_at[SL_IO_RECV], 0, memory_order_relaxed);
             /* a short read: what stays in the kernel is announced again,
@@ -146,14 +165,51 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
             errno = saved;
             return (ssize_t)len;
         }
-        if (sl_hold_until(&h, now, now + v.wait_ns) != 0) return -1; /* EAGAIN, EINTR */
+        if (sl_hold_until(h, now, now + v.wait_ns) != 0) return -1; /* EAGAIN, EINTR */
     }
+}
+
+/* EAGAIN until `until`: the readiness layer hides fd's reads until then. */
+ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
+{
+    struct sl_req_fd *r = REQ(e);
+    fresh(r);
+    if (r->g.phase == SL_GATE_ENDED) return 0;
+    if (r->g.phase == SL_GATE_RESET) return errno = ECONNRESET, -1;
+    if (ciphertext(r)) { /* its record bursts are the requests */
+        char scratch[PEEK_MAX];
+        bool reset;
+        ssize_t n =
+            sl_tlsin_allow(r->cipher, fd, e, scratch, len < sizeof scratch ? len : sizeof scratch,
+                           nonblock ? MSG_DONTWAIT : 0, &reset);
+        if (reset) r->g.phase = SL_GATE_RESET;
+        return n;
+    }
+    if (sl_req_done(CONN(r))) return (ssize_t)len;
+    struct sl_hold h = sl_hold_for(fd, e, SL_IO_RECV, nonblock);
+    h.nonblock = nonblock; /* the caller asked already */
+    char buf[PEEK_MAX];
+    ssize_t cap = look(fd, e, r, len, nonblock, &h, buf, sizeof buf, false);
+    if (cap != WIDER) return cap;
+    /* as wide as the read, or as what the kernel holds if less: the bytes
+     * are there, so this look does not wait */
+    int saved = errno, queued;
+    size_t size = len;
+    if (ioctl(fd, FIONREAD, &queued) == 0 && queued >= 0 && (size_t)queued < size)
+        size = (size_t)queued;
+    char *wide = size > sizeof buf ? sl_alloc(size) : NULL;
+    errno = saved;
+    if (!wide) return (ssize_t)sizeof buf; /* no memory, or nothing more: the window */
+    cap = look(fd, e, r, len, nonblock, &h, wide, size, true);
+    saved = errno;
+    sl_free(wide);
+    errno = saved;
+    return cap;
 }
 
 void sl_req_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, size_t got)
 {
     struct sl_req_fd *r = REQ(e);
-    if (r->tls) return;
     for (int i = 0; i < iovcnt && got > 0; i++) {
         size_t n = iov[i].iov_len < got ? iov[i].iov_len : got;
         if (n && !r->first) first_bytes(r, iov[i].iov_base, n); /* as sock_read's */
@@ -163,22 +219,27 @@ void sl_req_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, siz
     }
 }
 
-static void reply(int fd, struct sl_req_fd *r)
+/* The 429 due, written once through t, after every response the program
+ * wrote (it read end-of-file first). */
+static void reply(struct sl_req_fd *r, const struct sl_transport *t)
 {
-    if (r->g.replied || r->tls) return; /* TLS: written through the library (sl_req_tls_end) */
+    if (r->g.phase != SL_GATE_ENDED || r->g.replied) return;
     r->g.replied = true;
     int saved = errno;
-    /* after every response the program wrote: it read end-of-file first */
     if (r->g.reply_len) {
-        ssize_t n = REAL(send)(fd, r->g.reply, r->g.reply_len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        ssize_t n = t->write(t, r->g.reply, r->g.reply_len);
         (void)n;
     }
     errno = saved;
 }
 
+/* The program ends the socket: the 429 due goes first, through the socket
+ * when the requests came from it (through a TLS library: at the session's
+ * end, sl_req_tls_end). */
 void sl_req_shutdown(int fd, struct sl_fd *e)
 {
-    if (REQ(e)->g.phase == SL_GATE_ENDED) reply(fd, REQ(e));
+    struct sl_transport t = sock_of(REQ(e), fd, 0);
+    if (socket_reads(REQ(e))) reply(REQ(e), &t);
 }
 
 bool sl_req_close(int fd, struct sl_fd *e)
@@ -191,7 +252,7 @@ bool sl_req_close(int fd, struct sl_fd *e)
     }
     if (r->g.phase != SL_GATE_ENDED) return false;
     int saved = errno;
-    reply(fd, r);
+    sl_req_shutdown(fd, e);
     REAL(shutdown)(fd, SHUT_WR);
     errno = saved;
     return true;
@@ -202,8 +263,8 @@ void sl_req_free(struct sl_fd *e)
     struct sl_req_fd *r = REQ(e);
     if (!sl_gate_in(e)) return;
     static _Atomic bool told;
-    if (r->hello && !r->tls && !r->lib && r->cipher) sl_tlsin_say(r->cipher);
-    if (r->hello && !r->tls && !r->lib && !r->cipher && !atomic_exchange(&told, true)) {
+    if (r->hello && socket_reads(r) && !r->lib && r->cipher) sl_tlsin_say(r->cipher);
+    if (r->hello && socket_reads(r) && !r->lib && !r->cipher && !atomic_exchange(&told, true)) {
         char addr[64];
         sl_addr_format(r->peer.a, addr, sizeof addr);
         sl_log(SL_LOG_WARN,
@@ -238,6 +299,11 @@ static ssize_t sock_more(const struct sl_transport *t, void *buf, size_t n)
     return got;
 }
 
+static ssize_t sock_write(const struct sl_transport *t, const void *buf, size_t n)
+{
+    return REAL(send)(t->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
 {
     struct sl_req_fd *r = REQ(e);
@@ -248,11 +314,9 @@ ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
         if (reset) r->g.phase = SL_GATE_RESET; /* the close resets it (sl_req_close) */
         return n;
     }
-    if (r->tls || (r->g.stash_len == 0 && sl_req_done(CONN(r))))
-        return REAL(recv)(fd, buf, len, flags);
+    if (r->g.stash_len == 0 && sl_req_done(CONN(r))) return REAL(recv)(fd, buf, len, flags);
     fresh(r);
-    struct sl_transport t = {
-        .read = sock_read, .more = sock_more, .fd = fd, .flags = flags & ~MSG_PEEK, .ctx = r};
+    struct sl_transport t = sock_of(r, fd, flags & ~MSG_PEEK);
     enum sl_tls_how how;
     return sl_gate_read(&r->g, e, &t, buf, len, (flags & MSG_PEEK) != 0, &how);
 }
@@ -267,7 +331,7 @@ void sl_req_tls_library(struct sl_fd *e)
 
 bool sl_req_plain(const struct sl_fd *e)
 {
-    return !REQ(e)->tls;
+    return socket_reads(REQ(e));
 }
 
 bool sl_req_stashed(const struct sl_fd *e)
@@ -277,74 +341,45 @@ bool sl_req_stashed(const struct sl_fd *e)
 
 /* ---- requests read through a TLS library (shim/tls.c) ---- */
 
-/* The first read through the library: what the plain scanner saw was the
- * TLS handshake (and passed it through), so the requests start afresh. */
-static bool tls_begin(struct sl_req_fd *r)
+/* The first read through the library (its transport t): what the plain
+ * scanner saw was the TLS handshake (and passed it through), so the
+ * requests start afresh. */
+static bool tls_begin(struct sl_req_fd *r, const struct sl_transport *t)
 {
     sl_req_conn_fini(CONN(r));
-    r->tls = true;
+    r->reads = t->read;
     sl_gate_drop(&r->g);
     return sl_req_conn_init(CONN(r), r->rt, SL_IN, r->has_local ? &r->local : NULL, &r->peer,
                             sl_clock_now()); /* true: it matched at accept */
 }
 
-/* The OpenSSL transport's context. */
-struct tls_ctx {
-    void *ssl;
-    const struct sl_tls_ops *ops;
-};
-
-static ssize_t tls_read(const struct sl_transport *t, void *buf, size_t n)
-{
-    const struct tls_ctx *c = t->ctx;
-    return c->ops->read(c->ssl, buf, n > INT_MAX ? INT_MAX : (int)n);
-}
-
-/* The library reads the socket as the program set it: on a blocking one,
- * only when the socket has bytes now (what OpenSSL itself buffered is
- * then left for the program's next read, which decides the head). */
-static ssize_t tls_more(const struct sl_transport *t, void *buf, size_t n)
-{
-    if (!sl_fd_nonblocking(t->fd)) {
-        struct pollfd p = {.fd = t->fd, .events = POLLIN};
-        if (REAL(poll)(&p, 1, 0) != 1) return errno = EAGAIN, -1;
-    }
-    return tls_read(t, buf, n);
-}
-
-int sl_req_tls_read(int fd, struct sl_fd *e, void *ssl, void *buf, int num,
-                    const struct sl_tls_ops *ops, enum sl_tls_how *how)
+ssize_t sl_req_tls_read(struct sl_fd *e, const struct sl_transport *t, void *buf, size_t num,
+                        enum sl_tls_how *how)
 {
     struct sl_req_fd *r = REQ(e);
     *how = SL_TLS_REAL;
-    if (!r->tls && !tls_begin(r)) return ops->read(ssl, buf, num);
-    r->ssl = ssl;
+    if (socket_reads(r) && !tls_begin(r, t)) return t->read(t, buf, num);
+    r->session = t->ctx; /* a later session on the same socket, too */
     fresh(r);
-    if (num <= 0 || (r->g.stash_len == 0 && r->g.phase == SL_GATE_OPEN && sl_req_done(CONN(r))))
-        return ops->read(ssl, buf, num);
-    struct tls_ctx c = {.ssl = ssl, .ops = ops};
-    struct sl_transport t = {.read = tls_read, .more = tls_more, .fd = fd, .ctx = &c};
-    return (int)sl_gate_read(&r->g, e, &t, buf, (size_t)num, false, how);
+    if (num == 0 || (r->g.stash_len == 0 && r->g.phase == SL_GATE_OPEN && sl_req_done(CONN(r))))
+        return t->read(t, buf, num);
+    return sl_gate_read(&r->g, e, t, buf, num, false, how);
 }
 
-void sl_req_tls_end(struct sl_fd *e, void *ssl, const struct sl_tls_ops *ops)
+void sl_req_tls_end(struct sl_fd *e, const struct sl_transport *t)
 {
     struct sl_req_fd *r = REQ(e);
-    if (!r->tls || r->ssl != ssl) return;
-    if (r->g.phase == SL_GATE_ENDED && !r->g.replied) {
-        r->g.replied = true;
-        int saved = errno;
-        if (r->g.reply_len) ops->write(ssl, r->g.reply, (int)r->g.reply_len);
-        errno = saved;
-    }
+    if (!socket_reads(r) && r->session == t->ctx) reply(r, t);
 }
 
-void sl_req_tls_free(struct sl_fd *e, void *ssl)
+void sl_req_tls_free(struct sl_fd *e, const void *ssl)
 {
-    if (REQ(e)->ssl == ssl) REQ(e)->ssl = NULL;
+    struct sl_req_fd *r = REQ(e);
+    if (!socket_reads(r) && r->session == ssl) r->session = NULL;
 }
 
 bool sl_req_tls_denied(struct sl_fd *e, const void *ssl)
 {
-    return REQ(e)->tls && REQ(e)->ssl == ssl && REQ(e)->g.phase == SL_GATE_ENDED;
+    struct sl_req_fd *r = REQ(e);
+    return !socket_reads(r) && r->session == ssl && r->g.phase == SL_GATE_ENDED;
 }

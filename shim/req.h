@@ -70,26 +70,22 @@ bool sl_req_close(int fd, struct sl_fd *e);
  * first. */
 void sl_req_shutdown(int fd, struct sl_fd *e);
 
-/* Requests read through a TLS library (shim/tls.c): how it is called. */
-struct sl_tls_ops {
-    int (*read)(void *ssl, void *buf, int n);        /* the real read: > 0, or <= 0 failed */
-    bool (*retry)(void *ssl, int ret);               /* that failure is want-read/want-write */
-    int (*write)(void *ssl, const void *buf, int n); /* the real write */
-};
+/* Requests read through a TLS library (shim/tls.c): t is the library's
+ * transport of the session (gate.h; t->ctx: the session): read, its read
+ * that never waits (more), and write, for the 429 of a denial. */
 
-/* enum sl_tls_how (gate.h): what the library's error function must then say. */
+/* tls.c, for the program's read of up to num bytes into buf through the
+ * session of t on a request connection: the bytes it gets (> 0), or 0 /
+ * -1 with *how (gate.h: what the library's error function must then say). */
+ssize_t sl_req_tls_read(struct sl_fd *e, const struct sl_transport *t, void *buf, size_t num,
+                        enum sl_tls_how *how);
 
-/* tls.c, for the program's SSL_read on fd (a request connection) into
- * buf: the bytes it gets (> 0), or 0 / -1 with *how. */
-int sl_req_tls_read(int fd, struct sl_fd *e, void *ssl, void *buf, int num,
-                    const struct sl_tls_ops *ops, enum sl_tls_how *how);
+/* tls.c, as the program ends the session of t (shutdown or free): a 429
+ * due is written through it first. */
+void sl_req_tls_end(struct sl_fd *e, const struct sl_transport *t);
 
-/* tls.c, as the program ends the TLS session (shutdown or free): a 429 due
- * is written through it first. */
-void sl_req_tls_end(struct sl_fd *e, void *ssl, const struct sl_tls_ops *ops);
-
-/* tls.c: the session is freed. */
-void sl_req_tls_free(struct sl_fd *e, void *ssl);
+/* tls.c: the session ssl is freed. */
+void sl_req_tls_free(struct sl_fd *e, const void *ssl);
 
 /* tls.c: the session's requests ended in a denial (reported as the peer's
  * close_notify). */

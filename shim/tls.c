@@ -4,9 +4,10 @@
  * A server that terminates TLS itself (nginx `ssl`, python's ssl module)
  * reads requests with SSL_read or SSL_read_ex, not with recv: the bytes
  * shim/req.c would look at are ciphertext. So those two are interposed
- * too, on a connection an inbound request rule matches, and hand the
- * decrypted bytes to req.c (sl_req_tls_read), which gives the program
- * only what may pass, exactly as for plain connections. What the program
+ * too, on a connection an inbound request rule matches, and read through
+ * req.c's gate (sl_req_tls_read) over this file's OpenSSL transport
+ * (SSL_read; a read that never waits; SSL_write for the 429), which gives
+ * the program only what may pass, exactly as for plain connections. What the program
  * then asks of the library about that call is answered for it:
  *   - SSL_get_error: want-read while a request is held (the socket is
  *     announced readable when its turn comes, ready.h), zero-return for a
@@ -63,6 +64,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <openssl/ssl.h>
+#include <poll.h>
 #include <stdatomic.h>
 
 #include "fd.h"
@@ -73,6 +75,7 @@
 #include "tie.h"
 #include "tlsbio.h"
 #include "unseen.h"
+#include "wait.h"
 
 #define SSL_VERSION "OPENSSL_3.0.0"
 #define SSL_LIB     "libssl.so.3"
@@ -133,24 +136,37 @@ static struct sl_fd *tracked(const SSL *ssl, int *fd)
     return e && sl_gate_in(e) ? e : NULL;
 }
 
-static int read_plain(void *ssl, void *buf, int n)
+/* ---- inbound sessions: the OpenSSL transport (ctx: the SSL *) ---- */
+
+static ssize_t in_read(const struct sl_transport *t, void *buf, size_t n)
 {
-    return REAL_SSL(read, "SSL_read", SSL_read)(ssl, buf, n);
+    return REAL_SSL(read, "SSL_read", SSL_read)(t->ctx, buf, n > INT_MAX ? INT_MAX : (int)n);
 }
 
-static bool retry(void *ssl, int ret)
+/* The library reads the socket as the program set it: on a blocking one,
+ * only when the socket has bytes now (what OpenSSL itself buffered is
+ * then left for the program's next read, which decides the head). */
+static ssize_t in_more(const struct sl_transport *t, void *buf, size_t n)
 {
-    int e = REAL_SSL(get_error, "SSL_get_error", SSL_get_error)(ssl, ret);
-    return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
+    if (!sl_fd_nonblocking(t->fd)) {
+        struct pollfd p = {.fd = t->fd, .events = POLLIN};
+        if (REAL(poll)(&p, 1, 0) != 1) return errno = EAGAIN, -1;
+    }
+    return in_read(t, buf, n);
 }
 
-static int write_plain(void *ssl, const void *buf, int n)
+/* The 429 of a denial, written through the session as it ends. */
+static ssize_t in_write(const struct sl_transport *t, const void *buf, size_t n)
 {
     int (*w)(SSL *, const void *, int) = REAL_SSL(write, "SSL_write", NULL);
-    return w ? w(ssl, buf, n) : -1;
+    return w ? w(t->ctx, buf, n > INT_MAX ? INT_MAX : (int)n) : -1;
 }
 
-static const struct sl_tls_ops ops = {.read = read_plain, .retry = retry, .write = write_plain};
+static struct sl_transport in_transport(SSL *ssl, int fd)
+{
+    return (struct sl_transport){
+        .read = in_read, .more = in_more, .write = in_write, .fd = fd, .ctx = ssl};
+}
 
 static struct sl_fd *tracked_out(const SSL *ssl, int *fd);
 static int read_out(SSL *ssl, void *buf, size_t num, size_t *got,
@@ -180,8 +196,9 @@ static int read_through(SSL *ssl, void *buf, size_t num, size_t *got,
     *got = 0;
     if (!e) return read_out(ssl, buf, num, got, own);
     /* SSL_read with an int count reads the same records */
+    struct sl_transport t = in_transport(ssl, fd);
     enum sl_tls_how how;
-    int n = sl_req_tls_read(fd, e, ssl, buf, num > INT_MAX ? INT_MAX : (int)num, &ops, &how);
+    int n = (int)sl_req_tls_read(e, &t, buf, num > INT_MAX ? INT_MAX : num, &how);
     if (how != SL_TLS_REAL) last.ssl = ssl, last.how = how, last.err = 0;
     *got = n > 0 ? (size_t)n : 0;
     return n;
@@ -439,7 +456,9 @@ static void ending(SSL *ssl)
 {
     int fd;
     struct sl_fd *e = tracked(ssl, &fd);
-    if (e) sl_req_tls_end(e, ssl, &ops);
+    if (!e) return;
+    struct sl_transport t = in_transport(ssl, fd);
+    sl_req_tls_end(e, &t);
 }
 
 SL_EXPORT void SSL_set_shutdown(SSL *ssl, int mode)
@@ -459,7 +478,8 @@ SL_EXPORT void SSL_free(SSL *ssl)
     int fd;
     struct sl_fd *e = tracked(ssl, &fd);
     if (e) {
-        sl_req_tls_end(e, ssl, &ops);
+        struct sl_transport t = in_transport(ssl, fd);
+        sl_req_tls_end(e, &t);
         sl_req_tls_free(e, ssl);
     }
     if (last.ssl == ssl) last.ssl = NULL;

@@ -331,7 +331,7 @@ static void a_read_that_empties_the_stash_takes_what_arrived_too(void **unused)
     assert_memory_equal(got, s, 4 * h);
     assert_int_equal(w->g.stash_len, 0);
     assert_int_equal(held_at, 0);
-    assert_int_equal(sl_table_counter(w->table, 1, SL_C_ALLOWED), 4);
+    assert_int_equal(sl_table_counter(w->r.table, 1, SL_C_ALLOWED), 4);
     /* and nothing more: EAGAIN, as the socket says */
     errno = 0;
     assert_int_equal(gate_read(w, &p, got, sizeof got, true, &how), -1);

@@ -620,7 +620,7 @@ static void outbound_reject_and_inbound_reply_are_unchanged(void **unused)
  * with the head (core/bodydigest.h): a retry whose body is whole there is
  * free; one whose body comes in a later read has no digest and is charged
  * like any request, never free. */
-static bool idem_request(struct world *w, const char *s, size_t shown)
+static bool idem_request(struct req_world *w, const char *s, size_t shown)
 {
     sl_req_conn_fini(w->c);
     struct sl_addr peer = {.v4 = true, .port = 5000};
@@ -635,7 +635,7 @@ static bool idem_request(struct world *w, const char *s, size_t shown)
 static void a_retry_is_free_only_with_its_body_at_hand(void **unused)
 {
     (void)unused;
-    struct world *w = world(1, 2, SL_ACT_REPLY);
+    struct req_world *w = world(1, 2, SL_ACT_REPLY);
 #define IDEM_HEAD "POST /o HTTP/1.1\r\nHost: a\r\nX-API-Key: k\r\nIdempotency-Key: i\r\n"
     static const char a[] = IDEM_HEAD "Content-Length: 2\r\n\r\n{}";
     static const char b[] =
