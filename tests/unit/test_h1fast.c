@@ -201,6 +201,8 @@ static void the_scanner_reports_with_the_fast_path_what_http_parser_reports(void
         assert_int_equal(rf.body_end, rr.body_end);
         assert_int_equal(rf.pos, rr.pos);
         assert_int_equal(sl_h1_state(&fast), sl_h1_state(&ref));
+        sl_h1_fini(&fast);
+        sl_h1_fini(&ref);
     }
 }
 
@@ -226,6 +228,8 @@ static void an_odd_head_after_a_fast_head_reports_what_it_would_after_a_slow_one
     same_head(&rf.head[1], &rr.head[1]);
     assert_int_equal(rf.head[1].http_major, rr.head[1].http_major);
     assert_int_equal(rf.head[1].http_minor, 1);
+    sl_h1_fini(&fast);
+    sl_h1_fini(&ref);
 }
 
 static void a_body_split_across_reads_is_skipped_to_the_next_head(void **unused)
@@ -247,6 +251,7 @@ static void a_body_split_across_reads_is_skipped_to_the_next_head(void **unused)
     assert_int_equal(sl_h1_body_end(&s), strlen(a) + 7);
     assert_string_equal(sl_h1_head(&s)->url, "/n");
     assert_int_equal(s.fast_heads, 2);
+    sl_h1_fini(&s);
 }
 
 int main(void)
