@@ -55,6 +55,19 @@ static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 enum target { T_NONE, T_HOST, T_KEY, T_IDEM, T_COOKIE, T_LENGTH };
 
+/* What only the slow readers need, allocated while they run (s->head
+ * points at its first member): the head's bounded copies and the name of
+ * the header being read. */
+struct slow {
+    struct sl_h1_head head;
+    char field[SL_H1_NAME_MAX];
+};
+
+static char *field_of(const struct sl_h1 *s)
+{
+    return ((struct slow *)s->head)->field;
+}
+
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME  0x100000001b3ull
 
@@ -216,7 +229,7 @@ static void value_done(struct sl_h1 *s)
 static enum target target_of(const struct sl_h1 *s)
 {
     if (s->field_long) return T_NONE;
-    const char *f = s->field;
+    const char *f = field_of(s);
     size_t n = s->field_len;
     /* The first of repeated headers wins (host, key, idempotency key). */
     if (s->key_kind == SL_H1_KEY_HEADER && n == s->key_name_len &&
@@ -321,11 +334,11 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
 {
     struct sl_h1 *s = scanner(p);
     if (s->in_value) value_done(s);
-    if (s->field_len + n >= sizeof s->field) {
+    if (s->field_len + n >= SL_H1_NAME_MAX) {
         s->field_long = true;
         return 0;
     }
-    memcpy(s->field + s->field_len, at, n);
+    memcpy(field_of(s) + s->field_len, at, n);
     s->field_len += n;
     return 0;
 }
@@ -1044,7 +1057,7 @@ static void fast_fill(struct sl_h1 *s)
  * the conservative reading (the fast path needs none). */
 static bool head_room(struct sl_h1 *s)
 {
-    return s->head || (s->head = sl_alloc(sizeof *s->head)) != NULL;
+    return s->head || (s->head = sl_alloc(sizeof(struct slow))) != NULL;
 }
 
 const struct sl_h1_head *sl_h1_head(struct sl_h1 *s)

@@ -166,8 +166,7 @@ struct sl_h1 {
     bool head_done;    /* set by the parser's callback: a head just completed */
     bool message_done; /* set by the parser's callback: a message just ended */
     /* the header being read: its name (bounded), which field it feeds */
-    char field[SL_H1_NAME_MAX];
-    size_t field_len;
+    size_t field_len; /* its name is in the slow readers' block (http1.c) */
     bool field_long;
     bool in_value;
     bool cookie_more; /* the Cookie value being read has begun */

@@ -89,7 +89,7 @@ struct sl_req_conn {
     int nsw;
     int nahead;
     uint64_t pos;
-    struct ahead ahead[SL_REQ_AHEAD];
+    struct ahead *ahead; /* SL_REQ_AHEAD of them, allocated at the first hold */
     uint64_t deny_off;
     struct sl_req_verdict deny;
     char *reply; /* a denial's built-in 429 (allocated then) */
@@ -457,7 +457,8 @@ static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t no
             return;
         }
         if (c->replies) sl_h1resp_sent(&c->rp->resp, h1->method);
-        if (d.wait_ns)
+        /* no memory to remember a hold: the head passes now (fail open) */
+        if (d.wait_ns && (c->ahead || (c->ahead = sl_alloc(SL_REQ_AHEAD * sizeof *c->ahead))))
             c->ahead[c->nahead++] = (struct ahead){.off = h1->start, .release_at = now + d.wait_ns};
     }
 }
@@ -604,4 +605,6 @@ void sl_req_conn_fini(struct sl_req_conn *c)
     c->rp = NULL;
     sl_free(c->reply);
     c->reply = NULL;
+    sl_free(c->ahead);
+    c->ahead = NULL;
 }
