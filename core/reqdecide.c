@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "log.h"
 #include "pacelog.h"
@@ -29,9 +30,13 @@
 void sl_req_rules_entries(struct sl_req_rules *x)
 {
     const struct sl_config *c = x->rt->cfg;
+    x->by_header = 0;
     for (int i = 0; i < c->nrules && i < SL_MAX_RULES; i++) {
         x->entry[i] = (int8_t)x->rt->table_rule[i];
         if (!(x->match >> i & 1)) continue;
+        if (c->rules[i].req_per == SL_REQ_PER_HEADER && *x->header &&
+            strcasecmp(c->rules[i].req_per_name, x->header) == 0)
+            x->by_header |= 1ull << i;
         char name[SL_NAME_MAX];
         snprintf(name, sizeof name, "%.*s:req", SL_NAME_MAX - 5, c->rules[i].name);
         int e = sl_table_rule(x->rt->table, c->rules[i].id ^ ENTRY_MARK, name);
@@ -107,7 +112,7 @@ static bool key_value(const struct sl_req_rules *x, const struct sl_rule *r,
     case SL_REQ_PER_ADDRESS:
         return false;
     case SL_REQ_PER_HEADER:
-        if (!h->header || strcasecmp(r->req_per_name, x->header) != 0) return false;
+        if (!h->header || !(x->by_header >> (r - x->rt->cfg->rules) & 1)) return false;
         *v = h->header;
         *vlen = h->header_len;
         return true;
