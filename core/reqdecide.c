@@ -310,8 +310,9 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
         } else {
             sl_table_decide(rt->table, e, &g->key, rate, now, r->cost, slack, v);
         }
-        *pol = (struct sl_reply_policy){
-            .name = pname, .quota = rate->count, .window_s = window_seconds(rate->period_ns)};
+        if (!v->allowed) /* what the 429 describes: only a denial needs it */
+            *pol = (struct sl_reply_policy){
+                .name = pname, .quota = rate->count, .window_s = window_seconds(rate->period_ns)};
         if (v->allowed) {
             g->took_rate = rate->alg != SL_ALG_LOG; /* a stamp is not given back */
             g->rate = *rate;
@@ -374,14 +375,15 @@ void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, ui
         if (!(x->match >> i & 1)) continue;
         const struct sl_rule *r = &c->rules[i];
         if (!request_matches(r, h, path, &normalised)) continue;
-        struct grant g;
+        struct grant *gp = &granted[ngranted]; /* filled in place: no copy when it is kept */
         struct sl_verdict v;
         struct sl_reply_policy pol = {.name = r->name, .window_s = 1};
-        apply_rule(x, i, h, now, &g, &v, &pol);
+        apply_rule(x, i, h, now, gp, &v, &pol);
         if (v.allowed) {
-            granted[ngranted++] = g;
+            ngranted++;
             continue;
         }
+        struct grant g = *gp;
         sl_table_note_denial(rt->table, x->entry[i] | (r->dry_run ? SL_DENIAL_DRY : 0), &g.key,
                              now);
         if (r->dry_run) {
