@@ -48,8 +48,8 @@ struct sl_req_decision {
     bool allowed;
     uint64_t wait_ns;              /* allowed: how long it must be held first (delay) */
     int rule;                      /* denied: the denying rule; -1 otherwise */
-    struct sl_verdict v;           /* denied: its verdict */
-    struct sl_reply_policy policy; /* denied: what the RateLimit fields describe */
+    struct sl_verdict v;           /* denied: its verdict (not set when allowed) */
+    struct sl_reply_policy policy; /* denied: what the RateLimit fields describe (idem) */
 };
 
 /* Fills the rest of x for a connection whose rt, peer and match are set:
