@@ -384,7 +384,8 @@ struct memo {
     const struct sl_h1fast_key *k;
     uint32_t gen;
     bool cookies;
-    uint16_t len; /* 0: empty */
+    uint8_t misses; /* since the last hit or store */
+    uint16_t len;   /* 0: empty */
     struct sl_h1fast out;
     char head[SL_H1FAST_MEMO];
 };
@@ -397,10 +398,14 @@ bool sl_h1fast_scan(const char *buf, size_t len, const struct sl_h1fast_key *k,
     if (m->len && len >= m->len && m->k == k && m->gen == k->gen && m->cookies == k->cookies &&
         memcmp(buf, m->head, m->len) == 0) {
         *out = m->out;
+        m->misses = 0;
         return true;
     }
     if (!scan(buf, len, k, out)) return false;
-    if (out->end <= sizeof m->head) {
+    /* heads that vary (another path each time) would pay the store on
+     * every request: after a miss, only every fourth head is kept */
+    if (out->end <= sizeof m->head && (m->len == 0 || ++m->misses >= 4)) {
+        m->misses = 0;
         memcpy(m->head, buf, out->end);
         m->len = (uint16_t)out->end;
         m->out = *out;

@@ -1013,8 +1013,10 @@ static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
     s->fast_found = true;
     /* the copies of the last slow head are not needed any more: an idle
      * connection keeps no head buffers (the next slow head allocates) */
-    sl_free(s->head);
-    s->head = NULL;
+    if (s->head) {
+        sl_free(s->head);
+        s->head = NULL;
+    }
     return f->end;
 }
 
