@@ -319,8 +319,7 @@ static inline void masks(const char *p, uint32_t *lf, uint32_t *cr, uint32_t *ba
     *bad = x & ~(l | r);
 }
 
-static bool scan(const char *buf, size_t len, const struct sl_h1fast_key *k,
-                 struct sl_h1fast *out)
+static bool scan(const char *buf, size_t len, const struct sl_h1fast_key *k, struct sl_h1fast *out)
 {
     size_t lim = len < SL_H1FAST_MAX ? len : SL_H1FAST_MAX;
     if (lim < 18) return false; /* "GET / HTTP/1.1" and two CRLFs at least */

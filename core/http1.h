@@ -177,10 +177,10 @@ struct sl_h1 {
      * fast path reads leaves it exactly as http-parser reading it would */
     struct sl_h1fast_key fast_key;
     bool fresh;
-    bool slow_only;     /* tests: http-parser alone (the reference) */
-    bool fast_found;    /* the last head reported is `fast`, not copied into head */
-    uint64_t fast_body; /* IN_BODY after a fast head: body bytes left */
-    uint64_t fast_heads; /* heads the fast path read (tests, benchmarks) */
+    bool slow_only;        /* tests: http-parser alone (the reference) */
+    bool fast_found;       /* the last head reported is `fast`, not copied into head */
+    uint64_t fast_body;    /* IN_BODY after a fast head: body bytes left */
+    uint64_t fast_heads;   /* heads the fast path read (tests, benchmarks) */
     struct sl_h1fast fast; /* the last fast head: slices of fast_buf */
     const char *fast_buf;  /* the buffer of the feed that read it */
     size_t fast_len;

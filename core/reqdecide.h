@@ -40,7 +40,7 @@ struct sl_req_rules {
     uint64_t match;      /* bit i: config rule i is a request rule matching the connection */
     int64_t wall_offset; /* wall clock minus monotonic clock, ns (quota windows) */
     char header[SL_REQ_NAME_MAX]; /* the header whose value sl_req_head.header holds */
-    uint64_t by_header; /* bit i: rule i is keyed by that header (matched once, here) */
+    uint64_t by_header;           /* bit i: rule i is keyed by that header (matched once, here) */
     int8_t entry[SL_MAX_RULES];   /* the table entry counting rule i's requests */
 };
 

@@ -79,12 +79,12 @@ struct replies {
  * (fail open) or is reset (a denial with no room for its 429). */
 struct sl_req_conn {
     struct sl_req_rules rules;
-    bool out;      /* outbound: the program writes these requests */
-    bool replies;  /* outbound with a `reply` rule: swallowed requests are answered */
+    bool out;     /* outbound: the program writes these requests */
+    bool replies; /* outbound with a `reply` rule: swallowed requests are answered */
     bool denied;
-    bool pass;     /* not HTTP from its first bytes: nothing more is limited */
-    bool cookies;  /* a rule keys on a cookie: the scanners collect Cookie lines */
-    bool is_h2;    /* the HTTP/2 preface was seen: h2 scans from there on */
+    bool pass;      /* not HTTP from its first bytes: nothing more is limited */
+    bool cookies;   /* a rule keys on a cookie: the scanners collect Cookie lines */
+    bool is_h2;     /* the HTTP/2 preface was seen: h2 scans from there on */
     bool key_alias; /* the key header is Host or Idempotency-Key (http1.c's keys_done) */
     int nsw;
     int nahead;
@@ -94,8 +94,8 @@ struct sl_req_conn {
     struct sl_req_verdict deny;
     char *reply; /* a denial's built-in 429 (allocated then) */
     struct sl_h1 scan;
-    struct sl_h2 *h2;    /* is_h2 */
-    struct replies *rp;  /* replies */
+    struct sl_h2 *h2;   /* is_h2 */
+    struct replies *rp; /* replies */
 };
 
 size_t sl_req_conn_size(void)
@@ -180,8 +180,8 @@ bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum s
     if (c->out) sl_h1_trust_bodies(&c->scan);
     c->cookies = cookies;
     c->is_h2 = false;
-    c->key_alias = header && (strcasecmp(header, "host") == 0 ||
-                              strcasecmp(header, "idempotency-key") == 0);
+    c->key_alias =
+        header && (strcasecmp(header, "host") == 0 || strcasecmp(header, "idempotency-key") == 0);
     (void)now;
     return true;
 }
@@ -295,8 +295,7 @@ static uint64_t scan_pos(const struct sl_req_conn *c)
 
 static uint64_t scan_head_start(const struct sl_req_conn *c)
 {
-    if (c->is_h2)
-        return sl_h2_state(c->h2) == SL_H2_IN_HEAD ? sl_h2_head_start(c->h2) : UINT64_MAX;
+    if (c->is_h2) return sl_h2_state(c->h2) == SL_H2_IN_HEAD ? sl_h2_head_start(c->h2) : UINT64_MAX;
     return sl_h1_state(&c->scan) == SL_H1_IN_HEAD ? sl_h1_head_start(&c->scan) : UINT64_MAX;
 }
 
@@ -326,8 +325,7 @@ static bool next_head(struct sl_req_conn *c, const char *buf, size_t len, struct
             return false;
         }
         c->is_h2 = true;
-        sl_h2_init(c->h2, key ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE, key, sl_h1_pos(&c->scan),
-                   true);
+        sl_h2_init(c->h2, key ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE, key, sl_h1_pos(&c->scan), true);
         if (c->cookies) sl_h2_want_cookies(c->h2);
         sl_h1_fini(&c->scan); /* HTTP/1 is over on this connection */
         return next_head(c, buf, len, h, f);
@@ -383,8 +381,7 @@ static bool swallowed(struct sl_req_conn *c, const struct found *h1,
 /* One line a second at most, per process: odd heads can come in floods. */
 static uint64_t odd_logged_at, odd_unlogged; /* touched only with __atomic builtins */
 
-static void odd_log(const struct sl_req_conn *c, const struct found *h1, int rule,
-                    uint64_t now)
+static void odd_log(const struct sl_req_conn *c, const struct found *h1, int rule, uint64_t now)
 {
     uint64_t last = __atomic_load_n(&odd_logged_at, __ATOMIC_RELAXED);
     if (last && now - last < SL_NS_PER_SEC) {
@@ -518,7 +515,8 @@ static bool queue_reply(struct sl_req_conn *c, struct swallow *s)
     char text[SL_REPLY_MAX];
     struct sl_reply_policy p = {.name = s->name, .quota = s->quota, .window_s = s->window_s};
     size_t n = sl_reply_429_keep(text, sizeof text, &s->v, &p);
-    if (n > sizeof rp->inj - rp->inj_len) return false; /* the program reads the earlier ones first */
+    if (n > sizeof rp->inj - rp->inj_len)
+        return false; /* the program reads the earlier ones first */
     memcpy(rp->inj + rp->inj_len, text, n);
     rp->inj_len += n;
     s->queued = true;
