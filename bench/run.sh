@@ -64,6 +64,12 @@ BUILD=$build bash bench/insn.sh "$tmp/targets-insn" >"$tmp/insn.md" 2>"$tmp/insn
     printf '_instructions bench failed._\n' >>"$tmp/insn.md"
     status=1
 }
+echo "bench: memory per idle connection (about 30 s)" >&2
+BUILD=$build bash bench/conn_mem.sh "$tmp/targets-mem" >"$tmp/mem.md" 2>"$tmp/mem.err" || {
+    echo "memory bench failed: $(tail -5 "$tmp/mem.err")" >&2
+    printf '_memory bench failed._\n' >>"$tmp/mem.md"
+    status=1
+}
 echo "bench: requests (about 60 s)" >&2
 BUILD=$build bash bench/requests.sh "$tmp/targets-requests" >"$tmp/requests.md" 2>"$tmp/requests.err" || {
     echo "requests bench failed: $(tail -5 "$tmp/requests.err")" >&2
@@ -112,6 +118,8 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
         echo "| keep-alive TLS client under an outbound request rule >= 0.97 x no shim | not measured | not measured |"
     cat "$tmp/targets-insn" 2>/dev/null ||
         echo "| instructions (callgrind) | not measured | not measured |"
+    cat "$tmp/targets-mem" 2>/dev/null ||
+        echo "| memory per idle keep-alive connection | not measured | not measured |"
     echo
     echo "## Decisions: sluice's table against a sharded-mutex map"
     echo
@@ -153,6 +161,10 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "## Instructions (callgrind): per request, per connection, start-up, outbound TLS"
     echo
     cat "$tmp/insn.md"
+    echo
+    echo "## Memory: an inbound request rule per idle keep-alive connection"
+    echo
+    cat "$tmp/mem.md"
     echo
     echo "## Bandwidth: sluice beside trickle"
     echo

@@ -91,7 +91,7 @@ static bool h2_data(crypto_generichash_state *st, uint32_t stream, const uint8_t
     return false;
 }
 
-bool sl_body_digest(const struct sl_h1_head *h, uint32_t stream, const uint8_t *p, size_t n,
+bool sl_body_digest(const struct sl_body_frame *h, uint32_t stream, const uint8_t *p, size_t n,
                     uint8_t out[SL_BODY_DIGEST_LEN])
 {
     crypto_generichash_state st;

@@ -19,14 +19,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http1.h"
-
 #define SL_BODY_DIGEST_LEN 16
 
-/* The body of the request h (an HTTP/1 head, or an HTTP/2 one on stream
+/* How a request's body is framed, as its head says (either reader of
+ * HTTP/1 heads, or HTTP/2's). */
+struct sl_body_frame {
+    uint8_t http_major; /* 2: DATA frames of the stream */
+    bool body;          /* a body follows (HTTP/2: the HEADERS frame lacked END_STREAM) */
+    bool chunked;       /* Transfer-Encoding: chunked */
+    bool has_length;    /* Content-Length given */
+    uint64_t content_length;
+};
+
+/* The body of the request framed as h (HTTP/1, or HTTP/2 on stream
  * `stream`) from p[0..n), the bytes right after its head. Returns false
  * when the body is not whole there, or cannot be framed. */
-bool sl_body_digest(const struct sl_h1_head *h, uint32_t stream, const uint8_t *p, size_t n,
+bool sl_body_digest(const struct sl_body_frame *h, uint32_t stream, const uint8_t *p, size_t n,
                     uint8_t out[SL_BODY_DIGEST_LEN]);
 
 #endif

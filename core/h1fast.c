@@ -26,6 +26,7 @@
  */
 #include "h1fast.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #if defined(__SSE2__)
@@ -44,10 +45,13 @@ static const uint8_t name_chr[256] = {
 #undef L
 };
 
+static _Atomic uint32_t key_gens;
+
 bool sl_h1fast_key_init(struct sl_h1fast_key *k, const char *name, size_t len, bool cookies)
 {
     memset(k, 0, sizeof *k);
     k->cookies = cookies;
+    k->gen = atomic_fetch_add_explicit(&key_gens, 1, memory_order_relaxed) + 1;
     if (!name || len == 0) return true;
     if (len >= sizeof k->name) return false;
     for (size_t i = 0; i < len; i++) {
@@ -315,8 +319,7 @@ static inline void masks(const char *p, uint32_t *lf, uint32_t *cr, uint32_t *ba
     *bad = x & ~(l | r);
 }
 
-bool sl_h1fast_scan(const char *buf, size_t len, const struct sl_h1fast_key *k,
-                    struct sl_h1fast *out)
+static bool scan(const char *buf, size_t len, const struct sl_h1fast_key *k, struct sl_h1fast *out)
 {
     size_t lim = len < SL_H1FAST_MAX ? len : SL_H1FAST_MAX;
     if (lim < 18) return false; /* "GET / HTTP/1.1" and two CRLFs at least */
@@ -364,4 +367,50 @@ bool sl_h1fast_scan(const char *buf, size_t len, const struct sl_h1fast_key *k,
         carry = cr >> 15 & 1;
     }
     return false;
+}
+
+/* The last head this thread read whole, and what it gave. A keep-alive
+ * client repeats its head byte for byte (the same path, Host, API key),
+ * and the scan of the same bytes with the same key gives the same result:
+ * it reads nothing past the blank line that ends the head (the bytes of
+ * the last block beyond it are masked off or never reached), so equal
+ * bytes up to the head's end mean an equal result, offsets included. The
+ * key is told by its address and its generation (a key initialised again
+ * at the same address is another), and `cookies`, which the scanner's
+ * owner may set after init. Per thread: no sharing, no lock (initial-exec,
+ * as core/reqkey.c's hash memo, which also holds request bytes). */
+struct memo {
+    const struct sl_h1fast_key *k;
+    uint32_t gen;
+    bool cookies;
+    uint8_t misses; /* since the last hit or store */
+    uint16_t len;   /* 0: empty */
+    struct sl_h1fast out;
+    char head[SL_H1FAST_MEMO];
+};
+static __thread struct memo memo __attribute__((tls_model("initial-exec")));
+
+bool sl_h1fast_scan(const char *buf, size_t len, const struct sl_h1fast_key *k,
+                    struct sl_h1fast *out)
+{
+    struct memo *m = &memo;
+    if (m->len && len >= m->len && m->k == k && m->gen == k->gen && m->cookies == k->cookies &&
+        memcmp(buf, m->head, m->len) == 0) {
+        *out = m->out;
+        m->misses = 0;
+        return true;
+    }
+    if (!scan(buf, len, k, out)) return false;
+    /* heads that vary (another path each time) would pay the store on
+     * every request: after a miss, only every fourth head is kept */
+    if (out->end <= sizeof m->head && (m->len == 0 || ++m->misses >= 4)) {
+        m->misses = 0;
+        memcpy(m->head, buf, out->end);
+        m->len = (uint16_t)out->end;
+        m->out = *out;
+        m->k = k;
+        m->gen = k->gen;
+        m->cookies = k->cookies;
+    }
+    return true;
 }

@@ -14,7 +14,10 @@
  * when cookies are wanted) declines, and http1.c runs http-parser, the
  * reference. tests/fuzz/fuzz_h1fast.c holds both to the same result.
  *
- * Pure: no state between calls, no allocation, no clock.
+ * No allocation, no clock. The result depends only on the head's bytes
+ * and the key: each thread remembers the last head it read whole (up to
+ * SL_H1FAST_MEMO bytes) and what it gave, so a keep-alive client sending
+ * the same head again costs a compare instead of a scan (h1fast.c).
  */
 #ifndef SL_H1FAST_H
 #define SL_H1FAST_H
@@ -27,12 +30,16 @@
  * http-parser: it fits every bounded field of struct sl_h1_head. */
 #define SL_H1FAST_MAX 1024
 
+/* Heads up to this long are remembered per thread (see above). */
+#define SL_H1FAST_MEMO 256
+
 /* What a connection knows once: the key's header name, lowercased. */
 struct sl_h1fast_key {
     char name[64];   /* lowercase; len 0: no header key */
     char folded[16]; /* a name under 16 bytes with every byte | 0x20 (zero-padded) */
     uint8_t len;
     bool cookies; /* cookies are wanted: a Cookie line declines */
+    uint32_t gen; /* set by sl_h1fast_key_init, unique per call (the thread's memo) */
 };
 
 /* [off, off + len) in the buffer; len 0 with present false: absent. */

@@ -43,6 +43,8 @@
  */
 #include "http1.h"
 
+#include "mem.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +54,19 @@ static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 #define H2_PREFACE_LEN (sizeof h2_preface - 1)
 
 enum target { T_NONE, T_HOST, T_KEY, T_IDEM, T_COOKIE, T_LENGTH };
+
+/* What only the slow readers need, allocated while they run (s->head
+ * points at its first member): the head's bounded copies and the name of
+ * the header being read. */
+struct slow {
+    struct sl_h1_head head;
+    char field[SL_H1_NAME_MAX];
+};
+
+static char *field_of(const struct sl_h1 *s)
+{
+    return ((struct slow *)s->head)->field;
+}
 
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME  0x100000001b3ull
@@ -192,7 +207,7 @@ static void length_seen(struct sl_h1 *s, uint64_t len)
 /* The end of one header line's value: the Cookie line is searched now. */
 static void value_done(struct sl_h1 *s)
 {
-    struct sl_h1_head *h = &s->head;
+    struct sl_h1_head *h = s->head;
     if (s->target == T_HOST)
         trim(h->host, &h->host_info);
     else if (s->target == T_KEY)
@@ -214,23 +229,23 @@ static void value_done(struct sl_h1 *s)
 static enum target target_of(const struct sl_h1 *s)
 {
     if (s->field_long) return T_NONE;
-    const char *f = s->field;
+    const char *f = field_of(s);
     size_t n = s->field_len;
     /* The first of repeated headers wins (host, key, idempotency key). */
     if (s->key_kind == SL_H1_KEY_HEADER && n == s->key_name_len &&
         strncasecmp(f, s->key_name, n) == 0)
-        return s->head.key_info.present ? T_NONE : T_KEY;
+        return s->head->key_info.present ? T_NONE : T_KEY;
     if ((s->want_cookie || s->key_kind == SL_H1_KEY_COOKIE) && name_is(f, n, "cookie"))
         return T_COOKIE;
     if (s->rd_cb && name_is(f, n, "content-length")) return T_LENGTH; /* the line reader's */
-    if (name_is(f, n, "host")) return s->head.host_info.present ? T_NONE : T_HOST;
-    if (name_is(f, n, "idempotency-key")) return s->head.idem_info.present ? T_NONE : T_IDEM;
+    if (name_is(f, n, "host")) return s->head->host_info.present ? T_NONE : T_HOST;
+    if (name_is(f, n, "idempotency-key")) return s->head->idem_info.present ? T_NONE : T_IDEM;
     return T_NONE;
 }
 
 static void fields_begin(struct sl_h1 *s)
 {
-    struct sl_h1_head *h = &s->head;
+    struct sl_h1_head *h = s->head;
     text_reset(h->url, &h->url_info);
     text_reset(h->host, &h->host_info);
     text_reset(h->key, &h->key_info);
@@ -293,7 +308,7 @@ static void url_compact(char *u, struct sl_h1_text *t)
 
 static void url_append(struct sl_h1 *s, const char *at, size_t n)
 {
-    struct sl_h1_head *h = &s->head;
+    struct sl_h1_head *h = s->head;
     while (n > 0 && !h->url_info.truncated) {
         size_t room = sizeof h->url - 1 - h->url_info.len;
         if (room == 0) {
@@ -319,11 +334,11 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
 {
     struct sl_h1 *s = scanner(p);
     if (s->in_value) value_done(s);
-    if (s->field_len + n >= sizeof s->field) {
+    if (s->field_len + n >= SL_H1_NAME_MAX) {
         s->field_long = true;
         return 0;
     }
-    memcpy(s->field + s->field_len, at, n);
+    memcpy(field_of(s) + s->field_len, at, n);
     s->field_len += n;
     return 0;
 }
@@ -331,7 +346,7 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
 static int on_header_value(http_parser *p, const char *at, size_t n)
 {
     struct sl_h1 *s = scanner(p);
-    struct sl_h1_head *h = &s->head;
+    struct sl_h1_head *h = s->head;
     if (!s->in_value) {
         s->in_value = true;
         s->target = target_of(s);
@@ -371,7 +386,7 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
  * its host too when no Host header came. */
 static void split_url(struct sl_h1 *s)
 {
-    struct sl_h1_head *h = &s->head;
+    struct sl_h1_head *h = s->head;
     const char *u = h->url;
     size_t n = h->url_info.len;
     if (n > 0 && u[0] != '/' && u[0] != '*') {
@@ -416,7 +431,7 @@ static void head_fields_done(struct sl_h1 *s)
  * cut values sealed: once the URL and the header fields are in. */
 static void keys_done(struct sl_h1 *s)
 {
-    struct sl_h1_head *h = &s->head;
+    struct sl_h1_head *h = s->head;
     if (s->key_kind == SL_H1_KEY_QUERY) sl_h1_query_key(h, s->key_name, s->key_name_len);
     if (s->key_kind == SL_H1_KEY_COOKIE && !h->key_info.present && !h->cookie_info.truncated) {
         const char *v;
@@ -438,7 +453,7 @@ static void keys_done(struct sl_h1 *s)
 static int on_headers_complete(http_parser *p)
 {
     struct sl_h1 *s = scanner(p);
-    struct sl_h1_head *h = &s->head;
+    struct sl_h1_head *h = s->head;
     head_fields_done(s);
     copy_method(h->method, http_method_str(p->method));
     h->http_major = (uint8_t)p->http_major;
@@ -494,11 +509,6 @@ void sl_h1_init(struct sl_h1 *s, enum sl_h1_key_kind kind, const char *name)
     if (!sl_h1fast_key_init(&s->fast_key, kind == SL_H1_KEY_HEADER ? name : NULL, n,
                             kind == SL_H1_KEY_COOKIE))
         s->slow_only = true;
-}
-
-const struct sl_h1_head *sl_h1_head(const struct sl_h1 *s)
-{
-    return &s->head;
 }
 
 /* ---- the conservative reading: one byte at a time ---- */
@@ -749,7 +759,7 @@ static void rd_track(struct sl_h1 *s, const char *buf, size_t n)
 /* A head read (wholly or partly) by the conservative reading is reported. */
 static void odd_report(struct sl_h1 *s)
 {
-    struct sl_h1_head *h = &s->head;
+    struct sl_h1_head *h = s->head;
     head_fields_done(s);
     copy_method(h->method, s->rd_method);
     h->http_major = s->rd_09 ? 0 : s->rd_major;
@@ -919,7 +929,7 @@ static size_t hold_preface(struct sl_h1 *s, const char *buf, size_t len, bool *h
 /* After a head http-parser read: what the stream does next. */
 static void after_head(struct sl_h1 *s)
 {
-    struct sl_h1_head *h = &s->head;
+    struct sl_h1_head *h = s->head;
     bool get = strcmp(h->method, "GET") == 0 || strcmp(h->method, "HEAD") == 0;
     if (h->upgrade) {
         /* only the peer's 101 makes a tunnel, and this direction never
@@ -974,53 +984,109 @@ static void fast_text(char *dst, size_t cap, struct sl_h1_text *t, const char *b
 }
 
 /* The fast path (core/h1fast.h): a complete common head at buf, read in
- * one pass and reported exactly as http-parser's run would report it, its
- * parser left untouched (it is `fresh`, and a kept-alive head leaves it
- * so). Returns the head's length, 0 when declined. */
+ * one pass, its parser left untouched (it is `fresh`, and a kept-alive
+ * head leaves it so). The head is kept as slices of buf (s->fast); the
+ * copy into struct sl_h1_head that http-parser's run would have made is
+ * made only if asked for (fast_fill). Returns the head's length, 0 when
+ * declined. */
 static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
 {
-    struct sl_h1fast f;
-    if (!sl_h1fast_scan(buf, len, &s->fast_key, &f)) return 0;
-    struct sl_h1_head *h = &s->head;
-    /* what on_message_begin and head_fields_done leave, the URL split
-     * by the fast path (an origin-form target, so no URL parser) */
-    fast_text(h->url, sizeof h->url, &h->url_info, buf, len, f.url, false);
-    fast_text(h->host, sizeof h->host, &h->host_info, buf, len, f.host, true);
-    fast_text(h->key, sizeof h->key, &h->key_info, buf, len, f.key, true);
-    fast_text(h->idem, sizeof h->idem, &h->idem_info, buf, len, f.idem, true);
-    text_reset(h->cookie, &h->cookie_info);
-    h->path_off = 0;
-    h->path_len = f.path_len;
-    h->query_off = f.query_off;
-    h->query_len = f.query_len;
-    s->nlens = 0;
-    keys_done(s);
-    memcpy(h->method, f.method, 8); /* NUL-padded: one move */
+    struct sl_h1fast *f = &s->fast;
+    if (!sl_h1fast_scan(buf, len, &s->fast_key, f)) return 0;
     /* the line reader as following the head would leave it (an odd head
      * without a version of its own reports the last one read) */
-    memcpy(s->rd_method, f.method, 8);
+    memcpy(s->rd_method, f->method, 8);
     s->rd_major = 1;
-    s->rd_minor = f.http_minor;
+    s->rd_minor = f->http_minor;
     s->rd_n = 1;
     s->rd_09 = false;
+    s->nlens = 0;
+    s->head_start = s->pos;
+    s->pos += f->end;
+    s->reported = true;
+    s->rd = R_BOL;
+    s->fast_body = f->content_length;
+    s->state = f->content_length > 0 ? SL_H1_IN_BODY : SL_H1_IDLE;
+    s->fast_heads++;
+    s->fast_buf = buf;
+    s->fast_len = len;
+    s->fast_found = true;
+    /* the copies of the last slow head are not needed any more: an idle
+     * connection keeps no head buffers (the next slow head allocates) */
+    if (s->head) {
+        sl_free(s->head);
+        s->head = NULL;
+    }
+    return f->end;
+}
+
+/* The copies http-parser's run would leave for the fast head just read
+ * (slices of s->fast_buf, which the caller still holds). */
+static void fast_fill(struct sl_h1 *s)
+{
+    const struct sl_h1fast *f = &s->fast;
+    const char *buf = s->fast_buf;
+    size_t len = s->fast_len;
+    struct sl_h1_head *h = s->head;
+    /* what on_message_begin and head_fields_done leave, the URL split
+     * by the fast path (an origin-form target, so no URL parser) */
+    fast_text(h->url, sizeof h->url, &h->url_info, buf, len, f->url, false);
+    fast_text(h->host, sizeof h->host, &h->host_info, buf, len, f->host, true);
+    fast_text(h->key, sizeof h->key, &h->key_info, buf, len, f->key, true);
+    fast_text(h->idem, sizeof h->idem, &h->idem_info, buf, len, f->idem, true);
+    text_reset(h->cookie, &h->cookie_info);
+    h->path_off = 0;
+    h->path_len = f->path_len;
+    h->query_off = f->query_off;
+    h->query_len = f->query_len;
+    keys_done(s);
+    s->nlens = 0;
+    memcpy(h->method, f->method, 8); /* NUL-padded: one move */
     h->http_major = 1;
-    h->http_minor = f.http_minor;
+    h->http_minor = f->http_minor;
     h->chunked = false;
-    h->has_length = f.has_length;
-    h->content_length = f.content_length;
-    h->body = f.content_length > 0;
+    h->has_length = f->has_length;
+    h->content_length = f->content_length;
+    h->body = f->content_length > 0;
     h->keep_alive = true;
     h->upgrade = false;
     h->odd = SL_H1_ODD_NONE;
-    s->head_start = h->start = s->pos;
-    s->pos += f.end;
+    h->start = s->head_start;
     h->end = s->pos;
-    s->reported = true;
-    s->rd = R_BOL;
-    s->fast_body = f.content_length;
-    s->state = h->body ? SL_H1_IN_BODY : SL_H1_IDLE;
-    s->fast_heads++;
-    return f.end;
+}
+
+/* The head buffers, allocated when a head is first read by http-parser or
+ * the conservative reading (the fast path needs none). */
+static bool head_room(struct sl_h1 *s)
+{
+    return s->head || (s->head = sl_alloc(sizeof(struct slow))) != NULL;
+}
+
+const struct sl_h1_head *sl_h1_head(struct sl_h1 *s)
+{
+    if (s->fast_found) {
+        if (!head_room(s)) return NULL;
+        fast_fill(s);
+        s->fast_found = false;
+    }
+    return s->head;
+}
+
+void sl_h1_fini(struct sl_h1 *s)
+{
+    sl_free(s->head);
+    s->head = NULL;
+    s->fast_found = false;
+}
+
+/* No memory for a head's buffers: the rest of the stream passes unscanned
+ * (fail open, as the shim does when it has no room for a stash). */
+static size_t no_room(struct sl_h1 *s, size_t done, size_t len, enum sl_h1_event *ev)
+{
+    s->state = SL_H1_PASS;
+    s->pos += len - done;
+    *ev = SL_H1_PASSTHROUGH;
+    return len;
 }
 
 size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_event *ev)
@@ -1029,6 +1095,7 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
     size_t done = 0;
     bool failed;
     *ev = SL_H1_MORE;
+    s->fast_found = false; /* its slices were into the buffer of the last feed */
     if (s->state != SL_H1_PASS && !s->doubt && s->preface < H2_PREFACE_LEN &&
         s->pos == s->preface_at + s->preface) {
         bool h2;
@@ -1058,6 +1125,7 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
             s->pos += done;
         }
         if (held > 0) {
+            if (!head_room(s)) return no_room(s, done, len, ev);
             rd_track(s, h2_preface, held);
             s->head_done = s->message_done = false;
             if (run(s, h2_preface, held, &failed) != held || failed || s->head_done) {
@@ -1079,6 +1147,7 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
             return len;
         }
         if (s->doubt) {
+            if (!head_room(s)) return no_room(s, done, len, ev);
             done += doubt_feed(s, buf + done, len - done, ev);
             if (*ev != SL_H1_MORE) return done;
             continue;
@@ -1102,6 +1171,7 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
                 return done + n;
             }
         }
+        if (!head_room(s)) return no_room(s, done, len, ev);
         if (s->state == SL_H1_IDLE) {
             s->state = SL_H1_IN_HEAD;
             s->head_start = s->pos;
@@ -1129,8 +1199,8 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
             s->pos += n;
             s->state = s->message_done ? SL_H1_IDLE : SL_H1_IN_BODY;
             if (s->message_done) ended(s);
-            s->head.start = s->head_start;
-            s->head.end = s->pos;
+            s->head->start = s->head_start;
+            s->head->end = s->pos;
             s->reported = true;
             after_head(s);
             *ev = SL_H1_HEAD;

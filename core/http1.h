@@ -27,13 +27,19 @@
  * "uncommitted" state. Feed every byte exactly once, as soon as it is seen
  * (a peek, or the buffer of a write), remember the heads by offset, and
  * next time feed only the bytes past sl_h1_pos(): buf + (sl_h1_pos(s) -
- * stream_pos). The struct is plain data (no pointers into itself), so a
- * copy is also a valid scratch scanner if a caller ever needs one.
+ * stream_pos).
  *
  * Common complete heads are read by a one-pass fast path (core/h1fast.h)
- * that gives exactly http-parser's result or declines.
+ * that gives exactly http-parser's result or declines; such a head is
+ * kept as slices of the buffer fed (sl_h1_fast), copied into a struct
+ * sl_h1_head only when sl_h1_head() asks.
  *
- * Fixed size, no allocation. Not thread-safe: one stream, one caller.
+ * Memory: the scanner itself is small (~0.5 KB); the bounded copies of
+ * a head (struct sl_h1_head, ~5 KB) are allocated from sluice's heap only
+ * while http-parser or the conservative reading needs them, and freed
+ * when the fast path reads a head (an idle keep-alive connection keeps
+ * none). No memory: the rest of the stream passes (SL_H1_PASSTHROUGH).
+ * sl_h1_fini frees them. Not thread-safe: one stream, one caller.
  * Values longer than their buffer are truncated and flagged; a key or
  * Idempotency-Key value that is cut ends in '#' and 16 hex digits of a
  * hash of the whole value, so long values that differ anywhere differ.
@@ -160,8 +166,7 @@ struct sl_h1 {
     bool head_done;    /* set by the parser's callback: a head just completed */
     bool message_done; /* set by the parser's callback: a message just ended */
     /* the header being read: its name (bounded), which field it feeds */
-    char field[SL_H1_NAME_MAX];
-    size_t field_len;
+    size_t field_len; /* its name is in the slow readers' block (http1.c) */
     bool field_long;
     bool in_value;
     bool cookie_more; /* the Cookie value being read has begun */
@@ -172,10 +177,14 @@ struct sl_h1 {
      * fast path reads leaves it exactly as http-parser reading it would */
     struct sl_h1fast_key fast_key;
     bool fresh;
-    bool slow_only;     /* tests: http-parser alone (the reference) */
-    uint64_t fast_body; /* IN_BODY after a fast head: body bytes left */
-    uint64_t fast_heads; /* heads the fast path read (tests, benchmarks) */
-    struct sl_h1_head head;
+    bool slow_only;        /* tests: http-parser alone (the reference) */
+    bool fast_found;       /* the last head reported is `fast`, not copied into head */
+    uint64_t fast_body;    /* IN_BODY after a fast head: body bytes left */
+    uint64_t fast_heads;   /* heads the fast path read (tests, benchmarks) */
+    struct sl_h1fast fast; /* the last fast head: slices of fast_buf */
+    const char *fast_buf;  /* the buffer of the feed that read it */
+    size_t fast_len;
+    struct sl_h1_head *head; /* allocated while the slow readers need it (NULL: none) */
 };
 
 /* Starts a stream at offset 0. kind/name: the key to extract (name may be
@@ -210,8 +219,25 @@ static inline void sl_h1_slow_only(struct sl_h1 *s)
     s->slow_only = true;
 }
 
-/* The last completed head (valid after SL_H1_HEAD until the next feed). */
-const struct sl_h1_head *sl_h1_head(const struct sl_h1 *s);
+/* The last completed head (valid after SL_H1_HEAD until the next feed;
+ * a fast head is copied from the buffer last fed, which must still hold
+ * its bytes). NULL when there is no memory for the copy. */
+const struct sl_h1_head *sl_h1_head(struct sl_h1 *s);
+
+/* The last completed head when the fast path read it (valid after
+ * SL_H1_HEAD until the next feed): its slices are into *base (the buffer
+ * given to the feed that returned it, at the head's first byte); its
+ * stream offsets are [sl_h1_head_start, sl_h1_pos). NULL: use
+ * sl_h1_head(). */
+static inline const struct sl_h1fast *sl_h1_fast(const struct sl_h1 *s, const char **base)
+{
+    if (!s->fast_found) return NULL;
+    *base = s->fast_buf;
+    return &s->fast;
+}
+
+/* Frees what the scanner allocated (it may be initialised again). */
+void sl_h1_fini(struct sl_h1 *s);
 
 /* Shared with core/h2.c. A bounded copy of n bytes into buf (cap bytes). */
 void sl_h1_text_set(char *buf, size_t cap, struct sl_h1_text *t, const char *at, size_t n);

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "log.h"
 #include "pacelog.h"
@@ -30,9 +31,13 @@
 void sl_req_rules_entries(struct sl_req_rules *x)
 {
     const struct sl_config *c = x->rt->cfg;
+    x->by_header = 0;
     for (int i = 0; i < c->nrules && i < SL_MAX_RULES; i++) {
         x->entry[i] = (int8_t)x->rt->table_rule[i];
         if (!(x->match >> i & 1)) continue;
+        if (c->rules[i].req_per == SL_REQ_PER_HEADER && *x->header &&
+            strcasecmp(c->rules[i].req_per_name, x->header) == 0)
+            x->by_header |= 1ull << i;
         char name[SL_NAME_MAX];
         snprintf(name, sizeof name, "%.*s:req", SL_NAME_MAX - 5, c->rules[i].name);
         int e = sl_table_rule(x->rt->table, c->rules[i].id ^ ENTRY_MARK, name);
@@ -108,7 +113,7 @@ static bool key_value(const struct sl_req_rules *x, const struct sl_rule *r,
     case SL_REQ_PER_ADDRESS:
         return false;
     case SL_REQ_PER_HEADER:
-        if (!h->header || strcasecmp(r->req_per_name, x->header) != 0) return false;
+        if (!h->header || !(x->by_header >> (r - x->rt->cfg->rules) & 1)) return false;
         *v = h->header;
         *vlen = h->header_len;
         return true;
@@ -257,7 +262,12 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
     size_t vlen = 0;
     const struct sl_plan *plan = NULL;
 
-    *g = (struct grant){.rule = i, .plan = -1};
+    /* the fields read whatever happens (the rest only under the flag or
+     * end that says it was filled): no 130-byte clear per request */
+    g->rule = i;
+    g->took_rate = false;
+    g->quota_end = g->mark_end = g->wait_ns = 0;
+    g->plan = -1;
     *v = (struct sl_verdict){.allowed = true};
     if (key_value(x, r, h, qbuf, sizeof qbuf, &val, &vlen)) {
         sl_req_key_value(&g->key, r, val, vlen, secret);
@@ -306,8 +316,9 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
         } else {
             sl_table_decide(rt->table, e, &g->key, rate, now, r->cost, slack, v);
         }
-        *pol = (struct sl_reply_policy){
-            .name = pname, .quota = rate->count, .window_s = window_seconds(rate->period_ns)};
+        if (!v->allowed) /* what the 429 describes: only a denial needs it */
+            *pol = (struct sl_reply_policy){
+                .name = pname, .quota = rate->count, .window_s = window_seconds(rate->period_ns)};
         if (v->allowed) {
             g->took_rate = rate->alg != SL_ALG_LOG; /* a stamp is not given back */
             g->rate = *rate;
@@ -363,21 +374,22 @@ void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, ui
     char path[PATH_MAX_NORMAL];
     bool normalised = false;
 
-    memset(d, 0, sizeof *d);
-    d->allowed = true;
+    d->allowed = true; /* v and policy are filled only on a denial (reqdecide.h) */
+    d->wait_ns = 0;
     d->rule = -1;
     for (int i = 0; i < c->nrules && i < SL_MAX_RULES; i++) {
         if (!(x->match >> i & 1)) continue;
         const struct sl_rule *r = &c->rules[i];
         if (!request_matches(r, h, path, &normalised)) continue;
-        struct grant g;
+        struct grant *gp = &granted[ngranted]; /* filled in place: no copy when it is kept */
         struct sl_verdict v;
         struct sl_reply_policy pol = {.name = r->name, .window_s = 1};
-        apply_rule(x, i, h, now, &g, &v, &pol);
+        apply_rule(x, i, h, now, gp, &v, &pol);
         if (v.allowed) {
-            granted[ngranted++] = g;
+            ngranted++;
             continue;
         }
+        struct grant g = *gp;
         sl_table_note_denial(rt->table, x->entry[i] | (r->dry_run ? SL_DENIAL_DRY : 0), &g.key,
                              now);
         if (r->dry_run) {

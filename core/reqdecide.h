@@ -40,6 +40,7 @@ struct sl_req_rules {
     uint64_t match;      /* bit i: config rule i is a request rule matching the connection */
     int64_t wall_offset; /* wall clock minus monotonic clock, ns (quota windows) */
     char header[SL_REQ_NAME_MAX]; /* the header whose value sl_req_head.header holds */
+    uint64_t by_header;           /* bit i: rule i is keyed by that header (matched once, here) */
     int8_t entry[SL_MAX_RULES];   /* the table entry counting rule i's requests */
 };
 
@@ -47,8 +48,8 @@ struct sl_req_decision {
     bool allowed;
     uint64_t wait_ns;              /* allowed: how long it must be held first (delay) */
     int rule;                      /* denied: the denying rule; -1 otherwise */
-    struct sl_verdict v;           /* denied: its verdict */
-    struct sl_reply_policy policy; /* denied: what the RateLimit fields describe */
+    struct sl_verdict v;           /* denied: its verdict (not set when allowed) */
+    struct sl_reply_policy policy; /* denied: what the RateLimit fields describe (idem) */
 };
 
 /* Fills the rest of x for a connection whose rt, peer and match are set:

@@ -27,12 +27,14 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "bodydigest.h"
 #include "clock.h"
 #include "h1resp.h"
 #include "log.h"
+#include "mem.h"
 #include "h2.h"
 #include "http1.h"
 #include "reply.h"
@@ -60,28 +62,41 @@ struct swallow {
 
 #define SL_REQ_INJECT_MAX (4 * SL_REPLY_MAX)
 
+/* What only an outbound connection with a `reply` rule needs (~7 KB):
+ * allocated at init for those alone. */
+struct replies {
+    struct swallow sw[SL_REQ_AHEAD];
+    size_t inj_len;              /* queued 429 bytes not yet read */
+    struct sl_h1resp resp;       /* the responses the program has read */
+    char inj[SL_REQ_INJECT_MAX]; /* the queued 429s */
+};
+
+/* Memory (issue 23): what every connection carries is this struct and
+ * the HTTP/1 scanner's own state (~1 KB together); the rest is allocated
+ * from sluice's heap when needed: HTTP/2 state when the preface is seen,
+ * the scanner's head copies while http-parser reads a head (core/http1.h),
+ * a 429's text when a head is denied, the swallow and 429 queue of
+ * outbound `reply` rules. No memory: the connection passes unlimited
+ * (fail open) or is reset (a denial with no room for its 429). */
 struct sl_req_conn {
     struct sl_req_rules rules;
     bool out;     /* outbound: the program writes these requests */
     bool replies; /* outbound with a `reply` rule: swallowed requests are answered */
-    int nsw;
-    struct swallow sw[SL_REQ_AHEAD];
-    size_t inj_len; /* queued 429 bytes not yet read */
-    uint64_t pos;
-    struct ahead ahead[SL_REQ_AHEAD];
-    int nahead;
     bool denied;
+    bool pass;      /* not HTTP from its first bytes: nothing more is limited */
+    bool cookies;   /* a rule keys on a cookie: the scanners collect Cookie lines */
+    bool is_h2;     /* the HTTP/2 preface was seen: h2 scans from there on */
+    bool key_alias; /* the key header is Host or Idempotency-Key (http1.c's keys_done) */
+    int nsw;
+    int nahead;
+    uint64_t pos;
+    struct ahead *ahead; /* SL_REQ_AHEAD of them, allocated at the first hold */
     uint64_t deny_off;
     struct sl_req_verdict deny;
-    bool pass;    /* not HTTP from its first bytes: nothing more is limited */
-    bool cookies; /* a rule keys on a cookie: the scanners collect Cookie lines */
-    char reply[SL_REPLY_MAX];
+    char *reply; /* a denial's built-in 429 (allocated then) */
     struct sl_h1 scan;
-    bool is_h2; /* the HTTP/2 preface was seen: h2 scans from there on */
-    struct sl_h2 h2;
-    char header[SL_H1_NAME_MAX]; /* the key header, for the switch to h2 */
-    struct sl_h1resp resp;       /* replies: the responses the program has read */
-    char inj[SL_REQ_INJECT_MAX]; /* replies: the queued 429s */
+    struct sl_h2 *h2;   /* is_h2 */
+    struct replies *rp; /* replies */
 };
 
 size_t sl_req_conn_size(void)
@@ -148,10 +163,11 @@ bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum s
         replies |= dir == SL_OUT && r->action == SL_ACT_REPLY;
     }
     if (!match) return false;
-    memset(c, 0, offsetof(struct sl_req_conn, reply));
+    memset(c, 0, sizeof *c);
+    if (replies && !(c->rp = sl_alloc(sizeof *c->rp))) return false; /* no memory: untracked */
     c->out = dir == SL_OUT;
     c->replies = replies;
-    if (replies) sl_h1resp_init(&c->resp);
+    if (replies) sl_h1resp_init(&c->rp->resp);
     c->rules.rt = rt;
     c->rules.peer = *peer;
     c->rules.match = match;
@@ -165,14 +181,32 @@ bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum s
     if (c->out) sl_h1_trust_bodies(&c->scan);
     c->cookies = cookies;
     c->is_h2 = false;
-    if (header) snprintf(c->header, sizeof c->header, "%s", header);
+    c->key_alias =
+        header && (strcasecmp(header, "host") == 0 || strcasecmp(header, "idempotency-key") == 0);
     (void)now;
     return true;
 }
 
-static void head_of(const struct sl_h1 *s, const struct sl_h1_head *h1, struct sl_req_head *h)
+/* What scan() needs of a head beside its fields, whichever reader found it. */
+struct found {
+    uint64_t start, end; /* stream offsets */
+    enum sl_h1_odd odd;
+    const char *method;
+    struct sl_body_frame frame; /* for an Idempotency-Key's body digest */
+};
+
+static void head_of(const struct sl_h1_head *h1, struct sl_req_head *h, struct found *f)
 {
     memset(h, 0, sizeof *h);
+    *f = (struct found){.start = h1->start,
+                        .end = h1->end,
+                        .odd = h1->odd,
+                        .method = h1->method,
+                        .frame = {.http_major = h1->http_major,
+                                  .body = h1->body,
+                                  .chunked = h1->chunked,
+                                  .has_length = h1->has_length,
+                                  .content_length = h1->content_length}};
     h->method = h1->method;
     h->method_len = strlen(h1->method);
     h->path = h1->url + h1->path_off;
@@ -188,7 +222,6 @@ static void head_of(const struct sl_h1 *s, const struct sl_h1_head *h1, struct s
         h->host = h1->host;
         h->host_len = h1->host_info.len;
     }
-    (void)s;
     if (h1->cookie_info.present && !h1->cookie_info.truncated) {
         h->cookie = h1->cookie;
         h->cookie_len = h1->cookie_info.len;
@@ -203,6 +236,51 @@ static void head_of(const struct sl_h1 *s, const struct sl_h1_head *h1, struct s
     }
 }
 
+/* A value slice of a fast head, its trailing blanks trimmed (as
+ * http1.c's copies are). */
+static const char *slice(const char *b, struct sl_h1fast_slice v, size_t *len)
+{
+    const char *p = b + v.off;
+    size_t n = v.len;
+    while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+        n--;
+    *len = n;
+    return p;
+}
+
+/* A head the fast path read, as slices of the buffer (no copies). False:
+ * a value too long for http1.c's bounded copies (their cut and hash make
+ * the key), or a key header that aliases Host or Idempotency-Key: the
+ * copies are made (sl_h1_head) so both readers give the same key. */
+static bool fast_of(const struct sl_req_conn *c, const struct sl_h1fast *f, const char *b,
+                    struct sl_req_head *h, struct found *fd)
+{
+    if (c->key_alias || f->host.len >= SL_H1_HOST_MAX || f->key.len >= SL_H1_VALUE_MAX ||
+        f->idem.len >= SL_H1_VALUE_MAX)
+        return false;
+    *h = (struct sl_req_head){.method = f->method,
+                              .method_len = f->method_len,
+                              .path = b + f->url.off,
+                              .path_len = f->path_len};
+    *fd = (struct found){.start = sl_h1_head_start(&c->scan),
+                         .end = sl_h1_pos(&c->scan),
+                         .odd = SL_H1_ODD_NONE,
+                         .method = f->method,
+                         /* the fast path declines Transfer-Encoding */
+                         .frame = {.http_major = 1,
+                                   .body = f->has_length && f->content_length,
+                                   .has_length = f->has_length,
+                                   .content_length = f->content_length}};
+    if (f->query_len) {
+        h->query = b + f->url.off + f->query_off;
+        h->query_len = f->query_len;
+    }
+    if (f->host.present) h->host = slice(b, f->host, &h->host_len);
+    if (f->idem.present) h->idem = slice(b, f->idem, &h->idem_len);
+    if (f->key.present) h->header = slice(b, f->key, &h->header_len);
+    return true;
+}
+
 static void deny(struct sl_req_conn *c, uint64_t off, const struct sl_req_decision *d)
 {
     const struct sl_rule *r = &c->rules.rt->cfg->rules[d->rule];
@@ -215,9 +293,11 @@ static void deny(struct sl_req_conn *c, uint64_t off, const struct sl_req_decisi
     if (r->reply) {
         c->deny.reply = r->reply;
         c->deny.reply_len = r->reply_len;
-    } else {
+    } else if (c->reply || (c->reply = sl_alloc(SL_REPLY_MAX))) {
         c->deny.reply = c->reply;
-        c->deny.reply_len = sl_reply_429_policy(c->reply, sizeof c->reply, &d->v, &d->policy);
+        c->deny.reply_len = sl_reply_429_policy(c->reply, SL_REPLY_MAX, &d->v, &d->policy);
+    } else {
+        c->deny.action = SL_ACT_REJECT; /* no memory for its text: reset */
     }
 }
 
@@ -225,20 +305,19 @@ static void deny(struct sl_req_conn *c, uint64_t off, const struct sl_req_decisi
  * (UINT64_MAX: none), whichever protocol the connection speaks. */
 static uint64_t scan_pos(const struct sl_req_conn *c)
 {
-    return c->is_h2 ? sl_h2_pos(&c->h2) : sl_h1_pos(&c->scan);
+    return c->is_h2 ? sl_h2_pos(c->h2) : sl_h1_pos(&c->scan);
 }
 
 static uint64_t scan_head_start(const struct sl_req_conn *c)
 {
-    if (c->is_h2)
-        return sl_h2_state(&c->h2) == SL_H2_IN_HEAD ? sl_h2_head_start(&c->h2) : UINT64_MAX;
+    if (c->is_h2) return sl_h2_state(c->h2) == SL_H2_IN_HEAD ? sl_h2_head_start(c->h2) : UINT64_MAX;
     return sl_h1_state(&c->scan) == SL_H1_IN_HEAD ? sl_h1_head_start(&c->scan) : UINT64_MAX;
 }
 
 /* Feeds the bytes of buf past the scanner's position: the next head
- * found (true, *h1 and *s set), or false with nothing more to find now. */
-static bool next_head(struct sl_req_conn *c, const char *buf, size_t len,
-                      const struct sl_h1_head **h1, const struct sl_h1 **s)
+ * found (true, *h and *f set), or false with nothing more to find now. */
+static bool next_head(struct sl_req_conn *c, const char *buf, size_t len, struct sl_req_head *h,
+                      struct found *f)
 {
     uint64_t at = scan_pos(c);
     if (at >= c->pos + len) return false;
@@ -246,26 +325,37 @@ static bool next_head(struct sl_req_conn *c, const char *buf, size_t len,
     size_t n = (size_t)(c->pos + len - at);
     if (c->is_h2) {
         enum sl_h2_event ev;
-        sl_h2_feed(&c->h2, p, n, &ev);
+        sl_h2_feed(c->h2, p, n, &ev);
         if (ev == SL_H2_PASSTHROUGH) c->pass = true;
         if (ev != SL_H2_REQUEST) return false;
-        *h1 = sl_h2_head(&c->h2);
-        *s = NULL;
+        head_of(sl_h2_head(c->h2), h, f);
         return true;
     }
     enum sl_h1_event ev;
     sl_h1_feed(&c->scan, p, n, &ev);
     if (ev == SL_H1_H2) { /* prior knowledge: the frames follow the preface */
+        const char *key = *c->rules.header ? c->rules.header : NULL;
+        if (!(c->h2 = sl_alloc(sizeof *c->h2))) { /* no memory: the rest passes */
+            c->pass = true;
+            return false;
+        }
         c->is_h2 = true;
-        sl_h2_init(&c->h2, *c->header ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE,
-                   *c->header ? c->header : NULL, sl_h1_pos(&c->scan), true);
-        if (c->cookies) sl_h2_want_cookies(&c->h2);
-        return next_head(c, buf, len, h1, s);
+        sl_h2_init(c->h2, key ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE, key, sl_h1_pos(&c->scan), true);
+        if (c->cookies) sl_h2_want_cookies(c->h2);
+        sl_h1_fini(&c->scan); /* HTTP/1 is over on this connection */
+        return next_head(c, buf, len, h, f);
     }
     if (ev == SL_H1_PASSTHROUGH) c->pass = true;
     if (ev != SL_H1_HEAD) return false;
-    *h1 = sl_h1_head(&c->scan);
-    *s = &c->scan;
+    const char *base;
+    const struct sl_h1fast *fast = sl_h1_fast(&c->scan, &base);
+    if (fast && fast_of(c, fast, base, h, f)) return true;
+    const struct sl_h1_head *h1 = sl_h1_head(&c->scan);
+    if (!h1) { /* no memory for the copies: the rest passes */
+        c->pass = true;
+        return false;
+    }
+    head_of(h1, h, f);
     return true;
 }
 
@@ -276,13 +366,13 @@ static bool next_head(struct sl_req_conn *c, const char *buf, size_t len,
 static void swallow_ends(struct sl_req_conn *c)
 {
     if (!c->nsw || c->is_h2) return;
-    struct swallow *s = &c->sw[c->nsw - 1];
+    struct swallow *s = &c->rp->sw[c->nsw - 1];
     if (s->end == UINT64_MAX && sl_h1_body_end(&c->scan) > s->start)
         s->end = sl_h1_body_end(&c->scan);
 }
 
 /* An outbound `reply` denial: the request is swallowed, not the connection. */
-static bool swallowed(struct sl_req_conn *c, const struct sl_h1_head *h1,
+static bool swallowed(struct sl_req_conn *c, const struct found *h1,
                       const struct sl_req_decision *d)
 {
     const struct sl_rule *r = &c->rules.rt->cfg->rules[d->rule];
@@ -291,10 +381,10 @@ static bool swallowed(struct sl_req_conn *c, const struct sl_h1_head *h1,
     if (!c->replies || c->is_h2 || r->action != SL_ACT_REPLY || c->nsw >= SL_REQ_AHEAD ||
         h1->start < c->pos)
         return false;
-    struct swallow *s = &c->sw[c->nsw++];
+    struct swallow *s = &c->rp->sw[c->nsw++];
     *s = (struct swallow){.start = h1->start,
                           .end = sl_h1_state(&c->scan) == SL_H1_IDLE ? h1->end : UINT64_MAX,
-                          .before = c->resp.sent,
+                          .before = c->rp->resp.sent,
                           .rule = d->rule,
                           .v = d->v,
                           .quota = d->policy.quota,
@@ -306,8 +396,7 @@ static bool swallowed(struct sl_req_conn *c, const struct sl_h1_head *h1,
 /* One line a second at most, per process: odd heads can come in floods. */
 static uint64_t odd_logged_at, odd_unlogged; /* touched only with __atomic builtins */
 
-static void odd_log(const struct sl_req_conn *c, const struct sl_h1_head *h1, int rule,
-                    uint64_t now)
+static void odd_log(const struct sl_req_conn *c, const struct found *h1, int rule, uint64_t now)
 {
     uint64_t last = __atomic_load_n(&odd_logged_at, __ATOMIC_RELAXED);
     if (last && now - last < SL_NS_PER_SEC) {
@@ -331,7 +420,7 @@ static void odd_log(const struct sl_req_conn *c, const struct sl_h1_head *h1, in
 
 /* An odd head: counted in odd_heads of the connection's rules; a rule with
  * on_odd = deny denies it (true, *d set). */
-static bool odd_head(struct sl_req_conn *c, const struct sl_h1_head *h1, uint64_t now,
+static bool odd_head(struct sl_req_conn *c, const struct found *h1, uint64_t now,
                      struct sl_req_decision *d)
 {
     const struct sl_config *cfg = c->rules.rt->cfg;
@@ -363,17 +452,15 @@ static bool odd_head(struct sl_req_conn *c, const struct sl_h1_head *h1, uint64_
 static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
 {
     while (!c->denied && !c->pass && c->nahead < SL_REQ_AHEAD && c->nsw < SL_REQ_AHEAD) {
-        const struct sl_h1_head *h1;
-        const struct sl_h1 *sc;
-        bool found = next_head(c, buf, len, &h1, &sc);
+        struct sl_req_head h;
+        struct found fd, *h1 = &fd;
+        bool found = next_head(c, buf, len, &h, &fd);
         swallow_ends(c);
         if (!found) return;
-        struct sl_req_head h;
         struct sl_req_decision d;
-        head_of(sc, h1, &h);
         uint8_t digest[SL_BODY_DIGEST_LEN];
         if (h.idem && h1->end >= c->pos && h1->end <= c->pos + len &&
-            sl_body_digest(h1, c->is_h2 ? sl_h2_stream(&c->h2) : 0,
+            sl_body_digest(&h1->frame, c->is_h2 ? sl_h2_stream(c->h2) : 0,
                            (const uint8_t *)buf + (h1->end - c->pos),
                            (size_t)(c->pos + len - h1->end), digest))
             h.body_digest = digest;
@@ -387,8 +474,9 @@ static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t no
             deny(c, h1->start, &d);
             return;
         }
-        if (c->replies) sl_h1resp_sent(&c->resp, h1->method);
-        if (d.wait_ns)
+        if (c->replies) sl_h1resp_sent(&c->rp->resp, h1->method);
+        /* no memory to remember a hold: the head passes now (fail open) */
+        if (d.wait_ns && (c->ahead || (c->ahead = sl_alloc(SL_REQ_AHEAD * sizeof *c->ahead))))
             c->ahead[c->nahead++] = (struct ahead){.off = h1->start, .release_at = now + d.wait_ns};
     }
 }
@@ -414,9 +502,9 @@ size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t
         *v = (struct sl_req_verdict){
             .status = SL_REQ_HOLD, .rule = -1, .wait_ns = a->release_at - now};
     }
-    if (c->nsw && c->sw[0].start <= limit) {
-        limit = c->sw[0].start;
-        *v = (struct sl_req_verdict){.status = SL_REQ_SWALLOW, .rule = c->sw[0].rule};
+    if (c->nsw && c->rp->sw[0].start <= limit) {
+        limit = c->rp->sw[0].start;
+        *v = (struct sl_req_verdict){.status = SL_REQ_SWALLOW, .rule = c->rp->sw[0].rule};
     }
     if (c->denied && c->deny_off <= limit) {
         limit = c->deny_off;
@@ -443,13 +531,15 @@ bool sl_req_done(const struct sl_req_conn *c)
 /* Queues s's 429 if its turn has come: every response before it read. */
 static bool queue_reply(struct sl_req_conn *c, struct swallow *s)
 {
-    if (c->resp.lost || c->resp.done < s->before) return false;
+    struct replies *rp = c->rp;
+    if (rp->resp.lost || rp->resp.done < s->before) return false;
     char text[SL_REPLY_MAX];
     struct sl_reply_policy p = {.name = s->name, .quota = s->quota, .window_s = s->window_s};
     size_t n = sl_reply_429_keep(text, sizeof text, &s->v, &p);
-    if (n > sizeof c->inj - c->inj_len) return false; /* the program reads the earlier ones first */
-    memcpy(c->inj + c->inj_len, text, n);
-    c->inj_len += n;
+    if (n > sizeof rp->inj - rp->inj_len)
+        return false; /* the program reads the earlier ones first */
+    memcpy(rp->inj + rp->inj_len, text, n);
+    rp->inj_len += n;
     s->queued = true;
     return true;
 }
@@ -458,9 +548,9 @@ size_t sl_req_swallow(struct sl_req_conn *c, const void *buf, size_t len, uint64
 {
     (void)buf;
     (void)now;
-    if (!c->nsw || c->sw[0].start > c->pos) return 0;
+    if (!c->nsw || c->rp->sw[0].start > c->pos) return 0;
     swallow_ends(c);
-    struct swallow *s = &c->sw[0];
+    struct swallow *s = &c->rp->sw[0];
     if (!s->queued && !queue_reply(c, s)) return 0;
     uint64_t end = s->end, scanned = scan_pos(c);
     if (end > scanned) end = scanned; /* the body goes on past what was shown */
@@ -468,7 +558,7 @@ size_t sl_req_swallow(struct sl_req_conn *c, const void *buf, size_t len, uint64
     size_t n = end > c->pos ? (size_t)(end - c->pos) : 0;
     c->pos += n;
     if (c->pos >= s->end) {
-        memmove(&c->sw[0], &c->sw[1], (size_t)(c->nsw - 1) * sizeof c->sw[0]);
+        memmove(&c->rp->sw[0], &c->rp->sw[1], (size_t)(c->nsw - 1) * sizeof c->rp->sw[0]);
         c->nsw--;
     }
     return n;
@@ -476,20 +566,26 @@ size_t sl_req_swallow(struct sl_req_conn *c, const void *buf, size_t len, uint64
 
 bool sl_req_swallow_lost(const struct sl_req_conn *c)
 {
-    return c->replies && c->resp.lost;
+    return c->replies && c->rp->resp.lost;
 }
 
 size_t sl_req_inject_peek(const struct sl_req_conn *c, const char **p)
 {
-    *p = c->inj;
-    return c->inj_len;
+    if (!c->rp) {
+        *p = "";
+        return 0;
+    }
+    *p = c->rp->inj;
+    return c->rp->inj_len;
 }
 
 void sl_req_inject_take(struct sl_req_conn *c, size_t n)
 {
-    if (n > c->inj_len) n = c->inj_len;
-    memmove(c->inj, c->inj + n, c->inj_len - n);
-    c->inj_len -= n;
+    struct replies *rp = c->rp;
+    if (!rp) return;
+    if (n > rp->inj_len) n = rp->inj_len;
+    memmove(rp->inj, rp->inj + n, rp->inj_len - n);
+    rp->inj_len -= n;
 }
 
 bool sl_req_replies(const struct sl_req_conn *c)
@@ -501,9 +597,9 @@ void sl_req_responses(struct sl_req_conn *c, const void *buf, size_t n)
 {
     if (!c->replies) return;
     if (n == 0)
-        sl_h1resp_eof(&c->resp);
+        sl_h1resp_eof(&c->rp->resp);
     else
-        sl_h1resp_feed(&c->resp, buf, n);
+        sl_h1resp_feed(&c->rp->resp, buf, n);
 }
 
 void sl_req_conn_rebind(struct sl_req_conn *c, struct sl_runtime *rt)
@@ -519,6 +615,15 @@ struct sl_runtime *sl_req_conn_runtime(const struct sl_req_conn *c)
 
 void sl_req_conn_fini(struct sl_req_conn *c)
 {
-    if (c->is_h2) sl_h2_fini(&c->h2); /* its HPACK inflater */
+    if (c->is_h2) sl_h2_fini(c->h2); /* its HPACK inflater */
     c->is_h2 = false;
+    sl_free(c->h2);
+    c->h2 = NULL;
+    sl_h1_fini(&c->scan);
+    sl_free(c->rp);
+    c->rp = NULL;
+    sl_free(c->reply);
+    c->reply = NULL;
+    sl_free(c->ahead);
+    c->ahead = NULL;
 }

@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1) return 0;
-    struct sl_h1_head h;
+    struct sl_body_frame h;
     memset(&h, 0, sizeof h);
     uint8_t pick = data[0];
     const uint8_t *p = data + 1;

@@ -84,6 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * splits spread over it (the work is quadratic in the length) */
     size_t step = len <= 512 ? 1 : len / 256;
     for (size_t k = 0; k <= len; k += step) {
+        sl_h1_fini(&fast);
+        sl_h1_fini(&ref);
         init(&fast, data[0], false);
         init(&ref, data[0], true);
         if (feed_both(&fast, &ref, buf, k)) feed_both(&fast, &ref, buf + k, len - k);

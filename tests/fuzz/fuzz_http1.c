@@ -41,6 +41,7 @@ static void scan(struct scan *r, int kind, const uint8_t *buf, size_t len, unsig
 {
     static const char *names[] = {NULL, "x-api-key", "key", "sid"};
     static struct sl_h1 s;
+    sl_h1_fini(&s);
     sl_h1_init(&s, (enum sl_h1_key_kind)kind, names[kind]);
     r->heads = 0;
     r->sum = 0;

@@ -14,9 +14,9 @@
 #include "../../core/bodydigest.h"
 #include "h2_frames.h"
 
-static struct sl_h1_head h1(bool chunked, uint64_t length)
+static struct sl_body_frame h1(bool chunked, uint64_t length)
 {
-    struct sl_h1_head h;
+    struct sl_body_frame h;
     memset(&h, 0, sizeof h);
     h.http_major = 1;
     h.chunked = chunked;
@@ -26,7 +26,7 @@ static struct sl_h1_head h1(bool chunked, uint64_t length)
     return h;
 }
 
-static bool digest(const struct sl_h1_head *h, uint32_t stream, const void *p, size_t n,
+static bool digest(const struct sl_body_frame *h, uint32_t stream, const void *p, size_t n,
                    uint8_t out[SL_BODY_DIGEST_LEN])
 {
     return sl_body_digest(h, stream, p, n, out);
@@ -36,7 +36,7 @@ static void a_body_is_the_same_however_it_is_framed(void **unused)
 {
     (void)unused;
     uint8_t a[16], b[16], c[16], d[16], e[16];
-    struct sl_h1_head len = h1(false, 11), ch = h1(true, 0);
+    struct sl_body_frame len = h1(false, 11), ch = h1(true, 0);
     assert_true(digest(&len, 0,
                        "hello world"
                        "GET / HTTP/1.1\r\n",
@@ -47,7 +47,7 @@ static void a_body_is_the_same_however_it_is_framed(void **unused)
     assert_memory_equal(a, c, 16);
     static struct h2out o;
     o.len = 0;
-    struct sl_h1_head h2 = h1(false, 0);
+    struct sl_body_frame h2 = h1(false, 0);
     h2.http_major = 2;
     h2.body = true;
     h2frame(&o, 0, 0x8, 1, "\x03hello\0\0\0", 9); /* padded */
@@ -65,7 +65,7 @@ static void a_body_not_whole_in_the_bytes_has_no_digest(void **unused)
 {
     (void)unused;
     uint8_t out[16];
-    struct sl_h1_head len = h1(false, 11), ch = h1(true, 0);
+    struct sl_body_frame len = h1(false, 11), ch = h1(true, 0);
     assert_false(digest(&len, 0, "hello worl", 10, out));
     assert_false(digest(&ch, 0, "5\r\nhello\r\n", 10, out));
     assert_false(digest(&ch, 0, "5\r\nhello\r\n0\r\n", 13, out));
@@ -73,7 +73,7 @@ static void a_body_not_whole_in_the_bytes_has_no_digest(void **unused)
     assert_false(digest(&ch, 0, "fffffffffffffffffff\r\n", 21, out));
     static struct h2out o;
     o.len = 0;
-    struct sl_h1_head h2 = h1(false, 0);
+    struct sl_body_frame h2 = h1(false, 0);
     h2.http_major = 2;
     h2.body = true;
     h2frame(&o, 0, 0, 1, "hello", 5); /* no END_STREAM yet */
@@ -81,7 +81,7 @@ static void a_body_not_whole_in_the_bytes_has_no_digest(void **unused)
     assert_false(digest(&h2, 1, o.buf, o.len - 1, out));
     /* no body: the empty body's digest, whatever follows */
     uint8_t e1[16], e2[16];
-    struct sl_h1_head none = h1(false, 0);
+    struct sl_body_frame none = h1(false, 0);
     assert_true(digest(&none, 0, "", 0, e1));
     h2.body = false;
     assert_true(digest(&h2, 1, o.buf, o.len, e2));

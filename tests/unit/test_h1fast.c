@@ -201,6 +201,8 @@ static void the_scanner_reports_with_the_fast_path_what_http_parser_reports(void
         assert_int_equal(rf.body_end, rr.body_end);
         assert_int_equal(rf.pos, rr.pos);
         assert_int_equal(sl_h1_state(&fast), sl_h1_state(&ref));
+        sl_h1_fini(&fast);
+        sl_h1_fini(&ref);
     }
 }
 
@@ -226,6 +228,8 @@ static void an_odd_head_after_a_fast_head_reports_what_it_would_after_a_slow_one
     same_head(&rf.head[1], &rr.head[1]);
     assert_int_equal(rf.head[1].http_major, rr.head[1].http_major);
     assert_int_equal(rf.head[1].http_minor, 1);
+    sl_h1_fini(&fast);
+    sl_h1_fini(&ref);
 }
 
 static void a_body_split_across_reads_is_skipped_to_the_next_head(void **unused)
@@ -247,6 +251,46 @@ static void a_body_split_across_reads_is_skipped_to_the_next_head(void **unused)
     assert_int_equal(sl_h1_body_end(&s), strlen(a) + 7);
     assert_string_equal(sl_h1_head(&s)->url, "/n");
     assert_int_equal(s.fast_heads, 2);
+    sl_h1_fini(&s);
+}
+
+/* The thread's memo (h1fast.c): the same head again gives the same slices
+ * (into the new buffer), and anything that changes the result misses it:
+ * other bytes, a buffer that ends inside the head, Cookie lines once
+ * cookies are wanted, another key (even initialised at the same address). */
+static void a_repeated_head_is_remembered_and_any_change_is_read_again(void **unused)
+{
+    (void)unused;
+    const char *a = "GET /a HTTP/1.1\r\nHost: h\r\nCookie: c=1\r\nX-API-Key: k1\r\n\r\n";
+    char b[128];
+    snprintf(b, sizeof b, "%sGET /next", a);
+    struct sl_h1fast_key k;
+    sl_h1fast_key_init(&k, "X-API-Key", 9, false);
+    struct sl_h1fast f1, f2;
+    assert_true(sl_h1fast_scan(a, strlen(a), &k, &f1));
+    assert_true(sl_h1fast_scan(b, strlen(b), &k, &f2));
+    assert_int_equal(f2.end, strlen(a));
+    slice_is(b, f2.key, "k1");
+    slice_is(b, f2.host, "h");
+    slice_is(b, f2.url, "/a");
+    assert_int_equal(f2.path_len, f1.path_len);
+    /* the same length, one byte else: Host is no longer there */
+    b[18] = 'x';
+    assert_true(sl_h1fast_scan(b, strlen(b), &k, &f2));
+    assert_false(f2.host.present);
+    /* cut inside the head */
+    assert_false(sl_h1fast_scan(a, strlen(a) - 1, &k, &f2));
+    assert_true(sl_h1fast_scan(a, strlen(a), &k, &f2));
+    /* cookies wanted (sl_h1_want_cookies sets the flag after init) */
+    k.cookies = true;
+    assert_false(sl_h1fast_scan(a, strlen(a), &k, &f2));
+    /* another key at the same address */
+    sl_h1fast_key_init(&k, "X-Other", 7, false);
+    assert_true(sl_h1fast_scan(a, strlen(a), &k, &f2));
+    assert_false(f2.key.present);
+    sl_h1fast_key_init(&k, "X-API-Key", 9, false);
+    assert_true(sl_h1fast_scan(a, strlen(a), &k, &f2));
+    slice_is(a, f2.key, "k1");
 }
 
 int main(void)
@@ -258,6 +302,7 @@ int main(void)
         cmocka_unit_test(the_scanner_reports_with_the_fast_path_what_http_parser_reports),
         cmocka_unit_test(an_odd_head_after_a_fast_head_reports_what_it_would_after_a_slow_one),
         cmocka_unit_test(a_body_split_across_reads_is_skipped_to_the_next_head),
+        cmocka_unit_test(a_repeated_head_is_remembered_and_any_change_is_read_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

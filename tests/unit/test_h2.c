@@ -253,6 +253,7 @@ static void the_http1_scanner_hands_a_preface_stream_to_the_h2_scanner(void **un
     assert_int_equal(off, ends[0]);
     assert_string_equal(sl_h2_head(&s)->key, "k1");
     sl_h2_fini(&s);
+    sl_h1_fini(&h1);
 }
 
 static void a_wrong_preface_or_a_framing_error_passes_through(void **unused)

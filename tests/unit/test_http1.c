@@ -74,6 +74,7 @@ static void scan_split(struct scan *r, enum sl_h1_key_kind kind, const char *nam
     }
     r->state = sl_h1_state(s);
     r->pos = sl_h1_pos(s);
+    sl_h1_fini(s);
     free(s);
 }
 
@@ -117,6 +118,7 @@ static void a_head_fed_byte_by_byte_is_reported_once_at_its_last_byte(void **unu
         }
     }
     assert_int_equal(sl_h1_state(&s), SL_H1_IDLE);
+    sl_h1_fini(&s);
 }
 
 static void a_pipelined_burst_with_bodies_reports_every_head_in_order(void **unused)
@@ -341,6 +343,7 @@ static void every_poison_is_counted_and_so_are_the_requests_after_it(void **unus
         assert_int_equal(sl_h1_head(s)->odd, poison[p].odd);
         assert_int_equal(sl_h1_head(s)->start, 0);
         assert_true(used <= SL_H1_HEAD_MAX + 1);
+        sl_h1_fini(s);
         free(s);
     }
     free(req);
@@ -474,6 +477,7 @@ static void the_full_path_the_target_host_whole_keys_and_cookies(void **unused)
     assert_int_equal(ev, SL_H1_HEAD);
     assert_string_equal(sl_h1_head(s)->cookie, "a=1; sid=s2");
     assert_string_equal(sl_h1_head(s)->key, "k");
+    sl_h1_fini(s);
     free(s);
 }
 
@@ -491,6 +495,7 @@ static void the_http2_preface_is_reported_and_look_alikes_are_http1(void **unuse
     enum sl_h1_event ev;
     assert_int_equal(sl_h1_feed(&s, pre, 28, &ev), 24);
     assert_int_equal(ev, SL_H1_H2);
+    sl_h1_fini(&s);
     scan(&r, "PUT /p HTTP/1.1\r\nContent-Length: 0\r\n\r\nPATCH /q HTTP/1.1\r\n\r\n");
     assert_int_equal(r.heads, 2);
     assert_non_null(strstr(r.line[0], "[0,38) PUT path=/p"));

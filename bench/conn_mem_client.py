@@ -1,0 +1,46 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""conn_mem_client.py - idle keep-alive connections for bench/conn_mem.sh.
+
+    conn_mem_client.py PORT COUNT
+
+Opens COUNT connections to 127.0.0.1:PORT, sends one keep-alive request on
+each (with the X-API-Key header the measured rule keys on) and reads its
+whole answer, then prints "ready" and keeps every connection open, idle,
+until its standard input closes. Exits 1 if any answer is not a 200, so a
+measurement is never taken from a run that went wrong."""
+import resource
+import socket
+import sys
+
+port, count = int(sys.argv[1]), int(sys.argv[2])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+if soft < count + 64:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 64), hard))
+
+REQ = (b"GET /f HTTP/1.1\r\nHost: localhost\r\nX-API-Key: key-%d\r\n\r\n")
+conns = []
+for i in range(count):
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(REQ % (i % 100))
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        got = s.recv(65536)
+        if not got:
+            raise SystemExit("connection %d closed before an answer" % i)
+        buf += got
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 200"):
+        raise SystemExit("not a 200: %r" % head[:80])
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(rest) < length:
+        got = s.recv(65536)
+        if not got:
+            raise SystemExit("connection %d closed inside a body" % i)
+        rest += got
+    conns.append(s)
+print("ready", flush=True)
+sys.stdin.read()
