@@ -272,6 +272,19 @@ class Cluster:
                 return port
         return None
 
+    def spread(self, keys, slot_of=lambda k: key_slot(key(k, 0))):
+        """{primary port: [keys it serves]} from one CLUSTER NODES (a
+        thousand keys are one question, not a thousand)."""
+        prim, out = self.primaries(), {}
+        for k in keys:
+            s = slot_of(k)
+            port = next((p for p, (_, rs) in prim.items() if any(a <= s <= b for a, b in rs)), None)
+            out.setdefault(port, []).append(k)
+        return out
+
+    def node(self, port):
+        return next(n for n in self.nodes if n.port == port)
+
     def stop(self):
         for n in self.nodes:
             n.stop()
@@ -391,4 +404,6 @@ def key(client, w):
 
 
 def redis_lines(progs):
-    return "\n".join(l for i in range(2) for l in progs.stderr(i).splitlines() if "redis:" in l)
+    """The redis lines of the first two programs' logs (Programs, or Procs)."""
+    ps = progs.procs if isinstance(progs, Programs) else progs
+    return "\n".join(l for p in ps[:2] for l in p.stderr().splitlines() if "redis:" in l)
