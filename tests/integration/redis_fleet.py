@@ -403,6 +403,55 @@ def key(client, w):
     return f"sluice:{{web:{client}}}:{w}"
 
 
+def count_lines(progs, text):
+    """How often each of the first two programs logged `text`."""
+    return [progs.stderr(i).count(text) for i in range(2)]
+
+
+def wait_for(progs, cond, timeout, what):
+    """Polls cond every 20 ms; fails with the programs' redis lines."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{what} within {timeout} s\n{redis_lines(progs)}")
+
+
+CLUSTER_L = 10
+CLUSTER_CLIENTS = [f"127.0.1.{i}" for i in range(1, 13)]
+
+
+class ClusterFlood:
+    """The cluster tests' set-up: a Cluster (`replicas` each), which primary
+    each of twelve client addresses' keys is on (all three hold some), two
+    programs sharing CLUSTER_L connections a second per address through it
+    (`extra`: more redis lines), and a flood of the twelve. stop() ends
+    them all, whatever was started."""
+
+    def __init__(self, tmp, replicas=0, extra=""):
+        self.cl = Cluster(tmp, primaries=3, replicas=replicas)
+        self.progs = self.flood = None
+        try:
+            self.by_node = self.cl.spread(CLUSTER_CLIENTS)
+            print("keys per primary:", {p: len(v) for p, v in self.by_node.items()})
+            check(len(self.by_node) == 3 and None not in self.by_node,
+                  f"the keys should spread over the three primaries: {self.by_node}")
+            self.progs = Programs(tmp, 0, where=self.cl.where(), limit=f"{CLUSTER_L}", extra=extra)
+            self.flood = Flood(HOSTS[:2], self.progs.port, threads=4, clients=CLUSTER_CLIENTS)
+            self.t0 = time.monotonic()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self):
+        if self.flood:
+            self.flood.stop()
+        if self.progs:
+            self.progs.stop()
+        self.cl.stop()
+
+
 def redis_lines(progs):
     """The redis lines of the first two programs' logs (Programs, or Procs)."""
     ps = progs.procs if isinstance(progs, Programs) else progs

@@ -22,38 +22,17 @@ Under a flood of one client address:
 from redis_fleet import *
 
 
-def count_lines(progs, text):
-    return [progs.stderr(i).count(text) for i in range(2)]
-
-
-def redis_lines(progs):
-    return "\n".join(l for i in range(2) for l in progs.stderr(i).splitlines() if "redis:" in l)
-
-
-def wait_for(cond, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"{what} within {timeout} s\n{redis_lines(PROGS)}")
-
-
-def key(w):
-    return f"sluice:{{web:{CLIENT}}}:{w}"
-
-
 with TempDir() as tmp:
     sen = Sentinels(tmp)
-    progs = PROGS = None
+    progs = None
     flood = None
     try:
         sen.ready()
-        progs = PROGS = Programs(tmp, 0, where=sen.where())
+        progs = Programs(tmp, 0, where=sen.where())
         wall = time.time() - time.monotonic()
         flood = Flood(HOSTS[:2], progs.port)
         t0 = time.monotonic()
-        wait_for(lambda: count_lines(progs, "connected") == [1, 1], 5.0, "both programs connect")
+        wait_for(progs, lambda: count_lines(progs, "connected") == [1, 1], 5.0, "both programs connect")
         time.sleep(3.0)
         base = flood.rate(t0 + 1.0, t0 + 3.0)
         print(f"before: pair {base:.1f}/s, slowest {1000 * flood.slowest(t0, t0 + 3.0):.0f} ms")
@@ -65,14 +44,14 @@ with TempDir() as tmp:
         old = sen.primary.port
         sen.primary.kill()
         tk = time.monotonic()
-        wait_for(lambda: sen.master_port() == sen.replica.port, 30.0, "the sentinels fail over")
+        wait_for(progs, lambda: sen.master_port() == sen.replica.port, 30.0, "the sentinels fail over")
         tf = time.monotonic()
-        wait_for(lambda: count_lines(progs, "answers") == [1, 1], 10.0,
+        wait_for(progs, lambda: count_lines(progs, "answers") == [1, 1], 10.0,
                  "both programs count with the fleet again")
         ta = time.monotonic()
         # 4a. the round that made them say so wrote their counts
         fields = {f for w in (int(time.time()) - 1, int(time.time()))
-                  for f in sen.replica.cli("HKEYS", key(w)).split()}
+                  for f in sen.replica.cli("HKEYS", key(CLIENT, w)).split()}
         during = flood.rate(tk + 0.3, tf) if tf > tk + 0.8 else None
         slow = flood.slowest(tk, ta)
         fell = count_lines(progs, "on_backend_error = local")
@@ -99,7 +78,7 @@ with TempDir() as tmp:
         w = int(ta + wall) + 1
         while time.time() < w + 1.1:
             time.sleep(0.05)
-        held = sum(int(v) for v in sen.replica.cli("HVALS", key(w)).split())
+        held = sum(int(v) for v in sen.replica.cli("HVALS", key(CLIENT, w)).split())
         admitted = flood.rate(w - wall, w + 1 - wall)
         print(f"window {w}: the new primary holds {held}, the flood got {admitted:.0f} admitted")
         check(abs(held - admitted) <= max(3, 0.05 * admitted),
