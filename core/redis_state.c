@@ -262,8 +262,8 @@ void sl_redis_refund(struct sl_redis_state *s, int rule, const struct sl_rule *r
 /* ---- the mapping ----------------------------------------------------------- */
 
 const char *const sl_redis_counter_names[SL_RC_NCOUNTERS] = {
-    "syncs",     "calls", "failures",  "connects", "fallback", "overflow",
-    "bad_reply", "early", "failovers", "moved",    "ask",
+    "syncs", "calls",     "failures", "connects", "fallback", "overflow", "bad_reply",
+    "early", "failovers", "moved",    "ask",      "gap_us",   "gap_us2",  "round_us",
 };
 
 void sl_redis_unmap(struct sl_redis_state *s)
