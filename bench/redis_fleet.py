@@ -24,7 +24,12 @@ call. Knobs: FLEET_SECONDS (5); FLEET_BACKEND=sentinel or cluster measures
 the same Redis rows (no gossip) through Sentinel (a primary, a replica,
 three sentinels) or a Redis Cluster of three primaries (the one key of
 these runs on one of them), one backend for all runs, each run with its
-own key prefix."""
+own key prefix; FLEET_ONLY=100 or 10k: one rate; FLEET_PROGRAMS ("2 3 5") and FLEET_LOAD (flood or steady)
+pick their rows, to repeat one. Every Redis row also gives the interval
+and round the decisions saw (sluice metrics: gap_us2 / gap_us, round_us /
+syncs; docs/redis.md), the bound computed with them, the decisions made
+under on_backend_error in the measured span (a sender late by more than
+timeout + 2 intervals: outside the bound), and the load average."""
 import os
 import re
 import shutil
@@ -47,7 +52,7 @@ def evalsha_stat(redis, what="calls"):
     return 0
 
 
-TIMING = ("syncs", "gap_us", "gap_us2", "round_us")
+TIMING = ("syncs", "gap_us", "gap_us2", "round_us", "fallback")
 
 
 def timing(pids):
@@ -60,18 +65,20 @@ def seen_interval(before, after):
     samples: I = sum of squared gaps / sum of gaps between complete rounds
     (the interval a decision at a random instant sees: a long gap weighs
     as long as it lasts), r = the mean round; averaged over the programs."""
-    iv, rv = [], []
+    iv, rv, fb = [], [], 0
     for a, b in zip(before, after):
-        syncs, gap, gap2, rnd = (y - x for x, y in zip(a, b))
+        syncs, gap, gap2, rnd, fall = (y - x for x, y in zip(a, b))
+        fb += fall
         if gap > 0 and syncs > 0:
             iv.append(gap2 / gap / 1e6)
             rv.append(rnd / syncs / 1e6)
-    return (sum(iv) / len(iv), sum(rv) / len(rv)) if iv else (float("nan"), float("nan"))
+    nan = float("nan")
+    return (sum(iv) / len(iv), sum(rv) / len(rv), fb) if iv else (nan, nan, fb)
 
 
 def measured_bound(n, iv):
     """docs/redis.md's steady bound with s = 2 I + 2 r of the measured I, r."""
-    i, r = iv
+    i, r, _ = iv
     s = 2 * i + 2 * r
     return 1 + (n - 1) * s / (n * 1.0 - (n - 1) * s)
 
@@ -92,6 +99,10 @@ def measure(hosts, port, steady, pids=()):
 
 
 BACKEND = os.environ.get("FLEET_BACKEND", "single")
+# FLEET_PROGRAMS="5" and FLEET_LOAD=flood|steady: only those rows (of the
+# Sentinel and Cluster tables), to repeat one
+PROGRAMS = [int(x) for x in os.environ.get("FLEET_PROGRAMS", "2 3 5").split()]
+LOADS = {"flood": [False], "steady": [True]}.get(os.environ.get("FLEET_LOAD"), [False, True])
 HA = None  # the Sentinels or Cluster of FLEET_BACKEND, made once
 RUN = [0]  # runs so far: each gets its own key prefix on a shared backend
 
@@ -251,7 +262,9 @@ def load_average():
 
 
 def seen(iv):
-    return f"{1000 * iv[0]:.1f} / {1000 * iv[1]:.1f} ms"
+    """interval / round seen, and the decisions made under on_backend_error
+    (local_share: outside the bound) in the measured span."""
+    return f"{1000 * iv[0]:.1f} / {1000 * iv[1]:.1f} ms" + (f", {iv[2]:.0f} fallback" if iv[2] else "")
 
 
 def fleet_100_ha(tmp):
@@ -259,8 +272,8 @@ def fleet_100_ha(tmp):
           f"bound (docs/redis.md, I = {int(INTERVAL * 1000)} ms) | interval / round seen | "
           f"bound with them | Redis calls/s per program | Redis CPU per call | load average |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for n in (2, 3, 5):
-        for steady in (False, True):
+    for n in PROGRAMS:
+        for steady in LOADS:
             r, offered, ops, us, iv = redis_case(tmp, n, steady)
             print(f"| {n} | {'steady 1.2 x' if steady else 'flood'} | {offered:.0f} | {r:.1f} | "
                   f"{r / L100:.3f} | <= {1 + redis_bound(n):.3f} | {seen(iv)} | "
@@ -309,7 +322,8 @@ with TempDir() as tmp:
         if os.environ.get("FLEET_ONLY") != "10k":
             fleet_100_ha(tmp) if HA else fleet_100(tmp)
             print()
-        fleet_10k(tmp)
+        if os.environ.get("FLEET_ONLY") != "100":
+            fleet_10k(tmp)
     finally:
         if HA:
             HA.stop()
