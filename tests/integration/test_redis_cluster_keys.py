@@ -24,7 +24,8 @@ time, status, key), per key and per whole window of 10 s:
   3. the keys of the primary neither resharded nor killed keep counting
      with the fleet (at least 85 % of L per key-window on average: the
      flood offers each key several times its limit);
-  4. each program counts MOVED or ASK (`sluice metrics`) and the failover;
+  4. each program counts MOVED or ASK (`sluice metrics`, and `sluice stats`
+     for the first) and the failover;
   5. no request waits on Redis: wrk's slowest request under 0.5 s (a call
      that waited would take the 200 ms timeout, the backoff, or the
      failover's seconds).
@@ -165,6 +166,7 @@ inbound "api" {{
         outs = [w.communicate(timeout=FLOOD + 30)[0] for w in wrks]
         tend = time.monotonic()
         m = [metrics(p.p.pid) for p in procs]
+        st = run([SLUICE, "stats", "--pid", str(procs[0].p.pid)]).stdout
         for p in procs:
             p.stop()
         slowest = max(wrk_max_ms(o) for o in outs)
@@ -207,6 +209,9 @@ inbound "api" {{
         check(total <= bound, f"{total} admitted in the whole windows, bound {bound:.0f}")
         check(kept_avg >= 0.85 * L, f"keys of {other}: {kept_avg:.1f} per window, limit {L}")
         check(all(e["moved"] + e["ask"] > 0 for e in ev), f"MOVED/ASK counted: {ev}")
+        moved_st = re.search(r"moved (\d+), ask (\d+)", st)
+        check(moved_st and int(moved_st.group(1)) + int(moved_st.group(2)) > 0,
+              f"sluice stats should count MOVED/ASK: {st[st.find('redis:'):]}")
         check(all(e["failovers"] >= 1 for e in ev), f"the failover counted: {ev}")
         check(slowest < 500, f"a request took {slowest:.0f} ms")
     finally:
