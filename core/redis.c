@@ -211,23 +211,6 @@ static void nap(struct sl_rconn *c, uint64_t wait)
     sl_sys_ppoll(fd >= 0 ? &p : NULL, fd >= 0 ? 1 : 0, &ts);
 }
 
-/* How stale the counts a decision reads can be: the gap since the last
- * complete round's start (a decision in it reads that round's counts; a
- * sender that runs late under load stretches it past the interval) and
- * the round's own time, summed for `sluice metrics` (docs/redis.md: the
- * bound with the measured interval). */
-static void round_timing(struct sl_redis_state *s, uint64_t *last_ok, uint64_t start, uint64_t end)
-{
-    if (*last_ok && start > *last_ok) {
-        uint64_t gap = (start - *last_ok) / 1000;
-        if (gap > s->stale_ns / 1000) gap = s->stale_ns / 1000;
-        sl_redis_count(s, SL_RC_GAP_US, gap);
-        sl_redis_count(s, SL_RC_GAP_US2, gap * gap);
-    }
-    sl_redis_count(s, SL_RC_ROUND_US, end > start ? (end - start) / 1000 : 0);
-    *last_ok = start;
-}
-
 static void *sender(void *arg)
 {
     struct sl_redis_state *s = arg;
@@ -287,7 +270,7 @@ static void *sender(void *arg)
             uint64_t start = sl_clock_now();
             rc_ = sl_rsend_round(&c, start);
             if (rc_ == 0) {
-                round_timing(s, &last_ok, start, sl_clock_now());
+                sl_redis_round_timing(s, &last_ok, start, sl_clock_now());
                 if (start > atomic_load_explicit(&s->hdr->ok_at, memory_order_relaxed))
                     atomic_store_explicit(&s->hdr->ok_at, start, memory_order_release);
                 sl_redis_count(s, SL_RC_SYNCS, 1);

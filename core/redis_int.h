@@ -109,6 +109,12 @@ struct sl_redis_state {
 /* Publishes the servers the sender syncs with (redis.c, redis_cluster.c). */
 void sl_redis_set_nodes(struct sl_redis_state *s, const char (*addrs)[64], uint32_t n);
 
+/* A complete round from start to end (monotonic ns), the last one's
+ * start in *last_ok: adds its gap and duration to the timing counters
+ * (SL_RC_GAP_US, SL_RC_GAP_US2, SL_RC_ROUND_US). Sender thread only. */
+void sl_redis_round_timing(struct sl_redis_state *s, uint64_t *last_ok, uint64_t start,
+                           uint64_t end);
+
 /* Maps the state (redis_state.c); the sender is not started. */
 struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size_t errlen);
 /* Unmaps a state no sender runs for (a program's lives as long as it). */
