@@ -82,7 +82,7 @@ static int on_counts(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
     sl_redis_count(c->s, SL_RC_CALLS, 1);
     atomic_fetch_add_explicit(&c->s->hdr->nodes[rd->node].calls, 1, memory_order_relaxed);
     /* Redis answers: a long round keeps the rules counting with the fleet */
-    if ((i & 255) == 255 && !c->cluster)
+    if ((i & 255) == 255 && !c->cluster && c->rounds_ok >= 1) /* not a connection's first */
         atomic_store_explicit(&c->s->hdr->ok_at, sl_clock_now(), memory_order_release);
     if (atomic_load_explicit(&x->e->tag, memory_order_acquire) != x->tag) return 0; /* reused */
     if (c->cluster) atomic_store_explicit(&x->e->missed, 0, memory_order_relaxed);
