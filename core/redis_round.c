@@ -188,6 +188,7 @@ static struct sl_rlink *node_link(struct sl_rconn *c, int n)
     uint64_t now = sl_clock_now();
     if (now < k->retry_at[n]) return NULL;
     k->ready[n] = sl_rsend_hello(c, l) == 0;
+    k->rounds[n] = 0;
     if (k->ready[n]) return l;
     k->retry_at[n] = now + BACKOFF_MIN;
     snprintf(k->why, sizeof k->why, "%.63s: %.90s", l->addr, l->why);
@@ -277,8 +278,10 @@ static int round_cluster(struct sl_rconn *c, uint64_t now)
     sl_rlink_exchange_all(xs, nx);
     for (uint32_t i = 0; i < nx; i++) {
         uint32_t n = at[i];
-        if (xs[i].rc == 0) { /* its keys count with the fleet, whatever the other nodes do */
-            atomic_store_explicit(&c->s->hdr->nodes[n].ok_at, start, memory_order_release);
+        if (xs[i].rc == 0) { /* its keys count with the fleet, whatever the other nodes do, */
+            if (k->rounds[n] < 2) k->rounds[n]++;
+            if (k->rounds[n] >= 2) /* from the second exchange (redis.c: the first writes) */
+                atomic_store_explicit(&c->s->hdr->nodes[n].ok_at, start, memory_order_release);
             continue;
         }
         snprintf(k->why, sizeof k->why, "%.63s: %.90s", links[n]->addr, links[n]->why);
