@@ -285,6 +285,20 @@ class Cluster:
     def node(self, port):
         return next(n for n in self.nodes if n.port == port)
 
+    def reshard(self, src, dst, count):
+        """redis-cli --cluster reshard of `count` slots from the primary on
+        port src to the one on dst (the first slots of src's ranges);
+        (monotonic start, end)."""
+        prim = self.primaries()
+        tr = time.monotonic()
+        r = subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{src}",
+                            "--cluster-from", prim[src][0], "--cluster-to", prim[dst][0],
+                            "--cluster-slots", str(count), "--cluster-yes"],
+                           capture_output=True, text=True, timeout=60)
+        te = time.monotonic()
+        check(r.returncode == 0, f"reshard: {r.stdout[-2000:]}{r.stderr}")
+        return tr, te
+
     def stop(self):
         for n in self.nodes:
             n.stop()

@@ -60,13 +60,7 @@ with TempDir() as tmp:
         count = slots[1] - first + 1
         moved = [c for c in by_node[src] if key_slot(key(c, 0)) <= slots[1]]
         before = metrics(progs.procs[0].p.pid)
-        tr = time.monotonic()
-        r = subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{src}",
-                            "--cluster-from", prim[src][0], "--cluster-to", prim[dst][0],
-                            "--cluster-slots", str(count), "--cluster-yes"],
-                           capture_output=True, text=True, timeout=60)
-        te = time.monotonic()
-        check(r.returncode == 0, f"reshard: {r.stdout[-2000:]}{r.stderr}")
+        tr, te = cl.reshard(src, dst, count)
         cl.wait_ok()
         time.sleep(0.5)
         after_m = [metrics(p.p.pid) for p in progs.procs]

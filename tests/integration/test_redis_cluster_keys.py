@@ -136,13 +136,7 @@ inbound "api" {{
         slots = sorted(slot(k) for k in by_node[src])
         count = slots[11] - first + 1
         moved = [k for k in by_node[src] if slot(k) <= slots[11]]
-        tr = time.monotonic()
-        r = subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{src}",
-                            "--cluster-from", prim[src][0], "--cluster-to", prim[dst][0],
-                            "--cluster-slots", str(count), "--cluster-yes"],
-                           capture_output=True, text=True, timeout=60)
-        te = time.monotonic()
-        check(r.returncode == 0, f"reshard: {r.stdout[-2000:]}{r.stderr}")
+        tr, te = cl.reshard(src, dst, count)
         print(f"reshard of {count} slots ({len(moved)} keys) from {src} to {dst} took "
               f"{te - tr:.1f} s, {tr - t0:.1f} s into the flood")
 
