@@ -24,7 +24,12 @@ call. Knobs: FLEET_SECONDS (5); FLEET_BACKEND=sentinel or cluster measures
 the same Redis rows (no gossip) through Sentinel (a primary, a replica,
 three sentinels) or a Redis Cluster of three primaries (the one key of
 these runs on one of them), one backend for all runs, each run with its
-own key prefix."""
+own key prefix; FLEET_ONLY=100 or 10k: one rate; FLEET_PROGRAMS ("2 3 5") and FLEET_LOAD (flood or steady)
+pick their rows, to repeat one. Every Redis row also gives the interval
+and round the decisions saw (sluice metrics: gap_us2 / gap_us, round_us /
+syncs; docs/redis.md), the bound computed with them, the decisions made
+under on_backend_error in the measured span (a sender late by more than
+timeout + 2 intervals: outside the bound), and the load average."""
 import os
 import re
 import shutil
@@ -47,17 +52,57 @@ def evalsha_stat(redis, what="calls"):
     return 0
 
 
-def measure(hosts, port, steady):
+TIMING = ("syncs", "gap_us", "gap_us2", "round_us", "fallback")
+
+
+def timing(pids):
+    """The senders' round timing counters (sluice metrics), per program."""
+    return [[metrics(p).get(("sluice_redis_events_total", k), 0) for k in TIMING] for p in pids]
+
+
+def seen_interval(before, after):
+    """(I, r) in seconds as the decisions saw them between two timing()
+    samples: I = sum of squared gaps / sum of gaps between complete rounds
+    (the interval a decision at a random instant sees: a long gap weighs
+    as long as it lasts), r = the mean round; averaged over the programs."""
+    iv, rv, fb = [], [], 0
+    for a, b in zip(before, after):
+        syncs, gap, gap2, rnd, fall = (y - x for x, y in zip(a, b))
+        fb += fall
+        if gap > 0 and syncs > 0:
+            iv.append(gap2 / gap / 1e6)
+            rv.append(rnd / syncs / 1e6)
+    nan = float("nan")
+    return (sum(iv) / len(iv), sum(rv) / len(rv), fb) if iv else (nan, nan, fb)
+
+
+def measured_bound(n, iv):
+    """docs/redis.md's steady bound with s = 2 I + 2 r of the measured I, r."""
+    i, r, _ = iv
+    s = 2 * i + 2 * r
+    return 1 + (n - 1) * s / (n * 1.0 - (n - 1) * s)
+
+
+def measure(hosts, port, steady, pids=()):
     """Admitted/s over the run's last SECONDS - 2 s: the first two leave the
-    first window's room (a fresh window admits its whole N) out."""
+    first window's room (a fresh window admits its whole N) out; with the
+    programs' pids, the interval and round time their decisions saw then."""
     load = Paced(hosts, port, rate=1.2 * L100) if steady else Flood(hosts, port)
     t0 = time.monotonic()
-    time.sleep(SECONDS)
+    time.sleep(2.0)
+    t1 = timing(pids)
+    time.sleep(max(0.0, t0 + SECONDS - time.monotonic()))
+    t2 = timing(pids)
     load.stop()
-    return load.rate(t0 + 2.0, t0 + SECONDS), load.attempts(t0 + 2.0, t0 + SECONDS) / (SECONDS - 2)
+    return (load.rate(t0 + 2.0, t0 + SECONDS), load.attempts(t0 + 2.0, t0 + SECONDS) / (SECONDS - 2),
+            seen_interval(t1, t2))
 
 
 BACKEND = os.environ.get("FLEET_BACKEND", "single")
+# FLEET_PROGRAMS="5" and FLEET_LOAD=flood|steady: only those rows (of the
+# Sentinel and Cluster tables), to repeat one
+PROGRAMS = [int(x) for x in os.environ.get("FLEET_PROGRAMS", "2 3 5").split()]
+LOADS = {"flood": [False], "steady": [True]}.get(os.environ.get("FLEET_LOAD"), [False, True])
 HA = None  # the Sentinels or Cluster of FLEET_BACKEND, made once
 RUN = [0]  # runs so far: each gets its own key prefix on a shared backend
 
@@ -75,26 +120,23 @@ def ha_where():
 
 
 def redis_case(tmp, n, steady):
+    """(admitted/s, offered/s, Redis calls/s per program, Redis us per call,
+    (I, r) the decisions saw)."""
     if HA:
         where, redis = ha_where()
         progs = Programs(tmp, 0, n=n, limit=L100, where=where)
-        try:
-            c0, t0 = evalsha_stat(redis), time.monotonic()
-            rate, offered = measure(HOSTS[:n], progs.port, steady)
-            ops = (evalsha_stat(redis) - c0) / (time.monotonic() - t0) / n
-            return rate, offered, ops, evalsha_stat(redis, "usec_per_call")
-        finally:
-            progs.stop()
-    redis = Redis(tmp)
-    progs = Programs(tmp, redis.port, n=n, limit=L100)
+    else:
+        redis = Redis(tmp)
+        progs = Programs(tmp, redis.port, n=n, limit=L100)
     try:
         c0, t0 = evalsha_stat(redis), time.monotonic()
-        rate, offered = measure(HOSTS[:n], progs.port, steady)
+        rate, offered, iv = measure(HOSTS[:n], progs.port, steady, [p.p.pid for p in progs.procs])
         ops = (evalsha_stat(redis) - c0) / (time.monotonic() - t0) / n
-        return rate, offered, ops, evalsha_stat(redis, "usec_per_call")
+        return rate, offered, ops, evalsha_stat(redis, "usec_per_call"), iv
     finally:
         progs.stop()
-        redis.stop()
+        if not HA:
+            redis.stop()
 
 
 def gossip_case(tmp, n, steady):
@@ -191,9 +233,11 @@ inbound "api" {{ port = {port}  req_rate = "{L10K}/s"  per = rule  scope = redis
             return [w.communicate(timeout=secs + 30)[0] for w in ws]
 
         flood(2)  # the first windows' room, left out
-        c0, t0 = evalsha_stat(redis), time.monotonic()
+        pids = [p.p.pid for p in procs]
+        c0, t0, m0 = evalsha_stat(redis), time.monotonic(), timing(pids)
         outs = flood(int(SECONDS) - 2)
         took = time.monotonic() - t0
+        iv = seen_interval(m0, timing(pids))
         total = bad = 0
         for o in outs:
             m = re.search(r"(\d+) requests in", o)
@@ -201,7 +245,7 @@ inbound "api" {{ port = {port}  req_rate = "{L10K}/s"  per = rule  scope = redis
             m = re.search(r"Non-2xx or 3xx responses: (\d+)", o)
             bad += int(m.group(1)) if m else 0
         ops = (evalsha_stat(redis) - c0) / took / n
-        return (total - bad) / took, total / took, ops
+        return (total - bad) / took, total / took, ops, iv
     finally:
         for w in wrks:
             if w.poll() is None:
@@ -212,16 +256,29 @@ inbound "api" {{ port = {port}  req_rate = "{L10K}/s"  per = rule  scope = redis
             redis.stop()
 
 
+def load_average():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
+def seen(iv):
+    """interval / round seen, and the decisions made under on_backend_error
+    (local_share: outside the bound) in the measured span."""
+    return f"{1000 * iv[0]:.1f} / {1000 * iv[1]:.1f} ms" + (f", {iv[2]:.0f} fallback" if iv[2] else "")
+
+
 def fleet_100_ha(tmp):
     print(f"| programs | load | offered/s | {BACKEND}: admitted/s (limit {L100}) | ratio | "
-          f"bound (docs/redis.md) | Redis calls/s per program | Redis CPU per call |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
-    for n in (2, 3, 5):
-        for steady in (False, True):
-            r, offered, ops, us = redis_case(tmp, n, steady)
+          f"bound (docs/redis.md, I = {int(INTERVAL * 1000)} ms) | interval / round seen | "
+          f"bound with them | Redis calls/s per program | Redis CPU per call | load average |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n in PROGRAMS:
+        for steady in LOADS:
+            r, offered, ops, us, iv = redis_case(tmp, n, steady)
             print(f"| {n} | {'steady 1.2 x' if steady else 'flood'} | {offered:.0f} | {r:.1f} | "
-                  f"{r / L100:.3f} | <= {1 + redis_bound(n):.3f} | {ops:.0f} | {us:.1f} us |",
-                  flush=True)
+                  f"{r / L100:.3f} | <= {1 + redis_bound(n):.3f} | {seen(iv)} | "
+                  f"<= {measured_bound(n, iv):.3f} | {ops:.0f} | {us:.1f} us | "
+                  f"{load_average()} |", flush=True)
 
 
 def fleet_100(tmp):
@@ -232,7 +289,7 @@ def fleet_100(tmp):
     for n in (2, 3, 5):
         for steady in (False, True):
             g = gossip_case(tmp, n, steady)
-            r, offered, ops, us = redis_case(tmp, n, steady)
+            r, offered, ops, us, _ = redis_case(tmp, n, steady)
             print(f"| {n} | {'steady 1.2 x' if steady else 'flood'} | {offered:.0f} | {g:.1f} | "
                   f"{g / L100:.3f} | "
                   f"{r:.1f} | {r / L100:.3f} | <= {1 + redis_bound(n):.3f} | {ops:.0f} | "
@@ -243,12 +300,14 @@ def fleet_100(tmp):
 def fleet_10k(tmp):
     if shutil.which("nginx") and shutil.which("wrk"):
         print(f"| programs (nginx) | offered req/s | redis: admitted/s (limit {L10K}) | "
-              f"redis ratio | redis bound | Redis calls/s per program |")
-        print("|---|---:|---:|---:|---:|---:|")
+              f"redis ratio | redis bound | interval / round seen | bound with them | "
+              f"Redis calls/s per program | load average |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for n in (2, 3, 5):
-            adm, offered, ops = requests_case(tmp, n)
+            adm, offered, ops, iv = requests_case(tmp, n)
             print(f"| {n} | {offered:.0f} | {adm:.0f} | {adm / L10K:.3f} | "
-                  f"<= {1 + redis_bound(n):.3f} | {ops:.0f} |", flush=True)
+                  f"<= {1 + redis_bound(n):.3f} | {seen(iv)} | <= {measured_bound(n, iv):.3f} | "
+                  f"{ops:.0f} | {load_average()} |", flush=True)
     else:
         print("_10,000/s not measured: nginx or wrk is not installed._")
 
@@ -263,7 +322,8 @@ with TempDir() as tmp:
         if os.environ.get("FLEET_ONLY") != "10k":
             fleet_100_ha(tmp) if HA else fleet_100(tmp)
             print()
-        fleet_10k(tmp)
+        if os.environ.get("FLEET_ONLY") != "100":
+            fleet_10k(tmp)
     finally:
         if HA:
             HA.stop()

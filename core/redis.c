@@ -240,6 +240,7 @@ static void *sender(void *arg)
     if (!c.calls) return NULL;
     int state = -1; /* unknown, then 0 down, 1 up */
     uint64_t backoff = BACKOFF_MIN, retry_at = 0, next = sl_clock_now(), hot_until = 0;
+    uint64_t last_ok = 0; /* start of the last complete round */
     while (atomic_load_explicit(&s->running, memory_order_relaxed)) {
         uint64_t now = sl_clock_now();
         char addr[SL_RADDR_MAX];
@@ -264,16 +265,29 @@ static void *sender(void *arg)
         atomic_store_explicit(&s->hdr->heartbeat, now, memory_order_relaxed);
         atomic_store_explicit(&s->hdr->offset_ns, sl_clock_wall_offset(), memory_order_relaxed);
         int rc_ = -1;
-        if (!c.cluster && c.link.fd < 0 && now >= retry_at) rc_ = connect_backend(&c);
+        if (!c.cluster && c.link.fd < 0 && now >= retry_at) {
+            rc_ = connect_backend(&c);
+            c.rounds_ok = 0;
+        }
         if (c.cluster || c.link.fd >= 0) {
             uint64_t start = sl_clock_now();
             rc_ = sl_rsend_round(&c, start);
             if (rc_ == 0) {
-                if (start > atomic_load_explicit(&s->hdr->ok_at, memory_order_relaxed))
-                    atomic_store_explicit(&s->hdr->ok_at, start, memory_order_release);
+                sl_redis_round_timing(s, &last_ok, start, sl_clock_now());
                 sl_redis_count(s, SL_RC_SYNCS, 1);
                 backoff = BACKOFF_MIN;
-                say_state(&c, &state, 1);
+                /* The first round on a connection writes this program's counts
+                 * back; the others' made while they could not sync are written
+                 * by their own first rounds, so only the second round's replies
+                 * hold the fleet's counts: until then decisions stay on
+                 * on_backend_error (the first program back after a failover
+                 * otherwise saw an empty fleet and admitted its whole view of
+                 * the room in an interval: 52 of 60 in one window). */
+                if (c.cluster || ++c.rounds_ok >= 2) {
+                    if (start > atomic_load_explicit(&s->hdr->ok_at, memory_order_relaxed))
+                        atomic_store_explicit(&s->hdr->ok_at, start, memory_order_release);
+                    say_state(&c, &state, 1);
+                }
             }
         }
         if (rc_ != 0 && (c.cluster || (c.link.fd < 0 && now >= retry_at))) {

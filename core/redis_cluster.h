@@ -50,6 +50,7 @@ struct sl_rcluster {
     struct sl_rlink links[SL_REDIS_NODES_MAX]; /* links[i]: map.addr[i] */
     uint64_t retry_at[SL_REDIS_NODES_MAX];     /* a node that failed: not before */
     bool ready[SL_REDIS_NODES_MAX];            /* connected, AUTH and script done */
+    uint8_t rounds[SL_REDIS_NODES_MAX];        /* complete exchanges since (2: counts) */
     bool stale;                                /* refresh the map before the next round */
     uint64_t refresh_at;                       /* not before (a refresh failed) */
     int *mirrors;                              /* SL_REDIS_NODES_MAX fds for the fork handler */

@@ -32,6 +32,16 @@ enum sl_redis_counter {
     SL_RC_FAILOVERS, /* the primary (Sentinel) or a slot's node (Cluster) changed */
     SL_RC_MOVED,     /* MOVED redirections (Cluster): the slot map is refreshed */
     SL_RC_ASK,       /* ASK redirections (Cluster, a slot migrating) followed */
+    /* how old the fleet's counts are when a decision reads them (the s of
+     * docs/redis.md's bound): over the complete rounds, the sum of the gaps
+     * between their starts (each capped at timeout + 2 intervals, past
+     * which decisions fall back) in us, of their squares in us^2, and of
+     * the rounds' durations in us. gap_us2 / gap_us is the interval a
+     * decision sees on average (a long gap weighs as long as it lasts);
+     * round_us / syncs the mean round. */
+    SL_RC_GAP_US,
+    SL_RC_GAP_US2,
+    SL_RC_ROUND_US,
     SL_RC_NCOUNTERS
 };
 extern const char *const sl_redis_counter_names[SL_RC_NCOUNTERS]; /* "syncs", ... */
@@ -98,6 +108,12 @@ struct sl_redis_state {
 
 /* Publishes the servers the sender syncs with (redis.c, redis_cluster.c). */
 void sl_redis_set_nodes(struct sl_redis_state *s, const char (*addrs)[64], uint32_t n);
+
+/* A complete round from start to end (monotonic ns), the last one's
+ * start in *last_ok: adds its gap and duration to the timing counters
+ * (SL_RC_GAP_US, SL_RC_GAP_US2, SL_RC_ROUND_US). Sender thread only. */
+void sl_redis_round_timing(struct sl_redis_state *s, uint64_t *last_ok, uint64_t start,
+                           uint64_t end);
 
 /* Maps the state (redis_state.c); the sender is not started. */
 struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size_t errlen);

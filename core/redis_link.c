@@ -154,41 +154,97 @@ static int feed(struct sl_rlink *l, const char *buf, size_t n, size_t *got, size
     }
 }
 
-int sl_rlink_exchange(struct sl_rlink *l, size_t want, uint64_t deadline, sl_rlink_fn fn, void *ctx)
+/* One link's turn when its socket is ready: writes what is left of the
+ * output, reads and hands over replies; x->rc 0 once every reply came,
+ * -1 when it failed. */
+static void rx_step(struct sl_rx *x, short rev)
 {
-    const uint64_t timeout = l->timeout_ns;
-    const uint64_t last = deadline + 7 * timeout;
-    size_t sent = 0, got = 0;
+    struct sl_rlink *l = x->l;
     char buf[16384];
-    if (l->fd < 0) return -1;
-    while (got < want) {
-        short ev = POLLIN | (sent < l->outlen ? POLLOUT : 0);
-        int rev = wait_fd(l, ev, deadline);
-        if (rev == 0) return sl_rlink_fail(l, "timed out", 0);
-        if (rev < 0) {
-            if (errno == EINTR) continue;
-            return sl_rlink_fail(l, "ppoll", errno);
+    if ((rev & POLLOUT) && x->sent < l->outlen) {
+        ssize_t n = sl_sys_sendto(l->fd, l->out + x->sent, l->outlen - x->sent,
+                                  MSG_NOSIGNAL | MSG_DONTWAIT, NULL, 0);
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            x->rc = sl_rlink_fail(l, "send", errno);
+            return;
         }
-        if ((rev & POLLOUT) && sent < l->outlen) {
-            ssize_t n = sl_sys_sendto(l->fd, l->out + sent, l->outlen - sent,
-                                      MSG_NOSIGNAL | MSG_DONTWAIT, NULL, 0);
-            if (n < 0 && errno != EAGAIN && errno != EINTR) return sl_rlink_fail(l, "send", errno);
-            if (n > 0) sent += (size_t)n;
-            if (n > 0) deadline = progress(deadline, timeout, last);
+        if (n > 0) x->sent += (size_t)n;
+        if (n > 0) x->deadline = progress(x->deadline, l->timeout_ns, x->last);
+    }
+    if (rev & (POLLIN | POLLHUP | POLLERR)) {
+        ssize_t n = sl_sys_recvfrom(l->fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n == 0) {
+            x->rc = sl_rlink_fail(l, "connection closed by Redis", 0);
+            return;
         }
-        if (rev & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t n = sl_sys_recvfrom(l->fd, buf, sizeof buf, MSG_DONTWAIT);
-            if (n == 0) return sl_rlink_fail(l, "connection closed by Redis", 0);
-            if (n < 0) {
-                if (errno == EAGAIN || errno == EINTR) continue;
-                return sl_rlink_fail(l, "recv", errno);
-            }
-            deadline = progress(deadline, timeout, last);
-            if (feed(l, buf, (size_t)n, &got, want, fn, ctx) != 0) return -1;
+        if (n < 0) {
+            if (errno != EAGAIN && errno != EINTR) x->rc = sl_rlink_fail(l, "recv", errno);
+            return;
+        }
+        x->deadline = progress(x->deadline, l->timeout_ns, x->last);
+        if (feed(l, buf, (size_t)n, &x->got, x->want, x->fn, x->ctx) != 0) {
+            x->rc = -1;
+            return;
         }
     }
-    l->outlen = 0;
-    return 0;
+    if (x->got >= x->want) {
+        l->outlen = 0;
+        x->rc = 0;
+    }
+}
+
+int sl_rlink_exchange_all(struct sl_rx *xs, size_t n)
+{
+    struct pollfd p[SL_RX_MAX];
+    size_t at[SL_RX_MAX];
+    int failed = 0;
+    if (n > SL_RX_MAX) n = SL_RX_MAX;
+    for (size_t i = 0; i < n; i++) {
+        struct sl_rx *x = &xs[i];
+        x->sent = x->got = 0;
+        x->last = x->deadline + 7 * x->l->timeout_ns;
+        x->rc = x->l->fd < 0 ? -1 : x->want ? 1 : 0;
+    }
+    for (;;) {
+        size_t np = 0;
+        uint64_t first = UINT64_MAX, now = sl_clock_now();
+        for (size_t i = 0; i < n; i++) {
+            struct sl_rx *x = &xs[i];
+            if (x->rc == 1 && now >= x->deadline) x->rc = sl_rlink_fail(x->l, "timed out", 0);
+            if (x->rc != 1) continue;
+            p[np] = (struct pollfd){.fd = x->l->fd,
+                                    .events = POLLIN | (x->sent < x->l->outlen ? POLLOUT : 0)};
+            at[np++] = i;
+            if (x->deadline < first) first = x->deadline;
+        }
+        if (!np) break;
+        /* a long wait keeps the heartbeat fresh (wait_fd) */
+        if (xs[at[0]].l->beat) atomic_store_explicit(xs[at[0]].l->beat, now, memory_order_relaxed);
+        int ms = remaining_ms(first);
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+        int r = ms ? sl_sys_ppoll(p, (nfds_t)np, &ts) : 0;
+        if (r < 0 && errno != EINTR) {
+            for (size_t k = 0; k < np; k++)
+                xs[at[k]].rc = sl_rlink_fail(xs[at[k]].l, "ppoll", errno);
+            break;
+        }
+        for (size_t k = 0; r > 0 && k < np; k++)
+            if (p[k].revents) rx_step(&xs[at[k]], p[k].revents);
+    }
+    for (size_t i = 0; i < n; i++)
+        failed += xs[i].rc != 0;
+    return failed ? -1 : 0;
+}
+
+int sl_rlink_exchange(struct sl_rlink *l, size_t want, uint64_t deadline, sl_rlink_fn fn, void *ctx)
+{
+    struct sl_rx x = {.l = l, .want = want, .deadline = deadline, .fn = fn, .ctx = ctx};
+    if (l->fd < 0) return -1;
+    if (!want) {
+        l->outlen = 0;
+        return 0;
+    }
+    return sl_rlink_exchange_all(&x, 1);
 }
 
 int sl_rlink_drain(struct sl_rlink *l, sl_rlink_fn fn, void *ctx)

@@ -45,6 +45,29 @@ bool sl_rlink_append(struct sl_rlink *l, int argc, const char **argv, const size
 int sl_rlink_exchange(struct sl_rlink *l, size_t want, uint64_t deadline, sl_rlink_fn fn,
                       void *ctx);
 
+/* One link's part of an exchange on several links at once: its output,
+ * the replies it waits for (to fn), its deadline; rc after it: 0 every
+ * reply came, -1 the link failed and was dropped (why says how). */
+#define SL_RX_MAX 16
+struct sl_rx {
+    struct sl_rlink *l;
+    size_t want;
+    uint64_t deadline;
+    sl_rlink_fn fn;
+    void *ctx;
+    /* the exchange's own */
+    size_t sent, got;
+    uint64_t last;
+    int rc;
+};
+
+/* sl_rlink_exchange on up to SL_RX_MAX links at once (the primaries of a
+ * cluster): every output is written as its socket takes it and every
+ * reply read as it comes, so the servers work in parallel and a round
+ * takes the slowest server's time, not the sum; each link has its own
+ * deadline and fails alone. 0 when every link got all its replies. */
+int sl_rlink_exchange_all(struct sl_rx *xs, size_t n);
+
 /* Reads whatever has arrived without waiting (a subscription), each reply
  * to fn; -1 when the connection failed or closed. */
 int sl_rlink_drain(struct sl_rlink *l, sl_rlink_fn fn, void *ctx);

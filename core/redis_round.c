@@ -4,7 +4,8 @@
  * this program's counts of the current and previous window), pipelined;
  * each reply's fleet totals become the key's `rest` word (redis_state.c).
  * To one server, all calls go in one write; in a cluster each primary
- * gets its keys' calls (slot of the key's hash tag), MOVED refreshes the
+ * gets its keys' calls (slot of the key's hash tag), all primaries at
+ * once (sl_rlink_exchange_all), MOVED refreshes the
  * map, ASK is followed with ASKING, and a key whose calls get no counts is
  * marked so that it alone falls back (docs/redis.md).
  */
@@ -81,7 +82,7 @@ static int on_counts(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
     sl_redis_count(c->s, SL_RC_CALLS, 1);
     atomic_fetch_add_explicit(&c->s->hdr->nodes[rd->node].calls, 1, memory_order_relaxed);
     /* Redis answers: a long round keeps the rules counting with the fleet */
-    if ((i & 255) == 255 && !c->cluster)
+    if ((i & 255) == 255 && !c->cluster && c->rounds_ok >= 1) /* not a connection's first */
         atomic_store_explicit(&c->s->hdr->ok_at, sl_clock_now(), memory_order_release);
     if (atomic_load_explicit(&x->e->tag, memory_order_acquire) != x->tag) return 0; /* reused */
     if (c->cluster) atomic_store_explicit(&x->e->missed, 0, memory_order_relaxed);
@@ -187,6 +188,7 @@ static struct sl_rlink *node_link(struct sl_rconn *c, int n)
     uint64_t now = sl_clock_now();
     if (now < k->retry_at[n]) return NULL;
     k->ready[n] = sl_rsend_hello(c, l) == 0;
+    k->rounds[n] = 0;
     if (k->ready[n]) return l;
     k->retry_at[n] = now + BACKOFF_MIN;
     snprintf(k->why, sizeof k->why, "%.63s: %.90s", l->addr, l->why);
@@ -252,28 +254,41 @@ static int round_cluster(struct sl_rconn *c, uint64_t now)
             head[n] = (uint32_t)i;
         tail[n] = (uint32_t)i;
     }
+    /* every primary at once: the round takes the slowest one's time */
+    _Static_assert(SL_REDIS_NODES_MAX <= SL_RX_MAX, "one exchange for every primary");
+    struct sl_rx xs[SL_REDIS_NODES_MAX];
+    struct reading rds[SL_REDIS_NODES_MAX];
+    uint32_t at[SL_REDIS_NODES_MAX], nx = 0;
+    const uint64_t start = sl_clock_now();
     for (uint32_t n = 0; n < k->map.nnodes; n++) {
         if (!links[n]) continue;
-        const uint64_t start = sl_clock_now();
-        struct reading rd = {c, head[n], (int)n, false};
-        int ok;
-        if (count[n]) {
-            ok = sl_rlink_exchange(links[n], count[n], sl_clock_now() + timeout, on_counts, &rd);
-        } else { /* a PING: a node that died is noticed without traffic */
+        if (!count[n]) { /* a PING: a node that died is noticed without traffic */
             const char *argv[] = {"PING"};
             size_t lens[] = {4};
             sl_rlink_append(links[n], 1, argv, lens);
-            ok = sl_rlink_exchange(links[n], 1, sl_clock_now() + timeout, noop_reply, c);
         }
-        if (ok == 0) /* its keys count with the fleet, whatever the other nodes do */
-            atomic_store_explicit(&c->s->hdr->nodes[n].ok_at, start, memory_order_release);
-        if (ok != 0) {
-            snprintf(k->why, sizeof k->why, "%.63s: %.90s", links[n]->addr, links[n]->why);
-            k->ready[n] = false;
-            k->retry_at[n] = sl_clock_now() + BACKOFF_MIN;
-            k->stale = true;
-            c->incomplete = true;
+        rds[n] = (struct reading){c, head[n], (int)n, false};
+        xs[nx] = (struct sl_rx){.l = links[n],
+                                .want = count[n] ? count[n] : 1,
+                                .deadline = start + timeout,
+                                .fn = count[n] ? on_counts : noop_reply,
+                                .ctx = count[n] ? (void *)&rds[n] : (void *)c};
+        at[nx++] = n;
+    }
+    sl_rlink_exchange_all(xs, nx);
+    for (uint32_t i = 0; i < nx; i++) {
+        uint32_t n = at[i];
+        if (xs[i].rc == 0) { /* its keys count with the fleet, whatever the other nodes do, */
+            if (k->rounds[n] < 2) k->rounds[n]++;
+            if (k->rounds[n] >= 2) /* from the second exchange (redis.c: the first writes) */
+                atomic_store_explicit(&c->s->hdr->nodes[n].ok_at, start, memory_order_release);
+            continue;
         }
+        snprintf(k->why, sizeof k->why, "%.63s: %.90s", links[n]->addr, links[n]->why);
+        k->ready[n] = false;
+        k->retry_at[n] = sl_clock_now() + BACKOFF_MIN;
+        k->stale = true;
+        c->incomplete = true;
     }
     for (uint32_t n = 0; c->nasks && n < k->map.nnodes; n++) { /* ASK: one node at a time */
         struct sl_rlink *l = node_link(c, (int)n);

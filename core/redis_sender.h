@@ -40,6 +40,7 @@ struct sl_rconn {
     size_t ncalls;
     uint64_t fallback_at; /* SL_RC_FALLBACK when Redis went away */
     bool sentinel_mode;
+    uint32_t rounds_ok;          /* complete rounds on this connection (single, sentinel) */
     struct sl_rcluster *cluster; /* cluster mode; then link is unused */
     size_t nasks;                /* this round's calls redirected by ASK */
     bool incomplete;             /* this round missed a node or a slot */

@@ -259,11 +259,31 @@ void sl_redis_refund(struct sl_redis_state *s, int rule, const struct sl_rule *r
     }
 }
 
+/* ---- how stale the counts are ---------------------------------------------- */
+
+/* A decision reads the counts of the last complete round: in the gap
+ * since that round's start (a sender late under load stretches it past
+ * the interval) plus the round's own time. The sums are for `sluice
+ * metrics` (docs/redis.md: the bound with the measured interval); a gap
+ * counts at most timeout + 2 intervals, past which decisions fall back. */
+void sl_redis_round_timing(struct sl_redis_state *s, uint64_t *last_ok, uint64_t start,
+                           uint64_t end)
+{
+    if (*last_ok && start > *last_ok) {
+        uint64_t gap = (start - *last_ok) / 1000;
+        if (gap > s->stale_ns / 1000) gap = s->stale_ns / 1000;
+        sl_redis_count(s, SL_RC_GAP_US, gap);
+        sl_redis_count(s, SL_RC_GAP_US2, gap * gap);
+    }
+    sl_redis_count(s, SL_RC_ROUND_US, end > start ? (end - start) / 1000 : 0);
+    *last_ok = start;
+}
+
 /* ---- the mapping ----------------------------------------------------------- */
 
 const char *const sl_redis_counter_names[SL_RC_NCOUNTERS] = {
-    "syncs",     "calls", "failures",  "connects", "fallback", "overflow",
-    "bad_reply", "early", "failovers", "moved",    "ask",
+    "syncs", "calls",     "failures", "connects", "fallback", "overflow", "bad_reply",
+    "early", "failovers", "moved",    "ask",      "gap_us",   "gap_us2",  "round_us",
 };
 
 void sl_redis_unmap(struct sl_redis_state *s)

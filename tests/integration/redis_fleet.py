@@ -272,6 +272,33 @@ class Cluster:
                 return port
         return None
 
+    def spread(self, keys, slot_of=lambda k: key_slot(key(k, 0))):
+        """{primary port: [keys it serves]} from one CLUSTER NODES (a
+        thousand keys are one question, not a thousand)."""
+        prim, out = self.primaries(), {}
+        for k in keys:
+            s = slot_of(k)
+            port = next((p for p, (_, rs) in prim.items() if any(a <= s <= b for a, b in rs)), None)
+            out.setdefault(port, []).append(k)
+        return out
+
+    def node(self, port):
+        return next(n for n in self.nodes if n.port == port)
+
+    def reshard(self, src, dst, count):
+        """redis-cli --cluster reshard of `count` slots from the primary on
+        port src to the one on dst (the first slots of src's ranges);
+        (monotonic start, end)."""
+        prim = self.primaries()
+        tr = time.monotonic()
+        r = subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{src}",
+                            "--cluster-from", prim[src][0], "--cluster-to", prim[dst][0],
+                            "--cluster-slots", str(count), "--cluster-yes"],
+                           capture_output=True, text=True, timeout=60)
+        te = time.monotonic()
+        check(r.returncode == 0, f"reshard: {r.stdout[-2000:]}{r.stderr}")
+        return tr, te
+
     def stop(self):
         for n in self.nodes:
             n.stop()
@@ -390,5 +417,56 @@ def key(client, w):
     return f"sluice:{{web:{client}}}:{w}"
 
 
+def count_lines(progs, text):
+    """How often each of the first two programs logged `text`."""
+    return [progs.stderr(i).count(text) for i in range(2)]
+
+
+def wait_for(progs, cond, timeout, what):
+    """Polls cond every 20 ms; fails with the programs' redis lines."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{what} within {timeout} s\n{redis_lines(progs)}")
+
+
+CLUSTER_L = 10
+CLUSTER_CLIENTS = [f"127.0.1.{i}" for i in range(1, 13)]
+
+
+class ClusterFlood:
+    """The cluster tests' set-up: a Cluster (`replicas` each), which primary
+    each of twelve client addresses' keys is on (all three hold some), two
+    programs sharing CLUSTER_L connections a second per address through it
+    (`extra`: more redis lines), and a flood of the twelve. stop() ends
+    them all, whatever was started."""
+
+    def __init__(self, tmp, replicas=0, extra=""):
+        self.cl = Cluster(tmp, primaries=3, replicas=replicas)
+        self.progs = self.flood = None
+        try:
+            self.by_node = self.cl.spread(CLUSTER_CLIENTS)
+            print("keys per primary:", {p: len(v) for p, v in self.by_node.items()})
+            check(len(self.by_node) == 3 and None not in self.by_node,
+                  f"the keys should spread over the three primaries: {self.by_node}")
+            self.progs = Programs(tmp, 0, where=self.cl.where(), limit=f"{CLUSTER_L}", extra=extra)
+            self.flood = Flood(HOSTS[:2], self.progs.port, threads=4, clients=CLUSTER_CLIENTS)
+            self.t0 = time.monotonic()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self):
+        if self.flood:
+            self.flood.stop()
+        if self.progs:
+            self.progs.stop()
+        self.cl.stop()
+
+
 def redis_lines(progs):
-    return "\n".join(l for i in range(2) for l in progs.stderr(i).splitlines() if "redis:" in l)
+    """The redis lines of the first two programs' logs (Programs, or Procs)."""
+    ps = progs.procs if isinstance(progs, Programs) else progs
+    return "\n".join(l for p in ps[:2] for l in p.stderr().splitlines() if "redis:" in l)

@@ -27,22 +27,14 @@ spread over all three primaries, flooded together:
 """
 from redis_fleet import *
 
-L = 10
-CLIENTS = [f"127.0.1.{i}" for i in range(1, 13)]
+L = CLUSTER_L
+CLIENTS = CLUSTER_CLIENTS
 
 
 with TempDir() as tmp:
-    cl = Cluster(tmp)
-    progs = flood = None
+    cf = ClusterFlood(tmp)
+    cl, progs, flood, by_node, t0 = cf.cl, cf.progs, cf.flood, cf.by_node, cf.t0
     try:
-        by_node = {}
-        for c in CLIENTS:
-            by_node.setdefault(cl.node_of(key_slot(key(c, 0))), []).append(c)
-        print("keys per primary:", {p: len(v) for p, v in by_node.items()})
-        check(len(by_node) == 3, f"the keys should spread over the three primaries: {by_node}")
-        progs = Programs(tmp, 0, where=cl.where(), limit=f"{L}", extra="")
-        flood = Flood(HOSTS[:2], progs.port, threads=4, clients=CLIENTS)
-        t0 = time.monotonic()
         time.sleep(3.5)
         rates = flood.admitted_by(t0 + 1.5, t0 + 3.5)
         total = sum(rates.values())
@@ -55,7 +47,7 @@ with TempDir() as tmp:
             check(abs(r - L) <= 0.35 * L, f"{c}: {r:.1f}/s")
         w = int(time.time()) - 1  # a whole window: both programs admitted in it
         for port, cs in by_node.items():
-            n = next(n for n in cl.nodes if n.port == port)
+            n = cl.node(port)
             fields = n.cli("HKEYS", key(cs[0], w)).split()
             check(len(fields) == 2, f"{cs[0]} on {port}: fields {fields}")
 
@@ -68,13 +60,7 @@ with TempDir() as tmp:
         count = slots[1] - first + 1
         moved = [c for c in by_node[src] if key_slot(key(c, 0)) <= slots[1]]
         before = metrics(progs.procs[0].p.pid)
-        tr = time.monotonic()
-        r = subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{src}",
-                            "--cluster-from", prim[src][0], "--cluster-to", prim[dst][0],
-                            "--cluster-slots", str(count), "--cluster-yes"],
-                           capture_output=True, text=True, timeout=60)
-        te = time.monotonic()
-        check(r.returncode == 0, f"reshard: {r.stdout[-2000:]}{r.stderr}")
+        tr, te = cl.reshard(src, dst, count)
         cl.wait_ok()
         time.sleep(0.5)
         after_m = [metrics(p.p.pid) for p in progs.procs]
@@ -93,7 +79,7 @@ with TempDir() as tmp:
         ta = time.monotonic()
         time.sleep(2.5)
         w = int(time.time()) - 1
-        dn = next(n for n in cl.nodes if n.port == dst)
+        dn = cl.node(dst)
         for c in moved:
             fields = dn.cli("HKEYS", key(c, w)).split()
             check(len(fields) == 2, f"{c} moved to {dst}: fields {fields}")
@@ -106,8 +92,8 @@ with TempDir() as tmp:
                     if cl.node_of(key_slot(key(f"127.0.2.{i}", 0))) == src)
         slot = key_slot(key(newc, 0))
         prim = cl.primaries()
-        sn = next(n for n in cl.nodes if n.port == src)
-        dn = next(n for n in cl.nodes if n.port == dst)
+        sn = cl.node(src)
+        dn = cl.node(dst)
         check(dn.cli("CLUSTER", "SETSLOT", str(slot), "IMPORTING", prim[src][0]).strip() == "OK" and
               sn.cli("CLUSTER", "SETSLOT", str(slot), "MIGRATING", prim[dst][0]).strip() == "OK",
               "SETSLOT")
@@ -138,9 +124,5 @@ with TempDir() as tmp:
               all(v > 0 for v in nodes.values()),
               f"sluice metrics should name the three primaries, each with calls: {nodes}")
     finally:
-        if flood:
-            flood.stop()
-        if progs:
-            progs.stop()
-        cl.stop()
+        cf.stop()
 print("ok")

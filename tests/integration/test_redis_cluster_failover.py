@@ -16,22 +16,14 @@ primary is killed with SIGKILL:
      fields in a whole window there), the pair admitting the limit again."""
 from redis_fleet import *
 
-L = 10
-CLIENTS = [f"127.0.1.{i}" for i in range(1, 13)]
+L = CLUSTER_L
+CLIENTS = CLUSTER_CLIENTS
 
 
 with TempDir() as tmp:
-    cl = Cluster(tmp, primaries=3, replicas=1)
-    progs = flood = None
+    cf = ClusterFlood(tmp, replicas=1, extra="local_share = 30")
+    cl, progs, flood, by_node, t0 = cf.cl, cf.progs, cf.flood, cf.by_node, cf.t0
     try:
-        by_node = {}
-        for c in CLIENTS:
-            by_node.setdefault(cl.node_of(key_slot(key(c, 0))), []).append(c)
-        print("keys per primary:", {p: len(v) for p, v in by_node.items()})
-        check(len(by_node) == 3, f"the keys should spread over the three primaries: {by_node}")
-        progs = Programs(tmp, 0, where=cl.where(), limit=f"{L}", extra="local_share = 30")
-        flood = Flood(HOSTS[:2], progs.port, threads=4, clients=CLIENTS)
-        t0 = time.monotonic()
         time.sleep(3.0)
         total = sum(flood.admitted_by(t0 + 1.0, t0 + 3.0).values())
         print(f"before: {total:.1f}/s for {len(CLIENTS)} addresses (limit {L} each)")
@@ -39,7 +31,7 @@ with TempDir() as tmp:
 
         victim = max(by_node, key=lambda p: len(by_node[p]))
         lost, kept = by_node[victim], [c for c in CLIENTS if c not in by_node[victim]]
-        node = next(n for n in cl.nodes if n.port == victim)
+        node = cl.node(victim)
         node.kill()
         tk = time.monotonic()
         def promoted():
@@ -70,7 +62,7 @@ with TempDir() as tmp:
         ta = time.monotonic()
         time.sleep(2.5)
         w = int(time.time()) - 1
-        nn = next(n for n in cl.nodes if n.port == new)
+        nn = cl.node(new)
         for c in lost:
             fields = nn.cli("HKEYS", key(c, w)).split()
             check(len(fields) == 2, f"{c} on the promoted {new}: fields {fields}")
@@ -84,9 +76,5 @@ with TempDir() as tmp:
                   f"{m.get(('sluice_redis_events_total', 'moved'), 0):.0f}")
             check(fo >= 1, "the failover should be counted in sluice metrics")
     finally:
-        if flood:
-            flood.stop()
-        if progs:
-            progs.stop()
-        cl.stop()
+        cf.stop()
 print("ok")

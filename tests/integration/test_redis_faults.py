@@ -20,26 +20,9 @@ import threading
 from redis_fleet import *
 
 
-def count_lines(progs, text):
-    return [progs.stderr(i).count(text) for i in range(2)]
-
-
-def redis_lines(progs):
-    return "\n".join(l for i in range(2) for l in progs.stderr(i).splitlines() if "redis:" in l)
-
-
-def wait_for(cond, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{what} within {timeout} s\n{redis_lines(PROGS)}")
-
-
 with TempDir() as tmp:
     redis = Redis(tmp)
-    progs = PROGS = Programs(tmp, redis.port)
+    progs = Programs(tmp, redis.port)
     flood = None
     try:
         flood = Flood(HOSTS[:2], progs.port)
@@ -67,16 +50,16 @@ with TempDir() as tmp:
         # 2. back on the same port
         redis.start()
         tr = time.monotonic()
-        wait_for(lambda: count_lines(progs, "answers") == [1, 1], 5.0,
+        wait_for(progs, lambda: count_lines(progs, "answers") == [1, 1], 5.0,
                  "both programs say Redis answers again")
         back = time.monotonic() - tr
         def fields():
             w = int(time.time())
-            return int(redis.cli("HLEN", f"sluice:{{web:{CLIENT}}}:{w}") or 0)
+            return int(redis.cli("HLEN", key(CLIENT, w)) or 0)
         try:
-            wait_for(lambda: fields() >= 2, 1.0, "both programs' counts back in Redis")
+            wait_for(progs, lambda: fields() >= 2, 1.0, "both programs' counts back in Redis")
         except AssertionError:
-            print(redis.cli("KEYS", "*"), redis.cli("HGETALL", f"sluice:{{web:{CLIENT}}}:{int(time.time())}"))
+            print(redis.cli("KEYS", "*"), redis.cli("HGETALL", key(CLIENT, int(time.time()))))
             raise
         tb = time.monotonic()
         time.sleep(2.5)
@@ -91,7 +74,7 @@ with TempDir() as tmp:
                                    stdout=subprocess.DEVNULL)
         ts = time.monotonic()
         sleeper.wait(10)
-        wait_for(lambda: count_lines(progs, "answers") == [2, 2], 5.0,
+        wait_for(progs, lambda: count_lines(progs, "answers") == [2, 2], 5.0,
                  "both programs say Redis answers again after DEBUG SLEEP")
         te = time.monotonic()
         time.sleep(0.5)

@@ -52,7 +52,8 @@ static int nmapped;
 
 static int unmap_all(void **st)
 {
-    while (nmapped) sl_redis_unmap(mapped[--nmapped]);
+    while (nmapped)
+        sl_redis_unmap(mapped[--nmapped]);
     return 0;
 }
 
@@ -270,6 +271,33 @@ static void a_reply_announcing_a_huge_array_is_refused(void **unused)
     redisReaderFree(r);
 }
 
+/* The interval a decision sees: gaps between complete rounds weighted by
+ * their length (gap_us2 / gap_us), a gap past timeout + 2 intervals
+ * counted as that (decisions fall back there), and the rounds' time. */
+static void round_gaps_give_the_interval_decisions_see(void **st)
+{
+    struct sl_redis_state *s = state(config(60, SL_BACKEND_LOCAL));
+    uint64_t last = 0, t = 1000 * SEC;
+    _Atomic uint64_t *c = s->hdr->counters;
+    sl_redis_round_timing(s, &last, t, t + 2 * MS); /* the first: no gap yet */
+    assert_int_equal(atomic_load(&c[SL_RC_GAP_US]), 0);
+    for (int i = 0; i < 3; i++) { /* three on time */
+        t += 20 * MS;
+        sl_redis_round_timing(s, &last, t, t + 2 * MS);
+    }
+    t += 60 * MS; /* one late */
+    sl_redis_round_timing(s, &last, t, t + 2 * MS);
+    assert_int_equal(atomic_load(&c[SL_RC_GAP_US]), 3 * 20000 + 60000);
+    assert_int_equal(atomic_load(&c[SL_RC_GAP_US2]), 3 * 20000ull * 20000 + 60000ull * 60000);
+    assert_int_equal(atomic_load(&c[SL_RC_ROUND_US]), 5 * 2000);
+    /* mean gap 30 ms; the interval a decision sees (3*400 + 3600) / 120 = 40 ms */
+    assert_int_equal(atomic_load(&c[SL_RC_GAP_US2]) / atomic_load(&c[SL_RC_GAP_US]), 40000);
+    t += 5 * SEC; /* Redis gone for 5 s: counted as 200 + 2 * 20 ms */
+    sl_redis_round_timing(s, &last, t, t + 2 * MS);
+    assert_int_equal(atomic_load(&c[SL_RC_GAP_US]), 3 * 20000 + 60000 + 240000);
+    assert_int_equal(last, t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +311,7 @@ int main(void)
         cmocka_unit_test(keys_are_named_as_docs_redis_md_says),
         cmocka_unit_test(threads_deciding_on_one_key_admit_exactly_the_limit_minus_the_rest),
         cmocka_unit_test(only_replies_of_the_scripts_shape_are_read),
+        cmocka_unit_test(round_gaps_give_the_interval_decisions_see),
     };
     return cmocka_run_group_tests(tests, NULL, unmap_all);
 }
