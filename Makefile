@@ -61,7 +61,7 @@ ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURC
 # needed, and its symbols stay local, so a host defining its own cannot interpose them.
 # hiredis (the Redis backend) is linked statically from a copy of Debian's
 # archive (PIC) whose malloc/calloc/realloc/free/strdup are renamed to
-# core/redis_alloc.c's, so it allocates from sluice's arena, never from the
+# core/fleet/redis_alloc.c's, so it allocates from sluice's arena, never from the
 # program's heap; its symbols stay local (shim/exports.map).
 HIREDIS_A  := $(shell $(CC) -print-file-name=libhiredis.a)
 HIREDIS_SL  = $(BUILD)/gen/libhiredis-sl.a
@@ -80,7 +80,7 @@ LIB_LIBS = $(SHIM_LIBS) -l:libhttp_parser.a $(HIREDIS_SL) -ldl -lpthread
 SHIM_LDFLAGS = -Wl,--version-script=shim/exports.map -Wl,-z,now -Wl,-Bsymbolic-functions
 VERSION  = 0.1.0
 
-CORE_SRC := $(wildcard core/*.c)
+CORE_SRC := $(wildcard core/*.c core/*/*.c)
 CONF_SRC := $(wildcard conf/*.c)
 SHIM_SRC := $(wildcard shim/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
@@ -122,13 +122,13 @@ $(NGHTTP2_SL): $(NGHTTP2_A)
 	@mkdir -p $(@D)
 	$(Q)objcopy $(foreach f,malloc calloc realloc free strdup,--redefine-sym $(f)=sl_hi_$(f)) $< $@
 
-# core/redis.lua, as the C string sl_redis_lua (core/redis.c sends it with SCRIPT LOAD).
-$(BUILD)/gen/redis_lua.h: core/redis.lua
+# core/fleet/redis.lua, as the C string sl_redis_lua (core/fleet/redis.c sends it with SCRIPT LOAD).
+$(BUILD)/gen/redis_lua.h: core/fleet/redis.lua
 	@mkdir -p $(@D)
 	$(Q){ echo 'static const char sl_redis_lua[] ='; \
 	      sed 's/\\/\\\\/g; s/"/\\"/g; s/.*/    "&\\n"/' $<; echo '    ;'; } > $@
-$(BUILD)/obj/core/redis.o: $(BUILD)/gen/redis_lua.h
-$(BUILD)/obj/core/redis.o: ALL_CFLAGS += -I$(BUILD)/gen
+$(BUILD)/obj/core/fleet/redis.o: $(BUILD)/gen/redis_lua.h
+$(BUILD)/obj/core/fleet/redis.o: ALL_CFLAGS += -I$(BUILD)/gen
 $(LIB_OBJ): | $(HIREDIS_SL) $(SODIUM_SL) $(NGHTTP2_SL)
 
 # cli/live.html, as the C string SL_LIVE_HTML (cli/live.c serves it at /).
@@ -219,7 +219,7 @@ install: all
 	install -m 0644 scripts/sluice.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/sluice
 
 format:
-	clang-format -i core/*.[ch] conf/*.[ch] shim/*.[ch] cli/*.c tests/unit/*.[ch] bench/*.c
+	clang-format -i core/*.[ch] core/*/*.[ch] conf/*.[ch] shim/*.[ch] cli/*.c tests/unit/*.[ch] bench/*.c
 
 clean:
 	rm -rf build

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* bench_h1.c - the cost of reading one keep-alive request head: the
- * scanner with its one-pass fast path (core/h1fast.c) against http-parser
+ * scanner with its one-pass fast path (core/http/h1fast.c) against http-parser
  * alone.
  *
  * What is measured. One connection's scanner (keyed on X-API-Key, as
@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../core/http1.h"
+#include "../core/http/http1.h"
 
 static const char get_head[] = "GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"
                                "X-API-Key: key-0042\r\n\r\n";

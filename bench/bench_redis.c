@@ -13,9 +13,9 @@
 #include <time.h>
 
 #include "../core/clock.h"
-#include "../core/key.h"
-#include "../core/redis_int.h"
-#include "../core/table.h"
+#include "../core/limit/key.h"
+#include "../core/fleet/redis_int.h"
+#include "../core/limit/table.h"
 
 static double cpu_s(void)
 {

@@ -51,10 +51,10 @@
 #include <netinet/in.h>
 
 #include "../core/clock.h"
-#include "../core/key.h"
-#include "../core/limit.h"
+#include "../core/limit/key.h"
+#include "../core/limit/limit.h"
 #include "../core/rule.h"
-#include "../core/table.h"
+#include "../core/limit/table.h"
 
 #define REPS   3
 #define CHUNK  1024 /* decisions between two looks at the stop time */

@@ -19,7 +19,7 @@
 
 #include "../conf/conf.h"
 #include "../core/clock.h"
-#include "../core/cluster_int.h"
+#include "../core/fleet/cluster_int.h"
 
 int sl_cmd_keygen(int argc, char **argv);
 int sl_cmd_cluster_stats(int argc, char **argv);

@@ -17,8 +17,8 @@
 #include <time.h>
 
 #include "../core/clock.h"
-#include "../core/cluster_int.h"
-#include "../core/table_plans.h"
+#include "../core/fleet/cluster_int.h"
+#include "../core/limit/table_plans.h"
 #include "metrics.h"
 
 #include "live_html.h" /* sl_live_html, generated from cli/live.html */
@@ -44,7 +44,7 @@ static void jstr(FILE *out, const char *v)
     fputc('"', out);
 }
 
-/* A request rule's quota use per plan (core/table_plans.h): ever, and in
+/* A request rule's quota use per plan (core/limit/table_plans.h): ever, and in
  * the current window ("used", "keys" that reached 80/90/100 %). */
 static void plans_json(FILE *out, const struct sl_table *t, int r)
 {

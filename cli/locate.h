@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 #include "../core/rule.h"
-#include "../core/table.h"
+#include "../core/limit/table.h"
 
 #define SL_PLACE_PIDS 16
 #define SL_LOCATE_MAX 256 /* tables a listing holds */

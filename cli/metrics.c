@@ -26,11 +26,11 @@
 
 #include "../conf/conf.h"
 #include "../core/clock.h"
-#include "../core/cluster_int.h"
-#include "../core/hostport.h"
-#include "../core/redis_int.h"
-#include "../core/table.h"
-#include "../core/table_plans.h"
+#include "../core/fleet/cluster_int.h"
+#include "../core/fleet/hostport.h"
+#include "../core/fleet/redis_int.h"
+#include "../core/limit/table.h"
+#include "../core/limit/table_plans.h"
 #include "locate.h"
 #include "metrics.h"
 #include "redis_view.h"
@@ -59,7 +59,7 @@ static void label(FILE *out, const char *v)
     }
 }
 
-/* The gossip node's view of its peers (core/cluster_stats.c): whether each
+/* The gossip node's view of its peers (core/fleet/cluster_stats.c): whether each
  * is alive and how old its data is, datagrams and drops. Nothing when the
  * configuration has no gossip section or the node is not running. */
 static void expose_gossip(FILE *out, const struct sl_config *cfg)
@@ -180,7 +180,7 @@ bool sl_metrics_next_plan(const struct sl_table *t, int rule, int *i, struct sl_
     return false;
 }
 
-/* Quota use per plan (core/table_plans.h), per request rule: requests
+/* Quota use per plan (core/limit/table_plans.h), per request rule: requests
  * admitted against the plan's quota and refused by it, keys that reached
  * 80, 90, 100 % of it, ever (counters) and in the current window (gauges,
  * with the window's use and the quota itself). Plans by name only. */
@@ -231,7 +231,7 @@ static void expose_plans(FILE *out, const struct sl_metrics_source *s, const str
     }
 }
 
-/* The Redis sender's view (core/redis.c), from the memory file the
+/* The Redis sender's view (core/fleet/redis.c), from the memory file the
  * program keeps it in: how long since Redis last answered a whole round,
  * and its counters. Nothing without a redis section or a running program. */
 bool sl_metrics_redis(const struct sl_metrics_source *s, struct sl_rhdr *h)

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "../core/redis_int.h"
+#include "../core/fleet/redis_int.h"
 #include "locate.h"
 #include "top.h"
 
@@ -31,7 +31,7 @@ const char *sl_metrics_direction(const struct sl_metrics_source *s, const char *
 bool sl_metrics_redis(const struct sl_metrics_source *s, struct sl_rhdr *h);
 
 /* The next plan entry of rule entry `rule` after *i (start at -1) with
- * its figures as of now (core/table_plans.h); false after the last. */
+ * its figures as of now (core/limit/table_plans.h); false after the last. */
 struct sl_plan_use;
 bool sl_metrics_next_plan(const struct sl_table *t, int rule, int *i, struct sl_plan_use *u);
 /* "day", "month" (a quota window's name). */

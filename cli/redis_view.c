@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* redis_view.c - the Redis sender's state of a running program (core/redis.c
+/* redis_view.c - the Redis sender's state of a running program (core/fleet/redis.c
  * keeps it in a memory file): when Redis last answered, the counters
  * (failovers, MOVED, ASK among them) and the servers synced with, each with
  * the script calls it answered: the primary behind Sentinel, or each

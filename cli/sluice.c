@@ -14,8 +14,8 @@
 #include "../conf/conf.h"
 #include "../core/clock.h"
 #include "../core/elfkind.h"
-#include "../core/table.h"
-#include "../core/table_plans.h"
+#include "../core/limit/table.h"
+#include "../core/limit/table_plans.h"
 #include "locate.h"
 #include "metrics.h"
 #include "redis_view.h"
@@ -430,7 +430,7 @@ static void print_rules(const struct sl_table *t, bool req)
     }
 }
 
-/* Quota use per plan of the request rules (core/table_plans.h): requests
+/* Quota use per plan of the request rules (core/limit/table_plans.h): requests
  * admitted against each plan's quota and refused by it, ever; what its
  * keys used in the current window, and how many of them reached 80, 90
  * and 100 % of the quota in it. Plans by name: never a key. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* top.c - `sluice top`: the keys a running program limits most, live, from
- * the ring of recent denials in its table (core/table_denials.c). A key is
+ * the ring of recent denials in its table (core/limit/table_denials.c). A key is
  * shown as the peer or destination address (or its block), or for a
  * request key as the short hash its log lines carry: never the value. */
 #include <getopt.h>
@@ -12,7 +12,7 @@
 
 #include "../conf/conf.h"
 #include "../core/clock.h"
-#include "../core/reqkey.h"
+#include "../core/http/reqkey.h"
 #include "locate.h"
 #include "top.h"
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/table.h"
+#include "../core/limit/table.h"
 
 struct sl_top_seen {
     struct sl_denial d;

@@ -35,9 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/key.h"
+#include "../core/limit/key.h"
 #include "../core/mem.h"
-#include "../core/plan.h"
+#include "../core/limit/plan.h"
 #include "conf_int.h"
 
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -181,7 +181,7 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
         conf_parse_rate(cfg_getstr(sec, "rate"), &count, &period);
         format_rate(count, period, r->rate_text, sizeof r->rate_text);
         enum sl_alg alg = (enum sl_alg)enum_value(sec, "algorithm", conf_alg_names);
-        /* A cluster shares per-origin window counts (core/cluster.c): its
+        /* A cluster shares per-origin window counts (core/fleet/cluster.c): its
          * algorithm is the sliding window, and another one written is an
          * error rather than silently replaced. */
         if (r->scope != SL_SCOPE_LOCAL) {

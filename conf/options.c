@@ -30,8 +30,8 @@
  * and again by load.c when it builds the struct (which then cannot fail,
  * but for files that changed in between: reply and key_file).
  */
-#include "../core/limit.h"
-#include "../core/limit_log.h"
+#include "../core/limit/limit.h"
+#include "../core/limit/limit_log.h"
 #include "conf_int.h"
 
 #include <inttypes.h>
@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/key.h"
+#include "../core/limit/key.h"
 #include "../core/mem.h"
 
 /* Where an option may appear. */
@@ -145,7 +145,7 @@ static const struct option options[] = {
     {"per",          STR,  NULL,     RULE,        0,        0,              0,            check_per,        &per_enum,       NULL},          /* inbound peer, outbound rule; or header:NAME query:NAME cookie:NAME */
     {"prefix4",      INT,  NULL,     IN,          0,        32,             0,            NULL,             NULL,            NULL},          /* 32, 24 for per = prefix */
     {"prefix6",      INT,  NULL,     IN,          0,        128,            0,            NULL,             NULL,            NULL},          /* 64, 48 for per = prefix */
-    /* rules: requests (core/request.h); any of these makes a request rule */
+    /* rules: requests (core/http/request.h); any of these makes a request rule */
     {"req_rate",     STR,  NULL,     RULE,        0,        0,              0,            check_rate,       NULL,            NULL},          /* requests: N/s ... N/d; none: not limited by rate */
     {"req_burst",    INT,  NULL,     RULE,        1,        NOLIMIT,        0,            NULL,             NULL,            NULL},          /* req_rate's N */
     {"cost",         INT,  "1",      RULE,        0,        1000000,        0,            NULL,             NULL,            NULL},          /* tokens a request takes; 0: counted, never limited */
@@ -182,7 +182,7 @@ static const struct option options[] = {
     {"peer_timeout", STR,  NULL,     GOSSIP,      0,        0,              0,            check_duration,   NULL,            NULL},          /* 10 x interval; checked against it at the section's end */
     {"alone_share",  INT,  NULL,     GOSSIP,      1,        100,            0,            NULL,             NULL,            NULL},          /* %; ceil(100 / (peers + 1)) */
     {"key_file",     STR,  NULL,     GOSSIP|REDIS, 0,        0,              0,            check_key_file,   NULL,            NULL},          /* gossip: required; redis: for request keys by value. 64 hex characters, mode 600 */
-    /* redis (core/redis.c; interval above) */
+    /* redis (core/fleet/redis.c; interval above) */
     {"address",      STR,  NULL,     REDIS,       0,        0,              0,            check_redis_address, NULL,         NULL},          /* one server: "host:port" or "unix:/path"; or sentinels, or cluster */
     {"sentinels",    STR,  NULL,     REDIS,       0,        0,              0,            check_redis_nodes, NULL,           NULL},          /* "host:port,host:port": Sentinel finds the primary; with master */
     {"master",       STR,  NULL,     REDIS,       0,        0,              0,            check_redis_text, NULL,            NULL},          /* the primary's name for the sentinels */
@@ -518,7 +518,7 @@ static const struct conf_seen *seen_find(const char *name)
 }
 
 /* algorithm = log keeps one exact log of the last N request times for the
- * rule (core/limit_log.h, in a bounded region of the table): for req_rate
+ * rule (core/limit/limit_log.h, in a bounded region of the table): for req_rate
  * only, N up to SL_LOG_MAX_COUNT, one budget per rule, counted here. */
 static int log_fits(cfg_t *sec, int line, enum sl_dir dir, const char *rate, bool req_rate)
 {

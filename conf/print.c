@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-#include "../core/key.h"
+#include "../core/limit/key.h"
 #include "conf_int.h"
 
 #include <sodium.h>

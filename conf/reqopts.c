@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* reqopts.c - the request options of a rule (core/request.h): their values,
+/* reqopts.c - the request options of a rule (core/http/request.h): their values,
  * the rule fields they fill, and how `sluice check` prints them. The rows
  * are in options.c's table. */
 #include <stdio.h>
@@ -7,8 +7,8 @@
 #include <strings.h>
 
 #include "../core/mem.h"
-#include "../core/plan.h"
-#include "../core/quota.h"
+#include "../core/limit/plan.h"
+#include "../core/limit/quota.h"
 #include "conf_int.h"
 
 static const char *const req_per_prefix[] = {NULL, "header:", "query:", "cookie:"};
@@ -274,7 +274,7 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
         snprintf(r->req_rate_text, sizeof r->req_rate_text, "%s", rate);
         uint64_t burst =
             cfg_size(sec, "req_burst") ? (uint64_t)cfg_getint(sec, "req_burst") : count;
-        /* a fleet shares window counts (core/redis_state.c): a sliding window */
+        /* a fleet shares window counts (core/fleet/redis_state.c): a sliding window */
         bool fleet = r->scope == SL_SCOPE_REDIS;
         if (fleet && count > SL_SLIDING_MAX_COUNT) {
             conf_fail(sec, line, "req_rate", rate,

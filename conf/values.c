@@ -20,8 +20,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../core/hostport.h"
-#include "../core/key.h"
+#include "../core/fleet/hostport.h"
+#include "../core/limit/key.h"
 
 const char *const conf_on_error_names[] = {"open", "closed", NULL};
 const char *const conf_on_full_names[] = {"shared", "deny", "allow", NULL};

@@ -53,7 +53,7 @@ enum sl_per_missing {
 };
 
 /* What a request head sluice could only read by the rule of doubt does
- * (`on_odd`, core/http1.h): counted like any request, or denied. */
+ * (`on_odd`, core/http/http1.h): counted like any request, or denied. */
 enum sl_on_odd {
     SL_ODD_COUNT,
     SL_ODD_DENY,
@@ -62,7 +62,7 @@ enum sl_on_odd {
 /* Calendar windows of a quota. */
 enum sl_quota_window { SL_QUOTA_NONE, SL_QUOTA_DAY, SL_QUOTA_MONTH };
 
-struct sl_plans; /* core/plan.h */
+struct sl_plans; /* core/limit/plan.h */
 
 enum sl_action {
     SL_ACT_REJECT, /* inbound: reset the connection; outbound: fail connect with errno */
@@ -74,8 +74,8 @@ enum sl_on_error { SL_ON_ERROR_OPEN, SL_ON_ERROR_CLOSED };
 
 enum sl_scope {
     SL_SCOPE_LOCAL,   /* counts on this host only */
-    SL_SCOPE_CLUSTER, /* counts shared with the gossip peers (see core/cluster.h) */
-    SL_SCOPE_REDIS,   /* counts shared through a Redis server (see core/redis.h) */
+    SL_SCOPE_CLUSTER, /* counts shared with the gossip peers (see core/fleet/cluster.h) */
+    SL_SCOPE_REDIS,   /* counts shared through a Redis server (see core/fleet/redis.h) */
 };
 
 enum sl_on_full {
@@ -151,7 +151,7 @@ struct sl_rule {
     int err;               /* outbound errno on denial */
     bool dry_run;
 
-    /* ---- Requests (core/request.h): HTTP requests on the connections the
+    /* ---- Requests (core/http/request.h): HTTP requests on the connections the
      * fields above match. A rule is a request rule when `request` is set
      * (conf sets it when any option of this block is given). The
      * connection options above (rate, conns, bytes) still apply to the

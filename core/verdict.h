@@ -44,7 +44,7 @@ struct sl_verdict {
     uint64_t limit;     /* the quota reported to clients */
 };
 
-/* A limit that steps from its rate to another over time (core/ramp.c):
+/* A limit that steps from its rate to another over time (core/limit/ramp.c):
  * part of what a rule says, so it lives with the limit's own type. */
 struct sl_ramp {
     uint64_t to_count; /* the final N, in the start rate's period */

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "../core/clock.h"
-#include "../core/reply.h"
+#include "../core/http/reply.h"
 #include "fd.h"
 #include "req.h"
 #include "reload.h"

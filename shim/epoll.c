@@ -4,7 +4,7 @@
  *
  * The kernel keeps registrations across calls, so we keep their shadow:
  * epoll_ctl records, per (epfd, fd), the events and data the program asked
- * for (core/readiness.c has the table and the rules). Then:
+ * for (core/limit/readiness.c has the table and the rules). Then:
  *   - throttle (sl_ready_throttle, from the I/O hooks): every registration
  *     of fd gets EPOLL_CTL_MOD with the program's events minus the
  *     throttled direction, and goes on the restore list;

@@ -14,7 +14,7 @@
 
 #include "../core/clock.h"
 #include "../core/mem.h"
-#include "../core/policy.h"
+#include "../core/policy/policy.h"
 #include "shim.h"
 
 struct sl_fd *_Atomic sl_fd_chunks[SL_FD_MAX / SL_FD_CHUNK];
@@ -155,7 +155,7 @@ uint64_t sl_fd_ready_at(int fd, enum sl_io io)
 }
 
 /* fork: the child inherits the parent's descriptors, so it becomes a holder
- * of every concurrency place they hold (see core/table_conns.c). No
+ * of every concurrency place they hold (see core/limit/table_conns.c). No
  * allocation here: allocators lock themselves around fork. */
 void sl_fd_prefork(void)
 {

@@ -20,9 +20,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "../core/key.h"
-#include "../core/policy.h"
-#include "../core/turn.h"
+#include "../core/limit/key.h"
+#include "../core/policy/policy.h"
+#include "../core/limit/turn.h"
 
 #define SL_FD_MAX 65536
 
@@ -51,7 +51,7 @@ struct sl_fd {
     uint64_t connect_at;
     uint64_t connect_deadline;
     bool redecide;
-    uint64_t took; /* the rate tokens the pending connect holds (core/policy.h) */
+    uint64_t took; /* the rate tokens the pending connect holds (core/policy/policy.h) */
     _Atomic int connect_error;
     struct sockaddr_storage peer;
     socklen_t peerlen;
@@ -118,7 +118,7 @@ static inline bool sl_fd_carries(const struct sl_decision *d)
 void sl_fd_hold(int32_t rec);
 
 /* fork: the parent marks the places its child will inherit; the child
- * claims them (core/table_conns.c). */
+ * claims them (core/limit/table_conns.c). */
 void sl_fd_prefork(void);
 void sl_fd_postfork_child(int parent);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* gate.h - the request gate of one descriptor: what a connection's reads
  * may give the program of the requests it receives, decided by core
- * (core/request.h) on bytes read through a transport.
+ * (core/http/request.h) on bytes read through a transport.
  *
  * A gate holds the connection's phase (open; ended by a denied head, its
  * 429 due; reset), the stash of bytes read and held back, the 429 a
@@ -52,7 +52,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#include "../core/request.h"
+#include "../core/http/request.h"
 #include "fd.h"
 
 /* A head of the largest size the scanner reads, and one more read after it. */

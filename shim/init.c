@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "../conf/conf.h"
-#include "../core/cluster.h"
-#include "../core/redis.h"
+#include "../core/fleet/cluster.h"
+#include "../core/fleet/redis.h"
 #include "../core/log.h"
 #include "../core/mem.h"
 #include "fd.h"

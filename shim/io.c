@@ -62,7 +62,7 @@
 #include <unistd.h>
 
 #include "../core/clock.h"
-#include "../core/reply.h"
+#include "../core/http/reply.h"
 #include "fd.h"
 #include "hold.h"
 #include "pending.h"
@@ -272,7 +272,7 @@ static uint64_t deadline(struct call *c, enum sl_io io)
  * (non-blocking, or the socket's timeout came) or EINTR (see wait.h).
  *
  * Turns: connections of one key queue for its budget, a quantum each, in
- * the order they asked (core/turn.h), so one asking for megabytes at a
+ * the order they asked (core/limit/turn.h), so one asking for megabytes at a
  * time (nginx's sendfile) does not starve another, and one alone waits no
  * longer than its bytes need. A call takes at most two quanta at once
  * from a bucket that holds more (a large burst), so even then the first

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "../core/clock.h"
-#include "../core/policy.h"
+#include "../core/policy/policy.h"
 #include "pending.h"
 #include "shim.h"
 

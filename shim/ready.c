@@ -7,7 +7,7 @@
  * load for an untracked one). epoll (epoll.c) keeps registrations in the
  * kernel across calls, so it shadows them and must hear about throttles
  * and closes: that is what sl_ready_throttle and sl_ready_forget are for.
- * The algorithm is described in core/readiness.c.
+ * The algorithm is described in core/limit/readiness.c.
  */
 #include <dlfcn.h>
 #include <errno.h>

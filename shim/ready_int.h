@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "../core/readiness.h"
+#include "../core/limit/readiness.h"
 #include "fd.h"
 
 /* What is throttled on fd at `now` (SL_RD_* bits); *wake is lowered to

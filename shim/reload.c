@@ -7,8 +7,8 @@
 #include "../conf/conf.h"
 #include "../core/log.h"
 #include "../core/mem.h"
-#include "../core/request.h"
-#include "../core/table.h"
+#include "../core/http/request.h"
+#include "../core/limit/table.h"
 #include "reload.h"
 #include "shim.h"
 

@@ -20,8 +20,8 @@
 
 #include <stdint.h>
 
-#include "../core/policy.h"
-#include "../core/table.h"
+#include "../core/policy/policy.h"
+#include "../core/limit/table.h"
 
 /* init.c: what the process was configured from (copied). */
 void sl_reload_remember(const char *file, const char *rules);

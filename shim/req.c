@@ -9,7 +9,7 @@
 #include "../core/clock.h"
 #include "../core/log.h"
 #include "../core/mem.h"
-#include "../core/request.h"
+#include "../core/http/request.h"
 #include "fd.h"
 #include "gate.h"
 #include "hold.h"

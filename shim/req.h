@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* req.h - requests on the program's inbound connections (core/request.h
+/* req.h - requests on the program's inbound connections (core/http/request.h
  * decides; this file moves the bytes).
  *
  * A connection some inbound request rule matches carries a request state

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* reqout.h - requests on the program's outbound connections: what it
  * writes to a destination an outbound request rule matches (a paid API) is
- * scanned for HTTP/1 request heads (core/request.h decides), and each head
+ * scanned for HTTP/1 request heads (core/http/request.h decides), and each head
  * waits its turn before its bytes leave:
  *   - delay (the default outbound action): a blocking write sleeps until
  *     the turn (SO_SNDTIMEO and signals keep their meaning, shim/wait.h);
@@ -11,7 +11,7 @@
  *   - reply (HTTP/1): the request, head and body, is swallowed (reported
  *     written, never sent) and a 429 is queued for the program's next
  *     reads (gate.h: sl_gate_read_replies) once it has read the responses
- *     to every request sent before (core/request.h: sl_req_swallow); until then the
+ *     to every request sent before (core/http/request.h: sl_req_swallow); until then the
  *     write is held (blocking: up to a second, then the rule's errno, for
  *     a client that pipelines on one thread; non-blocking: EAGAIN). The
  *     socket is reported readable while a 429 waits (ready.h). HTTP/2
@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../core/key.h"
+#include "../core/limit/key.h"
 #include "fd.h"
 #include "gate.h"
 

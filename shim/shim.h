@@ -16,7 +16,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 
-#include "../core/policy.h"
+#include "../core/policy/policy.h"
 
 #define SL_EXPORT __attribute__((visibility("default")))
 

@@ -11,11 +11,11 @@
 #include <sys/socket.h>
 
 #include "../core/clock.h"
-#include "../core/key.h"
+#include "../core/limit/key.h"
 #include "../core/log.h"
 #include "../core/mem.h"
-#include "../core/request.h"
-#include "../core/tlsrec.h"
+#include "../core/http/request.h"
+#include "../core/http/tlsrec.h"
 #include "hold.h"
 #include "reload.h"
 #include "shim.h"
@@ -59,7 +59,7 @@ static size_t burst_head(char *head, size_t cap, const char *host)
 }
 
 /* Whether the kernel's count of bytes fd received (or sent) grew past
- * *last since the last look: the other side's turn came (core/tlsrec.h). */
+ * *last since the last look: the other side's turn came (core/http/tlsrec.h). */
 static bool tcp_count_grew(int fd, bool sent, uint64_t *last)
 {
     struct tcp_info info;

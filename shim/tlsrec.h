@@ -9,7 +9,7 @@
  * never asked again) opens a tracker. Each burst of application-data
  * records written after the server sent something (the kernel's count of
  * received bytes grew) or first on the connection is one request
- * (core/tlsrec.h), decided like a request `GET /` to the server name (or
+ * (core/http/tlsrec.h), decided like a request `GET /` to the server name (or
  * the address) and held at its first record until its turn: a blocking
  * write sleeps, a non-blocking one gets EAGAIN and the socket is reported
  * writable only at the turn (ready.h). `reject` fails the write with the

@@ -17,7 +17,8 @@ exported=$(sed -n '/global:/,/local:/p' shim/exports.map | sed 's#/\*.*\*/##; s/
 [ -n "$exported" ] || { echo "boundary: no names read from shim/exports.map"; exit 2; }
 rc=0
 for dir in "$@"; do
-    objs=("$build"/obj/"$dir"/*.o)
+    shopt -s globstar nullglob
+    objs=("$build"/obj/"$dir"/**/*.o)
     [ -e "${objs[0]}" ] || { echo "boundary $dir: no objects in $build/obj/$dir (build first)"; rc=1; continue; }
     n=0
     for o in "${objs[@]}"; do

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_bodydigest.c - libFuzzer target for the body digest's framing
- * (core/bodydigest.c: chunked bodies, HTTP/2 DATA frames).
+ * (core/http/bodydigest.c: chunked bodies, HTTP/2 DATA frames).
  *
  * The first input byte picks the framing (Content-Length, chunked, HTTP/2)
  * and a length; the rest are the bytes after the head. A body whole in
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/bodydigest.h"
+#include "../../core/http/bodydigest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

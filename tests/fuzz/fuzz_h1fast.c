@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_h1fast.c - differential libFuzzer target: the HTTP/1 scanner with
- * its one-pass fast path (core/h1fast.c) against http-parser alone.
+ * its one-pass fast path (core/http/h1fast.c) against http-parser alone.
  *
  * The first input byte picks the key (none, one of several header names,
  * a query parameter, a cookie) and whether cookies are wanted; the rest is
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/http1.h"
+#include "../../core/http/http1.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/h2.h"
+#include "../../core/http/h2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

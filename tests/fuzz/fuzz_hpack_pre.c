@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_hpack_pre.c - libFuzzer target for the HPACK size update pre-pass
- * (core/hpack_pre.c).
+ * (core/http/hpack_pre.c).
  *
  * The first input byte seeds the splits; the rest is one header block.
  * 1. Fed whole and in pieces, the pre-pass finds the same field bytes and
@@ -8,14 +8,14 @@
  * 2. Against nghttp2's inflater as the reference: when it takes the block
  *    as sent, the pre-pass must agree on where representations end (the
  *    block ends on a boundary, nothing refused), and the block rebuilt as
- *    core/h2.c feeds it (each update opening a block of its own) must
+ *    core/http/h2.c feeds it (each update opening a block of its own) must
  *    decode to the same header fields. */
 #include <nghttp2/nghttp2.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/hpack_pre.h"
+#include "../../core/http/hpack_pre.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/http1.h"
+#include "../../core/http/http1.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

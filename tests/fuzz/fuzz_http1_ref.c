@@ -6,7 +6,7 @@
  * counts every head it completes and stops at its first error (a server
  * answers 400 and closes); after an upgrade request it starts over (an
  * Upgrade answered 200 leaves an HTTP/1 connection). sluice's scanner
- * (core/http1.h) gets the same bytes, split at points from the first
+ * (core/http/http1.h) gets the same bytes, split at points from the first
  * input byte, and must report at least as many heads, and never pass a
  * stream through that the reference found a head in. A stream sluice
  * hands to HTTP/2 (the preface) is not compared. node's llhttp is the
@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/http1.h"
+#include "../../core/http/http1.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/names.h"
+#include "../../core/http/names.h"
 
 static void check(const char *name, size_t room)
 {

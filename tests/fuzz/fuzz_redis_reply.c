@@ -13,10 +13,10 @@
 
 #include <string.h>
 
-#include "../../core/hostport.h"
-#include "../../core/redis_cluster.h"
-#include "../../core/redis_int.h"
-#include "../../core/redis_sentinel.h"
+#include "../../core/fleet/hostport.h"
+#include "../../core/fleet/redis_cluster.h"
+#include "../../core/fleet/redis_int.h"
+#include "../../core/fleet/redis_sentinel.h"
 
 static void must_connect(const char *addr)
 {

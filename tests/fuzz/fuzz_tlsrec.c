@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* fuzz_tlsrec.c - libFuzzer target for the ClientHello reader and the
- * record walker of TLS sluice cannot decrypt (core/tlsrec.h).
+ * record walker of TLS sluice cannot decrypt (core/http/tlsrec.h).
  *
  * The first input byte is a split seed; the rest is a client's byte
  * stream. The hello's server name must be printable and terminated; the
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/tlsrec.h"
+#include "../../core/http/tlsrec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

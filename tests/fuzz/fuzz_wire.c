@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/cluster_int.h"
-#include "../../core/wire.h"
+#include "../../core/fleet/cluster_int.h"
+#include "../../core/fleet/wire.h"
 #include "../unit/cluster_util.h"
 
 static struct sl_cluster *node;

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../../core/http1.h"
+#include "../../core/http/http1.h"
 
 static int count(const uint8_t *buf, size_t len, size_t piece, int *state)
 {

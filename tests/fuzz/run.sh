@@ -5,7 +5,7 @@
 # "fuzz: ok NAME" per target that found nothing; exits non-zero otherwise.
 # fuzz_http1_ref compares the HTTP/1 scanner with http-parser as a server
 # runs it, diff_llhttp.sh with node's llhttp (issue 18 item 10).
-# fuzz_h1fast holds the scanner's one-pass fast path (core/h1fast.c) to
+# fuzz_h1fast holds the scanner's one-pass fast path (core/http/h1fast.c) to
 # http-parser's result on every split of each input into two reads.
 set -u
 cd "$(dirname "$0")/../.."
@@ -14,7 +14,7 @@ out=build/fuzz
 mkdir -p "$out"
 flags="-g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 # hiredis as the library links it (allocating from sluice's arena, with its
-# per-allocation cap: core/redis_alloc.c); core/redis.c
+# per-allocation cap: core/fleet/redis_alloc.c); core/fleet/redis.c
 # needs the script header the Makefile generates.
 pkg="$(pkg-config --cflags --libs libconfuse libsodium) -lhttp_parser -lnghttp2 build/gen/libhiredis-sl.a -ldl -lpthread"
 make -s build/gen/redis_lua.h build/gen/libhiredis-sl.a || exit 1
@@ -23,7 +23,7 @@ status=0
 for src in tests/fuzz/fuzz_*.c; do
     [ -e "$src" ] || continue
     name=$(basename "$src" .c)
-    if ! clang $flags "$src" core/*.c conf/*.c $pkg -o "$out/$name"; then
+    if ! clang $flags "$src" core/*.c core/*/*.c conf/*.c $pkg -o "$out/$name"; then
         echo "fuzz: build failed $name"; status=1; continue
     fi
     corpus="$out/$name.corpus"; mkdir -p "$corpus"

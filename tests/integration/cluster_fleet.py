@@ -38,7 +38,7 @@ def overshoot_bound(n, interval, window=WINDOW, delay=0.005, lost_in_a_row=0):
 
 
 def early_share(limit, n):
-    """core/cluster.c: a key's unsent count that triggers an early send."""
+    """core/fleet/cluster.c: a key's unsent count that triggers an early send."""
     return max(1, limit // (16 * n))
 
 

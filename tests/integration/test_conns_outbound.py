@@ -8,7 +8,7 @@ Asserted:
   1. action=delay max_delay=5s: the third connect waits, and succeeds
      within 50 ms after the first is closed (it started HOLD = 0.6 s before:
      it waited, it did not get through early). 50 ms: a waiting connect
-     re-checks its key every 10 ms (core/policy.c), plus a wake-up on a
+     re-checks its key every 10 ms (core/policy/policy.c), plus a wake-up on a
      loaded 2-core machine.
   2. action=delay max_delay=500ms, nothing closed for 1.5 s: the third
      connect fails with ETIMEDOUT after max_delay (450..650 ms: it gives up

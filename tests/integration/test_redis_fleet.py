@@ -7,7 +7,7 @@ client address floods both:
      overshoot at (n-1)s/(nW-(n-1)s) with s = 2 * interval + rtt: 2.1 %),
      where each alone would admit 60/s (120 together);
   2. an outside service counting its own requests into the same key with
-     redis-cli EVALSHA of core/redis.lua ("add", about 18 a second) shares
+     redis-cli EVALSHA of core/fleet/redis.lua ("add", about 18 a second) shares
      the budget: the pair drops to 60/s minus the service's rate, within
      8 % of the limit (the service's calls are few and irregular);
   3. the service asking the script to check the limit ("add" with limit

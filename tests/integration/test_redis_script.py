@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""core/redis.lua called directly with redis-cli EVALSHA, as a service
+"""core/fleet/redis.lua called directly with redis-cli EVALSHA, as a service
 sharing the budget would call it (docs/redis.md): "add" counts a request
 only when the sliding estimate stays within the limit, "set" keeps each
 node's count at its maximum (so a repeated or late call counts nothing

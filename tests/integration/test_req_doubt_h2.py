@@ -5,7 +5,7 @@ the first header: `3f e1 1f` or `20`; 66 KB of size updates in CONTINUATION
 frames), and sluice used to stop counting the connection there: 51 of 51
 streams handled under a 2/s rule. Then the refused block and every later
 HEADERS frame were counted, but without keys (the peer's bucket). Now the
-size updates go through a pre-pass (core/hpack_pre.c) that applies them
+size updates go through a pre-pass (core/http/hpack_pre.c) that applies them
 where nginx does, and every key is read: the per-key limit is exact.
 
 nginx 1.22 (`listen ... http2`, prior knowledge h2c, and `ssl http2` with

@@ -15,7 +15,7 @@ four times.
    to 127.0.0.1 (Host: localhost): not NAME's, all 200. It then rewrites
    the hosts file to map NAME to 127.0.0.1, resolves NAME (getaddrinfo),
    and makes 4 requests to 127.0.0.1 with Host: localhost: 200, 200,
-   ECONNREFUSED. Before the fix (core/request.c's own copy of the matcher,
+   ECONNREFUSED. Before the fix (core/http/request.c's own copy of the matcher,
    blind to learned addresses) all 4 were 200. Skipped, saying so, when
    unshare/mount is not permitted.
 2. By Host alone (NAME resolves nowhere): requests to 127.0.0.1 with

@@ -4,7 +4,7 @@ a new quota (issue 10), tested with a shifted clock instead of a day's wait.
 
 Debian's libfaketime (`faketime`) starts the client's CLOCK_REALTIME at a
 chosen instant; libsluice reads the wall clock with the interposable
-clock_gettime (core/request.c wall_offset), so it sees the same fake time.
+clock_gettime (core/http/request.c wall_offset), so it sees the same fake time.
 FAKETIME_DONT_FAKE_MONOTONIC=1 keeps CLOCK_MONOTONIC real: the table stores
 a quota window's end as a monotonic time, shared by every process of the
 named table, so every run must agree on it.

@@ -6,7 +6,7 @@
    burst (which follows the rate) is 2: of 6 requests sent at once on one
    connection, 2 are served and the rest get 429. The same rule starting
    tomorrow is still at 100/s: all 6 are served. (The wall clock decides;
-   core/ramp.c's steps are unit-tested with an injected one.)
+   core/limit/ramp.c's steps are unit-tested with an injected one.)
 2. A soft limit before the hard one, as two rules on the same key (the
    hard one first): `req_rate=80/s req_burst=8 action=reply`, then
    `req_rate=50/s req_burst=5 action=delay max_delay=2s`.

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/cluster_int.h"
-#include "../../core/cluster_t.h"
-#include "../../core/key.h"
-#include "../../core/limit.h"
+#include "../../core/fleet/cluster_int.h"
+#include "../../core/fleet/cluster_t.h"
+#include "../../core/limit/key.h"
+#include "../../core/limit/limit.h"
 
 #define CU_MAX_NODES 9
 #define CU_MAX_PKTS  4096

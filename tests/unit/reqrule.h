@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "../../core/key.h"
+#include "../../core/limit/key.h"
 #include "../../core/rule.h"
 
 /* The next rule of cfg, filled in; the caller adds its limit. */

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "../../core/log.h"
-#include "../../core/request.h"
-#include "../../core/table.h"
+#include "../../core/http/request.h"
+#include "../../core/limit/table.h"
 #include "reqrule.h"
 #include "testutil.h"
 

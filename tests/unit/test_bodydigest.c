@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-#include "../../core/bodydigest.h"
+#include "../../core/http/bodydigest.h"
 #include "h2_frames.h"
 
 static struct sl_body_frame h1(bool chunked, uint64_t length)

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../core/table.h"
+#include "../../core/limit/table.h"
 #include "testutil.h"
 
 #define MB 1000000ull

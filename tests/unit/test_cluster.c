@@ -11,7 +11,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 
-#include "../../core/wire.h"
+#include "../../core/fleet/wire.h"
 #include "cluster_util.h"
 #include "testutil.h"
 

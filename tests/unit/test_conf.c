@@ -26,7 +26,7 @@
 
 #include "../../conf/conf.h"
 #include "../../conf/conf_int.h"
-#include "../../core/key.h"
+#include "../../core/limit/key.h"
 #include "testutil.h"
 
 static const char *fixture(const char *name)

@@ -21,8 +21,8 @@
 #include <sys/socket.h>
 
 #include "../../core/log.h"
-#include "../../core/request.h"
-#include "../../core/table.h"
+#include "../../core/http/request.h"
+#include "../../core/limit/table.h"
 #include "../../shim/gate.h"
 #include "../../shim/ready.h"
 #include "../../shim/wait.h"

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/h1fast.h"
-#include "../../core/http1.h"
+#include "../../core/http/h1fast.h"
+#include "../../core/http/http1.h"
 
 static bool scan(const char *head, const char *key, bool cookies, struct sl_h1fast *f)
 {

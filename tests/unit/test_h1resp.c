@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_h1resp.c - counting the responses a client reads (core/h1resp.h):
+/* test_h1resp.c - counting the responses a client reads (core/http/h1resp.h):
  * framing by Content-Length, chunked and end of stream, bytes split
  * anywhere, HEAD, interim 1xx, and what makes the count lost. */
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "../../core/h1resp.h"
+#include "../../core/http/h1resp.h"
 
 #define OK_CL "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
 #define OK_CH "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n"

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/h2.h"
+#include "../../core/http/h2.h"
 #include "h2_frames.h"
 #include "testutil.h"
 
@@ -351,7 +351,7 @@ static void a_block_the_inflater_refuses_is_counted_and_so_is_every_later_one(vo
 
 /* Issue 18 (left over): size updates after the first field, which nginx
  * takes and nghttp2's inflater refuses, are applied by the pre-pass
- * (core/hpack_pre.h): the keys of the block and of every later one are
+ * (core/http/hpack_pre.h): the keys of the block and of every later one are
  * read, through the dynamic table too. Before: every request odd, no keys
  * (seen failing). */
 static void size_updates_anywhere_in_a_block_keep_the_keys(void **unused)

@@ -10,7 +10,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "../../core/hostport.h"
+#include "../../core/fleet/hostport.h"
 
 static void canonical(const char *in, const char *want)
 {

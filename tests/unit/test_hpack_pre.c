@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../core/hpack_pre.h"
+#include "../../core/http/hpack_pre.h"
 
 /* Runs the block through the pre-pass in pieces of `piece` bytes (0:
  * whole): the field bytes in *fields, the updates as text ("0 4096"). */

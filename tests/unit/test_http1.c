@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/http1.h"
-#include "../../core/reqmatch.h"
+#include "../../core/http/http1.h"
+#include "../../core/http/reqmatch.h"
 #include "testutil.h"
 
 /* A line longer than the buffer is cut; the comparisons still hold. */

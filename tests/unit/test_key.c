@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "../../core/key.h"
+#include "../../core/limit/key.h"
 #include "testutil.h"
 
 static const uint64_t secret_a[4] = {1, 2, 3, 4};

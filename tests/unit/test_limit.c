@@ -14,7 +14,7 @@
 
 #include <stdbool.h>
 
-#include "../../core/limit.h"
+#include "../../core/limit/limit.h"
 #include "testutil.h"
 
 static struct sl_limit gcra(uint64_t count, uint64_t period, uint64_t burst)

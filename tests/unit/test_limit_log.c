@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_limit_log.c - the exact sliding log (core/limit_log.h) with the
+/* test_limit_log.c - the exact sliding log (core/limit/limit_log.h) with the
  * clock injected: no rolling window ever holds more than N, and a denied or
  * delayed request learns exactly when the oldest stamp leaves. */
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/limit_log.h"
+#include "../../core/limit/limit_log.h"
 
 #define MS  1000000ull
 #define SEC 1000000000ull

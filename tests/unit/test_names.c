@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* test_names.c - the destination name in a ClientHello (SNI) or a request
- * head (Host): core/names.h. */
+ * head (Host): core/http/names.h. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "../../core/names.h"
+#include "../../core/http/names.h"
 
 /* A ClientHello record with one extension before server_name (so the
  * walk over extensions is exercised) and the name given. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_pacelog.c - pacing made visible (core/pacelog.c): the first paced
+/* test_pacelog.c - pacing made visible (core/policy/pacelog.c): the first paced
  * decisions of a spell get a line each, then one summary per interval
  * counts every paced decision of it with the longest wait; an interval
  * with nothing beyond the first lines starts a new spell. Time is the
@@ -14,7 +14,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "../../core/pacelog.h"
+#include "../../core/policy/pacelog.h"
 #include "testutil.h"
 
 static void pace_first_decisions_get_a_line_each_then_none(void **state)

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../../core/mem.h"
-#include "../../core/plan.h"
+#include "../../core/limit/plan.h"
 
 static struct sl_plan plan(const char *name, uint64_t per_second)
 {

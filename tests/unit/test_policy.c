@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* test_policy.c - the decision itself: which rules an event meets, and what
- * they decide together (core/policy.c). Rules come from inline text through
+ * they decide together (core/policy/policy.c). Rules come from inline text through
  * conf/, the table is private, time is passed in by hand. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "../../conf/conf.h"
-#include "../../core/policy.h"
+#include "../../core/policy/policy.h"
 #include "testutil.h"
 
 

@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "../../core/quota.h"
+#include "../../core/limit/quota.h"
 #include "testutil.h"
 
 /* UTC dates as seconds since the epoch (from Python's calendar.timegm). */
@@ -58,7 +58,7 @@ static void an_offset_moves_the_edges_to_local_midnight(void **unused)
                      (DEC01_0000 + 5 * 3600) * SEC);
 }
 
-/* A quota driven the way core/request.c drives it: the window end in
+/* A quota driven the way core/http/request.c drives it: the window end in
  * monotonic time is now + (wall end - wall now). */
 struct clock {
     uint64_t mono, wall;

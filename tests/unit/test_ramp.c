@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_ramp.c - a rate that steps from one value to another (core/ramp.h)
+/* test_ramp.c - a rate that steps from one value to another (core/limit/ramp.h)
  * with the wall time injected, and its options (conf). */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../../conf/conf.h"
-#include "../../core/ramp.h"
+#include "../../core/limit/ramp.h"
 #include "testutil.h"
 
 #define DEC01_2026 1796083200ll /* calendar.timegm((2026, 12, 1, 0, 0, 0)) */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_readiness.c - core/readiness.c: event masks, timeout cutting, the
+/* test_readiness.c - core/limit/readiness.c: event masks, timeout cutting, the
  * kernel operation a registration needs, and the shadow table. Time is
  * passed in; nothing sleeps. */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 #include <sys/epoll.h>
 
 #include "../../core/mem.h"
-#include "../../core/readiness.h"
+#include "../../core/limit/readiness.h"
 #include "testutil.h"
 
 static void throttled_directions_are_those_still_in_the_future(void **state)

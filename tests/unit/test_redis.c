@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_redis.c - the Redis backend's decisions (core/redis_state.c) and
- * its reading of the script's replies (core/redis_reply.c). No Redis and
+/* test_redis.c - the Redis backend's decisions (core/fleet/redis_state.c) and
+ * its reading of the script's replies (core/fleet/redis_reply.c). No Redis and
  * no sender: the test plays the sender's part, storing `rest` words and
  * ok_at; the clock is injected and the wall clock offset is 0, so `now`
  * numbers the windows. */
@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/key.h"
-#include "../../core/redis_int.h"
-#include "../../core/window.h"
+#include "../../core/limit/key.h"
+#include "../../core/fleet/redis_int.h"
+#include "../../core/limit/window.h"
 #include "testutil.h"
 
 static struct sl_config *config(uint64_t count, enum sl_backend_error on_error)
@@ -256,7 +256,7 @@ static void only_replies_of_the_scripts_shape_are_read(void **st)
     assert_int_equal(read_reply("*-1\r\n", &k), -1);
 }
 
-/* A reply announcing a huge array fails as out of memory (core/redis_alloc.c
+/* A reply announcing a huge array fails as out of memory (core/fleet/redis_alloc.c
  * caps one allocation) instead of allocating gigabytes in the program. */
 static void a_reply_announcing_a_huge_array_is_refused(void **unused)
 {
@@ -276,7 +276,8 @@ static void a_reply_announcing_a_huge_array_is_refused(void **unused)
  * counted as that (decisions fall back there), and the rounds' time. */
 static void round_gaps_give_the_interval_decisions_see(void **st)
 {
-    struct sl_redis_state *s = state(config(60, SL_BACKEND_LOCAL));
+    struct sl_config *cfg = config(60, SL_BACKEND_LOCAL);
+    struct sl_redis_state *s = state(cfg);
     uint64_t last = 0, t = 1000 * SEC;
     _Atomic uint64_t *c = s->hdr->counters;
     sl_redis_round_timing(s, &last, t, t + 2 * MS); /* the first: no gap yet */
@@ -296,6 +297,7 @@ static void round_gaps_give_the_interval_decisions_see(void **st)
     sl_redis_round_timing(s, &last, t, t + 2 * MS);
     assert_int_equal(atomic_load(&c[SL_RC_GAP_US]), 3 * 20000 + 60000 + 240000);
     assert_int_equal(last, t);
+    free(cfg);
 }
 
 int main(void)

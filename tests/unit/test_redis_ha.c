@@ -3,7 +3,7 @@
  * that need no server: CRC16 and hash-tag slots against Redis's known
  * values, the slot map from a CLUSTER SLOTS reply, MOVED / ASK errors,
  * and the sentinels' answers and +switch-master messages
- * (core/redis_cluster.c, core/redis_sentinel.c). Replies are built by
+ * (core/fleet/redis_cluster.c, core/fleet/redis_sentinel.c). Replies are built by
  * hiredis's reader from wire bytes, as the sender gets them. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../core/redis_cluster.h"
-#include "../../core/redis_sentinel.h"
+#include "../../core/fleet/redis_cluster.h"
+#include "../../core/fleet/redis_sentinel.h"
 #include "testutil.h"
 
 static redisReply *parse(const char *wire)

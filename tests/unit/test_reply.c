@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../core/reply.h"
+#include "../../core/http/reply.h"
 #include "testutil.h"
 
 /* The value of header `name` in a reply (first match), or NULL. */

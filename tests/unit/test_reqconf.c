@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "../../conf/conf.h"
-#include "../../core/plan.h"
-#include "../../core/quota.h"
+#include "../../core/limit/plan.h"
+#include "../../core/limit/quota.h"
 
 static struct sl_config *load(const char *rules, char *err, size_t errlen)
 {

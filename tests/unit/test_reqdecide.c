@@ -13,11 +13,11 @@
 #include <string.h>
 
 #include "../../core/log.h"
-#include "../../core/plan.h"
-#include "../../core/quota.h"
-#include "../../core/reqdecide.h"
-#include "../../core/table.h"
-#include "../../core/table_plans.h"
+#include "../../core/limit/plan.h"
+#include "../../core/limit/quota.h"
+#include "../../core/http/reqdecide.h"
+#include "../../core/limit/table.h"
+#include "../../core/limit/table_plans.h"
 #include "testutil.h"
 
 struct world {
@@ -90,7 +90,7 @@ static struct sl_req_rules conn(struct world *w, uint8_t last, const char *heade
     return x;
 }
 
-/* The body digests of the tests (core/bodydigest.h): requests are whole
+/* The body digests of the tests (core/http/bodydigest.h): requests are whole
  * with an empty body unless a test says otherwise. */
 static const uint8_t body_empty[16], body_other[16] = {1};
 

@@ -11,7 +11,7 @@
 #include <sodium.h>
 #include <string.h>
 
-#include "../../core/reqkey.h"
+#include "../../core/http/reqkey.h"
 
 /* The key as computed from scratch, without the memo. */
 static void reference(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../core/reqmatch.h"
+#include "../../core/http/reqmatch.h"
 
 static void assert_normal(const char *path, const char *want)
 {

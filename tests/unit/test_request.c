@@ -15,8 +15,8 @@
 
 #include "../../core/log.h"
 #include "../../core/mem.h"
-#include "../../core/request.h"
-#include "../../core/table.h"
+#include "../../core/http/request.h"
+#include "../../core/limit/table.h"
 #include "h2_frames.h"
 #include "reqworld.h"
 #include "testutil.h"
@@ -618,7 +618,7 @@ static void outbound_reject_and_inbound_reply_are_unchanged(void **unused)
 }
 
 /* The Idempotency-Key mark takes the body's digest from the bytes that came
- * with the head (core/bodydigest.h): a retry whose body is whole there is
+ * with the head (core/http/bodydigest.h): a retry whose body is whole there is
  * free; one whose body comes in a later read has no digest and is charged
  * like any request, never free. */
 static bool idem_request(struct req_world *w, const char *s, size_t shown)

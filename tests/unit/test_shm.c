@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../core/table.h"
+#include "../../core/limit/table.h"
 #include "cluster_util.h"
 #include "testutil.h"
 

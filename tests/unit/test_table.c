@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../core/quota.h"
-#include "../../core/table.h"
+#include "../../core/limit/quota.h"
+#include "../../core/limit/table.h"
 #include "testutil.h"
 
 
@@ -460,7 +460,7 @@ static void table_memory_never_grows(void **unused)
 /* ---- a flood of one-off keys (issue 18.6) ------------------------------ */
 
 /* One request of key i: its bucket, then its daily quota word, as
- * core/reqdecide.c charges them. */
+ * core/http/reqdecide.c charges them. */
 struct quota_arg {
     uint64_t limit, end, now;
     bool allowed;

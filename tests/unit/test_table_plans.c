@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_table_plans.c - quota use per plan in the table (core/table_plans.h):
+/* test_table_plans.c - quota use per plan in the table (core/limit/table_plans.h):
  * entries made once per (rule, plan), requests admitted and refused, keys
  * reaching 80/90/100 % ever and in the current window, windows renewing,
  * late requests of an older window, exact totals under threads, and the
@@ -14,9 +14,9 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "../../core/key.h"
-#include "../../core/table.h"
-#include "../../core/table_plans.h"
+#include "../../core/limit/key.h"
+#include "../../core/limit/table.h"
+#include "../../core/limit/table_plans.h"
 #include "testutil.h"
 
 /* A window ending at 2026-11-23 00:00 UTC, and the next day's. */

@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#include "../../core/tlsrec.h"
+#include "../../core/http/tlsrec.h"
 
 /* A ClientHello record as a client writes it: SNI `name` (NULL: none),
  * ALPN protocols `alpn` (a wire-format list without its length; NULL:

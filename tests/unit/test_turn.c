@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* test_turn.c - connections taking turns at one key's byte budget
- * (core/turn.c), time injected: a lone connection gets the whole rate
+ * (core/limit/turn.c), time injected: a lone connection gets the whole rate
  * whatever the burst, two or eight share it evenly and in order, and
  * together they get exactly the rate. */
 #include <stdarg.h>
@@ -9,7 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "../../core/turn.h"
+#include "../../core/limit/turn.h"
 #include "testutil.h"
 
 #define KB 1000ull
@@ -38,7 +38,7 @@ static void sim_open(struct sim *s, uint64_t rate, uint64_t burst)
     s->rule = sl_table_rule(s->t, 3, "bytes");
     s->key = (struct sl_key){.rule = 3, .lo = 42};
     assert_int_equal(sl_limit_init(&s->l, SL_ALG_GCRA, rate, SEC, burst), 0);
-    s->quantum = rate / 50; /* what core/policy.c uses */
+    s->quantum = rate / 50; /* what core/policy/policy.c uses */
 }
 
 /* One call of connection c at c->due asking for `want` bytes (at most two

@@ -9,7 +9,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "../../core/wire.h"
+#include "../../core/fleet/wire.h"
 
 static uint8_t key[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
                           17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../../core/limit.h"
+#include "../../core/limit/limit.h"
 
 #define NS   1ull
 #define US   1000ull

@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* gossip.c - the one gossip sender per host: a thread in the program.
+ *
+ * Why a thread in the host and not an agent process. The sender must read
+ * and write the cluster state, which lives in the program's shared memory,
+ * and must live exactly as long as the limits it enforces. A thread needs
+ * no second program to install, start, supervise and stop, works the same
+ * for `sluice run` and for a bare LD_PRELOAD, and dies with the program, so
+ * "kill the node" means what it says. What it costs, and how it is paid:
+ *   - exactly one per host: the UDP bind of the `listen` address is the
+ *     lock. Only the process that binds it starts the thread; others get
+ *     EADDRINUSE. The socket is CLOEXEC and closed in forked children
+ *     (pthread_atfork), so a child never holds it and never has the thread.
+ *   - re-election: if the sender's process dies (nginx's master, say),
+ *     the heartbeat in shared memory goes stale; the next decision in any
+ *     process of the program, at most once a second per host (CAS on
+ *     elect_ns), tries to bind and start the thread itself.
+ *   - nothing held across fork: the thread takes no lock the deciders or
+ *     the host could wait on; it allocates nothing after start; it uses raw
+ *     system calls for its I/O so no hook of sluice's (or of another
+ *     preloaded library) sees them; every signal is blocked in it, so the
+ *     host's handlers never run on it.
+ *
+ * Each interval the thread sends what changed (and every second all live
+ * counts, so a restarted peer converges), then waits in ppoll for
+ * datagrams until the next send. Between ticks it sends early when a
+ * decision raised the urgent word (a key's count ran its early share ahead
+ * of what was sent, cluster.c): a decision in this process wakes it with
+ * an empty datagram to its own socket; for deciders in other processes it
+ * looks at the word every millisecond, but only within an interval of its
+ * last early send (keys are hot), so an idle host is not woken.
+ *
+ * This file is the gossip backend of cluster.c (see cluster_t.h for what a
+ * backend may use): datagrams built from this node's words and merged into
+ * the peers' words, with the checks of docs/gossip-wire.txt, the replay
+ * window among them; and the thread that sends and receives them.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sodium.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../clock.h"
+#include "cluster_t.h"
+#include "hostport.h"
+#include "../log.h"
+#include "../sys.h"
+
+/* ---- datagrams (docs/gossip-wire.txt) ------------------------------------ */
+
+/* Replay protection, per peer and boot: a 64-datagram sliding window of
+ * sequence numbers (as IPsec's, RFC 4303 3.4.3); a new boot must be newer
+ * than everything heard from the peer's previous one. Returns whether the
+ * datagram is new, and records it. */
+static bool replay_accept(struct sl_cpeer *p, const struct sl_wire_hdr *h)
+{
+    if (h->boot != p->boot) {
+        if (p->boot && h->ts_ms <= p->last_ts_ms) return false;
+        p->boot = h->boot;
+        p->maxseq = h->seq;
+        p->bitmap = 1;
+        return true;
+    }
+    if (h->seq > p->maxseq) {
+        uint64_t shift = h->seq - p->maxseq;
+        p->bitmap = shift >= 64 ? 1 : p->bitmap << shift | 1;
+        p->maxseq = h->seq;
+        return true;
+    }
+    uint64_t d = p->maxseq - h->seq;
+    if (d >= 64 || (p->bitmap >> d & 1)) return false;
+    p->bitmap |= 1ull << d;
+    return true;
+}
+
+enum sl_wire_status sl_cluster_receive(struct sl_cluster *c, const uint8_t *buf, size_t len,
+                                       uint64_t now)
+{
+    struct sl_wire_hdr h;
+    enum sl_wire_status st = sl_wire_decode(buf, len, c->key, &h);
+    int o = 0;
+    if (st == SL_WIRE_OK && !(o = sl_cluster_origin(c, h.node))) st = SL_WIRE_UNKNOWN_PEER;
+    uint64_t wn = sl_cluster_wall(c, now), wms = wn / 1000000;
+    struct sl_cpeer *p = &c->hdr->peer[o];
+    if (st == SL_WIRE_OK) {
+        uint64_t d = h.ts_ms > wms ? h.ts_ms - wms : wms - h.ts_ms;
+        if (d > SL_CLUSTER_TS_WINDOW_MS) st = SL_WIRE_STALE;
+    }
+    if (st == SL_WIRE_OK && !replay_accept(p, &h)) st = SL_WIRE_REPLAYED;
+    if (st != SL_WIRE_OK) {
+        atomic_fetch_add_explicit(&c->hdr->drops[st], 1, memory_order_relaxed);
+        return st;
+    }
+    if (h.ts_ms > p->last_ts_ms) p->last_ts_ms = h.ts_ms;
+    sl_cluster_heard(c, o, now);
+    sl_cluster_count(c, SL_CC_RX_PACKETS, 1);
+    sl_cluster_count(c, SL_CC_RX_BYTES, len);
+    for (size_t i = 0; i < h.nrec; i++) {
+        struct sl_wire_rec w;
+        sl_wire_rec_at(buf, i, &w);
+        struct sl_cluster_rec r = {
+            .hash = w.hash, .rule = w.rule, .window = w.window, .prev = w.prev, .curr = w.curr};
+        sl_cluster_merge(c, o, &r, wn);
+    }
+    return SL_WIRE_OK;
+}
+
+struct builder {
+    struct sl_cluster *c;
+    struct sl_wire_hdr h;
+    struct sl_wire_rec recs[SL_WIRE_MAX_RECS];
+    size_t n, packets;
+    sl_cluster_emit_fn emit;
+    void *arg;
+};
+
+static void flush(struct builder *b)
+{
+    uint8_t pkt[SL_WIRE_MAX];
+    b->h.seq = ++b->c->seq;
+    size_t len = sl_wire_encode(pkt, &b->h, b->recs, b->n, b->c->key);
+    b->emit(b->arg, pkt, len);
+    b->n = 0;
+    b->packets++;
+}
+
+static void add_record(void *arg, const struct sl_cluster_rec *r)
+{
+    struct builder *b = arg;
+    b->recs[b->n++] = (struct sl_wire_rec){
+        .hash = r->hash, .rule = r->rule, .window = r->window, .prev = r->prev, .curr = r->curr};
+    if (b->n == SL_WIRE_MAX_RECS) flush(b);
+}
+
+size_t sl_cluster_build(struct sl_cluster *c, uint64_t now, bool full, sl_cluster_emit_fn emit,
+                        void *arg)
+{
+    static __thread struct builder b; /* 1.1 KiB: off the sender's stack */
+    uint64_t wn = sl_cluster_wall(c, now);
+    if (!c->boot) {
+        randombytes_buf(&c->boot, sizeof c->boot);
+        c->boot |= 1;
+        c->seq = 0;
+    }
+    b = (struct builder){.c = c, .emit = emit, .arg = arg};
+    b.h = (struct sl_wire_hdr){.type = SL_WIRE_TYPE_COUNTS,
+                               .flags = full ? SL_WIRE_FLAG_FULL : 0,
+                               .node = c->self_id,
+                               .boot = c->boot,
+                               .ts_ms = wn / 1000000};
+    sl_cluster_each_own(c, wn, full, add_record, &b);
+    if (b.n || b.packets == 0) flush(&b);
+    return b.packets;
+}
+
+/* ---- the sender thread ------------------------------------------------------ */
+
+static uint64_t xorshift(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+static void send_all(void *arg, const uint8_t *pkt, size_t len)
+{
+    struct sl_cluster *c = arg;
+    for (int i = 0; i < c->norig - 1; i++) {
+        if (c->drop_pct && xorshift(&c->rng) % 100 < c->drop_pct) {
+            atomic_fetch_add_explicit(&c->hdr->counters[SL_CC_TX_TEST_DROPPED], 1,
+                                      memory_order_relaxed);
+            continue;
+        }
+        long n = sl_sys_sendto(c->fd, pkt, len, MSG_DONTWAIT | MSG_NOSIGNAL,
+                               (const struct sockaddr *)&c->peer_sa[i], c->peer_salen[i]);
+        enum sl_cluster_counter k = n == (long)len ? SL_CC_TX_PACKETS : SL_CC_TX_ERRORS;
+        atomic_fetch_add_explicit(&c->hdr->counters[k], 1, memory_order_relaxed);
+        if (n == (long)len)
+            atomic_fetch_add_explicit(&c->hdr->counters[SL_CC_TX_BYTES], len, memory_order_relaxed);
+    }
+}
+
+void sl_gossip_wake(struct sl_cluster *c)
+{
+    if (!atomic_load_explicit(&c->running, memory_order_relaxed) || c->fd < 0) return;
+    int saved = errno;
+    static const uint8_t none[1];
+    sl_sys_sendto(c->fd, none, 0, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&c->self_sa,
+                  c->self_salen);
+    errno = saved;
+}
+
+#define HOT_POLL_NS 1000000ull /* how often a hot sender looks at the urgent word */
+
+static void *sender(void *arg)
+{
+    struct sl_cluster *c = arg;
+    const uint64_t interval =
+        c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns : 20000000ull;
+    const uint64_t full_every = interval >= SL_NS_PER_SEC ? 1 : SL_NS_PER_SEC / interval;
+    static uint8_t buf[SL_WIRE_MAX + 1];
+    uint64_t next = sl_clock_now(), tick = 0, hot_until = 0;
+    while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
+        uint64_t now = sl_clock_now();
+        bool urgent = sl_cluster_take_urgent(c);
+        if (now >= next) {
+            atomic_store_explicit(&c->hdr->offset_ns, sl_clock_wall_offset(), memory_order_relaxed);
+            sl_cluster_build(c, now, tick % full_every == 0, send_all, c);
+            tick++;
+            next += interval;
+            if (next <= now) next = now + interval;
+            atomic_store_explicit(&c->hdr->heartbeat, now, memory_order_relaxed);
+        } else if (urgent) {
+            sl_cluster_build(c, now, false, send_all, c);
+            sl_cluster_count(c, SL_CC_TX_EARLY, 1);
+        }
+        if (urgent) hot_until = now + interval;
+        uint64_t wait = next > now ? next - now : 0;
+        if (now < hot_until && wait > HOT_POLL_NS) wait = HOT_POLL_NS;
+        struct timespec ts = {(time_t)(wait / SL_NS_PER_SEC), (long)(wait % SL_NS_PER_SEC)};
+        struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+        sl_sys_ppoll(&pfd, 1, &ts);
+        uint64_t drain_start = sl_clock_now();
+        for (int i = 0; i < 256; i++) {
+            long n = sl_sys_recvfrom(c->fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC);
+            if (n < 0) { /* drained: our view of the peers is complete up to drain_start */
+                atomic_store_explicit(&c->hdr->rx_at, drain_start, memory_order_release);
+                break;
+            }
+            if (n == 0) continue; /* a wake-up (sl_gossip_wake): send early, at the loop's top */
+            /* MSG_TRUNC: n is the datagram's real length, so an oversized
+             * one is seen as such (the decoder reads nothing past 1200). */
+            sl_cluster_receive(c, buf, (size_t)n, sl_clock_now());
+        }
+    }
+    return NULL;
+}
+
+static struct sl_cluster *_Atomic forked_watch; /* the cluster sl_cluster_open made */
+
+static void after_fork_child(void)
+{
+    struct sl_cluster *c = atomic_load(&forked_watch);
+    if (!c || !atomic_load(&c->running)) return;
+    /* The thread did not come along; the socket must not either, or the
+     * address would stay bound after the sender's death. */
+    sl_sys_close(c->fd);
+    c->fd = -1;
+    atomic_store(&c->running, 0);
+}
+
+int sl_gossip_start(struct sl_cluster *c, char *err, size_t errlen)
+{
+    const struct sl_gossip *g = &c->cfg->gossip;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (sl_hostport_parse(g->listen, &ss, &len)) {
+        snprintf(err, errlen, "gossip: listen '%s' is not ADDRESS:PORT", g->listen);
+        return -1;
+    }
+    for (int i = 0; i < g->npeers; i++) {
+        if (sl_hostport_parse(g->peers[i], &c->peer_sa[i], &c->peer_salen[i])) {
+            snprintf(err, errlen, "gossip: peer '%s' is not ADDRESS:PORT", g->peers[i]);
+            return -1;
+        }
+    }
+    c->self_sa = ss;
+    c->self_salen = len;
+    int fd = sl_sys_socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "gossip: socket: %s", strerror(errno));
+        return -1;
+    }
+    if (sl_sys_bind(fd, (struct sockaddr *)&ss, len) != 0) {
+        int e = errno;
+        sl_sys_close(fd);
+        if (e == EADDRINUSE) return 1;
+        snprintf(err, errlen, "gossip: bind %s: %s", g->listen, strerror(e));
+        return -1;
+    }
+    const char *drop = getenv("SLUICE_TEST_GOSSIP_DROP");
+    c->drop_pct = drop ? (uint32_t)atoi(drop) : 0;
+    c->rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull | 1;
+    c->fd = fd;
+    c->boot = 0; /* a new boot id at the first build */
+    atomic_store(&c->stop, 0);
+    atomic_store(&c->running, 1);
+    atomic_store_explicit(&c->hdr->heartbeat, sl_clock_now(), memory_order_relaxed);
+    atomic_store_explicit(&c->hdr->sender_pid, (int32_t)getpid(), memory_order_relaxed);
+
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&c->thread, NULL, sender, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        sl_sys_close(fd);
+        c->fd = -1;
+        atomic_store(&c->running, 0);
+        snprintf(err, errlen, "gossip: pthread_create: %s", strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+void sl_gossip_stop(struct sl_cluster *c)
+{
+    struct sl_cluster *self = c;
+    atomic_compare_exchange_strong(&forked_watch, &self, NULL);
+    if (!atomic_load(&c->running)) return;
+    atomic_store(&c->stop, 1);
+    pthread_join(c->thread, NULL);
+    sl_sys_close(c->fd);
+    c->fd = -1;
+    atomic_store(&c->running, 0);
+}
+
+void sl_gossip_check(struct sl_cluster *c, uint64_t now)
+{
+    if (atomic_load_explicit(&c->running, memory_order_relaxed)) return;
+    uint64_t interval = c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns : 20000000ull;
+    uint64_t hb = atomic_load_explicit(&c->hdr->heartbeat, memory_order_relaxed);
+    if (now < hb + 3 * interval + 200000000ull) return;
+    uint64_t e = atomic_load_explicit(&c->hdr->elect_ns, memory_order_relaxed);
+    if (e && now < e + SL_NS_PER_SEC) return;
+    if (!atomic_compare_exchange_strong(&c->hdr->elect_ns, &e, now)) return;
+    char err[256];
+    if (sl_gossip_start(c, err, sizeof err) == 0)
+        sl_log(SL_LOG_INFO, "gossip: this process (%d) now sends for %s", (int)getpid(),
+               c->cfg->gossip.listen);
+    else if (*err)
+        sl_log(SL_LOG_WARN, "%s", err);
+}
+
+struct sl_cluster *sl_cluster_open(const struct sl_config *cfg, char *err, size_t errlen)
+{
+    char name[200];
+    sl_cluster_shm_name(cfg->gossip.listen, name, sizeof name);
+    struct sl_cluster *c = sl_cluster_create(cfg, name, err, errlen);
+    if (!c) return NULL;
+    struct sl_cluster *expected = NULL;
+    if (atomic_compare_exchange_strong(&forked_watch, &expected, c))
+        pthread_atfork(NULL, NULL, after_fork_child);
+    err[0] = 0;
+    if (sl_gossip_start(c, err, errlen) < 0) {
+        sl_cluster_close(c);
+        return NULL;
+    }
+    c->elect = true;
+    return c;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* h1fast.h - a one-pass reader of complete, common HTTP/1 request heads.
+ *
+ * The fast path of core/http/http1.c: given the bytes at the start of a head,
+ * it either reads the whole head (up to and including its blank line) in
+ * one pass and returns slices into the buffer (no copies), or declines.
+ * It accepts only what it is sure http-parser 2.9.4 reads the same way:
+ * "METHOD /target HTTP/1.x" with a common method, CRLF line ends,
+ * printable ASCII, token header names, Content-Length as plain digits,
+ * a keep-alive connection. Anything else (obs-fold, tabs, control or
+ * high bytes, Transfer-Encoding, Upgrade, Proxy-Connection, Connection
+ * other than keep-alive, a repeated Content-Length, an empty value, a
+ * head not complete in the buffer or over SL_H1FAST_MAX, a Cookie line
+ * when cookies are wanted) declines, and http1.c runs http-parser, the
+ * reference. tests/fuzz/fuzz_h1fast.c holds both to the same result.
+ *
+ * No allocation, no clock. The result depends only on the head's bytes
+ * and the key: each thread remembers the last head it read whole (up to
+ * SL_H1FAST_MEMO bytes) and what it gave, so a keep-alive client sending
+ * the same head again costs a compare instead of a scan (h1fast.c).
+ */
+#ifndef SL_H1FAST_H
+#define SL_H1FAST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A longer head (or one whose end is further into the buffer) is left to
+ * http-parser: it fits every bounded field of struct sl_h1_head. */
+#define SL_H1FAST_MAX 1024
+
+/* Heads up to this long are remembered per thread (see above). */
+#define SL_H1FAST_MEMO 256
+
+/* What a connection knows once: the key's header name, lowercased. */
+struct sl_h1fast_key {
+    char name[64];   /* lowercase; len 0: no header key */
+    char folded[16]; /* a name under 16 bytes with every byte | 0x20 (zero-padded) */
+    uint8_t len;
+    bool cookies; /* cookies are wanted: a Cookie line declines */
+    uint32_t gen; /* set by sl_h1fast_key_init, unique per call (the thread's memo) */
+};
+
+/* [off, off + len) in the buffer; len 0 with present false: absent. */
+struct sl_h1fast_slice {
+    uint16_t off, len;
+    bool present;
+};
+
+struct sl_h1fast {
+    size_t end;         /* the head is buf[0, end): end is after its blank line */
+    const char *method; /* a constant, NUL-padded to 8 bytes ("GET\0\0\0\0\0") */
+    uint8_t method_len;
+    uint8_t http_minor; /* HTTP/1.0 or HTTP/1.1 */
+    bool has_length;    /* Content-Length given */
+    uint64_t content_length;
+    struct sl_h1fast_slice url, host, key, idem; /* values to their CR (trim as http1.c does) */
+    uint16_t path_len, query_off, query_len;     /* inside url (query_len 0: none) */
+};
+
+/* Sets k for a header key `name` (NULL or "": none). False: the name has
+ * bytes the fast path never sees in a header name (it then never matches,
+ * so heads carrying such a header decline: correct, only slower). */
+bool sl_h1fast_key_init(struct sl_h1fast_key *k, const char *name, size_t len, bool cookies);
+
+/* Reads the head at buf[0] (len bytes available). True: *out holds it. */
+bool sl_h1fast_scan(const char *buf, size_t len, const struct sl_h1fast_key *k,
+                    struct sl_h1fast *out);
+
+#endif

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* h1resp.h - counts the complete HTTP/1 responses in what a client reads.
+ *
+ * Outbound `reply` (core/http/request.h, sl_req_swallow) may hand the client a
+ * 429 only once it has read every response it is owed for the requests
+ * sent before the swallowed one: this counts them. Bytes go in in stream
+ * order, as the program reads them, split anywhere. A response to HEAD has
+ * no body: the caller says which requests were HEAD (sl_h1resp_sent). 1xx
+ * interim responses (100 Continue) are not final and not counted. After a
+ * 101, a response to CONNECT, or a malformed response nothing more is
+ * counted (sl_h1resp_lost): the caller then never assumes a response has
+ * been read. A response delimited by the end of the stream is counted at
+ * sl_h1resp_eof.
+ *
+ * Fixed size, no allocation, not thread-safe.
+ */
+#ifndef SL_H1RESP_H
+#define SL_H1RESP_H
+
+#include <http_parser.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SL_H1RESP_RING 64 /* requests in flight whose methods are remembered */
+
+struct sl_h1resp {
+    http_parser parser;
+    uint64_t sent;                         /* requests sent */
+    uint64_t done;                         /* final responses read */
+    uint64_t head[SL_H1RESP_RING / 64];    /* bit i % RING: request i was HEAD */
+    uint64_t connect[SL_H1RESP_RING / 64]; /* bit i % RING: request i was CONNECT */
+    bool lost;
+};
+
+void sl_h1resp_init(struct sl_h1resp *r);
+
+/* One more request was sent (in order); `method` as in its head. */
+void sl_h1resp_sent(struct sl_h1resp *r, const char *method);
+
+/* The program read these n bytes from the server. */
+void sl_h1resp_feed(struct sl_h1resp *r, const void *buf, size_t n);
+
+/* The program read the end of the stream. */
+void sl_h1resp_eof(struct sl_h1resp *r);
+
+/* Requests sent whose final responses the program has not read yet;
+ * UINT64_MAX once counting is lost. */
+uint64_t sl_h1resp_outstanding(const struct sl_h1resp *r);
+
+#endif

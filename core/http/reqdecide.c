@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* reqdecide.c - one request against the request rules (see reqdecide.h).
+ *
+ * Each rule's requests are counted under a table entry of their own (the
+ * rule's id with a mark, named "<rule>:req"), so `sluice stats` shows them
+ * beside the rule's connection counters and request buckets never share
+ * the rule's overflow bucket with its connections. When the table has no
+ * room for the extra entry, the rule's own entry serves both.
+ */
+#include "reqdecide.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../log.h"
+#include "../policy/pacelog.h"
+#include "../limit/plan.h"
+#include "../limit/quota.h"
+#include "../limit/ramp.h"
+#include "../fleet/redis.h"
+#include "reqkey.h"
+#include "reqmatch.h"
+#include "../limit/limit_log.h"
+#include "../limit/table.h"
+#include "../limit/table_plans.h"
+
+#define ENTRY_MARK      0x7265712e72756c65ull /* "req.rule" */
+#define PATH_MAX_NORMAL 2048
+
+void sl_req_rules_entries(struct sl_req_rules *x)
+{
+    const struct sl_config *c = x->rt->cfg;
+    x->by_header = 0;
+    for (int i = 0; i < c->nrules && i < SL_MAX_RULES; i++) {
+        x->entry[i] = (int8_t)x->rt->table_rule[i];
+        if (!(x->match >> i & 1)) continue;
+        if (c->rules[i].req_per == SL_REQ_PER_HEADER && *x->header &&
+            strcasecmp(c->rules[i].req_per_name, x->header) == 0)
+            x->by_header |= 1ull << i;
+        char name[SL_NAME_MAX];
+        snprintf(name, sizeof name, "%.*s:req", SL_NAME_MAX - 5, c->rules[i].name);
+        int e = sl_table_rule(x->rt->table, c->rules[i].id ^ ENTRY_MARK, name);
+        if (e >= 0) x->entry[i] = (int8_t)e;
+    }
+}
+
+/* What one rule took from one request, to give back if a later one denies. */
+struct grant {
+    int rule;
+    struct sl_key key;
+    bool took_rate;       /* took from a bucket of this rate (by value: a ramped */
+    struct sl_limit rate; /* rate is computed per decision, on apply_rule's stack) */
+    uint64_t quota_end;   /* 0: took nothing from a quota */
+    uint64_t mark_end;    /* 0: opened no Idempotency-Key window */
+    int32_t plan;         /* the plan's counters in the table (table_plans.h); -1: none */
+    uint32_t quota_used, quota_limit; /* of the quota (< 2^28), for the plan's counters */
+    uint64_t wait_ns;
+};
+
+struct idem_op {
+    uint64_t now, opened;
+    bool free, unmark;
+};
+
+static uint64_t idem_step(uint64_t old, void *arg)
+{
+    struct idem_op *op = arg;
+    if (op->unmark) return sl_idem_unmark(old, op->opened);
+    return sl_idem_step(old, op->now, &op->free, &op->opened);
+}
+
+/* The request's Idempotency-Key mark, stepped (a retry: *free) or, with
+ * unmark, the window `opened` taken back. A mark is the cheapest word to
+ * lose (the next retry pays, and opens a new window), so it is given the
+ * largest limit: a full table evicts marks before any key's count. */
+static void idem_apply(struct sl_runtime *rt, int e, const struct sl_key *bucket,
+                       const struct sl_req_head *h, uint64_t now, struct idem_op *op)
+{
+    struct sl_key mk;
+    sl_idem_key(&mk, bucket, h, sl_table_secret(rt->table));
+    sl_table_apply(rt->table, e, &mk, sl_quota_slot_limit(), SL_QUOTA_MAX, now, idem_step, op);
+}
+
+struct quota_op {
+    uint64_t limit, cost, end, now;
+    bool refund;
+    struct sl_verdict v;
+};
+
+static uint64_t quota_step(uint64_t old, void *arg)
+{
+    struct quota_op *op = arg;
+    if (op->refund) return sl_quota_refund(old, op->cost, op->end);
+    uint64_t next;
+    sl_quota_step(old, op->limit, op->cost, op->end, op->now, &next, &op->v);
+    return next;
+}
+
+static void quota_key(struct sl_key *k, const struct sl_key *bucket)
+{
+    *k = *bucket;
+    k->extra |= SL_REQ_KEY_QUOTA;
+}
+
+/* The rule's key value in the request, if it has one. qbuf holds a
+ * decoded query value. */
+static bool key_value(const struct sl_req_rules *x, const struct sl_rule *r,
+                      const struct sl_req_head *h, char *qbuf, size_t qlen, const char **v,
+                      size_t *vlen)
+{
+    switch (r->req_per) {
+    case SL_REQ_PER_ADDRESS:
+        return false;
+    case SL_REQ_PER_HEADER:
+        if (!h->header || !(x->by_header >> (r - x->rt->cfg->rules) & 1)) return false;
+        *v = h->header;
+        *vlen = h->header_len;
+        return true;
+    case SL_REQ_PER_QUERY:
+        if (!h->query || !sl_query_value(h->query, h->query_len, r->req_per_name, qbuf, qlen, vlen))
+            return false;
+        *v = qbuf;
+        return true;
+    case SL_REQ_PER_COOKIE:
+        return h->cookie && sl_cookie_value(h->cookie, h->cookie_len, r->req_per_name, v, vlen);
+    }
+    return false;
+}
+
+static bool request_matches(const struct sl_rule *r, const struct sl_req_head *h, char *path,
+                            bool *normalised)
+{
+    if (!sl_method_matches(r, h->method ? h->method : "", h->method_len)) return false;
+    if (r->nreq_hosts && (!h->host || !sl_host_matches(r, h->host, h->host_len))) return false;
+    if (r->nroutes == 0 || h->path_cut) return true;
+    if (!*normalised) {
+        sl_path_normalise(h->path ? h->path : "", h->path_len, path, PATH_MAX_NORMAL);
+        *normalised = true;
+    }
+    return sl_route_matches(r, path);
+}
+
+static void log_request(const struct sl_config *c, const struct sl_rule *r,
+                        const struct sl_req_head *h, const struct sl_addr *peer,
+                        const struct sl_key *k, const struct sl_verdict *v, bool dry)
+{
+    char addr[64], key[7];
+    sl_addr_format(peer->a, addr, sizeof addr);
+    sl_req_key_short(k, key);
+    int plen = h->path_len > 64 ? 64 : (int)h->path_len;
+    sl_decision_log(
+        c, SL_LOG_INFO, "rule \"%s\": %s request %.*s %.*s%s %s %s key #%s (retry in %llu ms)",
+        r->name, dry ? "would limit" : "limited", (int)(h->method_len > 16 ? 16 : h->method_len),
+        h->method ? h->method : "", plen, h->path ? h->path : "", h->path_len > 64 ? "..." : "",
+        r->dir == SL_IN ? "from" : "to", addr, key, (unsigned long long)(v->retry_ns / 1000000));
+}
+
+/* A request that passed: a line when it was paced, or in verbose mode. The
+ * key is told by its short hash, never its value. */
+static void log_grant(const struct sl_config *c, const struct grant *g, const struct sl_addr *peer,
+                      uint64_t now)
+{
+    if (!g->wait_ns && !sl_decisions_verbose(c)) return;
+    const struct sl_rule *r = &c->rules[g->rule];
+    char addr[64], key[7], what[128];
+    sl_addr_format(peer->a, addr, sizeof addr);
+    sl_req_key_short(&g->key, key);
+    snprintf(what, sizeof what, "%s %s key #%s", r->dir == SL_IN ? "from" : "to", addr, key);
+    if (g->wait_ns)
+        sl_pace_log(c, g->rule, true, what, g->wait_ns, now);
+    else
+        sl_decision_log(c, SL_LOG_DEBUG, "rule \"%s\": allowed a request %s", r->name, what);
+}
+
+static void give_back(struct sl_runtime *rt, const struct sl_req_rules *x, const struct grant *g,
+                      uint64_t now, const struct sl_req_head *h)
+{
+    const struct sl_rule *r = &rt->cfg->rules[g->rule];
+    int e = x->entry[g->rule];
+    if (g->took_rate && r->scope == SL_SCOPE_REDIS && rt->redis)
+        sl_redis_refund(rt->redis, g->rule, r, &(struct sl_redis_what){.limit = &g->rate}, &g->key,
+                        now, r->cost);
+    else if (g->took_rate)
+        sl_table_refund(rt->table, e, &g->key, &g->rate, now, r->cost);
+    if (g->quota_end) {
+        struct sl_key qk;
+        quota_key(&qk, &g->key);
+        struct quota_op op = {.cost = r->cost, .end = g->quota_end, .refund = true};
+        sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), SL_QUOTA_MAX, now, quota_step,
+                       &op);
+    }
+    if (g->mark_end) {
+        struct idem_op op = {.opened = g->mark_end, .unmark = true};
+        idem_apply(rt, e, &g->key, h, now, &op);
+    }
+}
+
+/* Under action = delay, a request over its quota whose window renews
+ * within max_delay waits for the next window (max_delay is the user's
+ * bound on waiting, whatever the reason): its rate token is taken again as
+ * if it arrived at the renewal, so the calls queued for the new window
+ * leave at the rate rather than all at once, and it counts against the
+ * next window. A rate kept in Redis or in an exact log is not re-decided:
+ * there the request fails as before. Returns whether it may wait; on
+ * false, the rate's token is already given back. */
+static bool wait_for_window(const struct sl_req_rules *x, int i, const struct sl_limit *rate,
+                            uint64_t now, uint64_t wall, enum sl_quota_window qwin, struct grant *g,
+                            struct quota_op *op, struct sl_verdict *v)
+{
+    struct sl_runtime *rt = x->rt;
+    const struct sl_rule *r = &rt->cfg->rules[i];
+    int e = x->entry[i];
+    uint64_t left = op->end - now, at = op->end;
+    if (rate->count && (!g->took_rate || r->scope == SL_SCOPE_REDIS)) return false;
+    struct sl_verdict rv = {.allowed = true};
+    if (g->took_rate) {
+        sl_table_refund(rt->table, e, &g->key, rate, now, r->cost);
+        g->took_rate = false;
+        sl_table_decide(rt->table, e, &g->key, rate, at, r->cost, r->max_delay_ns - left, &rv);
+        if (!rv.allowed) return false;
+    }
+    struct sl_key qk;
+    quota_key(&qk, &g->key);
+    uint64_t next_end = now + (sl_quota_window_end(wall + left, qwin, r->quota_offset_s) - wall);
+    struct quota_op nx = {.limit = op->limit, .cost = op->cost, .end = next_end, .now = now};
+    if (!sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), op->limit, now, quota_step,
+                        &nx) ||
+        !nx.v.allowed) {
+        if (rate->count) sl_table_refund(rt->table, e, &g->key, rate, at, r->cost);
+        if (nx.v.limit) op->v = nx.v; /* the next window is full too: retry after it */
+        return false;
+    }
+    g->took_rate = rate->count != 0;
+    g->rate = *rate;
+    g->wait_ns = left + rv.wait_ns;
+    g->quota_end = next_end;
+    g->quota_used = (uint32_t)(nx.v.limit - nx.v.remaining);
+    g->quota_limit = (uint32_t)nx.v.limit;
+    *v = nx.v;
+    v->wait_ns = g->wait_ns;
+    sl_table_note_quota(rt->table, e, nx.v.limit - nx.v.remaining, r->cost, nx.v.limit);
+    return true;
+}
+
+static uint64_t window_seconds(uint64_t period_ns)
+{
+    return sl_reply_seconds(period_ns);
+}
+
+/* One rule against the request: fills g (what it took) and v. */
+static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_head *h,
+                       uint64_t now, struct grant *g, struct sl_verdict *v,
+                       struct sl_reply_policy *pol)
+{
+    struct sl_runtime *rt = x->rt;
+    const struct sl_rule *r = &rt->cfg->rules[i];
+    const uint64_t *secret = sl_table_secret(rt->table);
+    int e = x->entry[i];
+    char qbuf[SL_REQ_VALUE_MAX + 1];
+    const char *val = NULL;
+    size_t vlen = 0;
+    const struct sl_plan *plan = NULL;
+
+    /* the fields read whatever happens (the rest only under the flag or
+     * end that says it was filled): no 130-byte clear per request */
+    g->rule = i;
+    g->took_rate = false;
+    g->quota_end = g->mark_end = g->wait_ns = 0;
+    g->plan = -1;
+    *v = (struct sl_verdict){.allowed = true};
+    if (key_value(x, r, h, qbuf, sizeof qbuf, &val, &vlen)) {
+        sl_req_key_value(&g->key, r, val, vlen, secret);
+        plan = sl_plans_find(r->plans, val, vlen);
+    } else if (r->req_per == SL_REQ_PER_ADDRESS || r->per_missing == SL_MISSING_PEER) {
+        sl_req_key_addr(&g->key, r, &x->peer);
+    } else if (r->per_missing == SL_MISSING_RULE) {
+        sl_req_key_rule(&g->key, r);
+    } else {
+        sl_req_key_rule(&g->key, r);
+        *v = (struct sl_verdict){.retry_ns = SL_NS_PER_SEC};
+        *pol = (struct sl_reply_policy){.name = r->name, .window_s = 1};
+        return;
+    }
+
+    const struct sl_limit *rate = plan && plan->req_limit.count ? &plan->req_limit : &r->req_limit;
+    struct sl_limit ramped;
+    if (r->ramp.steps && rate == &r->req_limit) { /* the rate in force today (core/limit/ramp.h) */
+        sl_ramp_limit(rate, &r->ramp, sl_ramp_step(&r->ramp, (int64_t)now + x->wall_offset),
+                      &ramped);
+        rate = &ramped;
+    }
+    uint64_t quota = plan && plan->quota ? plan->quota : r->quota;
+    enum sl_quota_window qwin = plan && plan->quota ? plan->quota_window : r->quota_window;
+    const char *pname = plan ? plan->name : r->name;
+    if (r->cost == 0 || (!rate->count && !quota)) return; /* counted, never limited */
+
+    if (h->idem && h->idem_len && h->body_digest) { /* no digest: charged, opens nothing */
+        struct idem_op op = {.now = now};
+        idem_apply(rt, e, &g->key, h, now, &op);
+        if (op.free) return; /* a retry: free */
+        g->mark_end = op.opened;
+    }
+    if (rate->count) {
+        uint64_t slack = r->action == SL_ACT_DELAY ? r->max_delay_ns : 0;
+        struct sl_log *lg;
+        if (rate->alg == SL_ALG_LOG) { /* one exact log for the rule (per = rule) */
+            if ((lg = sl_table_log(rt->table, e, rate->count)))
+                sl_log_step(rate, lg, now, slack, v);
+            else /* no room in the log region: fail open, counted */
+                sl_table_count(rt->table, e, SL_C_ERRORS, 1);
+        } else if (r->scope == SL_SCOPE_REDIS && rt->redis) {
+            /* a value (header:, query:, cookie:) names the key in Redis */
+            struct sl_redis_what w = {rate, val, vlen};
+            sl_redis_decide(rt->redis, i, r, &w, &g->key, now, r->cost, v);
+        } else {
+            sl_table_decide(rt->table, e, &g->key, rate, now, r->cost, slack, v);
+        }
+        if (!v->allowed) /* what the 429 describes: only a denial needs it */
+            *pol = (struct sl_reply_policy){
+                .name = pname, .quota = rate->count, .window_s = window_seconds(rate->period_ns)};
+        if (v->allowed) {
+            g->took_rate = rate->alg != SL_ALG_LOG; /* a stamp is not given back */
+            g->rate = *rate;
+            g->wait_ns = v->wait_ns;
+        }
+    }
+    if (v->allowed && quota && qwin != SL_QUOTA_NONE) {
+        uint64_t wall = now + (uint64_t)x->wall_offset;
+        struct sl_key qk;
+        quota_key(&qk, &g->key);
+        if (plan) /* quota use per plan: a lookup in the line the plan's requests share */
+            g->plan = sl_table_plan(rt->table, e, plan->id, plan->name, quota, qwin);
+        struct quota_op op = {.limit = quota,
+                              .cost = r->cost,
+                              .end =
+                                  now + (sl_quota_window_end(wall, qwin, r->quota_offset_s) - wall),
+                              .now = now};
+        if (sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), quota, now, quota_step, &op)) {
+            if (op.v.allowed) {
+                g->quota_end = op.end;
+                g->quota_used = (uint32_t)(op.v.limit - op.v.remaining);
+                g->quota_limit = (uint32_t)op.v.limit;
+                sl_table_note_quota(rt->table, e, op.v.limit - op.v.remaining, r->cost, op.v.limit);
+            } else if (r->action == SL_ACT_DELAY && op.end - now <= r->max_delay_ns &&
+                       wait_for_window(x, i, rate, now, wall, qwin, g, &op, v)) {
+                /* waits for the next window (g, v filled) */
+            } else {
+                sl_table_plan_refuse(rt->table, g->plan); /* -1 (no plan): nothing */
+                *v = op.v;
+                *pol = (struct sl_reply_policy){
+                    .name = pname,
+                    .quota = quota,
+                    .window_s = sl_quota_window_seconds(wall, qwin, r->quota_offset_s)};
+            }
+        } /* no slot for the quota word: it is not counted (fail open) */
+    }
+    if (!v->allowed) {
+        struct grant partial = *g;
+        partial.quota_end = 0;
+        give_back(rt, x, &partial, now, h);
+        g->took_rate = false;
+        g->mark_end = 0;
+    }
+}
+
+void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t now,
+                   struct sl_req_decision *d)
+{
+    struct sl_runtime *rt = x->rt;
+    const struct sl_config *c = rt->cfg;
+    struct grant granted[SL_MAX_RULES];
+    int ngranted = 0;
+    char path[PATH_MAX_NORMAL];
+    bool normalised = false;
+
+    d->allowed = true; /* v and policy are filled only on a denial (reqdecide.h) */
+    d->wait_ns = 0;
+    d->rule = -1;
+    for (int i = 0; i < c->nrules && i < SL_MAX_RULES; i++) {
+        if (!(x->match >> i & 1)) continue;
+        const struct sl_rule *r = &c->rules[i];
+        if (!request_matches(r, h, path, &normalised)) continue;
+        struct grant *gp = &granted[ngranted]; /* filled in place: no copy when it is kept */
+        struct sl_verdict v;
+        struct sl_reply_policy pol = {.name = r->name, .window_s = 1};
+        apply_rule(x, i, h, now, gp, &v, &pol);
+        if (v.allowed) {
+            ngranted++;
+            continue;
+        }
+        struct grant g = *gp;
+        sl_table_note_denial(rt->table, x->entry[i] | (r->dry_run ? SL_DENIAL_DRY : 0), &g.key,
+                             now);
+        if (r->dry_run) {
+            sl_table_count(rt->table, x->entry[i], SL_C_WOULD_LIMIT, 1);
+            log_request(c, r, h, &x->peer, &g.key, &v, true);
+            continue;
+        }
+        for (int j = 0; j < ngranted; j++)
+            give_back(rt, x, &granted[j], now, h);
+        sl_table_count(rt->table, x->entry[i], SL_C_LIMITED, 1);
+        log_request(c, r, h, &x->peer, &g.key, &v, false);
+        d->allowed = false;
+        d->rule = i;
+        d->v = v;
+        d->policy = pol;
+        return;
+    }
+    for (int j = 0; j < ngranted; j++) {
+        int e = x->entry[granted[j].rule];
+        sl_table_count(rt->table, e, SL_C_ALLOWED, 1);
+        if (granted[j].wait_ns) sl_table_count_wait(rt->table, e, now, granted[j].wait_ns);
+        if (granted[j].quota_end) /* admitted against its plan's quota only now it passes */
+            sl_table_plan_admit(rt->table, granted[j].plan, granted[j].quota_used,
+                                c->rules[granted[j].rule].cost, granted[j].quota_limit,
+                                /* the window's end, monotonic to wall seconds */
+                                (granted[j].quota_end + (uint64_t)x->wall_offset) / SL_NS_PER_SEC);
+        if (granted[j].wait_ns > d->wait_ns) d->wait_ns = granted[j].wait_ns;
+        log_grant(c, &granted[j], &x->peer, now);
+    }
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* reqdecide.h - what the request rules decide about one request.
+ *
+ * Every request rule that matched the connection and matches the request
+ * (method, Host, route) applies, in order: each takes `cost` tokens from
+ * its key's bucket (req_rate/req_burst, or the key's plan) and counts
+ * against its quota. The request passes only if all of them let it; when
+ * a later rule denies, what earlier rules took is given back, so a denied
+ * request costs nothing. A rule in dry run counts and logs what it would
+ * have denied and enforces nothing. A rule whose action is delay may hold
+ * the request up to max_delay (its turn is booked now, first come first
+ * served); beyond that it denies.
+ *
+ * Idempotency-Key: a retry of the same request (method and target) with
+ * the same key from the same client within SL_IDEM_WINDOW_NS of the
+ * charged attempt is not charged again, at most SL_IDEM_FREE times
+ * (core/http/idem.h): memory stays bounded (a mark is a table slot, reusable
+ * once idle) and a client cannot turn one key into free requests of other
+ * kinds, nor into unlimited retries.
+ */
+#ifndef SL_REQDECIDE_H
+#define SL_REQDECIDE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "idem.h"
+#include "../limit/key.h"
+#include "../limit/limit.h"
+#include "../policy/policy.h"
+#include "reqhead.h"
+#include "reply.h"
+#include "../rule.h"
+
+/* What a connection's requests are judged by; filled once per connection. */
+struct sl_req_rules {
+    struct sl_runtime *rt;
+    struct sl_addr peer; /* inbound: the client; outbound: the destination */
+    uint64_t match;      /* bit i: config rule i is a request rule matching the connection */
+    int64_t wall_offset; /* wall clock minus monotonic clock, ns (quota windows) */
+    char header[SL_REQ_NAME_MAX]; /* the header whose value sl_req_head.header holds */
+    uint64_t by_header;           /* bit i: rule i is keyed by that header (matched once, here) */
+    int8_t entry[SL_MAX_RULES];   /* the table entry counting rule i's requests */
+};
+
+struct sl_req_decision {
+    bool allowed;
+    uint64_t wait_ns;              /* allowed: how long it must be held first (delay) */
+    int rule;                      /* denied: the denying rule; -1 otherwise */
+    struct sl_verdict v;           /* denied: its verdict (not set when allowed) */
+    struct sl_reply_policy policy; /* denied: what the RateLimit fields describe (idem) */
+};
+
+/* Fills the rest of x for a connection whose rt, peer and match are set:
+ * registers the rules' request entries in the table (see reqdecide.c). */
+void sl_req_rules_entries(struct sl_req_rules *x);
+
+void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t now,
+                   struct sl_req_decision *d);
+
+#endif

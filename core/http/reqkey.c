@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* reqkey.c - request keys (see reqkey.h). */
+#include "reqkey.h"
+
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+static int hex(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes s[0..len) into out; '+' is a space. */
+static size_t decode(const char *s, size_t len, char *out, size_t outlen)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len && n + 1 < outlen; i++) {
+        char c = s[i];
+        if (c == '+') {
+            c = ' ';
+        } else if (c == '%' && i + 2 < len && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+            c = (char)(hex(s[i + 1]) << 4 | hex(s[i + 2]));
+            i += 2;
+        }
+        out[n++] = c;
+    }
+    if (outlen) out[n] = 0;
+    return n;
+}
+
+bool sl_query_value(const char *q, size_t len, const char *name, char *out, size_t outlen,
+                    size_t *outn)
+{
+    char pname[SL_REQ_NAME_MAX];
+    for (size_t i = 0; i < len;) {
+        size_t end = i;
+        while (end < len && q[end] != '&' && q[end] != ';')
+            end++;
+        const char *eq = memchr(q + i, '=', end - i);
+        size_t nlen = eq ? (size_t)(eq - (q + i)) : end - i;
+        size_t pn = decode(q + i, nlen, pname, sizeof pname);
+        if (pn == strlen(name) && memcmp(pname, name, pn) == 0 && nlen < sizeof pname) {
+            const char *v = eq ? eq + 1 : q + end;
+            *outn = decode(v, (size_t)(q + end - v), out, outlen);
+            return true;
+        }
+        i = end + 1;
+    }
+    return false;
+}
+
+static bool blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+bool sl_cookie_value(const char *h, size_t len, const char *name, const char **v, size_t *vlen)
+{
+    size_t want = strlen(name);
+    for (size_t i = 0; i < len;) {
+        while (i < len && (blank(h[i]) || h[i] == ';'))
+            i++;
+        size_t end = i;
+        while (end < len && h[end] != ';')
+            end++;
+        const char *eq = memchr(h + i, '=', end - i);
+        if (eq) {
+            size_t nlen = (size_t)(eq - (h + i));
+            while (nlen && blank(h[i + nlen - 1]))
+                nlen--;
+            if (nlen == want && memcmp(h + i, name, want) == 0) {
+                const char *s = eq + 1, *e = h + end;
+                while (s < e && blank(*s))
+                    s++;
+                while (e > s && blank(e[-1]))
+                    e--;
+                if (e - s >= 2 && *s == '"' && e[-1] == '"') s++, e--; /* a quoted cookie-value */
+                *v = s;
+                *vlen = (size_t)(e - s);
+                return true;
+            }
+        }
+        i = end + 1;
+    }
+    return false;
+}
+
+/* The last value this thread hashed, and its hash. A keep-alive client
+ * sends the same API key request after request, and SipHash over it is
+ * the same each time (~220 instructions; the compare is a few dozen).
+ * Keyed by the secret too, so a reload with a new secret never reuses a
+ * hash. Values over sizeof v are hashed every time. Thread-local: no
+ * sharing, no lock (initial-exec, as core/limit/table.c's stripe). */
+struct memo {
+    uint64_t secret[4];
+    uint64_t hi, lo;
+    size_t len; /* 0: empty (an empty value is hashed every time) */
+    char v[256];
+};
+static __thread struct memo memo __attribute__((tls_model("initial-exec")));
+
+void sl_req_key_value(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,
+                      const uint64_t secret[4])
+{
+    if (len > SL_REQ_VALUE_MAX) len = SL_REQ_VALUE_MAX;
+    k->rule = r->id;
+    k->extra = SL_REQ_KEY_BUCKET | SL_REQ_KEY_VALUE | (uint64_t)r->req_per;
+    struct memo *m = &memo;
+    if (len && len == m->len && memcmp(m->secret, secret, sizeof m->secret) == 0 &&
+        memcmp(m->v, v, len) == 0) {
+        k->hi = m->hi;
+        k->lo = m->lo;
+        return;
+    }
+    unsigned char out[crypto_shorthash_siphashx24_BYTES];
+    unsigned char key[crypto_shorthash_siphashx24_KEYBYTES];
+    memcpy(key, secret, sizeof key);
+    crypto_shorthash_siphashx24(out, (const unsigned char *)v, len, key);
+    memcpy(&k->hi, out, 8);
+    memcpy(&k->lo, out + 8, 8);
+    if (len && len <= sizeof m->v) {
+        memcpy(m->secret, secret, sizeof m->secret);
+        memcpy(m->v, v, len);
+        m->len = len;
+        m->hi = k->hi;
+        m->lo = k->lo;
+    }
+}
+
+void sl_req_key_addr(struct sl_key *k, const struct sl_rule *r, const struct sl_addr *a)
+{
+    sl_key_make(k, r, a);
+    k->extra |= SL_REQ_KEY_BUCKET;
+}
+
+void sl_req_key_rule(struct sl_key *k, const struct sl_rule *r)
+{
+    *k = (struct sl_key){.rule = r->id, .extra = SL_REQ_KEY_BUCKET | SL_REQ_KEY_VALUE};
+}
+
+void sl_req_key_short(const struct sl_key *k, char out[7])
+{
+    uint64_t h = sl_key_mum(k->hi ^ 0x9e3779b97f4a7c15ull, k->lo ^ k->extra);
+    snprintf(out, 7, "%06llx", (unsigned long long)(h >> 40));
+}

@@ -1,0 +1,629 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* request.c - one connection's requests (see request.h).
+ *
+ * Stream offsets. `pos` is the offset of the next byte to pass (what
+ * sl_req_admit's buf[0] is); the scanner's own position (sl_h1_pos) is how
+ * far it has read, never behind pos, so bytes shown again after a short
+ * read are not scanned twice. Heads found past pos were decided when
+ * found and are remembered in `ahead` (their offset and when they may
+ * pass), so a head is charged once however often its bytes are shown. The
+ * first denied head ends the connection's requests: nothing from its first
+ * byte on passes.
+ *
+ * What may pass: every byte before the first of (a) the denied head, (b) a
+ * held head whose time has not come, (c) the start of a head the scanner
+ * is still reading, (d) the first byte not scanned (the scanner pauses
+ * when SL_REQ_AHEAD heads are remembered).
+ *
+ * The rule of doubt (core/http/http1.h): an odd head (one sluice could read only
+ * by the conservative reading) is counted like any request, and counted
+ * in odd_heads of every rule matching the connection, with a log line (at
+ * most one a second per process, saying how many were not logged); a rule
+ * with on_odd = deny denies it instead. Only a stream that is not HTTP
+ * from its first bytes passes uncounted.
+ */
+#include "request.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "bodydigest.h"
+#include "../clock.h"
+#include "h1resp.h"
+#include "../log.h"
+#include "../mem.h"
+#include "h2.h"
+#include "http1.h"
+#include "reply.h"
+#include "reqdecide.h"
+#include "../limit/table.h"
+
+#define SL_REQ_AHEAD 16
+
+struct ahead {
+    uint64_t off;        /* the head's first byte */
+    uint64_t release_at; /* monotonic ns it may pass (0: now) */
+};
+
+/* A request an outbound `reply` rule denied: [start, end) is swallowed
+ * (end UINT64_MAX until the scanner finds the end of its body). */
+struct swallow {
+    uint64_t start, end;
+    uint64_t before; /* requests sent ahead of it: their responses come first */
+    int rule;        /* the denying rule */
+    struct sl_verdict v;
+    uint64_t quota, window_s; /* the RateLimit-Policy fields */
+    char name[49];            /* the rule's name (reply.c writes at most 48 bytes of it) */
+    bool queued;              /* its 429 is queued */
+};
+
+#define SL_REQ_INJECT_MAX (4 * SL_REPLY_MAX)
+
+/* What only an outbound connection with a `reply` rule needs (~7 KB):
+ * allocated at init for those alone. */
+struct replies {
+    struct swallow sw[SL_REQ_AHEAD];
+    size_t inj_len;              /* queued 429 bytes not yet read */
+    struct sl_h1resp resp;       /* the responses the program has read */
+    char inj[SL_REQ_INJECT_MAX]; /* the queued 429s */
+};
+
+/* Memory (issue 23): what every connection carries is this struct and
+ * the HTTP/1 scanner's own state (~1 KB together); the rest is allocated
+ * from sluice's heap when needed: HTTP/2 state when the preface is seen,
+ * the scanner's head copies while http-parser reads a head (core/http/http1.h),
+ * a 429's text when a head is denied, the swallow and 429 queue of
+ * outbound `reply` rules. No memory: the connection passes unlimited
+ * (fail open) or is reset (a denial with no room for its 429). */
+struct sl_req_conn {
+    struct sl_req_rules rules;
+    bool out;     /* outbound: the program writes these requests */
+    bool replies; /* outbound with a `reply` rule: swallowed requests are answered */
+    bool denied;
+    bool pass;      /* not HTTP from its first bytes: nothing more is limited */
+    bool cookies;   /* a rule keys on a cookie: the scanners collect Cookie lines */
+    bool is_h2;     /* the HTTP/2 preface was seen: h2 scans from there on */
+    bool key_alias; /* the key header is Host or Idempotency-Key (http1.c's keys_done) */
+    int nsw;
+    int nahead;
+    uint64_t pos;
+    struct ahead *ahead; /* SL_REQ_AHEAD of them, allocated at the first hold */
+    uint64_t deny_off;
+    struct sl_req_verdict deny;
+    char *reply; /* a denial's built-in 429 (allocated then) */
+    struct sl_h1 scan;
+    struct sl_h2 *h2;   /* is_h2 */
+    struct replies *rp; /* replies */
+};
+
+size_t sl_req_conn_size(void)
+{
+    return sizeof(struct sl_req_conn);
+}
+
+bool sl_req_any(const struct sl_runtime *rt, enum sl_dir dir)
+{
+    for (int i = 0; i < rt->cfg->nrules; i++)
+        if (rt->cfg->rules[i].request && rt->cfg->rules[i].dir == dir) return true;
+    return false;
+}
+
+/* The connection-level match of a request rule: core/policy/policy.c's matcher
+ * (learned addresses included), or, outbound, the name the client asked
+ * for (TLS SNI, Host) when known. */
+static bool conn_matches(const struct sl_runtime *rt, int rule, enum sl_dir dir,
+                         const struct sl_addr *local, const struct sl_addr *peer, const char *name)
+{
+    if (sl_rule_matches(rt, rule, dir, local, peer)) return true;
+    const struct sl_rule *r = &rt->cfg->rules[rule];
+    if (!name || dir != SL_OUT || sl_cidr_list_contains(r->exempt, r->nexempt, peer->a))
+        return false;
+    return sl_rule_names(rt, rule, name, strlen(name), peer->port);
+}
+
+static int64_t (*wall_offset_hook)(void);
+
+/* Test hook: what the wall clock is, as an offset from the monotonic one. */
+void sl_req_set_wall_offset(int64_t (*hook)(void));
+void sl_req_set_wall_offset(int64_t (*hook)(void))
+{
+    wall_offset_hook = hook;
+}
+
+static int64_t wall_offset(void)
+{
+    return wall_offset_hook ? wall_offset_hook() : sl_clock_wall_offset();
+}
+
+bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir dir,
+                      const struct sl_addr *local, const struct sl_addr *peer, uint64_t now)
+{
+    return sl_req_conn_init_named(c, rt, dir, local, peer, NULL, now);
+}
+
+bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir dir,
+                            const struct sl_addr *local, const struct sl_addr *peer,
+                            const char *name, uint64_t now)
+{
+    const struct sl_config *cfg = rt->cfg;
+    uint64_t match = 0;
+    bool quota = false, replies = false;
+    const char *header = NULL;
+    bool cookies = false;
+    for (int i = 0; i < cfg->nrules && i < SL_MAX_RULES; i++) {
+        const struct sl_rule *r = &cfg->rules[i];
+        if (!r->request || r->dir != dir || !conn_matches(rt, i, dir, local, peer, name)) continue;
+        match |= 1ull << i;
+        quota |= r->quota != 0 || r->plans != NULL || r->ramp.steps != 0; /* wall time needed */
+        if (!header && r->req_per == SL_REQ_PER_HEADER) header = r->req_per_name;
+        cookies |= r->req_per == SL_REQ_PER_COOKIE;
+        replies |= dir == SL_OUT && r->action == SL_ACT_REPLY;
+    }
+    if (!match) return false;
+    memset(c, 0, sizeof *c);
+    if (replies && !(c->rp = sl_alloc(sizeof *c->rp))) return false; /* no memory: untracked */
+    c->out = dir == SL_OUT;
+    c->replies = replies;
+    if (replies) sl_h1resp_init(&c->rp->resp);
+    c->rules.rt = rt;
+    c->rules.peer = *peer;
+    c->rules.match = match;
+    c->rules.wall_offset = quota ? wall_offset() : 0;
+    if (header) snprintf(c->rules.header, sizeof c->rules.header, "%s", header);
+    sl_req_rules_entries(&c->rules);
+    /* one header is extracted per connection: rules keyed by another
+     * header count its requests as without a key (documented) */
+    sl_h1_init(&c->scan, header ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE, header);
+    if (cookies) sl_h1_want_cookies(&c->scan);
+    if (c->out) sl_h1_trust_bodies(&c->scan);
+    c->cookies = cookies;
+    c->is_h2 = false;
+    c->key_alias =
+        header && (strcasecmp(header, "host") == 0 || strcasecmp(header, "idempotency-key") == 0);
+    (void)now;
+    return true;
+}
+
+/* What scan() needs of a head beside its fields, whichever reader found it. */
+struct found {
+    uint64_t start, end; /* stream offsets */
+    enum sl_h1_odd odd;
+    const char *method;
+    struct sl_body_frame frame; /* for an Idempotency-Key's body digest */
+};
+
+static void head_of(const struct sl_h1_head *h1, struct sl_req_head *h, struct found *f)
+{
+    memset(h, 0, sizeof *h);
+    *f = (struct found){.start = h1->start,
+                        .end = h1->end,
+                        .odd = h1->odd,
+                        .method = h1->method,
+                        .frame = {.http_major = h1->http_major,
+                                  .body = h1->body,
+                                  .chunked = h1->chunked,
+                                  .has_length = h1->has_length,
+                                  .content_length = h1->content_length}};
+    h->method = h1->method;
+    h->method_len = strlen(h1->method);
+    h->path = h1->url + h1->path_off;
+    h->path_len = h1->path_len;
+    /* cut inside the path (not its query): no route can be judged */
+    h->path_cut = h1->url_info.truncated && !memchr(h1->url, '?', h1->url_info.len) &&
+                  !memchr(h1->url, '#', h1->url_info.len);
+    if (h1->query_len) {
+        h->query = h1->url + h1->query_off;
+        h->query_len = h1->query_len;
+    }
+    if (h1->host_info.present) {
+        h->host = h1->host;
+        h->host_len = h1->host_info.len;
+    }
+    if (h1->cookie_info.present && !h1->cookie_info.truncated) {
+        h->cookie = h1->cookie;
+        h->cookie_len = h1->cookie_info.len;
+    }
+    if (h1->idem_info.present) {
+        h->idem = h1->idem;
+        h->idem_len = h1->idem_info.len;
+    }
+    if (h1->key_info.present) {
+        h->header = h1->key;
+        h->header_len = h1->key_info.len;
+    }
+}
+
+/* A value slice of a fast head, its trailing blanks trimmed (as
+ * http1.c's copies are). */
+static const char *slice(const char *b, struct sl_h1fast_slice v, size_t *len)
+{
+    const char *p = b + v.off;
+    size_t n = v.len;
+    while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+        n--;
+    *len = n;
+    return p;
+}
+
+/* A head the fast path read, as slices of the buffer (no copies). False:
+ * a value too long for http1.c's bounded copies (their cut and hash make
+ * the key), or a key header that aliases Host or Idempotency-Key: the
+ * copies are made (sl_h1_head) so both readers give the same key. */
+static bool fast_of(const struct sl_req_conn *c, const struct sl_h1fast *f, const char *b,
+                    struct sl_req_head *h, struct found *fd)
+{
+    if (c->key_alias || f->host.len >= SL_H1_HOST_MAX || f->key.len >= SL_H1_VALUE_MAX ||
+        f->idem.len >= SL_H1_VALUE_MAX)
+        return false;
+    *h = (struct sl_req_head){.method = f->method,
+                              .method_len = f->method_len,
+                              .path = b + f->url.off,
+                              .path_len = f->path_len};
+    *fd = (struct found){.start = sl_h1_head_start(&c->scan),
+                         .end = sl_h1_pos(&c->scan),
+                         .odd = SL_H1_ODD_NONE,
+                         .method = f->method,
+                         /* the fast path declines Transfer-Encoding */
+                         .frame = {.http_major = 1,
+                                   .body = f->has_length && f->content_length,
+                                   .has_length = f->has_length,
+                                   .content_length = f->content_length}};
+    if (f->query_len) {
+        h->query = b + f->url.off + f->query_off;
+        h->query_len = f->query_len;
+    }
+    if (f->host.present) h->host = slice(b, f->host, &h->host_len);
+    if (f->idem.present) h->idem = slice(b, f->idem, &h->idem_len);
+    if (f->key.present) h->header = slice(b, f->key, &h->header_len);
+    return true;
+}
+
+static void deny(struct sl_req_conn *c, uint64_t off, const struct sl_req_decision *d)
+{
+    const struct sl_rule *r = &c->rules.rt->cfg->rules[d->rule];
+    c->denied = true;
+    c->deny_off = off;
+    c->deny = (struct sl_req_verdict){.status = SL_REQ_DENY, .rule = d->rule};
+    /* an HTTP/1 429 has no place in an HTTP/2 stream: h2 denials reset */
+    c->deny.action = r->action == SL_ACT_REJECT || c->is_h2 ? SL_ACT_REJECT : SL_ACT_REPLY;
+    if (c->deny.action != SL_ACT_REPLY) return;
+    if (r->reply) {
+        c->deny.reply = r->reply;
+        c->deny.reply_len = r->reply_len;
+    } else if (c->reply || (c->reply = sl_alloc(SL_REPLY_MAX))) {
+        c->deny.reply = c->reply;
+        c->deny.reply_len = sl_reply_429_policy(c->reply, SL_REPLY_MAX, &d->v, &d->policy);
+    } else {
+        c->deny.action = SL_ACT_REJECT; /* no memory for its text: reset */
+    }
+}
+
+/* The scanner's position and the start of the head it is inside, if any
+ * (UINT64_MAX: none), whichever protocol the connection speaks. */
+static uint64_t scan_pos(const struct sl_req_conn *c)
+{
+    return c->is_h2 ? sl_h2_pos(c->h2) : sl_h1_pos(&c->scan);
+}
+
+static uint64_t scan_head_start(const struct sl_req_conn *c)
+{
+    if (c->is_h2) return sl_h2_state(c->h2) == SL_H2_IN_HEAD ? sl_h2_head_start(c->h2) : UINT64_MAX;
+    return sl_h1_state(&c->scan) == SL_H1_IN_HEAD ? sl_h1_head_start(&c->scan) : UINT64_MAX;
+}
+
+/* Feeds the bytes of buf past the scanner's position: the next head
+ * found (true, *h and *f set), or false with nothing more to find now. */
+static bool next_head(struct sl_req_conn *c, const char *buf, size_t len, struct sl_req_head *h,
+                      struct found *f)
+{
+    uint64_t at = scan_pos(c);
+    if (at >= c->pos + len) return false;
+    const char *p = buf + (at - c->pos);
+    size_t n = (size_t)(c->pos + len - at);
+    if (c->is_h2) {
+        enum sl_h2_event ev;
+        sl_h2_feed(c->h2, p, n, &ev);
+        if (ev == SL_H2_PASSTHROUGH) c->pass = true;
+        if (ev != SL_H2_REQUEST) return false;
+        head_of(sl_h2_head(c->h2), h, f);
+        return true;
+    }
+    enum sl_h1_event ev;
+    sl_h1_feed(&c->scan, p, n, &ev);
+    if (ev == SL_H1_H2) { /* prior knowledge: the frames follow the preface */
+        const char *key = *c->rules.header ? c->rules.header : NULL;
+        if (!(c->h2 = sl_alloc(sizeof *c->h2))) { /* no memory: the rest passes */
+            c->pass = true;
+            return false;
+        }
+        c->is_h2 = true;
+        sl_h2_init(c->h2, key ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE, key, sl_h1_pos(&c->scan), true);
+        if (c->cookies) sl_h2_want_cookies(c->h2);
+        sl_h1_fini(&c->scan); /* HTTP/1 is over on this connection */
+        return next_head(c, buf, len, h, f);
+    }
+    if (ev == SL_H1_PASSTHROUGH) c->pass = true;
+    if (ev != SL_H1_HEAD) return false;
+    const char *base;
+    const struct sl_h1fast *fast = sl_h1_fast(&c->scan, &base);
+    if (fast && fast_of(c, fast, base, h, f)) return true;
+    const struct sl_h1_head *h1 = sl_h1_head(&c->scan);
+    if (!h1) { /* no memory for the copies: the rest passes */
+        c->pass = true;
+        return false;
+    }
+    head_of(h1, h, f);
+    return true;
+}
+
+/* The last swallowed request's end, once the scanner has passed it: its
+ * body is the first to end after its head (a later head is decided only
+ * after this ran). Passthrough with the end unknown swallows the rest:
+ * bytes after a body that cannot be framed are not a request of their own. */
+static void swallow_ends(struct sl_req_conn *c)
+{
+    if (!c->nsw || c->is_h2) return;
+    struct swallow *s = &c->rp->sw[c->nsw - 1];
+    if (s->end == UINT64_MAX && sl_h1_body_end(&c->scan) > s->start)
+        s->end = sl_h1_body_end(&c->scan);
+}
+
+/* An outbound `reply` denial: the request is swallowed, not the connection. */
+static bool swallowed(struct sl_req_conn *c, const struct found *h1,
+                      const struct sl_req_decision *d)
+{
+    const struct sl_rule *r = &c->rules.rt->cfg->rules[d->rule];
+    /* a head whose first bytes went already (a head written in parts:
+     * they pass until its end) cannot be taken back: it fails like reject */
+    if (!c->replies || c->is_h2 || r->action != SL_ACT_REPLY || c->nsw >= SL_REQ_AHEAD ||
+        h1->start < c->pos)
+        return false;
+    struct swallow *s = &c->rp->sw[c->nsw++];
+    *s = (struct swallow){.start = h1->start,
+                          .end = sl_h1_state(&c->scan) == SL_H1_IDLE ? h1->end : UINT64_MAX,
+                          .before = c->rp->resp.sent,
+                          .rule = d->rule,
+                          .v = d->v,
+                          .quota = d->policy.quota,
+                          .window_s = d->policy.window_s};
+    snprintf(s->name, sizeof s->name, "%s", d->policy.name ? d->policy.name : "");
+    return true;
+}
+
+/* One line a second at most, per process: odd heads can come in floods. */
+static uint64_t odd_logged_at, odd_unlogged; /* touched only with __atomic builtins */
+
+static void odd_log(const struct sl_req_conn *c, const struct found *h1, int rule, uint64_t now)
+{
+    uint64_t last = __atomic_load_n(&odd_logged_at, __ATOMIC_RELAXED);
+    if (last && now - last < SL_NS_PER_SEC) {
+        __atomic_fetch_add(&odd_unlogged, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    if (!__atomic_compare_exchange_n(&odd_logged_at, &last, now ? now : 1, false, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED)) {
+        __atomic_fetch_add(&odd_unlogged, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t more = __atomic_exchange_n(&odd_unlogged, 0, __ATOMIC_RELAXED);
+    const struct sl_rule *r = &c->rules.rt->cfg->rules[rule];
+    char addr[64];
+    sl_addr_format(c->rules.peer.a, addr, sizeof addr);
+    sl_log(SL_LOG_INFO,
+           "rule \"%s\": odd request head %s %s (%s): %s as a request (%llu more not logged)",
+           r->name, c->out ? "to" : "from", addr, sl_h1_odd_reason(h1->odd),
+           r->on_odd == SL_ODD_DENY ? "denied" : "counted", (unsigned long long)more);
+}
+
+/* An odd head: counted in odd_heads of the connection's rules; a rule with
+ * on_odd = deny denies it (true, *d set). */
+static bool odd_head(struct sl_req_conn *c, const struct found *h1, uint64_t now,
+                     struct sl_req_decision *d)
+{
+    const struct sl_config *cfg = c->rules.rt->cfg;
+    int deny_rule = -1, first = -1;
+    for (int i = 0; i < cfg->nrules && i < SL_MAX_RULES; i++) {
+        if (!(c->rules.match & (1ull << i))) continue;
+        if (first < 0) first = i;
+        int e = c->rules.entry[i];
+        if (e >= 0) sl_table_count(c->rules.rt->table, e, SL_C_ODD, 1);
+        if (cfg->rules[i].on_odd != SL_ODD_DENY) continue;
+        if (cfg->rules[i].dry_run) { /* counted as enforcing would, not denied */
+            if (e >= 0) sl_table_count(c->rules.rt->table, e, SL_C_WOULD_LIMIT, 1);
+        } else if (deny_rule < 0) {
+            deny_rule = i;
+        }
+    }
+    if (first < 0) return false;
+    odd_log(c, h1, deny_rule >= 0 ? deny_rule : first, now);
+    if (deny_rule < 0) return false;
+    const struct sl_rule *r = &cfg->rules[deny_rule];
+    *d = (struct sl_req_decision){.allowed = false, .rule = deny_rule};
+    d->v = (struct sl_verdict){.retry_ns = SL_NS_PER_SEC};
+    d->policy = (struct sl_reply_policy){.name = r->name, .window_s = 1};
+    sl_table_count(c->rules.rt->table, c->rules.entry[deny_rule], SL_C_LIMITED, 1);
+    return true;
+}
+
+/* Scans the bytes of buf past the scanner's position, deciding each head. */
+static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
+{
+    while (!c->denied && !c->pass && c->nahead < SL_REQ_AHEAD && c->nsw < SL_REQ_AHEAD) {
+        struct sl_req_head h;
+        struct found fd, *h1 = &fd;
+        bool found = next_head(c, buf, len, &h, &fd);
+        swallow_ends(c);
+        if (!found) return;
+        struct sl_req_decision d;
+        uint8_t digest[SL_BODY_DIGEST_LEN];
+        if (h.idem && h1->end >= c->pos && h1->end <= c->pos + len &&
+            sl_body_digest(&h1->frame, c->is_h2 ? sl_h2_stream(c->h2) : 0,
+                           (const uint8_t *)buf + (h1->end - c->pos),
+                           (size_t)(c->pos + len - h1->end), digest))
+            h.body_digest = digest;
+        if (h1->odd && odd_head(c, h1, now, &d)) {
+            deny(c, h1->start, &d);
+            return;
+        }
+        sl_req_decide(&c->rules, &h, now, &d);
+        if (!d.allowed && swallowed(c, h1, &d)) continue;
+        if (!d.allowed) {
+            deny(c, h1->start, &d);
+            return;
+        }
+        if (c->replies) sl_h1resp_sent(&c->rp->resp, h1->method);
+        /* no memory to remember a hold: the head passes now (fail open) */
+        if (d.wait_ns && (c->ahead || (c->ahead = sl_alloc(SL_REQ_AHEAD * sizeof *c->ahead))))
+            c->ahead[c->nahead++] = (struct ahead){.off = h1->start, .release_at = now + d.wait_ns};
+    }
+}
+
+size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now,
+                    struct sl_req_verdict *v)
+{
+    *v = (struct sl_req_verdict){.status = SL_REQ_PASS, .rule = -1};
+    scan(c, buf, len, now);
+    uint64_t limit = c->pos + len;
+    if (!c->pass) {
+        uint64_t scanned = scan_pos(c), head = scan_head_start(c);
+        if (scanned < limit) limit = scanned;
+        if (head < limit) {
+            limit = head;
+            v->status = SL_REQ_NEED_MORE;
+        }
+    }
+    for (int i = 0; i < c->nahead; i++) {
+        const struct ahead *a = &c->ahead[i];
+        if (a->release_at <= now || a->off >= limit) continue;
+        limit = a->off;
+        *v = (struct sl_req_verdict){
+            .status = SL_REQ_HOLD, .rule = -1, .wait_ns = a->release_at - now};
+    }
+    if (c->nsw && c->rp->sw[0].start <= limit) {
+        limit = c->rp->sw[0].start;
+        *v = (struct sl_req_verdict){.status = SL_REQ_SWALLOW, .rule = c->rp->sw[0].rule};
+    }
+    if (c->denied && c->deny_off <= limit) {
+        limit = c->deny_off;
+        *v = c->deny;
+    }
+    return limit > c->pos ? (size_t)(limit - c->pos) : 0;
+}
+
+void sl_req_passed(struct sl_req_conn *c, const void *buf, size_t n)
+{
+    (void)buf;
+    c->pos += n;
+    int k = 0;
+    for (int i = 0; i < c->nahead; i++)
+        if (c->ahead[i].off >= c->pos) c->ahead[k++] = c->ahead[i];
+    c->nahead = k;
+}
+
+bool sl_req_done(const struct sl_req_conn *c)
+{
+    return c->pass && !c->denied && c->nahead == 0 && c->nsw == 0;
+}
+
+/* Queues s's 429 if its turn has come: every response before it read. */
+static bool queue_reply(struct sl_req_conn *c, struct swallow *s)
+{
+    struct replies *rp = c->rp;
+    if (rp->resp.lost || rp->resp.done < s->before) return false;
+    char text[SL_REPLY_MAX];
+    struct sl_reply_policy p = {.name = s->name, .quota = s->quota, .window_s = s->window_s};
+    size_t n = sl_reply_429_keep(text, sizeof text, &s->v, &p);
+    if (n > sizeof rp->inj - rp->inj_len)
+        return false; /* the program reads the earlier ones first */
+    memcpy(rp->inj + rp->inj_len, text, n);
+    rp->inj_len += n;
+    s->queued = true;
+    return true;
+}
+
+size_t sl_req_swallow(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now)
+{
+    (void)buf;
+    (void)now;
+    if (!c->nsw || c->rp->sw[0].start > c->pos) return 0;
+    swallow_ends(c);
+    struct swallow *s = &c->rp->sw[0];
+    if (!s->queued && !queue_reply(c, s)) return 0;
+    uint64_t end = s->end, scanned = scan_pos(c);
+    if (end > scanned) end = scanned; /* the body goes on past what was shown */
+    if (end > c->pos + len) end = c->pos + len;
+    size_t n = end > c->pos ? (size_t)(end - c->pos) : 0;
+    c->pos += n;
+    if (c->pos >= s->end) {
+        memmove(&c->rp->sw[0], &c->rp->sw[1], (size_t)(c->nsw - 1) * sizeof c->rp->sw[0]);
+        c->nsw--;
+    }
+    return n;
+}
+
+bool sl_req_swallow_lost(const struct sl_req_conn *c)
+{
+    return c->replies && c->rp->resp.lost;
+}
+
+size_t sl_req_inject_peek(const struct sl_req_conn *c, const char **p)
+{
+    if (!c->rp) {
+        *p = "";
+        return 0;
+    }
+    *p = c->rp->inj;
+    return c->rp->inj_len;
+}
+
+void sl_req_inject_take(struct sl_req_conn *c, size_t n)
+{
+    struct replies *rp = c->rp;
+    if (!rp) return;
+    if (n > rp->inj_len) n = rp->inj_len;
+    memmove(rp->inj, rp->inj + n, rp->inj_len - n);
+    rp->inj_len -= n;
+}
+
+bool sl_req_replies(const struct sl_req_conn *c)
+{
+    return c->replies;
+}
+
+void sl_req_responses(struct sl_req_conn *c, const void *buf, size_t n)
+{
+    if (!c->replies) return;
+    if (n == 0)
+        sl_h1resp_eof(&c->rp->resp);
+    else
+        sl_h1resp_feed(&c->rp->resp, buf, n);
+}
+
+void sl_req_conn_rebind(struct sl_req_conn *c, struct sl_runtime *rt)
+{
+    c->rules.rt = rt;
+    sl_req_rules_entries(&c->rules);
+}
+
+struct sl_runtime *sl_req_conn_runtime(const struct sl_req_conn *c)
+{
+    return c->rules.rt;
+}
+
+void sl_req_conn_fini(struct sl_req_conn *c)
+{
+    if (c->is_h2) sl_h2_fini(c->h2); /* its HPACK inflater */
+    c->is_h2 = false;
+    sl_free(c->h2);
+    c->h2 = NULL;
+    sl_h1_fini(&c->scan);
+    sl_free(c->rp);
+    c->rp = NULL;
+    sl_free(c->reply);
+    c->reply = NULL;
+    sl_free(c->ahead);
+    c->ahead = NULL;
+}

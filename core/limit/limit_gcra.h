@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* limit_gcra.h - the GCRA step, inline: the table's decision path calls it
+ * directly (core/limit/limit.c explains the algorithm). Include only from core/. */
+#ifndef SL_LIMIT_GCRA_H
+#define SL_LIMIT_GCRA_H
+
+#include <stdint.h>
+
+#include "limit.h"
+
+/* A request's cost in nanoseconds, never 0: a rate above one per
+ * nanosecond is held to one per nanosecond rather than not limited. */
+static inline uint64_t sl_gcra_cost_ns(const struct sl_limit *l, uint64_t cost)
+{
+    /* the common cases in 64 bits: a 128-bit division is a library call */
+    if (cost == 1 && l->interval_ps >= 1000) return l->interval_ps / 1000;
+    if (cost < (1ull << 20) && l->interval_ps < (1ull << 43)) {
+        uint64_t ns = cost * l->interval_ps / 1000;
+        return ns ? ns : 1;
+    }
+    unsigned __int128 ns = (unsigned __int128)cost * l->interval_ps / 1000;
+    if (ns == 0 && cost) ns = 1;
+    return ns > UINT64_MAX / 4 ? UINT64_MAX / 4 : (uint64_t)ns;
+}
+
+/* How many whole requests fit in `room` ns: floor(room * 1000 / interval_ps)
+ * by a multiply with the precomputed reciprocal, which is low by at most
+ * one, then corrected. A division here would cost more than the rest of a
+ * decision. */
+static inline uint64_t sl_gcra_requests_in(const struct sl_limit *l, uint64_t room)
+{
+    if (room >= (1ull << 53)) return (uint64_t)((unsigned __int128)room * 1000 / l->interval_ps);
+    uint64_t r =
+        room * l->per_ns_int + (uint64_t)(((unsigned __int128)room * l->per_ns_frac) >> 64);
+    while ((unsigned __int128)(r + 1) * l->interval_ps <= (unsigned __int128)room * 1000)
+        r++;
+    return r;
+}
+
+static inline void sl_gcra_step(const struct sl_limit *l, uint64_t tat, uint64_t now, uint64_t cost,
+                                uint64_t slack, uint64_t *next, struct sl_verdict *v)
+{
+    uint64_t horizon = now + l->burst_ns + slack;
+    if (tat > horizon) tat = horizon; /* backwards clock: no worse than empty */
+    uint64_t base = tat > now ? tat : now;
+    uint64_t new_tat = base + sl_gcra_cost_ns(l, cost);
+    uint64_t allow_at = new_tat > l->burst_ns ? new_tat - l->burst_ns : 0;
+
+    v->limit = l->burst;
+    if (allow_at <= now + slack) {
+        v->allowed = true;
+        v->wait_ns = allow_at > now ? allow_at - now : 0;
+        v->retry_ns = 0;
+        v->reset_ns = new_tat - now;
+        uint64_t room = now + l->burst_ns > new_tat ? now + l->burst_ns - new_tat : 0;
+        v->remaining = sl_gcra_requests_in(l, room);
+        *next = new_tat;
+    } else {
+        v->allowed = false;
+        v->wait_ns = 0;
+        v->retry_ns =
+            sl_gcra_cost_ns(l, cost) > l->burst_ns + slack ? UINT64_MAX / 4 : allow_at - now;
+        v->reset_ns = tat > now ? tat - now : 0;
+        v->remaining = 0;
+        *next = tat;
+    }
+}
+
+#endif

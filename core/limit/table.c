@@ -1,0 +1,713 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* table.c - a lock-free open-addressing table of rate-limit buckets in
+ * shared memory.
+ *
+ * Layout of the mapping: a header page, the rule directory (one 64-byte
+ * entry per rule), the counters ([rule][stripe], one cache line each, so two
+ * threads counting never share a line), the slots (16 bytes: tag and state,
+ * four to a cache line, all a decision touches), the side entries (meta and
+ * the concurrency count, touched only by claims, reuses and conns limits),
+ * then the connection records. 32 bytes per slot in all; at the 80% load
+ * the probing below sustains, 40 bytes per tracked key.
+ *
+ * Slot protocol. tag is 0 (never used) or the key's hash. A key is looked
+ * for on SL_PROBE slots: 16 buckets of 4 (a cache line each) chosen by
+ * double hashing, so a key is almost always found in its first cache line
+ * and a table 80% full still finds room for a new key with probability
+ * 1 - 0.8^64:
+ *   - tag == hash: the key's slot;
+ *   - tag == 0: the key is not further on (slots never return to 0), so it
+ *     claims this one with CAS(tag, 0, hash); a loser re-reads the tag;
+ *   - otherwise, another key's slot: go on.
+ * If neither the key nor an empty slot is found, a second pass looks for
+ * the first slot whose bucket is idle (meta and cap, in the side array,
+ * tell the occupant's algorithm, period and limit; a lookup never reads
+ * them), and reuses it: CAS(tag, old, REUSING) makes the reuser exclusive,
+ * CAS(state, s, 0) confirms the bucket is still the one it judged (else
+ * the tag goes back), then meta is written and the tag is published as the
+ * new hash. An idle bucket is equivalent to a fresh one, so nothing is
+ * lost but a request of the old key racing the reuse, which may be charged
+ * to the new key: an error of one request, at most, per reuse.
+ *
+ * Eviction. Without an idle slot, the same pass evicts the slot whose key
+ * has used the smallest share of its limit, among those whose next request
+ * would still pass (the second chance: a key at its limit, or holding a
+ * connection place, is never evicted, so a flood of new keys buys no
+ * amnesty for a key that is being limited). A flood of one-off keys (one
+ * request each, a daily quota word each) thus evicts its own kind first:
+ * an honest new key still gets a slot and its whole budget, and what an
+ * eviction forgives is the least any key nearby had used. Only when every
+ * slot of the key's probe sequence holds a key at its limit is the table
+ * full for that key, and the on_full policy applies; memory never grows.
+ *
+ * The bucket itself is state, updated by CAS in a loop: read, compute the
+ * next state with sl_limit_step, publish. Denials publish nothing but a
+ * GCRA state clamped after a backward clock step.
+ *
+ * Memory order: tag is published with release after state and meta are
+ * reset, and read with acquire. state needs only to be atomic: each
+ * decision depends on nothing but the word it replaces. Counters are
+ * relaxed: readers want totals, not ordering.
+ */
+#include "table.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "limit_gcra.h"
+#include "../clock.h"
+#include "../mem.h"
+#include "quota.h"
+#include "../shm.h"
+#include "../sys.h"
+#include "table_int.h"
+#include "window.h"
+
+const char *const sl_counter_names[SL_NCOUNTERS] = {
+    "allowed", "limited", "delayed", "would_limit", "overflow",
+    "reused",  "claimed", "errors",  "odd_heads",
+};
+
+static uint32_t conn_records(uint32_t nslots)
+{
+    return nslots / 4 < 64 ? 64 : nslots / 4;
+}
+
+size_t sl_table_layout_bytes(uint32_t nslots)
+{
+    return SL_HDR + SL_MAX_RULES * sizeof(struct sl_rule_entry) +
+           (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe) +
+           SL_DENIALS * sizeof(struct sl_denial_slot) +
+           SL_MAX_RULES * sizeof(struct sl_rule_waits) + SL_LOG_WORDS * sizeof(uint64_t) +
+           SL_TABLE_PLANS *
+               (sizeof(struct sl_plan_entry) + SL_STRIPES * sizeof(struct sl_plan_stripe)) +
+           (size_t)nslots * (sizeof(struct sl_slot) + sizeof(struct sl_side)) +
+           (size_t)conn_records(nslots) * sizeof(struct sl_conn_rec);
+}
+
+static struct sl_table *wrap(void *map, size_t bytes, enum sl_on_full on_full)
+{
+    struct sl_table *t = sl_alloc(sizeof *t);
+    if (!t) return NULL;
+    char *p = map;
+    t->hdr = map;
+    t->rules = (void *)(p + SL_HDR);
+    t->stripes = (void *)(p + SL_HDR + SL_MAX_RULES * sizeof(struct sl_rule_entry));
+    t->denials =
+        (void *)((char *)t->stripes + (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe));
+    t->waits = (void *)(t->denials + SL_DENIALS);
+    t->logs = (void *)(t->waits + SL_MAX_RULES);
+    t->plans = (void *)(t->logs + SL_LOG_WORDS);
+    t->plan_stripes = (void *)(t->plans + SL_TABLE_PLANS);
+    t->slots = (void *)(t->plan_stripes + SL_STRIPES * SL_TABLE_PLANS);
+    t->nbuckets = t->hdr->nslots / SL_BUCKET;
+    t->side = (void *)(t->slots + t->hdr->nslots);
+    t->recs = (void *)(t->side + t->hdr->nslots);
+    t->nrecs = conn_records(t->hdr->nslots);
+    memcpy(t->secret, t->hdr->secret, sizeof t->secret);
+    t->bytes = bytes;
+    t->on_full = on_full;
+    return t;
+}
+
+static void header_init(struct sl_header *h, uint32_t nslots)
+{
+    h->magic = SL_MAGIC;
+    h->version = SL_VERSION;
+    h->nslots = nslots;
+    if (getrandom(h->secret, sizeof h->secret, GRND_NONBLOCK) != sizeof h->secret) {
+        uint64_t seed = sl_clock_now() ^ (uint64_t)getpid() << 32 ^ (uintptr_t)h;
+        for (int i = 0; i < 4; i++)
+            h->secret[i] = seed = seed * 6364136223846793005ull + 1;
+    }
+    atomic_store_explicit(&h->ready, 1, memory_order_release);
+}
+
+static bool prime(uint32_t n)
+{
+    if (n < 2) return false;
+    for (uint32_t d = 2; (uint64_t)d * d <= n; d++)
+        if (n % d == 0) return false;
+    return true;
+}
+
+/* Slots come in buckets of four; the number of buckets is a prime, so that
+ * every probe stride visits every bucket, and the table is as large as
+ * asked, not the next power of two. */
+static uint32_t round_slots(uint32_t slots)
+{
+    if (slots > (1u << 30)) slots = 1u << 30;
+    uint32_t buckets = (slots + SL_BUCKET - 1) / SL_BUCKET;
+    if (buckets < 16) buckets = 16;
+    while (!prime(buckets))
+        buckets++;
+    return buckets * SL_BUCKET;
+}
+
+static void shm_name(char *buf, size_t len, const char *shared)
+{
+    snprintf(buf, len, "/sluice.%s", shared);
+}
+
+static enum sl_shm_judgement judge(const void *hdr, size_t len, size_t size, void *arg,
+                                   size_t *bytes, char *why, size_t whylen)
+{
+    const struct sl_header *h = hdr;
+    if (len < sizeof *h || size < SL_HDR) {
+        snprintf(why, whylen, "is %s, not a sluice table", size ? "too small" : "empty");
+        return SL_SHM_BAD;
+    }
+    if (h->magic != SL_MAGIC || h->version != SL_VERSION || !h->ready) {
+        snprintf(why, whylen, "is not a sluice table of this version");
+        return SL_SHM_BAD;
+    }
+    *bytes = sl_table_layout_bytes(h->nslots);
+    if (size < *bytes) {
+        snprintf(why, whylen, "is %zu bytes, smaller than its %u slots need", size, h->nslots);
+        return SL_SHM_BAD;
+    }
+    return SL_SHM_USE;
+}
+
+static void init_named(void *map, void *arg)
+{
+    header_init(map, *(uint32_t *)arg);
+}
+
+static struct sl_table *open_named(uint32_t nslots, const char *shared, enum sl_on_full on_full,
+                                   bool create, bool writable, char *err, size_t errlen)
+{
+    char name[128];
+    shm_name(name, sizeof name, shared);
+    struct sl_shm_spec spec = {.name = name,
+                               .hdr_len = sizeof(struct sl_header),
+                               .bytes = sl_table_layout_bytes(nslots),
+                               .create = create,
+                               .readonly = !create && !writable,
+                               .judge = judge,
+                               .init = init_named,
+                               .arg = &nslots};
+    size_t bytes;
+    bool created;
+    void *map = sl_shm_open(&spec, &bytes, &created, err, errlen);
+    if (!map) return NULL;
+    struct sl_table *t = wrap(map, bytes, on_full);
+    if (!t) {
+        munmap(map, bytes);
+        snprintf(err, errlen, "out of memory");
+    }
+    return t;
+}
+
+/* A table in a memory file of its own, so that `sluice ps` finds it in
+ * /proc/PID/fd of its processes (a private anonymous mapping would be
+ * anonymous there too). The descriptor stays open above the program's own
+ * numbers; children started with exec inherit it when `inherit` says so.
+ * Falls back to an anonymous mapping if the kernel has no memfd. */
+static struct sl_table *open_unnamed(uint32_t nslots, enum sl_on_full on_full, bool inherit,
+                                     int *fd_out, char *err, size_t errlen)
+{
+    size_t bytes = sl_table_layout_bytes(nslots);
+    int fd = sl_sys_memfd("sluice-table", !inherit);
+    if (fd >= 0) {
+        int high = sl_sys_dupfd(fd, 512, !inherit);
+        if (high >= 0) {
+            sl_sys_close(fd);
+            fd = high;
+        }
+    }
+    if (fd >= 0 && sl_sys_ftruncate(fd, (off_t)bytes) != 0) {
+        sl_sys_close(fd);
+        fd = -1;
+    }
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                     fd >= 0 ? MAP_SHARED : MAP_SHARED | MAP_ANONYMOUS, fd, 0);
+    if (map == MAP_FAILED) {
+        snprintf(err, errlen, "mmap %zu bytes: %s", bytes, strerror(errno));
+        if (fd >= 0) sl_sys_close(fd);
+        return NULL;
+    }
+    header_init(map, nslots);
+    struct sl_table *t = wrap(map, bytes, on_full);
+    if (!t) {
+        munmap(map, bytes);
+        if (fd >= 0) sl_sys_close(fd);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    *fd_out = fd;
+    return t;
+}
+
+struct sl_table *sl_table_open(uint32_t slots, const char *shared, enum sl_on_full on_full,
+                               char *err, size_t errlen)
+{
+    uint32_t nslots = round_slots(slots);
+    if (shared && *shared) return open_named(nslots, shared, on_full, true, true, err, errlen);
+    int fd;
+    return open_unnamed(nslots, on_full, false, &fd, err, errlen);
+}
+
+/* A descriptor that holds a table of this version (inherited, or opened
+ * by `sluice` through /proc). */
+static struct sl_table *open_fd(int fd, enum sl_on_full on_full, bool writable)
+{
+    struct stat st;
+    struct sl_header h;
+    if (sl_sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < SL_HDR ||
+        sl_sys_pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.magic != SL_MAGIC ||
+        h.version != SL_VERSION || !h.ready || (off_t)sl_table_layout_bytes(h.nslots) != st.st_size)
+        return NULL;
+    size_t bytes = (size_t)st.st_size;
+    void *map = mmap(NULL, bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) return NULL;
+    struct sl_table *t = wrap(map, bytes, on_full);
+    if (!t) munmap(map, bytes);
+    return t;
+}
+
+struct sl_table *sl_table_open_inherited(uint32_t slots, enum sl_on_full on_full, int inherited,
+                                         int *fd_out, char *err, size_t errlen)
+{
+    struct sl_table *t = inherited >= 0 ? open_fd(inherited, on_full, true) : NULL;
+    if (t) {
+        *fd_out = inherited;
+        return t;
+    }
+    return open_unnamed(round_slots(slots), on_full, true, fd_out, err, errlen);
+}
+
+struct sl_table *sl_table_attach_fd(int fd, bool writable, char *err, size_t errlen)
+{
+    struct sl_table *t = open_fd(fd, SL_FULL_SHARED, writable);
+    if (!t) snprintf(err, errlen, "not a sluice table of this version, or %s", strerror(errno));
+    return t;
+}
+
+struct sl_table *sl_table_attach(const char *shared, char *err, size_t errlen)
+{
+    return open_named(0, shared, SL_FULL_SHARED, false, false, err, errlen);
+}
+
+struct sl_table *sl_table_attach_rw(const char *shared, char *err, size_t errlen)
+{
+    return open_named(0, shared, SL_FULL_SHARED, false, true, err, errlen);
+}
+
+void sl_table_close(struct sl_table *t)
+{
+    if (!t) return;
+    munmap(t->hdr, t->bytes);
+    sl_free(t);
+}
+
+uint32_t sl_table_config_gen(const struct sl_table *t)
+{
+    return atomic_load_explicit(&t->hdr->config_gen, memory_order_acquire);
+}
+
+static bool put(char *to, size_t size, const char *text)
+{
+    size_t n = text ? strlen(text) : 0;
+    if (n >= size) return false;
+    memcpy(to, text ? text : "", n);
+    to[n] = 0;
+    return true;
+}
+
+uint32_t sl_table_config_publish(struct sl_table *t, const char *path, const char *rules)
+{
+    if (!put(t->hdr->config_path, sizeof t->hdr->config_path, path) ||
+        !put(t->hdr->config_rules, sizeof t->hdr->config_rules, rules))
+        return 0;
+    return atomic_fetch_add_explicit(&t->hdr->config_gen, 1, memory_order_acq_rel) + 1;
+}
+
+void sl_table_config_path(const struct sl_table *t, char *out, size_t len)
+{
+    snprintf(out, len, "%.*s", (int)sizeof t->hdr->config_path, t->hdr->config_path);
+}
+
+void sl_table_config_rules(const struct sl_table *t, char *out, size_t len)
+{
+    snprintf(out, len, "%.*s", (int)sizeof t->hdr->config_rules, t->hdr->config_rules);
+}
+
+void sl_table_describe(struct sl_table *t, int pid, const char *command, const char *path,
+                       const char *rules)
+{
+    uint32_t zero = 0;
+    if (!atomic_compare_exchange_strong(&t->hdr->stamped, &zero, 1)) return;
+    struct sl_header *h = t->hdr;
+    h->origin_pid = pid;
+    snprintf(h->origin_command, sizeof h->origin_command, "%s", command ? command : "");
+    if (!put(h->config_path, sizeof h->config_path, path)) h->config_path[0] = 0;
+    if (!put(h->config_rules, sizeof h->config_rules, rules)) h->config_rules[0] = 0;
+    atomic_store_explicit(&h->stamped, 2, memory_order_release);
+}
+
+bool sl_table_origin(const struct sl_table *t, int *pid, char *command, size_t len)
+{
+    if (atomic_load_explicit(&t->hdr->stamped, memory_order_acquire) != 2) return false;
+    *pid = t->hdr->origin_pid;
+    snprintf(command, len, "%.*s", (int)sizeof t->hdr->origin_command, t->hdr->origin_command);
+    return true;
+}
+
+uint32_t sl_table_slots(const struct sl_table *t)
+{
+    return t->hdr->nslots;
+}
+
+size_t sl_table_bytes(const struct sl_table *t)
+{
+    return t->bytes;
+}
+
+int sl_table_rule(struct sl_table *t, uint64_t id, const char *name)
+{
+    for (int i = 0; i < SL_MAX_RULES; i++) {
+        struct sl_rule_entry *e = &t->rules[i];
+        uint64_t cur = atomic_load_explicit(&e->id, memory_order_acquire);
+        if (cur == 0) {
+            uint64_t zero = 0;
+            if (atomic_compare_exchange_strong(&e->id, &zero, id)) {
+                snprintf(e->name, sizeof e->name, "%s", name);
+                return i;
+            }
+            cur = zero;
+        }
+        if (cur == id) return i;
+    }
+    return -1;
+}
+
+bool sl_table_rule_info(const struct sl_table *t, int rule, uint64_t *id, char *name,
+                        size_t namelen)
+{
+    if (rule < 0 || rule >= SL_MAX_RULES) return false;
+    const struct sl_rule_entry *e = &t->rules[rule];
+    *id = atomic_load_explicit(&e->id, memory_order_acquire);
+    if (*id == 0) return false;
+    snprintf(name, namelen, "%.*s", (int)sizeof e->name, e->name);
+    return true;
+}
+
+/* Each thread counts on its own stripe (threads of other processes may
+ * share it: the adds are atomic either way). */
+static __thread unsigned stripe_of_thread __attribute__((tls_model("initial-exec"))) = ~0u;
+static _Atomic unsigned next_stripe;
+
+static inline unsigned my_stripe(void)
+{
+    if (__builtin_expect(stripe_of_thread == ~0u, 0))
+        stripe_of_thread =
+            atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed) % SL_STRIPES;
+    return stripe_of_thread;
+}
+
+unsigned sl_table_stripe(void)
+{
+    return my_stripe();
+}
+
+void sl_table_count(struct sl_table *t, int rule, enum sl_counter c, uint64_t n)
+{
+    if (rule < 0) return;
+    struct sl_stripe *s = &t->stripes[rule * SL_STRIPES + my_stripe()];
+    atomic_fetch_add_explicit(&s->v[c], n, memory_order_relaxed);
+}
+
+uint64_t sl_table_counter(const struct sl_table *t, int rule, enum sl_counter c)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < SL_STRIPES; i++)
+        sum += atomic_load_explicit(&t->stripes[rule * SL_STRIPES + i].v[c], memory_order_relaxed);
+    return sum;
+}
+
+/* meta, the side entry's word: what the state word is. GCRA: burst_ns << 2
+ * (idleness needs no period: a TAT in the past is a full bucket); a
+ * window: period_ns << 2 | alg; a quota word (core/limit/quota.h): META_QUOTA,
+ * idle like a GCRA state once its window has ended. Never 0 (unknown). */
+#define META_QUOTA 3ull /* alg bits free: a log never lives in a slot */
+
+static inline uint64_t meta_of(const struct sl_limit *l, uint64_t quota)
+{
+    if (quota) return 1ull << 2 | META_QUOTA;
+    if (l->alg == SL_ALG_GCRA) return l->burst_ns << 2;
+    return l->period_ns << 2 | (uint64_t)l->alg;
+}
+
+/* cap, beside it: the key's limit in requests (the quota, the burst, the
+ * window's count), by which a full table judges how much a key has used. */
+static inline uint32_t cap_of(const struct sl_limit *l, uint64_t quota)
+{
+    uint64_t c = quota ? quota : l->alg == SL_ALG_GCRA ? l->burst : l->count;
+    return c > UINT32_MAX ? UINT32_MAX : c == 0 ? 1 : (uint32_t)c;
+}
+
+static inline void side_claimed(struct sl_table *t, int64_t at, const struct sl_limit *l,
+                                uint64_t quota)
+{
+    atomic_store_explicit(&t->side[at].cap, cap_of(l, quota), memory_order_relaxed);
+    atomic_store_explicit(&t->side[at].meta, meta_of(l, quota), memory_order_release);
+}
+
+#define REUSING 1          /* tag while a slot changes hands; hashes are never 0 or 1 */
+#define FULL    UINT32_MAX /* a share: the key is at its limit, never evicted */
+
+/* How much of its limit the key in slot i has used, in 1/1024ths, from its
+ * state (*state, as read): 0 when idle, FULL when its next request would
+ * be denied, it holds a connection place, or its side entry is not
+ * written yet. */
+static uint32_t slot_share(struct sl_table *t, uint64_t i, uint64_t now, uint64_t *state)
+{
+    uint64_t meta = atomic_load_explicit(&t->side[i].meta, memory_order_acquire);
+    uint64_t cap = atomic_load_explicit(&t->side[i].cap, memory_order_relaxed);
+    if (meta == 0 || atomic_load_explicit(&t->side[i].conns, memory_order_relaxed) != 0)
+        return FULL;
+    uint64_t s = *state = atomic_load_explicit(&t->slots[i].state, memory_order_relaxed);
+    uint64_t alg = meta & 3, used;
+    if (s == 0) return 0;
+    if (alg == SL_ALG_GCRA || alg == META_QUOTA) {
+        if (s <= now) return 0; /* a TAT or a window end in the past: idle */
+        if (alg == META_QUOTA) {
+            used = s & SL_QUOTA_MAX;
+        } else { /* ahead of now: burst_ns * used share; one more needs burst_ns / cap */
+            uint64_t burst_ns = meta >> 2, ahead = s - now;
+            if (cap == 0 || ahead + burst_ns / cap > burst_ns) return FULL;
+            return (uint32_t)((sl_u128)ahead * 1024 / burst_ns);
+        }
+    } else {
+        struct sl_limit l = {.alg = (enum sl_alg)alg, .period_ns = meta >> 2};
+        if (sl_limit_idle(&l, s, now)) return 0;
+        if (alg == SL_ALG_FIXED) {
+            used = s & 0xffffffffull;
+        } else { /* the sliding window's weighted count, rounded up */
+            uint64_t prev, curr, W = l.period_ns, el = now % W;
+            sl_win_counts(s, now / W, &prev, &curr);
+            used = curr + (uint64_t)(((sl_u128)prev * (W - el) + W - 1) / W);
+        }
+    }
+    if (cap == 0 || used + 1 > cap) return FULL;
+    return (uint32_t)(used * 1024 / cap);
+}
+
+/* The i-th slot of a key's probe sequence: buckets by double hashing (an
+ * odd stride visits every bucket, and keys that share a first bucket part
+ * ways at once, so no clusters form), slots in order within a bucket. */
+struct probe {
+    uint64_t bucket, stride, n;
+    unsigned left; /* slots still to look at */
+};
+
+static inline struct probe probe_start(const struct sl_table *t, uint64_t h)
+{
+    uint64_t n = t->nbuckets;
+    struct probe p = {.n = n, .left = SL_PROBE};
+    p.bucket = (uint64_t)(((unsigned __int128)h * n) >> 64);
+    p.stride = 1 + (uint64_t)(((unsigned __int128)(h ^ (h >> 29)) * (n - 1)) >> 64);
+    return p;
+}
+
+/* The next slot of the sequence, or -1 when it is exhausted. No division:
+ * the next bucket is one stride on, wrapped once. */
+static inline int64_t probe_next(struct probe *p)
+{
+    if (p->left == 0) return -1;
+    unsigned i = SL_PROBE - p->left--;
+    if (i && i % SL_BUCKET == 0) {
+        p->bucket += p->stride;
+        if (p->bucket >= p->n) p->bucket -= p->n;
+    }
+    return (int64_t)(p->bucket * SL_BUCKET + i % SL_BUCKET);
+}
+
+/* The slot of the key's probe sequence to give it when every one is taken:
+ * the first idle one, else the one whose key used the smallest share of
+ * its limit, never one at its limit (slot_share); -1 when there is none.
+ * Only looked for when the whole sequence is taken: reading the side entry
+ * costs a cache miss, which a lookup must not pay. */
+static int64_t find_room(struct sl_table *t, uint64_t h, uint64_t now, uint64_t *tag,
+                         uint64_t *state)
+{
+    struct probe p = probe_start(t, h);
+    int64_t best = -1;
+    uint32_t best_share = FULL;
+    for (int64_t at; (at = probe_next(&p)) >= 0;) {
+        uint64_t tg = atomic_load_explicit(&t->slots[at].tag, memory_order_acquire), st;
+        if (tg == REUSING || tg == h) continue;
+        uint32_t share = slot_share(t, (uint64_t)at, now, &st);
+        if (share >= best_share) continue;
+        best = at;
+        best_share = share;
+        *tag = tg;
+        *state = st;
+        if (share == 0) break; /* idle: as good as empty */
+    }
+    return best;
+}
+
+int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
+                           const struct sl_limit *l, uint64_t quota, uint64_t now)
+{
+    uint64_t h = sl_key_hash(k, t->secret);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        struct probe p = probe_start(t, h);
+        for (int64_t at; (at = probe_next(&p)) >= 0;) {
+            struct sl_slot *s = &t->slots[at];
+            uint64_t tag = atomic_load_explicit(&s->tag, memory_order_acquire);
+            if (tag == h) return at;
+            if (tag != 0) continue;
+            if (atomic_compare_exchange_strong_explicit(&s->tag, &tag, h, memory_order_acq_rel,
+                                                        memory_order_acquire)) {
+                side_claimed(t, at, l, quota);
+                sl_table_count(t, rule, SL_C_CLAIMED, 1);
+                return at;
+            }
+            if (tag == h) return at;
+        }
+        uint64_t old_tag, old_state;
+        int64_t room = find_room(t, h, now, &old_tag, &old_state);
+        if (room < 0) return -1;
+        struct sl_slot *s = &t->slots[room];
+        /* The tag is the exclusive step: REUSING keeps a second reuser out
+         * while state and meta are reset. */
+        if (!atomic_compare_exchange_strong_explicit(&s->tag, &old_tag, REUSING,
+                                                     memory_order_acq_rel, memory_order_acquire))
+            continue;
+        if (!atomic_compare_exchange_strong(&s->state, &old_state, 0)) {
+            atomic_store_explicit(&s->tag, old_tag, memory_order_release);
+            continue;
+        }
+        side_claimed(t, room, l, quota);
+        atomic_store_explicit(&s->tag, h, memory_order_release);
+        sl_table_count(t, rule, SL_C_REUSED, 1);
+        return room;
+    }
+    return -1;
+}
+
+static void decide_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now, uint64_t cost,
+                        uint64_t slack, struct sl_verdict *v)
+{
+    uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
+    for (;;) {
+        uint64_t next;
+        if (l->alg == SL_ALG_GCRA) /* the common case, inline */
+            sl_gcra_step(l, s, now, cost, slack, &next, v);
+        else
+            sl_limit_step(l, s, now, cost, slack, &next, v);
+        if (next == s) return;
+        if (atomic_compare_exchange_weak_explicit(w, &s, next, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return;
+    }
+}
+
+static void refund_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now, uint64_t cost)
+{
+    uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(w, &s, sl_limit_refund(l, s, now, cost),
+                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
+                     uint64_t now, uint64_t cost, uint64_t slack, struct sl_verdict *v)
+{
+    int64_t i = sl_table_find_slot(t, rule, k, l, 0, now);
+    if (__builtin_expect(i >= 0, 1)) {
+        decide_word(&t->slots[i].state, l, now, cost, slack, v);
+        return;
+    }
+    sl_table_count(t, rule, SL_C_OVERFLOW, 1);
+    switch (t->on_full) {
+    case SL_FULL_SHARED:
+        decide_word(&t->rules[rule].overflow_state, l, now, cost, slack, v);
+        return;
+    case SL_FULL_DENY:
+        *v = (struct sl_verdict){.allowed = false,
+                                 .retry_ns = SL_NS_PER_SEC,
+                                 .limit = l->alg == SL_ALG_GCRA ? l->burst : l->count};
+        return;
+    case SL_FULL_ALLOW:
+        *v = (struct sl_verdict){.allowed = true,
+                                 .limit = l->alg == SL_ALG_GCRA ? l->burst : l->count};
+        return;
+    }
+}
+
+uint64_t sl_table_take(struct sl_table *t, int rule, const struct sl_key *k,
+                       const struct sl_limit *l, uint64_t now, uint64_t want, uint64_t quantum,
+                       uint64_t *wait_ns)
+{
+    int64_t i = sl_table_find_slot(t, rule, k, l, 0, now);
+    _Atomic uint64_t *w = i >= 0 ? &t->slots[i].state : &t->rules[rule].overflow_state;
+    if (i < 0) {
+        sl_table_count(t, rule, SL_C_OVERFLOW, 1);
+        if (t->on_full == SL_FULL_ALLOW) return *wait_ns = 0, want;
+        if (t->on_full == SL_FULL_DENY) return *wait_ns = SL_NS_PER_SEC / 10, 0;
+    }
+    uint64_t old = atomic_load_explicit(w, memory_order_relaxed);
+    for (;;) {
+        uint64_t next, got = sl_limit_take(l, old, now, want, quantum, &next, wait_ns);
+        if (got == 0) return 0;
+        if (atomic_compare_exchange_weak_explicit(w, &old, next, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return got;
+    }
+}
+
+void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
+                     uint64_t now, uint64_t cost)
+{
+    uint64_t h = sl_key_hash(k, t->secret);
+    struct probe p = probe_start(t, h);
+    for (int64_t at; (at = probe_next(&p)) >= 0;) {
+        struct sl_slot *s = &t->slots[at];
+        uint64_t tag = atomic_load_explicit(&s->tag, memory_order_acquire);
+        if (tag == h) {
+            refund_word(&s->state, l, now, cost);
+            return;
+        }
+        if (tag == 0) break;
+    }
+    if (t->on_full == SL_FULL_SHARED) refund_word(&t->rules[rule].overflow_state, l, now, cost);
+}
+
+bool sl_table_apply(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
+                    uint64_t quota, uint64_t now, uint64_t (*step)(uint64_t old, void *arg),
+                    void *arg)
+{
+    int64_t i = sl_table_find_slot(t, rule, k, l, quota, now);
+    if (i < 0) return false;
+    _Atomic uint64_t *w = &t->slots[i].state;
+    uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(w, &s, step(s, arg), memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+    return true;
+}
+
+const uint64_t *sl_table_secret(const struct sl_table *t)
+{
+    return t->secret;
+}
+
+uint32_t sl_table_used(const struct sl_table *t)
+{
+    uint32_t n = 0;
+    for (uint64_t i = 0; i < t->hdr->nslots; i++)
+        n += atomic_load_explicit(&t->slots[i].tag, memory_order_relaxed) != 0;
+    return n;
+}
