@@ -163,9 +163,11 @@ bool sl_out_matches(const struct sl_runtime *rt, const struct sl_addr *dst)
     return false;
 }
 
+/* A rule that let the connection through. Its key is not kept: only a
+ * later rule's denial needs it (to refund), and that rare path makes it
+ * again rather than every accept copying it. */
 struct pass {
     int rule;
-    struct sl_key key;
     uint64_t wait_ns;
 };
 
@@ -231,7 +233,9 @@ static void rate_decide(struct sl_runtime *rt, int i, const struct sl_rule *r,
     else if (r->scope == SL_SCOPE_REDIS && rt->redis)
         sl_redis_decide(rt->redis, i, r, &(struct sl_redis_what){.limit = &r->limit}, k, now, 1, v);
     else
-        sl_table_decide(rt->table, rt->table_rule[i], k, &r->limit, now, 1, slack, v);
+        /* a connection's verdict is read on an allow only for allowed and
+         * wait_ns: no `remaining` */
+        sl_table_decide_lean(rt->table, rt->table_rule[i], k, &r->limit, now, 1, slack, v);
 }
 
 static void rate_refund(struct sl_runtime *rt, int i, const struct sl_rule *r,
@@ -288,7 +292,7 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
             }
         }
         if (v.allowed) {
-            passed[npassed++] = (struct pass){.rule = i, .key = key, .wait_ns = v.wait_ns};
+            passed[npassed++] = (struct pass){.rule = i, .wait_ns = v.wait_ns};
             if (!r->recv_limit.count && !r->send_limit.count) continue;
             for (int io = 0; io < 2; io++) {
                 if (d->bytes_rule[io] >= 0 || !bytes_limit(r, io)->count) continue;
@@ -306,7 +310,10 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
         }
         for (int j = 0; j < npassed; j++) {
             const struct sl_rule *pr = &c->rules[passed[j].rule];
-            if (pr->limit.count) rate_refund(rt, passed[j].rule, pr, &passed[j].key, now);
+            if (!pr->limit.count) continue;
+            struct sl_key pk;
+            sl_key_make(&pk, pr, addr);
+            rate_refund(rt, passed[j].rule, pr, &pk, now);
         }
         sl_conn_release(rt, d->conn_rec);
         int32_t none[SL_CONN_HOLDS] = {-1, -1};

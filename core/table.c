@@ -597,14 +597,16 @@ int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
     return -1;
 }
 
-static void decide_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now, uint64_t cost,
-                        uint64_t slack, struct sl_verdict *v)
+/* `remaining`: a constant at each call, see sl_gcra_step_ex */
+static inline __attribute__((always_inline)) void
+decide_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now, uint64_t cost,
+            uint64_t slack, struct sl_verdict *v, bool remaining)
 {
     uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
     for (;;) {
         uint64_t next;
         if (l->alg == SL_ALG_GCRA) /* the common case, inline */
-            sl_gcra_step(l, s, now, cost, slack, &next, v);
+            sl_gcra_step_ex(l, s, now, cost, slack, &next, v, remaining);
         else
             sl_limit_step(l, s, now, cost, slack, &next, v);
         if (next == s) return;
@@ -622,18 +624,16 @@ static void refund_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t 
         ;
 }
 
-void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
-                     uint64_t now, uint64_t cost, uint64_t slack, struct sl_verdict *v)
+/* What a full table does for a key it cannot hold (rare: out of line). */
+static __attribute__((noinline)) void decide_full(struct sl_table *t, int rule,
+                                                  const struct sl_limit *l, uint64_t now,
+                                                  uint64_t cost, uint64_t slack,
+                                                  struct sl_verdict *v)
 {
-    int64_t i = sl_table_find_slot(t, rule, k, l, 0, now);
-    if (__builtin_expect(i >= 0, 1)) {
-        decide_word(&t->slots[i].state, l, now, cost, slack, v);
-        return;
-    }
     sl_table_count(t, rule, SL_C_OVERFLOW, 1);
     switch (t->on_full) {
     case SL_FULL_SHARED:
-        decide_word(&t->rules[rule].overflow_state, l, now, cost, slack, v);
+        decide_word(&t->rules[rule].overflow_state, l, now, cost, slack, v, true);
         return;
     case SL_FULL_DENY:
         *v = (struct sl_verdict){.allowed = false,
@@ -645,6 +645,29 @@ void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const
                                  .limit = l->alg == SL_ALG_GCRA ? l->burst : l->count};
         return;
     }
+}
+
+void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
+                     uint64_t now, uint64_t cost, uint64_t slack, struct sl_verdict *v)
+{
+    int64_t i = sl_table_find_slot(t, rule, k, l, 0, now);
+    if (__builtin_expect(i >= 0, 1)) {
+        decide_word(&t->slots[i].state, l, now, cost, slack, v, true);
+        return;
+    }
+    decide_full(t, rule, l, now, cost, slack, v);
+}
+
+void sl_table_decide_lean(struct sl_table *t, int rule, const struct sl_key *k,
+                          const struct sl_limit *l, uint64_t now, uint64_t cost, uint64_t slack,
+                          struct sl_verdict *v)
+{
+    int64_t i = sl_table_find_slot(t, rule, k, l, 0, now);
+    if (__builtin_expect(i >= 0, 1)) {
+        decide_word(&t->slots[i].state, l, now, cost, slack, v, false);
+        return;
+    }
+    decide_full(t, rule, l, now, cost, slack, v);
 }
 
 uint64_t sl_table_take(struct sl_table *t, int rule, const struct sl_key *k,
