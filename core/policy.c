@@ -124,6 +124,26 @@ static bool out_matches(const struct sl_runtime *rt, int rule, const struct sl_a
     return false;
 }
 
+/* A rule of sl_in_rules_for_port's mask: the direction and port are known
+ * to match, the rest is checked per connection. */
+static inline bool in_rest_matches(const struct sl_rule *r, const struct sl_addr *local,
+                                   const struct sl_addr *peer)
+{
+    if (r->nlocal && (!local || !sl_cidr_list_contains(r->local, r->nlocal, local->a)))
+        return false;
+    if (r->nfrom && !sl_cidr_list_contains(r->from, r->nfrom, peer->a)) return false;
+    return !r->nexempt || !sl_cidr_list_contains(r->exempt, r->nexempt, peer->a);
+}
+
+uint64_t sl_in_rules_for_port(const struct sl_runtime *rt, uint16_t port)
+{
+    const struct sl_config *c = rt->cfg;
+    uint64_t mask = 0;
+    for (int i = 0; i < c->nrules; i++)
+        if (c->rules[i].dir == SL_IN && port_matches(&c->rules[i], port)) mask |= 1ull << i;
+    return mask;
+}
+
 /* Inline in decide(): it runs for every rule at every accept and connect. */
 static inline bool rule_matches(const struct sl_runtime *rt, int rule, enum sl_dir dir,
                                 const struct sl_addr *local, const struct sl_addr *peer)
@@ -250,8 +270,11 @@ static void rate_refund(struct sl_runtime *rt, int i, const struct sl_rule *r,
 }
 
 /* Runs every matching rule of one direction; see the file comment. */
-static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr *local,
-                   const struct sl_addr *addr, uint64_t now, uint64_t budget, struct sl_decision *d)
+/* `rules`: when not SL_ALL_RULES, the inbound rules of the listener's port
+ * (sl_in_rules_for_port), the only ones looked at. */
+static void decide(struct sl_runtime *rt, enum sl_dir dir, uint64_t rules,
+                   const struct sl_addr *local, const struct sl_addr *addr, uint64_t now,
+                   uint64_t budget, struct sl_decision *d)
 {
     const struct sl_config *c = rt->cfg;
     struct pass passed[SL_MAX_RULES];
@@ -266,9 +289,14 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
     d->v = (struct sl_verdict){0};
     d->bytes_rule[0] = d->bytes_rule[1] = -1;
     d->conn_rec[0] = d->conn_rec[1] = -1;
-    for (int i = 0; i < c->nrules; i++) {
+    bool all = rules == SL_ALL_RULES;
+    uint64_t left = !all ? rules : c->nrules >= 64 ? UINT64_MAX : (1ull << c->nrules) - 1;
+    while (left) { /* in the configuration's order: the first denying rule is reported */
+        int i = __builtin_ctzll(left);
+        left &= left - 1;
         const struct sl_rule *r = &c->rules[i];
-        if (!rule_matches(rt, i, dir, local, addr)) continue;
+        if (all ? !rule_matches(rt, i, dir, local, addr) : !in_rest_matches(r, local, addr))
+            continue;
 
         struct sl_key key;
         struct sl_verdict v = {.allowed = true};
@@ -338,7 +366,13 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
 void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const struct sl_addr *peer,
                   uint64_t now, struct sl_decision *d)
 {
-    decide(rt, SL_IN, local, peer, now, 0, d);
+    sl_decide_in_rules(rt, SL_ALL_RULES, local, peer, now, d);
+}
+
+void sl_decide_in_rules(struct sl_runtime *rt, uint64_t rules, const struct sl_addr *local,
+                        const struct sl_addr *peer, uint64_t now, struct sl_decision *d)
+{
+    decide(rt, SL_IN, rules, local, peer, now, 0, d);
     if (d->outcome == SL_DENY) {
         sl_table_count(rt->table, rt->table_rule[d->rule], SL_C_LIMITED, 1);
         log_denial(rt->cfg, &rt->cfg->rules[d->rule], peer, &d->v, false, d->conns_full);
@@ -348,7 +382,7 @@ void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const stru
 void sl_decide_out(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t now,
                    uint64_t budget_ns, struct sl_decision *d)
 {
-    decide(rt, SL_OUT, NULL, dst, now, budget_ns, d);
+    decide(rt, SL_OUT, SL_ALL_RULES, NULL, dst, now, budget_ns, d);
 }
 
 _Static_assert(SL_MAX_RULES <= 64, "struct sl_decision.took has a bit per rule");
