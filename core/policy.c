@@ -46,6 +46,10 @@ int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct s
         rt->any_conns |= r->conns > 0;
         if (r->dir == SL_IN) {
             rt->any_in = true;
+            if (r->limit.count && r->scope == SL_SCOPE_LOCAL && !r->conns &&
+                !r->recv_limit.count && !r->send_limit.count && !r->request &&
+                r->action != SL_ACT_DELAY && !r->dry_run)
+                rt->plain_in |= 1ull << i;
             rt->in_needs_local |= r->nports > 0 || r->nlocal > 0;
             rt->in_needs_local_addr |= r->nlocal > 0;
         } else {
@@ -270,6 +274,48 @@ static void rate_refund(struct sl_runtime *rt, int i, const struct sl_rule *r,
 }
 
 /* Runs every matching rule of one direction; see the file comment. */
+/* A decision that passes, with no rule: filled field by field, as bytes_key
+ * (64 bytes) means something only under a bytes_rule, and a whole-struct
+ * memset is a good part of an accept. */
+static inline void decision_init(struct sl_decision *d)
+{
+    d->outcome = SL_PASS;
+    d->rule = -1;
+    d->conns_full = false;
+    d->wait_ns = d->redecide_until = d->took = 0;
+    d->v = (struct sl_verdict){0};
+    d->bytes_rule[0] = d->bytes_rule[1] = -1;
+    d->conn_rec[0] = d->conn_rec[1] = -1;
+}
+
+/* decide() for one inbound rule of plain_in, known to match but for its
+ * peer checks: what the loop below does for it, without the loop's
+ * bookkeeping (a connection under a never-limiting rule is counted in
+ * instructions against plain nginx). */
+static void decide_plain(struct sl_runtime *rt, int i, const struct sl_addr *addr, uint64_t now,
+                         struct sl_decision *d)
+{
+    const struct sl_rule *r = &rt->cfg->rules[i];
+    int tr = rt->table_rule[i];
+    struct sl_key key;
+    struct sl_verdict v = {.allowed = true};
+    sl_key_make(&key, r, addr);
+    sl_table_decide_lean(rt->table, tr, &key, &r->limit, now, 1, 0, &v);
+    if (v.allowed) {
+        d->took = 1ull << i;
+        d->wait_ns = v.wait_ns;
+        sl_table_count(rt->table, tr, SL_C_ALLOWED, 1);
+        if (v.wait_ns) sl_table_count_wait(rt->table, tr, now, v.wait_ns);
+        /* log_pass's own test, here: a call with its buffers costs more */
+        if (v.wait_ns || sl_decisions_verbose(rt->cfg)) log_pass(rt->cfg, i, addr, v.wait_ns, now);
+        return;
+    }
+    sl_table_note_denial(rt->table, tr, &key, now);
+    d->outcome = SL_DENY;
+    d->rule = i;
+    d->v = v;
+}
+
 /* `rules`: when not SL_ALL_RULES, the inbound rules of the listener's port
  * (sl_in_rules_for_port), the only ones looked at. */
 static void decide(struct sl_runtime *rt, enum sl_dir dir, uint64_t rules,
@@ -280,15 +326,7 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, uint64_t rules,
     struct pass passed[SL_MAX_RULES];
     int npassed = 0, nheld = 0;
 
-    /* field by field: bytes_key (64 bytes) means something only under a
-     * bytes_rule, and a whole-struct memset is a good part of an accept */
-    d->outcome = SL_PASS;
-    d->rule = -1;
-    d->conns_full = false;
-    d->wait_ns = d->redecide_until = d->took = 0;
-    d->v = (struct sl_verdict){0};
-    d->bytes_rule[0] = d->bytes_rule[1] = -1;
-    d->conn_rec[0] = d->conn_rec[1] = -1;
+    decision_init(d);
     bool all = rules == SL_ALL_RULES;
     uint64_t left = !all ? rules : c->nrules >= 64 ? UINT64_MAX : (1ull << c->nrules) - 1;
     while (left) { /* in the configuration's order: the first denying rule is reported */
@@ -372,7 +410,15 @@ void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const stru
 void sl_decide_in_rules(struct sl_runtime *rt, uint64_t rules, const struct sl_addr *local,
                         const struct sl_addr *peer, uint64_t now, struct sl_decision *d)
 {
-    decide(rt, SL_IN, rules, local, peer, now, 0, d);
+    if (rules != SL_ALL_RULES && rules && !(rules & (rules - 1)) && (rules & rt->plain_in)) {
+        /* the listener's port has one rule, a plain one: no loop (and not
+         * decide()'s frame, sized for every rule) */
+        int i = __builtin_ctzll(rules);
+        decision_init(d);
+        if (in_rest_matches(&rt->cfg->rules[i], local, peer)) decide_plain(rt, i, peer, now, d);
+    } else {
+        decide(rt, SL_IN, rules, local, peer, now, 0, d);
+    }
     if (d->outcome == SL_DENY) {
         sl_table_count(rt->table, rt->table_rule[d->rule], SL_C_LIMITED, 1);
         log_denial(rt->cfg, &rt->cfg->rules[d->rule], peer, &d->v, false, d->conns_full);

@@ -45,6 +45,9 @@ struct sl_runtime {
     bool any_req_names;       /* ... and names a host: a connection to any address may name
                                  it (SNI, Host), so every outbound one is watched */
     bool any_conns;           /* some rule limits connections at once */
+    uint64_t plain_in;        /* inbound rules whose decision is the rate alone (local
+                                 count, no conns, bytes, delay or dry run): a connection
+                                 only they match takes decide()'s short path */
     /* learned[host_base[rule] + i]: host i of the rule; NULL without host names */
     struct sl_learned_host *learned;
     int host_base[SL_MAX_RULES];

@@ -506,16 +506,18 @@ static uint32_t slot_share(struct sl_table *t, uint64_t i, uint64_t now, uint64_
  * odd stride visits every bucket, and keys that share a first bucket part
  * ways at once, so no clusters form), slots in order within a bucket. */
 struct probe {
-    uint64_t bucket, stride, n;
+    uint64_t bucket, stride, n, h;
     unsigned left; /* slots still to look at */
 };
 
+/* The stride is worked out only when the first bucket is left behind: most
+ * lookups end in it (a key's slot is among its first four), and the stride
+ * is a 128-bit multiply. */
 static inline struct probe probe_start(const struct sl_table *t, uint64_t h)
 {
     uint64_t n = t->nbuckets;
-    struct probe p = {.n = n, .left = SL_PROBE};
+    struct probe p = {.n = n, .h = h, .left = SL_PROBE};
     p.bucket = (uint64_t)(((unsigned __int128)h * n) >> 64);
-    p.stride = 1 + (uint64_t)(((unsigned __int128)(h ^ (h >> 29)) * (n - 1)) >> 64);
     return p;
 }
 
@@ -526,6 +528,9 @@ static inline int64_t probe_next(struct probe *p)
     if (p->left == 0) return -1;
     unsigned i = SL_PROBE - p->left--;
     if (i && i % SL_BUCKET == 0) {
+        if (i == SL_BUCKET)
+            p->stride =
+                1 + (uint64_t)(((unsigned __int128)(p->h ^ (p->h >> 29)) * (p->n - 1)) >> 64);
         p->bucket += p->stride;
         if (p->bucket >= p->n) p->bucket -= p->n;
     }
