@@ -562,10 +562,35 @@ static int64_t find_room(struct sl_table *t, uint64_t h, uint64_t now, uint64_t 
     return best;
 }
 
+static int64_t find_slot_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
+                           uint64_t quota, uint64_t now);
+
 int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
                            const struct sl_limit *l, uint64_t quota, uint64_t now)
 {
-    uint64_t h = sl_key_hash(k, t->secret);
+    return find_slot_h(t, rule, sl_key_hash(k, t->secret), l, quota, now);
+}
+
+/* The decisions' lookup, inline: a key met before is in its first bucket
+ * nearly always, found there as find_slot_h would find it (the same slots in
+ * the same order, stopping where it would stop: at the key's tag). Anything
+ * else (an empty slot to claim, a slot being reused, a later bucket) is
+ * left to find_slot_h. */
+static inline int64_t find_slot_fast(struct sl_table *t, int rule, uint64_t h,
+                                     const struct sl_limit *l, uint64_t now)
+{
+    uint64_t at = (uint64_t)(((unsigned __int128)h * t->nbuckets) >> 64) * SL_BUCKET;
+    for (unsigned j = 0; j < SL_BUCKET; j++) {
+        uint64_t tag = atomic_load_explicit(&t->slots[at + j].tag, memory_order_acquire);
+        if (tag == h) return (int64_t)(at + j);
+        if (tag == 0) break;
+    }
+    return find_slot_h(t, rule, h, l, 0, now);
+}
+
+static int64_t find_slot_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
+                           uint64_t quota, uint64_t now)
+{
     for (int attempt = 0; attempt < 2; attempt++) {
         struct probe p = probe_start(t, h);
         for (int64_t at; (at = probe_next(&p)) >= 0;) {
@@ -655,7 +680,7 @@ static __attribute__((noinline)) void decide_full(struct sl_table *t, int rule,
 void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
                      uint64_t now, uint64_t cost, uint64_t slack, struct sl_verdict *v)
 {
-    int64_t i = sl_table_find_slot(t, rule, k, l, 0, now);
+    int64_t i = find_slot_fast(t, rule, sl_key_hash(k, t->secret), l, now);
     if (__builtin_expect(i >= 0, 1)) {
         decide_word(&t->slots[i].state, l, now, cost, slack, v, true);
         return;
@@ -667,7 +692,7 @@ void sl_table_decide_lean(struct sl_table *t, int rule, const struct sl_key *k,
                           const struct sl_limit *l, uint64_t now, uint64_t cost, uint64_t slack,
                           struct sl_verdict *v)
 {
-    int64_t i = sl_table_find_slot(t, rule, k, l, 0, now);
+    int64_t i = find_slot_fast(t, rule, sl_key_hash(k, t->secret), l, now);
     if (__builtin_expect(i >= 0, 1)) {
         decide_word(&t->slots[i].state, l, now, cost, slack, v, false);
         return;

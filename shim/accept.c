@@ -118,7 +118,7 @@ static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_
     }
     sl_decide_in_rules(rt, rules, lp, &peer, now, d);
     pass = d->outcome == SL_PASS;
-    if (pass) sl_req_accept(rt, fd, lp, &peer);
+    if (pass && rt->any_req_in) sl_req_accept(rt, fd, lp, &peer); /* its own test, here: no call */
     return pass;
 }
 
