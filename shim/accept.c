@@ -60,6 +60,24 @@ static void deny(const struct sl_runtime *rt, int fd, const struct sl_decision *
 _Atomic uint32_t sl_listen_port[SL_FD_MAX];
 #define listen_port sl_listen_port
 
+_Atomic uint64_t sl_listen_rules[SL_FD_MAX];
+
+/* The rules that can match a connection accepted from lfd, whose local
+ * port is `port`: worked out once per listener and configuration (a reload
+ * changes the generation), so an accept does not try every rule's ports. */
+static uint64_t listen_rules(const struct sl_runtime *rt, int lfd, uint16_t port)
+{
+    if ((unsigned)lfd >= SL_FD_MAX || rt->cfg->nrules > 31) return SL_ALL_RULES;
+    uint64_t w = atomic_load_explicit(&sl_listen_rules[lfd], memory_order_relaxed);
+    if (__builtin_expect((w & SL_LISTEN_KNOWN) && (uint32_t)(w >> 32) == rt->config_gen, 1))
+        return w & (SL_LISTEN_KNOWN - 1);
+    uint64_t rules = sl_in_rules_for_port(rt, port);
+    atomic_store_explicit(&sl_listen_rules[lfd],
+                          (uint64_t)rt->config_gen << 32 | SL_LISTEN_KNOWN | rules,
+                          memory_order_relaxed);
+    return rules;
+}
+
 static bool local_of(int fd, struct sl_addr *out)
 {
     struct sockaddr_storage ls;
@@ -73,6 +91,7 @@ static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_
                   socklen_t len, uint64_t now, struct sl_decision *d)
 {
     struct sl_addr peer, local = {0}, *lp = NULL;
+    uint64_t rules = SL_ALL_RULES;
     bool pass;
     if (!sl_addr_from_sockaddr(&peer, (const struct sockaddr *)ss, len)) {
         /* Unix sockets and the like carry nothing (sl_decide_in fills d otherwise) */
@@ -92,11 +111,14 @@ static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_
                 atomic_store_explicit(&listen_port[lfd], p1, memory_order_relaxed);
         }
         local.port = (uint16_t)(p1 - 1);
-        if (p1) lp = &local;
+        if (p1) {
+            lp = &local;
+            rules = listen_rules(rt, lfd, local.port);
+        }
     }
-    sl_decide_in(rt, lp, &peer, now, d);
+    sl_decide_in_rules(rt, rules, lp, &peer, now, d);
     pass = d->outcome == SL_PASS;
-    if (pass) sl_req_accept(rt, fd, lp, &peer);
+    if (pass && rt->any_req_in) sl_req_accept(rt, fd, lp, &peer); /* its own test, here: no call */
     return pass;
 }
 

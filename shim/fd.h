@@ -82,11 +82,21 @@ static inline struct sl_fd *sl_fd_get(int fd)
  * known), so that rules on the port alone cost no getsockname per accept. */
 extern _Atomic uint32_t sl_listen_port[SL_FD_MAX];
 
+/* The inbound rules of each such listener's port, worked out at its first
+ * accept (accept.c: listen_rules): the configuration generation in the top
+ * half, SL_LISTEN_KNOWN, and a bit per rule below it (configurations of at
+ * most 31 rules; larger ones are matched rule by rule every accept). Set
+ * only where sl_listen_port is, so close's fast path needs no second look. */
+extern _Atomic uint64_t sl_listen_rules[SL_FD_MAX];
+#define SL_LISTEN_KNOWN (1ull << 31)
+
 /* A descriptor closed or replaced: forget it was a listener. */
 static inline void sl_listen_forget(int fd)
 {
-    if ((unsigned)fd < SL_FD_MAX && atomic_load_explicit(&sl_listen_port[fd], memory_order_relaxed))
+    if ((unsigned)fd < SL_FD_MAX && atomic_load_explicit(&sl_listen_port[fd], memory_order_relaxed)) {
+        atomic_store_explicit(&sl_listen_rules[fd], 0, memory_order_relaxed);
         atomic_store_explicit(&sl_listen_port[fd], 0, memory_order_relaxed);
+    }
 }
 
 /* The entry for fd, created (zeroed, rules -1) if needed; NULL if fd is out

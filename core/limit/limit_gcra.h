@@ -4,6 +4,7 @@
 #ifndef SL_LIMIT_GCRA_H
 #define SL_LIMIT_GCRA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "limit.h"
@@ -37,8 +38,13 @@ static inline uint64_t sl_gcra_requests_in(const struct sl_limit *l, uint64_t ro
     return r;
 }
 
-static inline void sl_gcra_step(const struct sl_limit *l, uint64_t tat, uint64_t now, uint64_t cost,
-                                uint64_t slack, uint64_t *next, struct sl_verdict *v)
+/* The step; `remaining` false leaves v->remaining 0 on an allow: counting
+ * the requests still in the burst is a good part of a decision, and a
+ * connection's decision reads it only when it denies (the 429), where it is
+ * 0 anyway. A constant at every call site, so each gets its own copy. */
+static inline __attribute__((always_inline)) void
+sl_gcra_step_ex(const struct sl_limit *l, uint64_t tat, uint64_t now, uint64_t cost,
+                uint64_t slack, uint64_t *next, struct sl_verdict *v, bool remaining)
 {
     uint64_t horizon = now + l->burst_ns + slack;
     if (tat > horizon) tat = horizon; /* backwards clock: no worse than empty */
@@ -52,8 +58,12 @@ static inline void sl_gcra_step(const struct sl_limit *l, uint64_t tat, uint64_t
         v->wait_ns = allow_at > now ? allow_at - now : 0;
         v->retry_ns = 0;
         v->reset_ns = new_tat - now;
-        uint64_t room = now + l->burst_ns > new_tat ? now + l->burst_ns - new_tat : 0;
-        v->remaining = sl_gcra_requests_in(l, room);
+        if (remaining) {
+            uint64_t room = now + l->burst_ns > new_tat ? now + l->burst_ns - new_tat : 0;
+            v->remaining = sl_gcra_requests_in(l, room);
+        } else {
+            v->remaining = 0;
+        }
         *next = new_tat;
     } else {
         v->allowed = false;
@@ -64,6 +74,12 @@ static inline void sl_gcra_step(const struct sl_limit *l, uint64_t tat, uint64_t
         v->remaining = 0;
         *next = tat;
     }
+}
+
+static inline void sl_gcra_step(const struct sl_limit *l, uint64_t tat, uint64_t now, uint64_t cost,
+                                uint64_t slack, uint64_t *next, struct sl_verdict *v)
+{
+    sl_gcra_step_ex(l, tat, now, cost, slack, next, v, true);
 }
 
 #endif

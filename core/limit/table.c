@@ -506,16 +506,18 @@ static uint32_t slot_share(struct sl_table *t, uint64_t i, uint64_t now, uint64_
  * odd stride visits every bucket, and keys that share a first bucket part
  * ways at once, so no clusters form), slots in order within a bucket. */
 struct probe {
-    uint64_t bucket, stride, n;
+    uint64_t bucket, stride, n, h;
     unsigned left; /* slots still to look at */
 };
 
+/* The stride is worked out only when the first bucket is left behind: most
+ * lookups end in it (a key's slot is among its first four), and the stride
+ * is a 128-bit multiply. */
 static inline struct probe probe_start(const struct sl_table *t, uint64_t h)
 {
     uint64_t n = t->nbuckets;
-    struct probe p = {.n = n, .left = SL_PROBE};
+    struct probe p = {.n = n, .h = h, .left = SL_PROBE};
     p.bucket = (uint64_t)(((unsigned __int128)h * n) >> 64);
-    p.stride = 1 + (uint64_t)(((unsigned __int128)(h ^ (h >> 29)) * (n - 1)) >> 64);
     return p;
 }
 
@@ -526,6 +528,9 @@ static inline int64_t probe_next(struct probe *p)
     if (p->left == 0) return -1;
     unsigned i = SL_PROBE - p->left--;
     if (i && i % SL_BUCKET == 0) {
+        if (i == SL_BUCKET)
+            p->stride =
+                1 + (uint64_t)(((unsigned __int128)(p->h ^ (p->h >> 29)) * (p->n - 1)) >> 64);
         p->bucket += p->stride;
         if (p->bucket >= p->n) p->bucket -= p->n;
     }
@@ -557,10 +562,35 @@ static int64_t find_room(struct sl_table *t, uint64_t h, uint64_t now, uint64_t 
     return best;
 }
 
+static int64_t find_slot_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
+                           uint64_t quota, uint64_t now);
+
 int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
                            const struct sl_limit *l, uint64_t quota, uint64_t now)
 {
-    uint64_t h = sl_key_hash(k, t->secret);
+    return find_slot_h(t, rule, sl_key_hash(k, t->secret), l, quota, now);
+}
+
+/* The decisions' lookup, inline: a key met before is in its first bucket
+ * nearly always, found there as find_slot_h would find it (the same slots in
+ * the same order, stopping where it would stop: at the key's tag). Anything
+ * else (an empty slot to claim, a slot being reused, a later bucket) is
+ * left to find_slot_h. */
+static inline int64_t find_slot_fast(struct sl_table *t, int rule, uint64_t h,
+                                     const struct sl_limit *l, uint64_t now)
+{
+    uint64_t at = (uint64_t)(((unsigned __int128)h * t->nbuckets) >> 64) * SL_BUCKET;
+    for (unsigned j = 0; j < SL_BUCKET; j++) {
+        uint64_t tag = atomic_load_explicit(&t->slots[at + j].tag, memory_order_acquire);
+        if (tag == h) return (int64_t)(at + j);
+        if (tag == 0) break;
+    }
+    return find_slot_h(t, rule, h, l, 0, now);
+}
+
+static int64_t find_slot_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
+                           uint64_t quota, uint64_t now)
+{
     for (int attempt = 0; attempt < 2; attempt++) {
         struct probe p = probe_start(t, h);
         for (int64_t at; (at = probe_next(&p)) >= 0;) {
@@ -597,14 +627,16 @@ int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
     return -1;
 }
 
-static void decide_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now, uint64_t cost,
-                        uint64_t slack, struct sl_verdict *v)
+/* `remaining`: a constant at each call, see sl_gcra_step_ex */
+static inline __attribute__((always_inline)) void
+decide_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now, uint64_t cost,
+            uint64_t slack, struct sl_verdict *v, bool remaining)
 {
     uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
     for (;;) {
         uint64_t next;
         if (l->alg == SL_ALG_GCRA) /* the common case, inline */
-            sl_gcra_step(l, s, now, cost, slack, &next, v);
+            sl_gcra_step_ex(l, s, now, cost, slack, &next, v, remaining);
         else
             sl_limit_step(l, s, now, cost, slack, &next, v);
         if (next == s) return;
@@ -622,18 +654,16 @@ static void refund_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t 
         ;
 }
 
-void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
-                     uint64_t now, uint64_t cost, uint64_t slack, struct sl_verdict *v)
+/* What a full table does for a key it cannot hold (rare: out of line). */
+static __attribute__((noinline)) void decide_full(struct sl_table *t, int rule,
+                                                  const struct sl_limit *l, uint64_t now,
+                                                  uint64_t cost, uint64_t slack,
+                                                  struct sl_verdict *v)
 {
-    int64_t i = sl_table_find_slot(t, rule, k, l, 0, now);
-    if (__builtin_expect(i >= 0, 1)) {
-        decide_word(&t->slots[i].state, l, now, cost, slack, v);
-        return;
-    }
     sl_table_count(t, rule, SL_C_OVERFLOW, 1);
     switch (t->on_full) {
     case SL_FULL_SHARED:
-        decide_word(&t->rules[rule].overflow_state, l, now, cost, slack, v);
+        decide_word(&t->rules[rule].overflow_state, l, now, cost, slack, v, true);
         return;
     case SL_FULL_DENY:
         *v = (struct sl_verdict){.allowed = false,
@@ -645,6 +675,29 @@ void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const
                                  .limit = l->alg == SL_ALG_GCRA ? l->burst : l->count};
         return;
     }
+}
+
+void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
+                     uint64_t now, uint64_t cost, uint64_t slack, struct sl_verdict *v)
+{
+    int64_t i = find_slot_fast(t, rule, sl_key_hash(k, t->secret), l, now);
+    if (__builtin_expect(i >= 0, 1)) {
+        decide_word(&t->slots[i].state, l, now, cost, slack, v, true);
+        return;
+    }
+    decide_full(t, rule, l, now, cost, slack, v);
+}
+
+void sl_table_decide_lean(struct sl_table *t, int rule, const struct sl_key *k,
+                          const struct sl_limit *l, uint64_t now, uint64_t cost, uint64_t slack,
+                          struct sl_verdict *v)
+{
+    int64_t i = find_slot_fast(t, rule, sl_key_hash(k, t->secret), l, now);
+    if (__builtin_expect(i >= 0, 1)) {
+        decide_word(&t->slots[i].state, l, now, cost, slack, v, false);
+        return;
+    }
+    decide_full(t, rule, l, now, cost, slack, v);
 }
 
 uint64_t sl_table_take(struct sl_table *t, int rule, const struct sl_key *k,

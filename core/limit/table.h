@@ -68,6 +68,13 @@ int sl_table_rule(struct sl_table *t, uint64_t id, const char *name);
 void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
                      uint64_t now, uint64_t cost, uint64_t slack_ns, struct sl_verdict *v);
 
+/* sl_table_decide for a caller that reads v->remaining only when denied
+ * (a connection's decision): on an allow of a GCRA limit it is left 0
+ * rather than counted, which is a good part of the decision's cost. */
+void sl_table_decide_lean(struct sl_table *t, int rule, const struct sl_key *k,
+                          const struct sl_limit *l, uint64_t now, uint64_t cost, uint64_t slack_ns,
+                          struct sl_verdict *v);
+
 /* Takes up to `want` bytes from the key's byte bucket (a GCRA limit over
  * bytes), as sl_limit_take: a grant usable now (*wait_ns 0), or a place in
  * the key's queue usable in *wait_ns. 0 only when on_full = deny refuses a

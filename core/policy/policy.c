@@ -46,6 +46,10 @@ int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct s
         rt->any_conns |= r->conns > 0;
         if (r->dir == SL_IN) {
             rt->any_in = true;
+            if (r->limit.count && r->scope == SL_SCOPE_LOCAL && !r->conns &&
+                !r->recv_limit.count && !r->send_limit.count && !r->request &&
+                r->action != SL_ACT_DELAY && !r->dry_run)
+                rt->plain_in |= 1ull << i;
             rt->in_needs_local |= r->nports > 0 || r->nlocal > 0;
             rt->in_needs_local_addr |= r->nlocal > 0;
         } else {
@@ -124,6 +128,26 @@ static bool out_matches(const struct sl_runtime *rt, int rule, const struct sl_a
     return false;
 }
 
+/* A rule of sl_in_rules_for_port's mask: the direction and port are known
+ * to match, the rest is checked per connection. */
+static inline bool in_rest_matches(const struct sl_rule *r, const struct sl_addr *local,
+                                   const struct sl_addr *peer)
+{
+    if (r->nlocal && (!local || !sl_cidr_list_contains(r->local, r->nlocal, local->a)))
+        return false;
+    if (r->nfrom && !sl_cidr_list_contains(r->from, r->nfrom, peer->a)) return false;
+    return !r->nexempt || !sl_cidr_list_contains(r->exempt, r->nexempt, peer->a);
+}
+
+uint64_t sl_in_rules_for_port(const struct sl_runtime *rt, uint16_t port)
+{
+    const struct sl_config *c = rt->cfg;
+    uint64_t mask = 0;
+    for (int i = 0; i < c->nrules; i++)
+        if (c->rules[i].dir == SL_IN && port_matches(&c->rules[i], port)) mask |= 1ull << i;
+    return mask;
+}
+
 /* Inline in decide(): it runs for every rule at every accept and connect. */
 static inline bool rule_matches(const struct sl_runtime *rt, int rule, enum sl_dir dir,
                                 const struct sl_addr *local, const struct sl_addr *peer)
@@ -163,9 +187,11 @@ bool sl_out_matches(const struct sl_runtime *rt, const struct sl_addr *dst)
     return false;
 }
 
+/* A rule that let the connection through. Its key is not kept: only a
+ * later rule's denial needs it (to refund), and that rare path makes it
+ * again rather than every accept copying it. */
 struct pass {
     int rule;
-    struct sl_key key;
     uint64_t wait_ns;
 };
 
@@ -231,7 +257,9 @@ static void rate_decide(struct sl_runtime *rt, int i, const struct sl_rule *r,
     else if (r->scope == SL_SCOPE_REDIS && rt->redis)
         sl_redis_decide(rt->redis, i, r, &(struct sl_redis_what){.limit = &r->limit}, k, now, 1, v);
     else
-        sl_table_decide(rt->table, rt->table_rule[i], k, &r->limit, now, 1, slack, v);
+        /* a connection's verdict is read on an allow only for allowed and
+         * wait_ns: no `remaining` */
+        sl_table_decide_lean(rt->table, rt->table_rule[i], k, &r->limit, now, 1, slack, v);
 }
 
 static void rate_refund(struct sl_runtime *rt, int i, const struct sl_rule *r,
@@ -246,15 +274,11 @@ static void rate_refund(struct sl_runtime *rt, int i, const struct sl_rule *r,
 }
 
 /* Runs every matching rule of one direction; see the file comment. */
-static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr *local,
-                   const struct sl_addr *addr, uint64_t now, uint64_t budget, struct sl_decision *d)
+/* A decision that passes, with no rule: filled field by field, as bytes_key
+ * (64 bytes) means something only under a bytes_rule, and a whole-struct
+ * memset is a good part of an accept. */
+static inline void decision_init(struct sl_decision *d)
 {
-    const struct sl_config *c = rt->cfg;
-    struct pass passed[SL_MAX_RULES];
-    int npassed = 0, nheld = 0;
-
-    /* field by field: bytes_key (64 bytes) means something only under a
-     * bytes_rule, and a whole-struct memset is a good part of an accept */
     d->outcome = SL_PASS;
     d->rule = -1;
     d->conns_full = false;
@@ -262,9 +286,55 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
     d->v = (struct sl_verdict){0};
     d->bytes_rule[0] = d->bytes_rule[1] = -1;
     d->conn_rec[0] = d->conn_rec[1] = -1;
-    for (int i = 0; i < c->nrules; i++) {
+}
+
+/* decide() for one inbound rule of plain_in, known to match but for its
+ * peer checks: what the loop below does for it, without the loop's
+ * bookkeeping (a connection under a never-limiting rule is counted in
+ * instructions against plain nginx). */
+static void decide_plain(struct sl_runtime *rt, int i, const struct sl_addr *addr, uint64_t now,
+                         struct sl_decision *d)
+{
+    const struct sl_rule *r = &rt->cfg->rules[i];
+    int tr = rt->table_rule[i];
+    struct sl_key key;
+    struct sl_verdict v = {.allowed = true};
+    sl_key_make(&key, r, addr);
+    sl_table_decide_lean(rt->table, tr, &key, &r->limit, now, 1, 0, &v);
+    if (v.allowed) {
+        d->took = 1ull << i;
+        d->wait_ns = v.wait_ns;
+        sl_table_count(rt->table, tr, SL_C_ALLOWED, 1);
+        if (v.wait_ns) sl_table_count_wait(rt->table, tr, now, v.wait_ns);
+        /* log_pass's own test, here: a call with its buffers costs more */
+        if (v.wait_ns || sl_decisions_verbose(rt->cfg)) log_pass(rt->cfg, i, addr, v.wait_ns, now);
+        return;
+    }
+    sl_table_note_denial(rt->table, tr, &key, now);
+    d->outcome = SL_DENY;
+    d->rule = i;
+    d->v = v;
+}
+
+/* `rules`: when not SL_ALL_RULES, the inbound rules of the listener's port
+ * (sl_in_rules_for_port), the only ones looked at. */
+static void decide(struct sl_runtime *rt, enum sl_dir dir, uint64_t rules,
+                   const struct sl_addr *local, const struct sl_addr *addr, uint64_t now,
+                   uint64_t budget, struct sl_decision *d)
+{
+    const struct sl_config *c = rt->cfg;
+    struct pass passed[SL_MAX_RULES];
+    int npassed = 0, nheld = 0;
+
+    decision_init(d);
+    bool all = rules == SL_ALL_RULES;
+    uint64_t left = !all ? rules : c->nrules >= 64 ? UINT64_MAX : (1ull << c->nrules) - 1;
+    while (left) { /* in the configuration's order: the first denying rule is reported */
+        int i = __builtin_ctzll(left);
+        left &= left - 1;
         const struct sl_rule *r = &c->rules[i];
-        if (!rule_matches(rt, i, dir, local, addr)) continue;
+        if (all ? !rule_matches(rt, i, dir, local, addr) : !in_rest_matches(r, local, addr))
+            continue;
 
         struct sl_key key;
         struct sl_verdict v = {.allowed = true};
@@ -288,7 +358,7 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
             }
         }
         if (v.allowed) {
-            passed[npassed++] = (struct pass){.rule = i, .key = key, .wait_ns = v.wait_ns};
+            passed[npassed++] = (struct pass){.rule = i, .wait_ns = v.wait_ns};
             if (!r->recv_limit.count && !r->send_limit.count) continue;
             for (int io = 0; io < 2; io++) {
                 if (d->bytes_rule[io] >= 0 || !bytes_limit(r, io)->count) continue;
@@ -306,7 +376,10 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
         }
         for (int j = 0; j < npassed; j++) {
             const struct sl_rule *pr = &c->rules[passed[j].rule];
-            if (pr->limit.count) rate_refund(rt, passed[j].rule, pr, &passed[j].key, now);
+            if (!pr->limit.count) continue;
+            struct sl_key pk;
+            sl_key_make(&pk, pr, addr);
+            rate_refund(rt, passed[j].rule, pr, &pk, now);
         }
         sl_conn_release(rt, d->conn_rec);
         int32_t none[SL_CONN_HOLDS] = {-1, -1};
@@ -331,7 +404,21 @@ static void decide(struct sl_runtime *rt, enum sl_dir dir, const struct sl_addr 
 void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const struct sl_addr *peer,
                   uint64_t now, struct sl_decision *d)
 {
-    decide(rt, SL_IN, local, peer, now, 0, d);
+    sl_decide_in_rules(rt, SL_ALL_RULES, local, peer, now, d);
+}
+
+void sl_decide_in_rules(struct sl_runtime *rt, uint64_t rules, const struct sl_addr *local,
+                        const struct sl_addr *peer, uint64_t now, struct sl_decision *d)
+{
+    if (rules != SL_ALL_RULES && rules && !(rules & (rules - 1)) && (rules & rt->plain_in)) {
+        /* the listener's port has one rule, a plain one: no loop (and not
+         * decide()'s frame, sized for every rule) */
+        int i = __builtin_ctzll(rules);
+        decision_init(d);
+        if (in_rest_matches(&rt->cfg->rules[i], local, peer)) decide_plain(rt, i, peer, now, d);
+    } else {
+        decide(rt, SL_IN, rules, local, peer, now, 0, d);
+    }
     if (d->outcome == SL_DENY) {
         sl_table_count(rt->table, rt->table_rule[d->rule], SL_C_LIMITED, 1);
         log_denial(rt->cfg, &rt->cfg->rules[d->rule], peer, &d->v, false, d->conns_full);
@@ -341,7 +428,7 @@ void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const stru
 void sl_decide_out(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t now,
                    uint64_t budget_ns, struct sl_decision *d)
 {
-    decide(rt, SL_OUT, NULL, dst, now, budget_ns, d);
+    decide(rt, SL_OUT, SL_ALL_RULES, NULL, dst, now, budget_ns, d);
 }
 
 _Static_assert(SL_MAX_RULES <= 64, "struct sl_decision.took has a bit per rule");

@@ -45,6 +45,9 @@ struct sl_runtime {
     bool any_req_names;       /* ... and names a host: a connection to any address may name
                                  it (SNI, Host), so every outbound one is watched */
     bool any_conns;           /* some rule limits connections at once */
+    uint64_t plain_in;        /* inbound rules whose decision is the rate alone (local
+                                 count, no conns, bytes, delay or dry run): a connection
+                                 only they match takes decide()'s short path */
     /* learned[host_base[rule] + i]: host i of the rule; NULL without host names */
     struct sl_learned_host *learned;
     int host_base[SL_MAX_RULES];
@@ -84,6 +87,17 @@ void sl_runtime_fini(struct sl_runtime *rt);
 
 void sl_decide_in(struct sl_runtime *rt, const struct sl_addr *local, const struct sl_addr *peer,
                   uint64_t now, struct sl_decision *d);
+
+/* The inbound rules whose ports take `port` (a bit per rule index): what a
+ * listener can work out once rather than every accept. */
+uint64_t sl_in_rules_for_port(const struct sl_runtime *rt, uint16_t port);
+
+/* sl_decide_in with the rules looked at limited to `rules`, a mask from
+ * sl_in_rules_for_port of the local port (their local addresses, peers
+ * and exemptions are still checked per connection); SL_ALL_RULES: all. */
+#define SL_ALL_RULES UINT64_MAX
+void sl_decide_in_rules(struct sl_runtime *rt, uint64_t rules, const struct sl_addr *local,
+                        const struct sl_addr *peer, uint64_t now, struct sl_decision *d);
 
 /* `budget_ns` caps how long delay rules may ask the caller to wait. */
 void sl_decide_out(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t now,

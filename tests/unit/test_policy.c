@@ -80,6 +80,52 @@ static uint64_t counter(struct fixture *f, int rule, enum sl_counter k)
     return sl_table_counter(f->table, f->rt.table_rule[rule], k);
 }
 
+/* What a listener's port mask (accept.c) and decide()'s short path for a
+ * plain rule decide is what the rule-by-rule loop decides: the same
+ * outcomes, rules, verdicts and counters, allows and denials, on twin
+ * tables fed the same times; and a peer a `from` leaves out or an
+ * exemption covers is not decided at all. */
+static void the_listener_mask_and_short_path_decide_as_the_full_loop(void **unused)
+{
+    (void)unused;
+    const char *cases[] = {
+        "in port=8080 rate=2/s burst=3",
+        "in port=9090 rate=1/s; in port=8080 rate=2/s burst=3",
+        "in port=8080 rate=2/s burst=3 from=10.0.0.0/8",
+        "in port=8080 rate=2/s burst=3 from=192.168.0.0/16",
+        "in port=8080 rate=2/s burst=3 exempt=10.0.0.9/32",
+        "in port=8080 rate=2/s burst=3 action=reply",
+        "in port=8080 rate=1/s burst=1; in rate=2/s burst=3", /* two rules: the loop */
+        "in port=8080 rate=2/s burst=3 dry_run=yes",          /* not plain: the loop */
+    };
+    struct sl_addr local = addr("127.0.0.1", 8080), peer = addr("10.0.0.9", 40000);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        struct fixture *full = make(cases[c]), *fast = make(cases[c]);
+        uint64_t rules = sl_in_rules_for_port(&fast->rt, 8080);
+        for (int n = 0; n < 12; n++) {
+            uint64_t now = T0 + (uint64_t)n * SEC / 5;
+            struct sl_decision a, b;
+            sl_decide_in(&full->rt, &local, &peer, now, &a);
+            sl_decide_in_rules(&fast->rt, rules, &local, &peer, now, &b);
+            assert_int_equal(a.outcome, b.outcome);
+            assert_int_equal(a.rule, b.rule);
+            assert_int_equal(a.took, b.took);
+            assert_int_equal(a.wait_ns, b.wait_ns);
+            assert_int_equal(a.v.allowed, b.v.allowed);
+            assert_int_equal(a.v.retry_ns, b.v.retry_ns);
+            assert_int_equal(a.v.reset_ns, b.v.reset_ns);
+            assert_int_equal(a.v.limit, b.v.limit);
+            assert_int_equal(a.bytes_rule[0], b.bytes_rule[0]);
+            assert_int_equal(a.conn_rec[0], b.conn_rec[0]);
+        }
+        for (int r = 0; r < full->cfg->nrules; r++)
+            for (int k = SL_C_ALLOWED; k <= SL_C_WOULD_LIMIT; k++)
+                assert_int_equal(counter(full, r, k), counter(fast, r, k));
+        destroy(full);
+        destroy(fast);
+    }
+}
+
 /* Rule 1 allows 3 an hour, rule 2 one a second. Ten tries denied by rule 2
  * must not use up rule 1: each of its grants is given back. */
 static void a_later_denial_gives_back_what_earlier_rules_granted(void **unused)
@@ -207,6 +253,7 @@ int main(void)
     unsetenv("SLUICE_ON_ERROR");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_later_denial_gives_back_what_earlier_rules_granted),
+        cmocka_unit_test(the_listener_mask_and_short_path_decide_as_the_full_loop),
         cmocka_unit_test(a_dry_run_rule_counts_and_lets_through),
         cmocka_unit_test(a_later_denial_gives_back_the_connection_places_taken),
         cmocka_unit_test(learned_addresses_match_and_leave_the_config_untouched),
