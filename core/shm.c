@@ -171,3 +171,29 @@ void *sl_shm_open(const struct sl_shm_spec *s, size_t *bytes, bool *created, cha
     snprintf(err, errlen, "%s: replaced by other processes while opening it; try again", s->name);
     return NULL;
 }
+
+void *sl_shm_unnamed(const char *name, size_t bytes, bool cloexec, int *fd_out, char *err,
+                     size_t errlen)
+{
+    int fd = sl_sys_memfd(name, cloexec);
+    if (fd >= 0) {
+        int high = sl_sys_dupfd(fd, 512, cloexec);
+        if (high >= 0) {
+            sl_sys_close(fd);
+            fd = high;
+        }
+    }
+    if (fd >= 0 && sl_sys_ftruncate(fd, (off_t)bytes) != 0) {
+        sl_sys_close(fd);
+        fd = -1;
+    }
+    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                     fd >= 0 ? MAP_SHARED : MAP_SHARED | MAP_ANONYMOUS, fd, 0);
+    if (map == MAP_FAILED) {
+        snprintf(err, errlen, "mmap %zu bytes: %s", bytes, strerror(errno));
+        if (fd >= 0) sl_sys_close(fd);
+        return NULL;
+    }
+    *fd_out = fd;
+    return map;
+}

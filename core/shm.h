@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* shm.h - shared memory objects by name (/dev/shm), for the tables that
- * separately started programs share (table.c, cluster.c).
+ * separately started programs share (table.c, cluster.c), and the unnamed
+ * memory files one program tree shares (its table, the Redis state).
  *
  * An object is published only once whole: the creator makes it under a
  * temporary name, sizes and initialises it, then links it to its name. So
@@ -45,5 +46,13 @@ struct sl_shm_spec {
  * and whether this call created it, or NULL with a message in err. */
 void *sl_shm_open(const struct sl_shm_spec *s, size_t *bytes, bool *created, char *err,
                   size_t errlen);
+
+/* A shared mapping of `bytes` that no other program opens by name: in a
+ * memory file of its own (`name`, as /proc/PID/fd shows it, so `sluice ps`
+ * and `sluice metrics` find it), kept above the program's own descriptor
+ * numbers and closed at exec when `cloexec`; an anonymous mapping when the
+ * kernel has no memfd (*fd -1). NULL with a message in err. */
+void *sl_shm_unnamed(const char *name, size_t bytes, bool cloexec, int *fd, char *err,
+                     size_t errlen);
 
 #endif

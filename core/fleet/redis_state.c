@@ -45,6 +45,7 @@
 #include "../limit/key.h"
 #include "../mem.h"
 #include "redis_int.h"
+#include "../shm.h"
 #include "../sys.h"
 #include "../limit/window.h"
 
@@ -303,25 +304,9 @@ struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size
         sizeof(struct sl_rhdr) + (size_t)(2 * SL_MAX_RULES + n) * sizeof(struct sl_rentry);
     /* a memory file, so `sluice metrics` can read the sender's counters
      * through /proc/PID/fd (named for cli/locate.c); anonymous without one */
-    int fd = sl_sys_memfd("sluice-redis", true);
-    if (fd >= 0) {
-        int high = sl_sys_dupfd(fd, 512, true);
-        if (high >= 0) {
-            sl_sys_close(fd);
-            fd = high;
-        }
-        if (sl_sys_ftruncate(fd, (off_t)bytes) != 0) {
-            sl_sys_close(fd);
-            fd = -1;
-        }
-    }
-    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                     fd >= 0 ? MAP_SHARED : MAP_SHARED | MAP_ANONYMOUS, fd, 0);
-    if (map == MAP_FAILED) {
-        snprintf(err, errlen, "mmap %zu bytes: %s", bytes, strerror(errno));
-        if (fd >= 0) sl_sys_close(fd);
-        return NULL;
-    }
+    int fd;
+    void *map = sl_shm_unnamed("sluice-redis", bytes, true, &fd, err, errlen);
+    if (!map) return NULL;
     struct sl_redis_state *s = sl_alloc(sizeof *s);
     if (!s) {
         munmap(map, bytes);

@@ -216,25 +216,9 @@ static struct sl_table *open_unnamed(uint32_t nslots, enum sl_on_full on_full, b
                                      int *fd_out, char *err, size_t errlen)
 {
     size_t bytes = sl_table_layout_bytes(nslots);
-    int fd = sl_sys_memfd("sluice-table", !inherit);
-    if (fd >= 0) {
-        int high = sl_sys_dupfd(fd, 512, !inherit);
-        if (high >= 0) {
-            sl_sys_close(fd);
-            fd = high;
-        }
-    }
-    if (fd >= 0 && sl_sys_ftruncate(fd, (off_t)bytes) != 0) {
-        sl_sys_close(fd);
-        fd = -1;
-    }
-    void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                     fd >= 0 ? MAP_SHARED : MAP_SHARED | MAP_ANONYMOUS, fd, 0);
-    if (map == MAP_FAILED) {
-        snprintf(err, errlen, "mmap %zu bytes: %s", bytes, strerror(errno));
-        if (fd >= 0) sl_sys_close(fd);
-        return NULL;
-    }
+    int fd;
+    void *map = sl_shm_unnamed("sluice-table", bytes, !inherit, &fd, err, errlen);
+    if (!map) return NULL;
     header_init(map, nslots);
     struct sl_table *t = wrap(map, bytes, on_full);
     if (!t) {
