@@ -25,7 +25,7 @@ LIMIT = 60
 WINDOW = 1.0
 INTERVAL = 0.020
 TIMEOUT = 0.200
-SCRIPT = os.path.join(ROOT, "core", "redis.lua")
+SCRIPT = os.path.join(ROOT, "core", "fleet", "redis.lua")
 
 
 def redis_bound(n, interval=INTERVAL, window=WINDOW, rtt=0.002):
