@@ -558,10 +558,22 @@ static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum 
     return limited(rt, e, c, io);
 }
 
+/* Whether a read of len bytes with these recv flags is the common read of
+ * an inbound request connection (req.c's sl_req_recv): the one a
+ * keep-alive server makes per request, taken without building a call. */
+static inline bool plain_request_read(struct sl_fd *e, size_t len, int flags)
+{
+    return len && !(flags & (MSG_PEEK | MSG_WAITALL)) && e->bytes_rule[SL_IO_RECV] < 0 &&
+           sl_gate_in(e) && !sl_pending_held(e) && sl_req_plain(e);
+}
+
 static SLOW ssize_t recv_slow(struct sl_fd *e, int fd, void *buf, size_t len, int flags)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(recv)(fd, buf, len, flags);
+    if (!e || !rt) return REAL(recv)(fd, buf, len, flags);
+    if (plain_request_read(e, len, flags))
+        return sl_req_recv(sl_reload_check(rt), fd, e, buf, len, flags);
+    if (passes(e, SL_IO_RECV)) return REAL(recv)(fd, buf, len, flags);
     struct call c = {.k = K_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags};
     return run(rt, e, &c, SL_IO_RECV);
 }
@@ -620,7 +632,9 @@ SL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 static SLOW ssize_t read_slow(struct sl_fd *e, int fd, void *buf, size_t len)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(read)(fd, buf, len);
+    if (!e || !rt) return REAL(read)(fd, buf, len);
+    if (plain_request_read(e, len, 0)) return sl_req_recv(sl_reload_check(rt), fd, e, buf, len, 0);
+    if (passes(e, SL_IO_RECV)) return REAL(read)(fd, buf, len);
     struct call c = {.k = K_READ, .fd = fd, .buf = buf, .len = len};
     return run(rt, e, &c, SL_IO_RECV);
 }

@@ -321,6 +321,29 @@ ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
     return sl_gate_read(&r->g, e, &t, buf, len, (flags & MSG_PEEK) != 0, &how);
 }
 
+ssize_t sl_req_recv(struct sl_runtime *rt, int fd, struct sl_fd *e, void *buf, size_t len,
+                    int flags)
+{
+    struct sl_req_fd *r = REQ(e);
+    /* anything but an open gate with an empty stash: the general read */
+    if (r->g.phase != SL_GATE_OPEN || r->g.stash_len || ciphertext(r))
+        return sl_req_read(fd, e, buf, len, flags);
+    if (sl_req_done(CONN(r))) return REAL(recv)(fd, buf, len, flags);
+    if (rt != sl_req_conn_runtime(CONN(r))) { /* as fresh(), with io.c's reload check */
+        r->rt = rt;
+        sl_req_conn_rebind(CONN(r), rt);
+    }
+    ssize_t n = REAL(recv)(fd, buf, len, flags);
+    if (n <= 0) return n;
+    if (!r->first) first_bytes(r, buf, (size_t)n); /* as sock_read's */
+    if (r->cipher) sl_tlsin_taken(r->cipher, buf, (size_t)n);
+    if ((n = sl_gate_took(&r->g, e, fd, buf, (size_t)n)) != SL_GATE_MORE) return n;
+    /* a head that waits (now in the stash): the gate's general read */
+    struct sl_transport t = sock_of(r, fd, flags);
+    enum sl_tls_how how;
+    return sl_gate_read(&r->g, e, &t, buf, len, false, &how);
+}
+
 void sl_req_tls_library(struct sl_fd *e)
 {
     struct sl_req_fd *r = REQ(e);
