@@ -541,6 +541,16 @@ static inline bool passes(struct sl_fd *e, enum sl_io io)
     return !(sl_gate_out(e) && sl_reqout_plain(e));
 }
 
+/* A write of e (NULL: untracked) that the slow half would only pass to
+ * the kernel: a tracked inbound request connection's responses (nginx's
+ * writev) cost the fast half's few loads, not a call. The guard and the
+ * runtime need no look: the slow half passes such a call whatever they
+ * say. */
+static inline bool sends(struct sl_fd *e)
+{
+    return !e || passes(e, SL_IO_SEND);
+}
+
 static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum sl_io io)
 {
     rt = sl_reload_check(rt);
@@ -677,7 +687,8 @@ SL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
     if (sl_tls_tying) sl_tls_tie(fd); /* tie.h: a TLS client's own BIO (curl) */
     struct sl_fd *e = watched(fd);
-    if (__builtin_expect(!e && sl_real.send != NULL, 1)) return sl_real.send(fd, buf, len, flags);
+    if (__builtin_expect(sends(e) && sl_real.send != NULL, 1))
+        return sl_real.send(fd, buf, len, flags);
     return send_slow(e, fd, buf, len, flags);
 }
 
@@ -695,7 +706,7 @@ SL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const s
                          socklen_t tolen)
 {
     struct sl_fd *e = watched(fd);
-    if (__builtin_expect(!e && sl_real.sendto != NULL, 1))
+    if (__builtin_expect(sends(e) && sl_real.sendto != NULL, 1))
         return sl_real.sendto(fd, buf, len, flags, to, tolen);
     return sendto_slow(e, fd, buf, len, flags, to, tolen);
 }
@@ -715,7 +726,8 @@ static SLOW ssize_t sendmsg_slow(struct sl_fd *e, int fd, const struct msghdr *m
 SL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
     struct sl_fd *e = watched(fd);
-    if (__builtin_expect(!e && sl_real.sendmsg != NULL, 1)) return sl_real.sendmsg(fd, msg, flags);
+    if (__builtin_expect(sends(e) && sl_real.sendmsg != NULL, 1))
+        return sl_real.sendmsg(fd, msg, flags);
     return sendmsg_slow(e, fd, msg, flags);
 }
 
@@ -730,7 +742,7 @@ static SLOW ssize_t write_slow(struct sl_fd *e, int fd, const void *buf, size_t 
 SL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
     struct sl_fd *e = watched(fd);
-    if (__builtin_expect(!e && sl_real.write != NULL, 1)) return sl_real.write(fd, buf, len);
+    if (__builtin_expect(sends(e) && sl_real.write != NULL, 1)) return sl_real.write(fd, buf, len);
     return write_slow(e, fd, buf, len);
 }
 
@@ -749,7 +761,8 @@ static SLOW ssize_t writev_slow(struct sl_fd *e, int fd, const struct iovec *iov
 SL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
     struct sl_fd *e = watched(fd);
-    if (__builtin_expect(!e && sl_real.writev != NULL, 1)) return sl_real.writev(fd, iov, iovcnt);
+    if (__builtin_expect(sends(e) && sl_real.writev != NULL, 1))
+        return sl_real.writev(fd, iov, iovcnt);
     return writev_slow(e, fd, iov, iovcnt);
 }
 
@@ -770,7 +783,7 @@ static SLOW ssize_t sendfile_slow(struct sl_fd *e, int out_fd, int in_fd, off_t 
 SL_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
     struct sl_fd *e = watched(out_fd);
-    if (__builtin_expect(!e && sl_real.sendfile != NULL, 1))
+    if (__builtin_expect(sends(e) && sl_real.sendfile != NULL, 1))
         return sl_real.sendfile(out_fd, in_fd, offset, count);
     return sendfile_slow(e, out_fd, in_fd, offset, count);
 }

@@ -117,8 +117,7 @@ static void first_bytes(struct sl_req_fd *r, const void *buf, size_t n)
  * bursts are the requests (tlsrec.h), once the gate holds nothing. */
 static bool ciphertext(const struct sl_req_fd *r)
 {
-    return r->cipher && socket_reads(r) && !r->lib && r->g.stash_len == 0 &&
-           sl_req_done(CONN(r));
+    return r->cipher && socket_reads(r) && !r->lib && r->g.stash_len == 0 && sl_req_done(CONN(r));
 }
 
 /* What look() returns when its window filled with bytes that may all
