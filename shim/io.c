@@ -574,18 +574,25 @@ static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum 
 static inline bool plain_request_read(struct sl_fd *e, size_t len, int flags)
 {
     return len && !(flags & (MSG_PEEK | MSG_WAITALL)) && e->bytes_rule[SL_IO_RECV] < 0 &&
-           sl_gate_in(e) && !sl_pending_held(e) && sl_req_plain(e);
+           sl_gate_in(e) && !sl_pending_held(e);
+}
+
+/* recv_slow's general case, a function of its own so that the common
+ * request read is a tail call from a frame that saves no registers. */
+static SLOW ssize_t recv_call(struct sl_runtime *rt, struct sl_fd *e, int fd, void *buf, size_t len,
+                              int flags)
+{
+    if (passes(e, SL_IO_RECV)) return REAL(recv)(fd, buf, len, flags);
+    struct call c = {.k = K_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags};
+    return run(rt, e, &c, SL_IO_RECV);
 }
 
 static SLOW ssize_t recv_slow(struct sl_fd *e, int fd, void *buf, size_t len, int flags)
 {
     struct sl_runtime *rt = sl_runtime();
     if (!e || !rt) return REAL(recv)(fd, buf, len, flags);
-    if (plain_request_read(e, len, flags))
-        return sl_req_recv(sl_reload_check(rt), fd, e, buf, len, flags);
-    if (passes(e, SL_IO_RECV)) return REAL(recv)(fd, buf, len, flags);
-    struct call c = {.k = K_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags};
-    return run(rt, e, &c, SL_IO_RECV);
+    if (plain_request_read(e, len, flags)) return sl_req_recv(rt, fd, e, buf, len, flags);
+    return recv_call(rt, e, fd, buf, len, flags);
 }
 
 SL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
@@ -639,14 +646,19 @@ SL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
     return recvmsg_slow(e, fd, msg, flags);
 }
 
+static SLOW ssize_t read_call(struct sl_runtime *rt, struct sl_fd *e, int fd, void *buf, size_t len)
+{
+    if (passes(e, SL_IO_RECV)) return REAL(read)(fd, buf, len);
+    struct call c = {.k = K_READ, .fd = fd, .buf = buf, .len = len};
+    return run(rt, e, &c, SL_IO_RECV);
+}
+
 static SLOW ssize_t read_slow(struct sl_fd *e, int fd, void *buf, size_t len)
 {
     struct sl_runtime *rt = sl_runtime();
     if (!e || !rt) return REAL(read)(fd, buf, len);
-    if (plain_request_read(e, len, 0)) return sl_req_recv(sl_reload_check(rt), fd, e, buf, len, 0);
-    if (passes(e, SL_IO_RECV)) return REAL(read)(fd, buf, len);
-    struct call c = {.k = K_READ, .fd = fd, .buf = buf, .len = len};
-    return run(rt, e, &c, SL_IO_RECV);
+    if (plain_request_read(e, len, 0)) return sl_req_recv(rt, fd, e, buf, len, 0);
+    return read_call(rt, e, fd, buf, len);
 }
 
 SL_EXPORT ssize_t read(int fd, void *buf, size_t len)

@@ -324,11 +324,12 @@ ssize_t sl_req_recv(struct sl_runtime *rt, int fd, struct sl_fd *e, void *buf, s
                     int flags)
 {
     struct sl_req_fd *r = REQ(e);
+    if (!socket_reads(r)) return REAL(recv)(fd, buf, len, flags); /* ciphertext: as io.c's run */
     /* anything but an open gate with an empty stash: the general read */
     if (r->g.phase != SL_GATE_OPEN || r->g.stash_len || ciphertext(r))
         return sl_req_read(fd, e, buf, len, flags);
     if (sl_req_done(CONN(r))) return REAL(recv)(fd, buf, len, flags);
-    if (rt != sl_req_conn_runtime(CONN(r))) { /* as fresh(), with io.c's reload check */
+    if ((rt = sl_reload_check(rt)) != sl_req_conn_runtime(CONN(r))) { /* as fresh() */
         r->rt = rt;
         sl_req_conn_rebind(CONN(r), rt);
     }

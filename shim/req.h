@@ -47,9 +47,10 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock);
 ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags);
 
 /* The same for io.c's common case (recv or read of len > 0 bytes, neither
- * MSG_PEEK nor MSG_WAITALL, nothing pending, no byte rule), rt the runtime
- * io.c already checked for a reload: one real recv and the decision, with
- * no transport built unless a head has to wait in the stash. */
+ * MSG_PEEK nor MSG_WAITALL, nothing pending, no byte rule, an inbound
+ * gate), rt the runtime (its reload checked here, once): one real recv and
+ * the decision, with no transport built unless a head has to wait in the
+ * stash. A socket whose requests a TLS library reads is passed through. */
 ssize_t sl_req_recv(struct sl_runtime *rt, int fd, struct sl_fd *e, void *buf, size_t len,
                     int flags);
 
