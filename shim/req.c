@@ -335,8 +335,12 @@ ssize_t sl_req_recv(struct sl_runtime *rt, int fd, struct sl_fd *e, void *buf, s
     }
     ssize_t n = REAL(recv)(fd, buf, len, flags);
     if (n <= 0) return n;
-    if (!r->first) first_bytes(r, buf, (size_t)n); /* as sock_read's */
-    if (r->cipher) sl_tlsin_taken(r->cipher, buf, (size_t)n);
+    if (!r->first || r->cipher) { /* as sock_read's, errno kept as the gate's read keeps it */
+        int saved = errno;
+        if (!r->first) first_bytes(r, buf, (size_t)n);
+        if (r->cipher) sl_tlsin_taken(r->cipher, buf, (size_t)n);
+        errno = saved;
+    }
     if ((n = sl_gate_took(&r->g, e, fd, buf, (size_t)n)) != SL_GATE_MORE) return n;
     /* a head that waits (now in the stash): the gate's general read */
     struct sl_transport t = sock_of(r, fd, flags);
