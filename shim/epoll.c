@@ -777,7 +777,7 @@ struct own {
     const sigset_t *sigmask;
 };
 
-static int own_call(const struct own *o)
+static inline __attribute__((always_inline)) int own_call(const struct own *o)
 {
     if (o->k == K_WAIT) return REAL(epoll_wait)(o->epfd, o->evs, o->max, o->timeout);
     if (o->k == K_PWAIT) return REAL(epoll_pwait)(o->epfd, o->evs, o->max, o->timeout, o->sigmask);
@@ -794,8 +794,11 @@ static int own_call(const struct own *o)
  * it. What the kernel reports still passes the waker filter and the held
  * report; when the waker's was all it reported, SLOW again (a wait that
  * returned 0 early would look like a timeout, or an error to a program
- * that waits forever): at worst a finite timeout restarts whole. */
-static int fast(const struct own *o, bool blocks)
+ * that waits forever): at worst a finite timeout restarts whole.
+ * Inlined into each wait's slow half: the call's kind is then known there,
+ * and the program's common wait (nginx's, one per request) makes no frame
+ * and keeps errno without saving it. */
+static inline __attribute__((always_inline)) int fast(const struct own *o, bool blocks)
 {
     if ((unsigned)o->epfd >= SL_FD_MAX || atomic_load_explicit(&nlist_hint, memory_order_relaxed) ||
         atomic_load_explicit(&nheld_hint, memory_order_relaxed))
@@ -813,17 +816,17 @@ static int fast(const struct own *o, bool blocks)
         }
     }
     int rc = own_call(o);
-    int err = errno;
     if (blocks) atomic_fetch_sub(&sl->waiting, 1);
     int got = rc;
-    if (rc > 0 && atomic_load_explicit(&sl->waker, memory_order_relaxed)) {
-        int k = 0;
-        while (k < rc && o->evs[k].data.u64 != WAKE_DATA)
-            k++;
-        if (k < rc) rc = wake_filter(o->epfd, o->evs, rc); /* the lock only when it fired */
-    }
-    if (rc >= 0 && atomic_load_explicit(&nheld_hint, memory_order_relaxed))
-        rc = held_report(o->epfd, o->evs, rc, o->max, sl_clock_now());
+    bool waker = rc > 0 && atomic_load_explicit(&sl->waker, memory_order_relaxed), woke = false;
+    for (int k = 0; waker && k < rc && !woke; k++)
+        woke = o->evs[k].data.u64 == WAKE_DATA;
+    bool some_held = rc >= 0 && atomic_load_explicit(&nheld_hint, memory_order_relaxed);
+    if (!woke && !some_held)
+        return rc; /* the common wait: the kernel's answer and errno as they are */
+    int err = errno;
+    if (woke) rc = wake_filter(o->epfd, o->evs, rc); /* the lock only when it fired */
+    if (some_held) rc = held_report(o->epfd, o->evs, rc, o->max, sl_clock_now());
     if (rc == 0 && got > 0) return SLOW;
     errno = err;
     return rc;

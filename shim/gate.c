@@ -86,6 +86,29 @@ void sl_gate_end(struct sl_gate *g)
     g->reply = NULL;
 }
 
+ssize_t sl_gate_took(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t n)
+{
+    int saved = errno;
+    struct sl_req_verdict v;
+    uint64_t now = now_of(g);
+    size_t ok = sl_req_admit(g->conn, buf, n, now, &v);
+    if (ok == n || !stash_room(g)) { /* no memory: these pass as they are */
+        sl_req_passed(g->conn, buf, n);
+        errno = saved;
+        return (ssize_t)n;
+    }
+    memcpy(g->stash, (char *)buf + ok, n - ok);
+    g->stash_len = n - ok;
+    if (ok > 0) {
+        sl_req_passed(g->conn, buf, ok);
+        announce(g, fd, e, &v, false, now);
+        errno = saved;
+        return (ssize_t)ok;
+    }
+    errno = saved;
+    return SL_GATE_MORE;
+}
+
 ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transport *t, void *buf,
                      size_t num, bool peek, enum sl_tls_how *how)
 {
@@ -109,22 +132,8 @@ ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transpo
     if (g->stash_len == 0 && !peek) { /* the common read: straight into buf */
         ssize_t n = t->read(t, buf, num);
         if (n <= 0) return n;
-        struct sl_req_verdict v;
-        uint64_t now = now_of(g);
-        size_t ok = sl_req_admit(g->conn, buf, (size_t)n, now, &v);
-        if (ok == (size_t)n || !stash_room(g)) { /* no memory: these pass as they are */
-            sl_req_passed(g->conn, buf, (size_t)n);
-            errno = saved;
-            return n;
-        }
-        memcpy(g->stash, (char *)buf + ok, (size_t)n - ok);
-        g->stash_len = (size_t)n - ok;
-        if (ok > 0) {
-            sl_req_passed(g->conn, buf, ok);
-            announce(g, fd, e, &v, false, now);
-            errno = saved;
-            return (ssize_t)ok;
-        }
+        errno = saved;
+        if ((n = sl_gate_took(g, e, fd, buf, (size_t)n)) != SL_GATE_MORE) return n;
     }
     for (;;) {
         struct sl_req_verdict v = {.status = SL_REQ_NEED_MORE};

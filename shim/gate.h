@@ -130,6 +130,17 @@ void sl_gate_denied(struct sl_gate *g, const struct sl_req_verdict *v);
 ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transport *t, void *buf,
                      size_t num, bool peek, enum sl_tls_how *how);
 
+/* What sl_gate_took returns when the head in buf must wait: the bytes are
+ * in the stash, and sl_gate_read goes on from there. */
+#define SL_GATE_MORE (-2)
+
+/* The common read after the fact: n > 0 bytes the transport just gave into
+ * buf while the stash was empty (sl_gate_read's first step, made by
+ * req.c's fast path without building a transport). Returns how many of
+ * them the program gets (the rest stashed and announced), or SL_GATE_MORE.
+ * errno is kept. */
+ssize_t sl_gate_took(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t n);
+
 /* Outbound, before a write of up to len bytes of buf (the program's
  * requests): how many may go now (> 0), or -1 with errno (EAGAIN held,
  * EINTR, the rule's errno). A write is shortened at a head that may not

@@ -541,6 +541,16 @@ static inline bool passes(struct sl_fd *e, enum sl_io io)
     return !(sl_gate_out(e) && sl_reqout_plain(e));
 }
 
+/* A write of e (NULL: untracked) that the slow half would only pass to
+ * the kernel: a tracked inbound request connection's responses (nginx's
+ * writev) cost the fast half's few loads, not a call. The guard and the
+ * runtime need no look: the slow half passes such a call whatever they
+ * say. */
+static inline bool sends(struct sl_fd *e)
+{
+    return !e || passes(e, SL_IO_SEND);
+}
+
 static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum sl_io io)
 {
     rt = sl_reload_check(rt);
@@ -558,12 +568,31 @@ static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum 
     return limited(rt, e, c, io);
 }
 
+/* Whether a read of len bytes with these recv flags is the common read of
+ * an inbound request connection (req.c's sl_req_recv): the one a
+ * keep-alive server makes per request, taken without building a call. */
+static inline bool plain_request_read(struct sl_fd *e, size_t len, int flags)
+{
+    return len && !(flags & (MSG_PEEK | MSG_WAITALL)) && e->bytes_rule[SL_IO_RECV] < 0 &&
+           sl_gate_in(e) && !sl_pending_held(e);
+}
+
+/* recv_slow's general case, a function of its own so that the common
+ * request read is a tail call from a frame that saves no registers. */
+static SLOW ssize_t recv_call(struct sl_runtime *rt, struct sl_fd *e, int fd, void *buf, size_t len,
+                              int flags)
+{
+    if (passes(e, SL_IO_RECV)) return REAL(recv)(fd, buf, len, flags);
+    struct call c = {.k = K_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags};
+    return run(rt, e, &c, SL_IO_RECV);
+}
+
 static SLOW ssize_t recv_slow(struct sl_fd *e, int fd, void *buf, size_t len, int flags)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(recv)(fd, buf, len, flags);
-    struct call c = {.k = K_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags};
-    return run(rt, e, &c, SL_IO_RECV);
+    if (!e || !rt) return REAL(recv)(fd, buf, len, flags);
+    if (plain_request_read(e, len, flags)) return sl_req_recv(rt, fd, e, buf, len, flags);
+    return recv_call(rt, e, fd, buf, len, flags);
 }
 
 SL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
@@ -617,12 +646,19 @@ SL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
     return recvmsg_slow(e, fd, msg, flags);
 }
 
+static SLOW ssize_t read_call(struct sl_runtime *rt, struct sl_fd *e, int fd, void *buf, size_t len)
+{
+    if (passes(e, SL_IO_RECV)) return REAL(read)(fd, buf, len);
+    struct call c = {.k = K_READ, .fd = fd, .buf = buf, .len = len};
+    return run(rt, e, &c, SL_IO_RECV);
+}
+
 static SLOW ssize_t read_slow(struct sl_fd *e, int fd, void *buf, size_t len)
 {
     struct sl_runtime *rt = sl_runtime();
-    if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(read)(fd, buf, len);
-    struct call c = {.k = K_READ, .fd = fd, .buf = buf, .len = len};
-    return run(rt, e, &c, SL_IO_RECV);
+    if (!e || !rt) return REAL(read)(fd, buf, len);
+    if (plain_request_read(e, len, 0)) return sl_req_recv(rt, fd, e, buf, len, 0);
+    return read_call(rt, e, fd, buf, len);
 }
 
 SL_EXPORT ssize_t read(int fd, void *buf, size_t len)
@@ -663,7 +699,8 @@ SL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
     if (sl_tls_tying) sl_tls_tie(fd); /* tie.h: a TLS client's own BIO (curl) */
     struct sl_fd *e = watched(fd);
-    if (__builtin_expect(!e && sl_real.send != NULL, 1)) return sl_real.send(fd, buf, len, flags);
+    if (__builtin_expect(sends(e) && sl_real.send != NULL, 1))
+        return sl_real.send(fd, buf, len, flags);
     return send_slow(e, fd, buf, len, flags);
 }
 
@@ -681,7 +718,7 @@ SL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const s
                          socklen_t tolen)
 {
     struct sl_fd *e = watched(fd);
-    if (__builtin_expect(!e && sl_real.sendto != NULL, 1))
+    if (__builtin_expect(sends(e) && sl_real.sendto != NULL, 1))
         return sl_real.sendto(fd, buf, len, flags, to, tolen);
     return sendto_slow(e, fd, buf, len, flags, to, tolen);
 }
@@ -701,7 +738,8 @@ static SLOW ssize_t sendmsg_slow(struct sl_fd *e, int fd, const struct msghdr *m
 SL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
     struct sl_fd *e = watched(fd);
-    if (__builtin_expect(!e && sl_real.sendmsg != NULL, 1)) return sl_real.sendmsg(fd, msg, flags);
+    if (__builtin_expect(sends(e) && sl_real.sendmsg != NULL, 1))
+        return sl_real.sendmsg(fd, msg, flags);
     return sendmsg_slow(e, fd, msg, flags);
 }
 
@@ -716,7 +754,7 @@ static SLOW ssize_t write_slow(struct sl_fd *e, int fd, const void *buf, size_t 
 SL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
     struct sl_fd *e = watched(fd);
-    if (__builtin_expect(!e && sl_real.write != NULL, 1)) return sl_real.write(fd, buf, len);
+    if (__builtin_expect(sends(e) && sl_real.write != NULL, 1)) return sl_real.write(fd, buf, len);
     return write_slow(e, fd, buf, len);
 }
 
@@ -735,7 +773,8 @@ static SLOW ssize_t writev_slow(struct sl_fd *e, int fd, const struct iovec *iov
 SL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
     struct sl_fd *e = watched(fd);
-    if (__builtin_expect(!e && sl_real.writev != NULL, 1)) return sl_real.writev(fd, iov, iovcnt);
+    if (__builtin_expect(sends(e) && sl_real.writev != NULL, 1))
+        return sl_real.writev(fd, iov, iovcnt);
     return writev_slow(e, fd, iov, iovcnt);
 }
 
@@ -756,7 +795,7 @@ static SLOW ssize_t sendfile_slow(struct sl_fd *e, int out_fd, int in_fd, off_t 
 SL_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset, size_t count)
 {
     struct sl_fd *e = watched(out_fd);
-    if (__builtin_expect(!e && sl_real.sendfile != NULL, 1))
+    if (__builtin_expect(sends(e) && sl_real.sendfile != NULL, 1))
         return sl_real.sendfile(out_fd, in_fd, offset, count);
     return sendfile_slow(e, out_fd, in_fd, offset, count);
 }

@@ -117,8 +117,7 @@ static void first_bytes(struct sl_req_fd *r, const void *buf, size_t n)
  * bursts are the requests (tlsrec.h), once the gate holds nothing. */
 static bool ciphertext(const struct sl_req_fd *r)
 {
-    return r->cipher && socket_reads(r) && !r->lib && r->g.stash_len == 0 &&
-           sl_req_done(CONN(r));
+    return r->cipher && socket_reads(r) && !r->lib && r->g.stash_len == 0 && sl_req_done(CONN(r));
 }
 
 /* What look() returns when its window filled with bytes that may all
@@ -319,6 +318,34 @@ ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
     struct sl_transport t = sock_of(r, fd, flags & ~MSG_PEEK);
     enum sl_tls_how how;
     return sl_gate_read(&r->g, e, &t, buf, len, (flags & MSG_PEEK) != 0, &how);
+}
+
+ssize_t sl_req_recv(struct sl_runtime *rt, int fd, struct sl_fd *e, void *buf, size_t len,
+                    int flags)
+{
+    struct sl_req_fd *r = REQ(e);
+    if (!socket_reads(r)) return REAL(recv)(fd, buf, len, flags); /* ciphertext: as io.c's run */
+    /* anything but an open gate with an empty stash: the general read */
+    if (r->g.phase != SL_GATE_OPEN || r->g.stash_len || ciphertext(r))
+        return sl_req_read(fd, e, buf, len, flags);
+    if (sl_req_done(CONN(r))) return REAL(recv)(fd, buf, len, flags);
+    if ((rt = sl_reload_check(rt)) != sl_req_conn_runtime(CONN(r))) { /* as fresh() */
+        r->rt = rt;
+        sl_req_conn_rebind(CONN(r), rt);
+    }
+    ssize_t n = REAL(recv)(fd, buf, len, flags);
+    if (n <= 0) return n;
+    if (!r->first || r->cipher) { /* as sock_read's, errno kept as the gate's read keeps it */
+        int saved = errno;
+        if (!r->first) first_bytes(r, buf, (size_t)n);
+        if (r->cipher) sl_tlsin_taken(r->cipher, buf, (size_t)n);
+        errno = saved;
+    }
+    if ((n = sl_gate_took(&r->g, e, fd, buf, (size_t)n)) != SL_GATE_MORE) return n;
+    /* a head that waits (now in the stash): the gate's general read */
+    struct sl_transport t = sock_of(r, fd, flags);
+    enum sl_tls_how how;
+    return sl_gate_read(&r->g, e, &t, buf, len, false, &how);
 }
 
 void sl_req_tls_library(struct sl_fd *e)

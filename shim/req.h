@@ -46,6 +46,14 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock);
  * (see gate.h). Returns as recv. */
 ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags);
 
+/* The same for io.c's common case (recv or read of len > 0 bytes, neither
+ * MSG_PEEK nor MSG_WAITALL, nothing pending, no byte rule, an inbound
+ * gate), rt the runtime (its reload checked here, once): one real recv and
+ * the decision, with no transport built unless a head has to wait in the
+ * stash. A socket whose requests a TLS library reads is passed through. */
+ssize_t sl_req_recv(struct sl_runtime *rt, int fd, struct sl_fd *e, void *buf, size_t len,
+                    int flags);
+
 /* tls.c: an interposed TLS library's handshake runs on the connection, so
  * its SSL_read will show the requests (no record bursts counted). */
 void sl_req_tls_library(struct sl_fd *e);

@@ -234,6 +234,46 @@ static void a_held_head_waits_its_turn_non_blocking(void **unused)
     world_free(w);
 }
 
+/* req.c's fast path reads into the program's buffer itself and hands the
+ * bytes to sl_gate_took: the same decisions as sl_gate_read's first read. */
+static void bytes_already_read_are_decided_as_the_gates_own_read(void **unused)
+{
+    (void)unused;
+    struct world *w = world(1, 1, SL_ACT_DELAY); /* 1/s, burst 1 */
+    char buf[256];
+    memcpy(buf, GET GET, sizeof GET GET - 1);
+    errno = 1234;
+    /* two heads: the first passes, the second waits in the stash for its turn */
+    assert_int_equal(sl_gate_took(&w->g, &w->e, 7, buf, sizeof GET GET - 1), sizeof GET - 1);
+    assert_int_equal(errno, 1234);
+    assert_int_equal(w->g.stash_len, sizeof GET - 1);
+    assert_int_equal(held_at, T0 + SEC); /* announced at its turn, not now */
+    /* the program reads the stashed head at its turn, through the gate */
+    struct peer p = {.bytes = "", .len = 0, .piece = 1, .more = false};
+    enum sl_tls_how how;
+    clock_ns = T0 + SEC;
+    assert_int_equal(gate_read(w, &p, buf, sizeof buf, true, &how), sizeof GET - 1);
+    assert_memory_equal(buf, GET, sizeof GET - 1);
+    assert_int_equal(w->g.stash_len, 0);
+    /* one head alone that must wait: all of it stashed, the gate's read goes on */
+    memcpy(buf, GET, sizeof GET - 1);
+    assert_int_equal(sl_gate_took(&w->g, &w->e, 7, buf, sizeof GET - 1), SL_GATE_MORE);
+    assert_int_equal(w->g.stash_len, sizeof GET - 1);
+    errno = 0;
+    assert_int_equal(gate_read(w, &p, buf, sizeof buf, true, &how), -1);
+    assert_int_equal(errno, EAGAIN);
+    assert_int_equal(throttled_until, T0 + 2 * SEC);
+    /* a head that may pass: all of it, nothing stashed */
+    clock_ns = T0 + 10 * SEC;
+    assert_int_equal(gate_read(w, &p, buf, sizeof buf, true, &how), sizeof GET - 1);
+    memcpy(buf, GET, sizeof GET - 1);
+    clock_ns = T0 + 20 * SEC;
+    assert_int_equal(sl_gate_took(&w->g, &w->e, 7, buf, sizeof GET - 1), sizeof GET - 1);
+    assert_int_equal(w->g.stash_len, 0);
+    assert_int_equal(sl_table_counter(w->r.table, 1, SL_C_ALLOWED), 4);
+    world_free(w);
+}
+
 static void a_held_head_waits_its_turn_blocking(void **unused)
 {
     (void)unused;
@@ -497,6 +537,7 @@ int main(void)
         cmocka_unit_test(heads_split_anywhere_reach_the_program_whole_and_in_order),
         cmocka_unit_test(a_held_head_waits_its_turn_non_blocking),
         cmocka_unit_test(a_held_head_waits_its_turn_blocking),
+        cmocka_unit_test(bytes_already_read_are_decided_as_the_gates_own_read),
         cmocka_unit_test(a_denied_head_ends_the_stream_with_its_429_kept),
         cmocka_unit_test(a_rejected_head_resets),
         cmocka_unit_test(the_stash_is_allocated_only_when_a_head_is_held_back),
