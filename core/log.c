@@ -170,3 +170,13 @@ static void vlog(enum sl_log_level level, bool limited, const char *fmt, va_list
     }
     errno = saved;
 }
+
+void sl_log_no_memory(const char *what)
+{
+    static _Atomic bool told;
+    if (atomic_exchange(&told, true)) return;
+    sl_log(SL_LOG_WARN,
+           "out of sluice's own memory for %s: the rest of that connection passes without "
+           "its requests counted (said once)",
+           what);
+}

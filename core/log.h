@@ -36,4 +36,9 @@ size_t sl_log_escape(char *dst, size_t cap, const char *src, size_t len);
 void sl_log_set_clock(uint64_t (*now)(void));
 uint64_t sl_log_suppressed(void);
 
+/* sluice's own heap is exhausted, so what needed `what` passes unlimited
+ * (fail open: sluice never stalls a host for its own lack of memory):
+ * said once per process, at warning level, so it is never silent. */
+void sl_log_no_memory(const char *what);
+
 #endif

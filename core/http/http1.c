@@ -43,6 +43,7 @@
  */
 #include "http1.h"
 
+#include "../log.h"
 #include "../mem.h"
 
 #include <stdio.h>
@@ -1080,9 +1081,11 @@ void sl_h1_fini(struct sl_h1 *s)
 }
 
 /* No memory for a head's buffers: the rest of the stream passes unscanned
- * (fail open, as the shim does when it has no room for a stash). */
+ * (fail open, as the shim does when it has no room for a stash), said once
+ * (sl_req_no_memory's words: never silent). */
 static size_t no_room(struct sl_h1 *s, size_t done, size_t len, enum sl_h1_event *ev)
 {
+    sl_log_no_memory("a request head's copies");
     s->state = SL_H1_PASS;
     s->pos += len - done;
     *ev = SL_H1_PASSTHROUGH;

@@ -336,6 +336,7 @@ static bool next_head(struct sl_req_conn *c, const char *buf, size_t len, struct
     if (ev == SL_H1_H2) { /* prior knowledge: the frames follow the preface */
         const char *key = *c->rules.header ? c->rules.header : NULL;
         if (!(c->h2 = sl_alloc(sizeof *c->h2))) { /* no memory: the rest passes */
+            sl_log_no_memory("a connection's HTTP/2 state");
             c->pass = true;
             return false;
         }
@@ -352,6 +353,7 @@ static bool next_head(struct sl_req_conn *c, const char *buf, size_t len, struct
     if (fast && fast_of(c, fast, base, h, f)) return true;
     const struct sl_h1_head *h1 = sl_h1_head(&c->scan);
     if (!h1) { /* no memory for the copies: the rest passes */
+        sl_log_no_memory("a request head's copies");
         c->pass = true;
         return false;
     }

@@ -311,6 +311,20 @@ static void log_escape_never_cuts_an_escape_in_two(void **unused)
 
 #define T(name) cmocka_unit_test_setup_teardown(name, fresh_logger, real_clock)
 
+/* sluice's heap exhausted: what passes unlimited is said, once (the
+ * scanner calls it where a head's copies find no memory: core/http). */
+static void running_out_of_memory_is_said_once(void **unused)
+{
+    (void)unused;
+    capture_begin();
+    sl_log_no_memory("a request head's copies");
+    sl_log_no_memory("a connection's HTTP/2 state");
+    const char *out = capture_end();
+    assert_non_null(strstr(out, "warning: out of sluice's own memory for a request head's copies: "
+                                "the rest of that connection passes without its requests counted"));
+    assert_null(strstr(out, "HTTP/2"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +341,7 @@ int main(void)
         T(log_threads_share_one_budget_and_one_count),
         T(log_escapes_control_characters_so_a_path_cannot_forge_a_line),
         T(log_escape_never_cuts_an_escape_in_two),
+        T(running_out_of_memory_is_said_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
