@@ -511,6 +511,7 @@ def main():
                 for name, ok, _ in cl}
         measured = {}
         problems = []
+        report = []  # a line per run, printed after any problem (CI shows a failure's head)
         with Proc(nginx):
             wait_listen(tport)
             wait_listen(pport)
@@ -524,7 +525,8 @@ def main():
                     why = cause([l for l in lines if ": warning: " in l])
                     if cat == "approximate":
                         why = "TLS sluice cannot decrypt, h2 offered: counted as write bursts"
-                    print(f"{name:38} {scheme:5} {action:6} {cat:14} {note:30} ({took:.1f} s) {why}")
+                    report.append(f"{name:38} {scheme:5} {action:6} {cat:14} {note:30} "
+                                  f"({took:.1f} s) {why}")
                     if cat not in ("paced", "refused", "refused (429)"):  # say why
                         if why and why not in row.get("why", ""):
                             row["why"] = "; ".join(filter(None, [row.get("why"), why]))
@@ -543,11 +545,24 @@ def main():
             if not ok:
                 rows[name]["why"] = "not installed on this machine"
         lines = table(rows)
-        print("\n".join(lines))
-        print(f"took {time.monotonic() - t_start:.1f} s")
-        check(not problems, "\n\n".join(problems))
-
         inner = "\n".join(lines) + "\n"
+        if not WRITE:
+            # README and docs/coverage.md show what was measured, row by row
+            # (a client not installed here is not compared)
+            want = table_rows(inner)
+            for path in (README, DOC):
+                have = table_rows(between(path)[1])
+                for name, ok, _ in cl:
+                    if ok and have.get(name) != want[name]:
+                        problems.append(f"{os.path.relpath(path, ROOT)} differs from what was "
+                                        f"measured for {name}:\n  file:     {have.get(name)}\n"
+                                        f"  measured: {want[name]}\n"
+                                        "(regenerate: scripts/gen-coverage.py)")
+        if problems:
+            print("FAILED:\n" + "\n\n".join(problems) + "\n")
+        print("\n".join(report + lines))
+        print(f"took {time.monotonic() - t_start:.1f} s")
+        check(not problems, f"{len(problems)} problem(s), above")
         if WRITE:
             rewrite(README, "\n" + inner + "\n")
             detail = ["| client | scheme | action | result | measured | run took |",
@@ -561,17 +576,6 @@ on {time.strftime('%Y-%m-%d', time.gmtime())} (nginx's span between the first an
 """ + "\n".join(detail) + "\n\n")
             print(f"wrote {README} and {DOC}")
             return
-        # README and docs/coverage.md show what was measured, row by row
-        # (a client not installed here is not compared)
-        want = table_rows(inner)
-        for path in (README, DOC):
-            have = table_rows(between(path)[1])
-            for name, ok, _ in cl:
-                if ok:
-                    check(have.get(name) == want[name],
-                          f"{os.path.relpath(path, ROOT)} differs from what was measured for "
-                          f"{name}:\n  file:     {have.get(name)}\n  measured: {want[name]}\n"
-                          "(regenerate: scripts/gen-coverage.py)")
     print("ok")
 
 
