@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 """http_answer.py - reads one HTTP/1.1 answer from a socket for the bench
 clients (insn_client.py, conn_mem_client.py): exits 1 on anything but a
 200 with its whole body, so a figure is never taken from a run that went
