@@ -12,6 +12,8 @@ import resource
 import socket
 import sys
 
+from http_answer import answer
+
 port, count = int(sys.argv[1]), int(sys.argv[2])
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 if soft < count + 64:
@@ -22,25 +24,7 @@ conns = []
 for i in range(count):
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     s.sendall(REQ % (i % 100))
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        got = s.recv(65536)
-        if not got:
-            raise SystemExit("connection %d closed before an answer" % i)
-        buf += got
-    head, _, rest = buf.partition(b"\r\n\r\n")
-    if not head.startswith(b"HTTP/1.1 200"):
-        raise SystemExit("not a 200: %r" % head[:80])
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    while len(rest) < length:
-        got = s.recv(65536)
-        if not got:
-            raise SystemExit("connection %d closed inside a body" % i)
-        rest += got
+    answer(s)
     conns.append(s)
 print("ready", flush=True)
 sys.stdin.read()

@@ -14,6 +14,8 @@ import socket
 import sys
 import time
 
+from http_answer import answer
+
 port, count, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 REQ = (b"GET /f HTTP/1.1\r\nHost: localhost\r\nX-API-Key: bench-key\r\n"
        + (b"Connection: close\r\n" if mode == "close" else b"") + b"\r\n")
@@ -28,29 +30,6 @@ def connect():
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
-
-
-def answer(s, buf):
-    """Reads one whole answer; returns what followed it."""
-    while b"\r\n\r\n" not in buf:
-        got = s.recv(65536)
-        if not got:
-            raise SystemExit("connection closed before an answer")
-        buf += got
-    head, _, rest = buf.partition(b"\r\n\r\n")
-    if not head.startswith(b"HTTP/1.1 200"):
-        raise SystemExit("not a 200: %r" % head[:80])
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value)
-    while len(rest) < length:
-        got = s.recv(65536)
-        if not got:
-            raise SystemExit("connection closed inside a body")
-        rest += got
-    return rest[length:]
 
 
 if mode == "keepalive":

@@ -528,17 +528,28 @@ static inline struct sl_fd *watched(int fd)
 
 #define SLOW __attribute__((noinline))
 
+/* The request work of a call of direction io on e: the plain requests an
+ * inbound gate reads, the replies (429s) an outbound gate gives (*g), the
+ * plain requests an outbound gate writes, or none (a TLS library's own
+ * socket calls carry ciphertext: its requests are seen where the library
+ * is called, tls.c and gnutls.c). */
+enum work { W_NONE, W_REQUESTS_IN, W_REPLIES, W_REQUESTS_OUT };
+
+static inline enum work work_of(struct sl_fd *e, enum sl_io io, struct sl_gate **g)
+{
+    if (io == SL_IO_SEND) return sl_gate_out(e) && sl_reqout_plain(e) ? W_REQUESTS_OUT : W_NONE;
+    if (sl_gate_in(e) && sl_req_plain(e)) return W_REQUESTS_IN;
+    if (sl_gate_out(e) && (*g = sl_reqout_replying(e, false))) return W_REPLIES;
+    return W_NONE;
+}
+
 /* Whether run() would only make the real call: nothing held back, no byte
- * budget, no plain-text requests to read (a TLS library's own socket calls
- * carry ciphertext). Then the slow half makes it without building a call:
- * curl's reads and writes under an outbound request rule. */
+ * budget, no request work. Then the slow half makes it without building a
+ * call: curl's reads and writes under an outbound request rule. */
 static inline bool passes(struct sl_fd *e, enum sl_io io)
 {
-    if (e->bytes_rule[io] >= 0 || sl_pending_held(e)) return false;
-    if (io == SL_IO_RECV)
-        return !(sl_gate_in(e) && sl_req_plain(e)) &&
-               !(sl_gate_out(e) && sl_reqout_replying(e, false));
-    return !(sl_gate_out(e) && sl_reqout_plain(e));
+    struct sl_gate *g;
+    return e->bytes_rule[io] < 0 && !sl_pending_held(e) && work_of(e, io, &g) == W_NONE;
 }
 
 /* A write of e (NULL: untracked) that the slow half would only pass to
@@ -555,15 +566,17 @@ static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum 
 {
     rt = sl_reload_check(rt);
     if (sl_pending_held(e) && sl_pending_io(c->fd, e) < 0) return -1;
-    /* a TLS library's own socket calls carry ciphertext: its requests are
-     * read where the library is called (tls.c, gnutls.c) */
-    if (io == SL_IO_RECV && c->len && sl_gate_in(e) && sl_req_plain(e))
+    struct sl_gate *g = NULL;
+    switch (c->len ? work_of(e, io, &g) : W_NONE) {
+    case W_REQUESTS_IN:
         return request_read(rt, e, c);
-    struct sl_gate *g;
-    if (io == SL_IO_RECV && c->len && sl_gate_out(e) && (g = sl_reqout_replying(e, false)))
+    case W_REPLIES:
         return reply_read(rt, e, g, c);
-    if (io == SL_IO_SEND && c->len && sl_gate_out(e) && sl_reqout_plain(e))
+    case W_REQUESTS_OUT:
         return request_write(rt, e, c);
+    case W_NONE:
+        break;
+    }
     if (e->bytes_rule[io] < 0 || c->len == 0 || peeking(c)) return real_call(c, c->len);
     return limited(rt, e, c, io);
 }

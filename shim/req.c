@@ -94,13 +94,18 @@ void sl_req_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
     errno = saved;
 }
 
-/* Decide with the newest configuration (shim/reload.h). */
-static void fresh(struct sl_req_fd *r)
+/* Decide with the newest configuration (shim/reload.h), given the
+ * runtime the caller holds (rt: sl_runtime(), NULL before one exists). */
+static inline void fresh_of(struct sl_req_fd *r, struct sl_runtime *rt)
 {
-    struct sl_runtime *rt = sl_runtime();
     if (!rt || (rt = sl_reload_check(rt)) == sl_req_conn_runtime(CONN(r))) return;
     r->rt = rt;
     sl_req_conn_rebind(CONN(r), rt);
+}
+
+static void fresh(struct sl_req_fd *r)
+{
+    fresh_of(r, sl_runtime());
 }
 
 /* The first bytes from the peer: a TLS handshake that no library sluice
@@ -329,10 +334,7 @@ ssize_t sl_req_recv(struct sl_runtime *rt, int fd, struct sl_fd *e, void *buf, s
     if (r->g.phase != SL_GATE_OPEN || r->g.stash_len || ciphertext(r))
         return sl_req_read(fd, e, buf, len, flags);
     if (sl_req_done(CONN(r))) return REAL(recv)(fd, buf, len, flags);
-    if ((rt = sl_reload_check(rt)) != sl_req_conn_runtime(CONN(r))) { /* as fresh() */
-        r->rt = rt;
-        sl_req_conn_rebind(CONN(r), rt);
-    }
+    fresh_of(r, rt);
     ssize_t n = REAL(recv)(fd, buf, len, flags);
     if (n <= 0) return n;
     if (!r->first || r->cipher) { /* as sock_read's, errno kept as the gate's read keeps it */

@@ -780,6 +780,14 @@ static void odd_report(struct sl_h1 *s)
     s->nlens = 0;
 }
 
+/* The conservative reading ends a head: reported, the stream idle. */
+static void odd_end(struct sl_h1 *s, enum sl_h1_event *ev)
+{
+    s->state = SL_H1_IDLE;
+    odd_report(s);
+    *ev = SL_H1_HEAD;
+}
+
 /* The reader alone, from pos: returns bytes consumed, *ev set on a head
  * or on passthrough (a first line that is not a request line). */
 static size_t doubt_feed(struct sl_h1 *s, const char *buf, size_t len, enum sl_h1_event *ev)
@@ -822,9 +830,7 @@ static size_t doubt_feed(struct sl_h1 *s, const char *buf, size_t len, enum sl_h
         case RD_LINE09:
             if (s->rd_skip) break;
             if (s->state == SL_H1_IDLE) s->head_start = s->line_start;
-            s->state = SL_H1_IDLE;
-            odd_report(s);
-            *ev = SL_H1_HEAD;
+            odd_end(s, ev);
             return i + 1;
         case RD_NOT_REQUEST:
             s->rd_skip = false;
@@ -844,18 +850,14 @@ static size_t doubt_feed(struct sl_h1 *s, const char *buf, size_t len, enum sl_h
                 break;
             }
             if (s->state != SL_H1_IN_HEAD) break;
-            s->state = SL_H1_IDLE;
-            odd_report(s);
-            *ev = SL_H1_HEAD;
+            odd_end(s, ev);
             return i + 1;
         }
         if (s->state == SL_H1_IN_HEAD && s->pos - s->head_start > SL_H1_HEAD_MAX) {
             /* decided now: the rest of the head passes, it is not a new one */
             if (s->odd == SL_H1_ODD_NONE) s->odd = SL_H1_ODD_LONG;
-            s->state = SL_H1_IDLE;
             s->rd_skip = true;
-            odd_report(s);
-            *ev = SL_H1_HEAD;
+            odd_end(s, ev);
             return i + 1;
         }
     }
@@ -1135,10 +1137,8 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
                 /* "PRI * HTTP/2.0" and then not the preface: counted once */
                 doubt_begin(s);
                 s->odd = SL_H1_ODD_PREFACE;
-                s->state = SL_H1_IDLE;
                 s->rd = R_BOL;
-                odd_report(s);
-                *ev = SL_H1_HEAD;
+                odd_end(s, ev);
                 return done;
             }
         }

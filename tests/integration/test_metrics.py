@@ -58,17 +58,7 @@ inbound "daily" {{ port = {qport}  req_rate = "1000/s"  quota = "10/d"  per = "h
         with Proc(sluice_argv(keepalive_argv(port, qport), config=conf)):
             wait_listen(port)
             wait_listen(qport)
-            codes = []
-            for i in range(8):
-                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-                    s.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nX-API-Key: k\r\nConnection: close\r\n\r\n")
-                    data = b""
-                    while True:
-                        c = s.recv(65536)
-                        if not c:
-                            break
-                        data += c
-                codes.append(int(data.split()[1]) if data else None)
+            codes = [http_get(port, headers="X-API-Key: k\r\n")[0] for _ in range(8)]
             check(codes.count(200) == 2 and codes.count(429) == 6, f"the client saw {codes}")
 
             r = run([SLUICE, "metrics", "-c", conf])

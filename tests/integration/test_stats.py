@@ -57,17 +57,7 @@ inbound "watch" {{ port = {pb}  req_rate = "1/10s"  req_burst = 1  dry_run = yes
         with Proc(sluice_argv(keepalive_argv(pa, pb), config=conf)):
             wait_listen(pa)
             wait_listen(pb)
-            codes = []
-            for i in range(8):
-                with socket.create_connection(("127.0.0.1", pa), timeout=5) as s:
-                    s.sendall(b"GET / HTTP/1.1\r\nHost: t\r\nX-API-Key: k\r\nConnection: close\r\n\r\n")
-                    data = b""
-                    while True:
-                        c = s.recv(65536)
-                        if not c:
-                            break
-                        data += c
-                codes.append(status(data))
+            codes = [http_get(pa, headers="X-API-Key: k\r\n")[0] for _ in range(8)]
             check(codes.count(200) == 2 and codes.count(429) == 6, f"port A: the client saw {codes}")
 
             codes = []
