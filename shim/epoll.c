@@ -88,16 +88,31 @@ static struct sl_rd_table tab; /* under lock */
  * its virtualisation, never correctness of the table). */
 static _Atomic uint32_t nregs_hint, nlist_hint;
 /* Descriptors whose held bytes (ready.h: sl_ready_held) are to be reported
- * as an EPOLLIN edge from `at` on, to whichever epfd waits first (under
- * lock; nheld_hint as the hints above). Grown as needed: one that could
+ * as EPOLLIN from `at` on until they are read (under lock; nheld_hint as
+ * the hints above), as the kernel reports bytes it holds: to a
+ * level-triggered registration at every wait, to an edge-triggered one
+ * once per announcement (seq) and again after the program's ADD or MOD,
+ * to an EPOLLONESHOT one once per arming. Grown as needed: one that could
  * not be recorded (no memory) would be a connection that stalls. */
 struct held {
     int fd;
     uint64_t at;
-    bool woken; /* a thread blocked in a wait was woken for it (wakers below) */
+    uint32_t seq; /* this announcement's number (held_seq), never 0 */
+    bool woken;   /* a thread blocked in a wait was woken for it (wakers below) */
 };
 static struct held *held;
-static uint32_t nheld, capheld;
+static uint32_t nheld, capheld, held_seq;
+
+/* Whether registration r (of held entry h's descriptor, NULL: none on
+ * that set) is to hear of h at or after its time: it asks for EPOLLIN
+ * and has not had this announcement as an edge, or as its one shot
+ * (under lock). */
+static bool held_owed(const struct sl_rd_reg *r, const struct held *h)
+{
+    if (!r || !(r->events & EPOLLIN)) return false;
+    if ((r->events & EPOLLONESHOT) && !r->armed) return false;
+    return !(r->events & EPOLLET) || r->held_seen != h->seq;
+}
 
 /* Wakers: an eventfd added to each epoll set that a thread waits on with
  * a timeout, so that bytes sluice makes readable while that thread is
@@ -321,9 +336,7 @@ static uint64_t held_wake(uint64_t now)
         for (uint32_t j = 0; j < nwake; j++) {
             struct sl_rd_ep *ep = sl_rd_ep(&tab, wakers[j].epfd, false);
             struct sl_rd_reg *r = sl_rd_find(&tab, wakers[j].epfd, held[i].fd);
-            if (!waited(wakers[j].epfd, ep) || !r || !(r->events & EPOLLIN) ||
-                ((r->events & EPOLLONESHOT) && !r->armed))
-                continue;
+            if (!waited(wakers[j].epfd, ep) || !held_owed(r, &held[i])) continue;
             if (held[i].at > now) {
                 if (held[i].at < next) next = held[i].at;
                 continue;
@@ -479,6 +492,7 @@ void sl_epoll_held(int fd, uint64_t at, bool read)
         if (i < nheld) held_drop(i);
     } else if (i < nheld) {
         held[i].at = at;
+        held[i].seq = ++held_seq ? held_seq : ++held_seq;
         held[i].woken = false;
     } else {
         if (nheld == capheld) {
@@ -491,7 +505,8 @@ void sl_epoll_held(int fd, uint64_t at, bool read)
         }
         if (nheld < capheld) {
             mark(fd);
-            held[nheld++] = (struct held){.fd = fd, .at = at};
+            held[nheld++] =
+                (struct held){.fd = fd, .at = at, .seq = ++held_seq ? held_seq : ++held_seq};
         }
     }
     /* published before the lock-free waiters are read (see `slots`) */
@@ -506,36 +521,30 @@ void sl_epoll_held(int fd, uint64_t at, bool read)
 static uint64_t held_next(int epfd)
 {
     uint64_t next = SL_RD_FOREVER;
-    for (uint32_t i = 0; i < nheld; i++) {
-        struct sl_rd_reg *r = sl_rd_find(&tab, epfd, held[i].fd);
-        if (r && (r->events & EPOLLIN) && held[i].at < next &&
-            (!(r->events & EPOLLONESHOT) || r->armed))
+    for (uint32_t i = 0; i < nheld; i++)
+        if (held[i].at < next && held_owed(sl_rd_find(&tab, epfd, held[i].fd), &held[i]))
             next = held[i].at;
-    }
     return next;
 }
 
-/* Adds the due announcements of epfd to the n events the kernel gave.
+/* Adds the due announcements of epfd to the n events the kernel gave;
+ * they stay until the bytes are read (sl_epoll_held with 0, or close).
  * EPOLLONESHOT: one event per arming, as the kernel would; an
  * announcement made for it disarms the kernel's registration too, so the
  * kernel does not report the descriptor to another thread as well. */
 static int held_report(int epfd, struct epoll_event *evs, int n, int max, uint64_t now)
 {
     take();
-    for (uint32_t i = 0; i < nheld;) {
+    for (uint32_t i = 0; i < nheld; i++) {
         struct sl_rd_reg *r = sl_rd_find(&tab, epfd, held[i].fd);
-        if (!r || !(r->events & EPOLLIN) || held[i].at > now) {
-            i++;
-            continue;
-        }
+        if (!r || !(r->events & EPOLLIN) || held[i].at > now) continue;
         int k = 0;
         while (k < n && evs[k].data.u64 != r->data)
             k++;
         bool oneshot = (r->events & EPOLLONESHOT) != 0;
-        if (oneshot && k == n && !r->armed) { /* fired, not re-armed yet: later */
-            i++;
-            continue;
-        }
+        /* fired (not re-armed yet), or an edge already given: later; an
+         * event the kernel gives it now carries the bytes all the same */
+        if (k == n && !held_owed(r, &held[i])) continue;
         if (k == n && n == max) break; /* no room: the next call */
         if (k == n) evs[n++] = (struct epoll_event){.events = 0, .data.u64 = r->data};
         evs[k].events |= EPOLLIN;
@@ -544,7 +553,7 @@ static int held_report(int epfd, struct epoll_event *evs, int n, int max, uint64
             REAL(epoll_ctl)(epfd, EPOLL_CTL_MOD, r->fd, &off); /* the kernel's arming is used up */
         }
         r->armed = false;
-        held_drop(i);
+        r->held_seen = held[i].seq;
     }
     give();
     return n;
@@ -651,8 +660,15 @@ static SLOW_HALF int epoll_ctl_slow(int epfd, int op, int fd, struct epoll_event
             sl_rd_remove(&tab, epfd, fd);
         }
     }
-    if (rc == 0 && op != EPOLL_CTL_DEL && nwake && nheld)
-        held_wake(now); /* a re-armed EPOLLONESHOT with held bytes: to a blocked thread */
+    if (rc == 0 && op != EPOLL_CTL_DEL && nheld) {
+        /* the kernel looks at an ADD or MOD afresh: bytes sluice still
+         * holds are owed to it again (an edge-triggered or re-armed
+         * registration, another thread blocked on the set) */
+        if ((r = sl_rd_find(&tab, epfd, fd)) != NULL) r->held_seen = 0;
+        for (uint32_t i = 0; i < nheld; i++)
+            if (held[i].fd == fd) held[i].woken = false;
+        if (nwake) held_wake(now);
+    }
     give();
     errno = rc == 0 ? saved : err;
     return rc;

@@ -24,11 +24,12 @@
 void sl_ready_throttle(int fd, struct sl_fd *e, enum sl_io io, uint64_t until_ns);
 
 /* sluice holds bytes of fd that the program may read from `at` on (0: no
- * more), which the kernel cannot report: poll/select report fd readable
- * from then on while they are held, epoll once per call of this (an
- * edge), to a wait of the thread that made it or any later one, and a
- * thread already blocked in epoll_wait on it is woken then (a blocked
- * poll or select is not: documented). */
+ * more), which the kernel cannot report: from then on until they are read
+ * poll/select report fd readable, and epoll as the kernel reports bytes
+ * it holds (epoll.c): level-triggered at every wait, edge-triggered once
+ * per call of this and again after the program's ADD or MOD, EPOLLONESHOT
+ * once per arming; a thread already blocked in epoll_wait on it is woken
+ * (a blocked poll or select is not: documented). */
 void sl_ready_held(int fd, struct sl_fd *e, uint64_t at);
 
 /* The same, called by a read of fd that left the bytes: under

@@ -55,10 +55,12 @@ struct sl_rd_reg {
     uint64_t data;    /* the program's epoll_data */
     uint64_t until;   /* listed: when to look at it again */
     bool used;
-    bool parked; /* removed from the kernel: held-back connect */
-    bool listed; /* differs from what the program asked for: on the restore list */
-    bool armed;  /* EPOLLONESHOT: the program (re-)armed it and no event was reported since
-                    that shim/epoll.c knows of (a read of the descriptor means one was) */
+    bool parked;        /* removed from the kernel: held-back connect */
+    bool listed;        /* differs from what the program asked for: on the restore list */
+    bool armed;         /* EPOLLONESHOT: the program (re-)armed it and no event was reported since
+                           that shim/epoll.c knows of (a read of the descriptor means one was) */
+    uint32_t held_seen; /* EPOLLET: the announcement of held bytes last reported to it
+                           (shim/epoll.c; 0: none since the program's ADD or MOD) */
 };
 
 /* Why a registration is being brought in line. */
