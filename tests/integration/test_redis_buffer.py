@@ -19,7 +19,14 @@ Meanwhile:
 - the program counts decisions under on_backend_error (fallback) and says
   so in its log once;
 Redis continued (SIGCONT): within 3 s a round completes again
-(sluice_redis_last_sync_age_seconds under 0.5 s)."""
+(sluice_redis_last_sync_age_seconds under 0.5 s).
+
+How much piles up depends on where the sender was in its round when
+Redis stopped: writing it (the rest piles up), or waiting for the replies
+of a round Redis had already read (then only the reconnections' hello
+piles up, 8-12 KiB: 1 run in 25 to 50, in CI too). So the stop is made
+again, up to 3 times, until it caught a round being written; every
+attempt's requests are checked as above."""
 import signal
 import sys
 import threading
@@ -87,39 +94,48 @@ inbound "api" {{
 """)
     prog = Proc(sluice_argv(keepalive_argv(port), config=conf))
     stopped = False
+
+    def synced(within):
+        """Waits until a round completes again (at most `within` s)."""
+        deadline = time.monotonic() + within
+        while not 0 <= metrics(prog.p.pid)[("sluice_redis_last_sync_age_seconds", None)] < 0.5:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+        return True
+
     try:
         wait_listen(port)
         client = Client(port)
         time.sleep(1.5)  # every key seen once, the sender in step with Redis
-        m0 = metrics(prog.p.pid)
-        check(0 <= m0[("sluice_redis_last_sync_age_seconds", None)] < 0.5, f"synced: {m0}")
-        os.kill(redis.proc.p.pid, signal.SIGSTOP)
-        stopped = True
-        t_stop = time.monotonic()
-        most = 0
-        while time.monotonic() < t_stop + 4:  # the first round after the stop fills it
-            most = max(most, queued(redis.port))
-        t_end = time.monotonic()
-        check(most > 16 * 1024, f"the rounds' bytes piled up unread: at most {most} bytes")
-        slowest = client.slowest(t_stop, t_end)
-        n = sum(1 for t, _ in client.lat if t_stop <= t < t_end)
-        check(n > 100 and slowest < 0.5,
-              f"{n} requests while Redis was stopped, the slowest {slowest:.3f} s")
-        m1 = metrics(prog.p.pid)
-        check(m1[("sluice_redis_events_total", "fallback")] > m0[("sluice_redis_events_total",
-                                                                     "fallback")],
-              f"decisions under on_backend_error counted: {m1}")
-        check(prog.stderr().count("on_backend_error = local") == 1,
-              f"said once: {prog.stderr()}")
-        os.kill(redis.proc.p.pid, signal.SIGCONT)
-        stopped = False
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline:
-            if 0 <= metrics(prog.p.pid)[("sluice_redis_last_sync_age_seconds", None)] < 0.5:
+        check(synced(0), f"synced: {metrics(prog.p.pid)}")
+        for attempt in range(1, 4):
+            m0 = metrics(prog.p.pid)
+            os.kill(redis.proc.p.pid, signal.SIGSTOP)
+            stopped = True
+            t_stop = time.monotonic()
+            most = 0
+            while time.monotonic() < t_stop + 4:  # the first round after the stop fills it
+                most = max(most, queued(redis.port))
+            t_end = time.monotonic()
+            slowest = client.slowest(t_stop, t_end)
+            n = sum(1 for t, _ in client.lat if t_stop <= t < t_end)
+            print(f"attempt {attempt}: {most} bytes unread at most, {n} requests, "
+                  f"the slowest {slowest:.3f} s")
+            check(n > 100 and slowest < 0.5,
+                  f"{n} requests while Redis was stopped, the slowest {slowest:.3f} s")
+            m1 = metrics(prog.p.pid)
+            check(m1[("sluice_redis_events_total", "fallback")] >
+                  m0[("sluice_redis_events_total", "fallback")],
+                  f"decisions under on_backend_error counted: {m1}")
+            check(prog.stderr().count("on_backend_error = local") == attempt,
+                  f"said once a stop: {prog.stderr()}")
+            os.kill(redis.proc.p.pid, signal.SIGCONT)
+            stopped = False
+            check(synced(3), f"synced again after SIGCONT: {metrics(prog.p.pid)}")
+            if most > 16 * 1024:
                 break
-            time.sleep(0.1)
-        age = metrics(prog.p.pid)[("sluice_redis_last_sync_age_seconds", None)]
-        check(0 <= age < 0.5, f"synced again after SIGCONT: age {age}")
+        check(most > 16 * 1024, f"the rounds' bytes piled up unread: at most {most} bytes")
         client.stop_at = time.monotonic()
         client.t.join(15)
         check(set(client.codes) == {200}, f"nothing limited: {client.codes}")
