@@ -64,7 +64,7 @@ static double now_ns(void)
 int main(int argc, char **argv)
 {
     if (argc < 2 || (strcmp(argv[1], "fast") != 0 && strcmp(argv[1], "vary") != 0 &&
-                      strcmp(argv[1], "slow") != 0)) {
+                     strcmp(argv[1], "slow") != 0)) {
         fprintf(stderr, "usage: bench_h1 fast|vary|slow [N] [--post]\n");
         return 2;
     }

@@ -211,11 +211,11 @@ static int build_rule(cfg_t *sec, const struct conf_seen *seen, const struct sl_
 
     enum sl_req_per req_per;
     const char *req_name;
-    bool per_address = cfg_getstr(sec, "per") && !conf_req_per(cfg_getstr(sec, "per"), &req_per,
-                                                               &req_name);
-    r->per = per_address ? (enum sl_per)enum_value(sec, "per", conf_per_names)
-             : dir == SL_IN         ? SL_PER_PEER
-                                    : SL_PER_RULE;
+    bool per_address =
+        cfg_getstr(sec, "per") && !conf_req_per(cfg_getstr(sec, "per"), &req_per, &req_name);
+    r->per = per_address    ? (enum sl_per)enum_value(sec, "per", conf_per_names)
+             : dir == SL_IN ? SL_PER_PEER
+                            : SL_PER_RULE;
     if (dir == SL_IN) {
         bool wide = r->per == SL_PER_PREFIX;
         r->prefix4 = (uint8_t)(cfg_size(sec, "prefix4") ? cfg_getint(sec, "prefix4")

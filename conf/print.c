@@ -122,9 +122,10 @@ static void put_redis(FILE *out, const struct sl_redis *r)
 {
     char buf[32];
     fputs("\nredis {\n", out);
-    fprintf(out, "    %-16s = ", r->mode == SL_REDIS_SENTINEL  ? "sentinels"
-                                 : r->mode == SL_REDIS_CLUSTER ? "cluster"
-                                                               : "address");
+    fprintf(out, "    %-16s = ",
+            r->mode == SL_REDIS_SENTINEL  ? "sentinels"
+            : r->mode == SL_REDIS_CLUSTER ? "cluster"
+                                          : "address");
     put_string(out, r->address);
     if (r->mode == SL_REDIS_SENTINEL) {
         fprintf(out, "\n    %-16s = ", "master");

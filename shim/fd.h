@@ -93,7 +93,8 @@ extern _Atomic uint64_t sl_listen_rules[SL_FD_MAX];
 /* A descriptor closed or replaced: forget it was a listener. */
 static inline void sl_listen_forget(int fd)
 {
-    if ((unsigned)fd < SL_FD_MAX && atomic_load_explicit(&sl_listen_port[fd], memory_order_relaxed)) {
+    if ((unsigned)fd < SL_FD_MAX &&
+        atomic_load_explicit(&sl_listen_port[fd], memory_order_relaxed)) {
         atomic_store_explicit(&sl_listen_rules[fd], 0, memory_order_relaxed);
         atomic_store_explicit(&sl_listen_port[fd], 0, memory_order_relaxed);
     }

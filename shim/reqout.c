@@ -34,7 +34,7 @@ struct sl_req_out {
     bool tls_written; /* a plaintext write was seen */
     char *kept;       /* keep(): taken, not yet written */
     size_t nkept;
-    bool bio; /* its records come from memory BIOs (tlsbio.h) */
+    bool bio;                   /* its records come from memory BIOs (tlsbio.h) */
     struct sl_tlsrec_conn *rec; /* TLS sluice cannot decrypt: bursts (tlsrec.h) */
     /* live: conn below is started (a request rule matched). Otherwise the
      * state is this struct alone (no conn: allocated for what the rule
@@ -121,8 +121,10 @@ static void unseen_tls(struct sl_req_out *o, int fd, const void *buf, size_t len
         o->written = true;
         o->hello = type == 0x16;
         /* the ClientHello of a session over memory BIOs ties it here */
-        if (o->hello && sl_tls_tie_hello(fd, buf, len)) o->bio = true;
-        else if (o->hello) o->rec = sl_tlsrec_open(o->rt, &o->dst, fd, buf, len);
+        if (o->hello && sl_tls_tie_hello(fd, buf, len))
+            o->bio = true;
+        else if (o->hello)
+            o->rec = sl_tlsrec_open(o->rt, &o->dst, fd, buf, len);
         return;
     }
     if (o->bio || o->rec) return;

@@ -76,8 +76,8 @@ ssize_t sl_tlsin_allow(struct sl_tlsin *t, int fd, struct sl_fd *e, void *scratc
 /* A read of the program's (flags as recv's): as recv, or -1 with EAGAIN or
  * EINTR while the burst waits its turn, or ECONNRESET with *reset when it
  * is denied. */
-ssize_t sl_tlsin_read(struct sl_tlsin *t, int fd, struct sl_fd *e, void *buf, size_t len,
-                      int flags, bool *reset);
+ssize_t sl_tlsin_read(struct sl_tlsin *t, int fd, struct sl_fd *e, void *buf, size_t len, int flags,
+                      bool *reset);
 
 /* Says once per process how such connections are counted: at the first
  * burst, or when one closes having been read by no library sluice sees

@@ -204,8 +204,7 @@ void sl_gossip_wake(struct sl_cluster *c)
 static void *sender(void *arg)
 {
     struct sl_cluster *c = arg;
-    const uint64_t interval =
-        c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns : 20000000ull;
+    const uint64_t interval = c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns : 20000000ull;
     const uint64_t full_every = interval >= SL_NS_PER_SEC ? 1 : SL_NS_PER_SEC / interval;
     static uint8_t buf[SL_WIRE_MAX + 1];
     uint64_t next = sl_clock_now(), tick = 0, hot_until = 0;

@@ -226,7 +226,8 @@ static void apply_update(struct sl_h2 *s, uint32_t size)
         enc[n++] = (uint8_t)(0x20 | size);
     } else {
         enc[n++] = 0x3f;
-        for (size -= 31; size >= 128; size >>= 7) enc[n++] = (uint8_t)(0x80 | (size & 0x7f));
+        for (size -= 31; size >= 128; size >>= 7)
+            enc[n++] = (uint8_t)(0x80 | (size & 0x7f));
         enc[n++] = (uint8_t)size;
     }
     if (!s->blind) inflate(s, enc, n, false);
@@ -239,7 +240,7 @@ static void block_piece(struct sl_h2 *s, const uint8_t *in, size_t n)
     while (n > 0 && !s->blind) {
         enum sl_hpre_run run;
         size_t k = sl_hpre_feed(&s->hpre, in, n, &run);
-        if (run == SL_HPRE_FIELD) { /* up to a malformed integer too: the same fields */
+        if (run == SL_HPRE_FIELD) {   /* up to a malformed integer too: the same fields */
             inflate(s, in, k, false); /* however the block is split */
             s->fed = true;
         } else if (s->hpre.update) {

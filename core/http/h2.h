@@ -82,9 +82,9 @@ struct sl_h2 {
     uint32_t block_stream;
     uint32_t last_stream; /* highest client stream opened */
     struct nghttp2_hd_inflater *inflater;
-    bool blind;       /* the inflater failed: requests are framed, not decoded */
-    bool big;         /* the open block is over SL_H2_BLOCK_MAX: decided early */
-    bool fed;         /* field bytes reached the inflater since its block began */
+    bool blind; /* the inflater failed: requests are framed, not decoded */
+    bool big;   /* the open block is over SL_H2_BLOCK_MAX: decided early */
+    bool fed;   /* field bytes reached the inflater since its block began */
     struct sl_hpre hpre;
     bool want_cookie; /* collect cookie fields into head.cookie */
     struct sl_h1_head head;

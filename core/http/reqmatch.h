@@ -22,8 +22,8 @@
 #include "../rule.h"
 
 /* Writes the normal form of path[0..len) to out (NUL-terminated). Returns
- * false when it does not fit (out then holds the part that did). A path that does not start with '/' (the
- * asterisk form, an absolute URI's remainder) is kept as it is. */
+ * false when it does not fit (out then holds the part that did). A path that does not start with
+ * '/' (the asterisk form, an absolute URI's remainder) is kept as it is. */
 bool sl_path_normalise(const char *path, size_t len, char *out, size_t outlen);
 
 /* A glob over a whole string: * any run of bytes, ? one byte, [abc] [a-z]

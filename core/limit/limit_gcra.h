@@ -43,8 +43,8 @@ static inline uint64_t sl_gcra_requests_in(const struct sl_limit *l, uint64_t ro
  * connection's decision reads it only when it denies (the 429), where it is
  * 0 anyway. A constant at every call site, so each gets its own copy. */
 static inline __attribute__((always_inline)) void
-sl_gcra_step_ex(const struct sl_limit *l, uint64_t tat, uint64_t now, uint64_t cost,
-                uint64_t slack, uint64_t *next, struct sl_verdict *v, bool remaining)
+sl_gcra_step_ex(const struct sl_limit *l, uint64_t tat, uint64_t now, uint64_t cost, uint64_t slack,
+                uint64_t *next, struct sl_verdict *v, bool remaining)
 {
     uint64_t horizon = now + l->burst_ns + slack;
     if (tat > horizon) tat = horizon; /* backwards clock: no worse than empty */

@@ -46,9 +46,8 @@ int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct s
         rt->any_conns |= r->conns > 0;
         if (r->dir == SL_IN) {
             rt->any_in = true;
-            if (r->limit.count && r->scope == SL_SCOPE_LOCAL && !r->conns &&
-                !r->recv_limit.count && !r->send_limit.count && !r->request &&
-                r->action != SL_ACT_DELAY && !r->dry_run)
+            if (r->limit.count && r->scope == SL_SCOPE_LOCAL && !r->conns && !r->recv_limit.count &&
+                !r->send_limit.count && !r->request && r->action != SL_ACT_DELAY && !r->dry_run)
                 rt->plain_in |= 1ull << i;
             rt->in_needs_local |= r->nports > 0 || r->nlocal > 0;
             rt->in_needs_local_addr |= r->nlocal > 0;

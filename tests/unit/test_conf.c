@@ -621,7 +621,7 @@ static void gossip_three_nodes_file_fills_interval_timeout_and_share(void **stat
     assert_string_equal(g->peers[1], "127.0.0.4:7946");
     assert_int_equal(g->interval_ns, 20 * MS);
     assert_int_equal(g->peer_timeout_ns, 200 * MS); /* 10 intervals */
-    assert_int_equal(g->alone_share_pct, 34);  /* ceil(100 / 3) */
+    assert_int_equal(g->alone_share_pct, 34);       /* ceil(100 / 3) */
     assert_true(g->key_file[0] == '/');
     assert_non_null(strstr(g->key_file, "/gossip.key"));
     for (int i = 0; i < 32; i++)

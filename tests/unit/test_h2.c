@@ -358,9 +358,11 @@ static void size_updates_anywhere_in_a_block_keep_the_keys(void **unused)
 {
     (void)unused;
     /* x-api-key: a, literal with incremental indexing (RFC 7541 6.2.1) */
-#define KEY_A "\x40\x09x-api-key\x01" "a"
+#define KEY_A                                                                                      \
+    "\x40\x09x-api-key\x01"                                                                        \
+    "a"
     static const char *const poison[] = {
-        "\x82\x3f\xe1\x1f\x84\x86" KEY_A, /* GET, size update 4096, /, http, key */
+        "\x82\x3f\xe1\x1f\x84\x86" KEY_A,     /* GET, size update 4096, /, http, key */
         "\x82\x20\x84\x86\x3f\xe1\x1f" KEY_A, /* GET, size update 0, /, http, 4096 */
         "\x82\x84\x20\x20\x20\x3f\xe1\x1f\x86\x20\x3f\xe1\x1f" KEY_A "\x3f\xe1\x1f",
     };
@@ -371,7 +373,10 @@ static void size_updates_anywhere_in_a_block_keep_the_keys(void **unused)
         h2frame(&o, 1, 0x5, 1, poison[p], strlen(poison[p]));
         /* GET / http, x-api-key from the dynamic table (index 62), then b */
         h2frame(&o, 1, 0x5, 3, "\x82\x84\x86\xbe", 4);
-        h2frame(&o, 1, 0x5, 5, "\x82\x84\x86\x00\x09x-api-key\x01" "b", 16);
+        h2frame(&o, 1, 0x5, 5,
+                "\x82\x84\x86\x00\x09x-api-key\x01"
+                "b",
+                16);
         for (size_t piece = 0; piece < 8; piece++) {
             int odd;
             bool pass;
@@ -415,7 +420,10 @@ static void a_block_over_the_bound_is_decided_early_and_the_next_keys_read(void 
     ups[sizeof ups - 1] = 0x1f;
     struct h2out *f = malloc(sizeof *f);
     f->len = 0;
-    h2frame(f, 1, 0x1, 1, "\x82\x00\x09x-api-key\x01" "c", 14);
+    h2frame(f, 1, 0x1, 1,
+            "\x82\x00\x09x-api-key\x01"
+            "c",
+            14);
     memcpy(big + len, f->buf, f->len);
     len += f->len;
     for (int i = 0; i < 5; i++) {
@@ -425,7 +433,10 @@ static void a_block_over_the_bound_is_decided_early_and_the_next_keys_read(void 
         len += 9 + sizeof ups;
     }
     f->len = 0;
-    h2frame(f, 1, 0x5, 3, "\x82\x84\x86\x40\x09x-api-key\x01" "d", 16);
+    h2frame(f, 1, 0x5, 3,
+            "\x82\x84\x86\x40\x09x-api-key\x01"
+            "d",
+            16);
     h2frame(f, 1, 0x5, 5, "\x82\x84\x86\xbe", 4);
     memcpy(big + len, f->buf, f->len);
     len += f->len;

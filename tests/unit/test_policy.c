@@ -18,7 +18,6 @@
 #include "../../core/policy/policy.h"
 #include "testutil.h"
 
-
 struct fixture {
     struct sl_config *cfg;
     struct sl_table *table;

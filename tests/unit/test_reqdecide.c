@@ -793,10 +793,10 @@ static void an_idempotency_key_frees_only_retries_with_the_same_body(void **unus
     a.idem_len = b.idem_len = 4;
     b.body_digest = body_other;
     struct sl_req_decision d;
-    assert_true(ask(&x, &a, T0, &d));      /* charged: 2 left */
-    assert_true(ask(&x, &b, T0 + 1, &d));  /* another body: charged, 1 left */
-    assert_true(ask(&x, &a, T0 + 2, &d));  /* a retry of a: free */
-    assert_true(ask(&x, &b, T0 + 3, &d));  /* a retry of b: free */
+    assert_true(ask(&x, &a, T0, &d));     /* charged: 2 left */
+    assert_true(ask(&x, &b, T0 + 1, &d)); /* another body: charged, 1 left */
+    assert_true(ask(&x, &a, T0 + 2, &d)); /* a retry of a: free */
+    assert_true(ask(&x, &b, T0 + 3, &d)); /* a retry of b: free */
     struct sl_req_head c = head("POST", "/orders");
     c.idem = "same";
     c.idem_len = 4;

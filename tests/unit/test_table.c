@@ -24,7 +24,6 @@
 #include "../../core/limit/table.h"
 #include "testutil.h"
 
-
 #define WEB_ID 0x1111ull
 #define API_ID 0x2222ull
 
