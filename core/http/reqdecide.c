@@ -28,10 +28,26 @@
 #define ENTRY_MARK      0x7265712e72756c65ull /* "req.rule" */
 #define PATH_MAX_NORMAL 2048
 
+/* Whether rule r is decided by its rate alone, from a key it always has or
+ * goes without: one GCRA bucket in the shared table, no route, method or
+ * host to match, no plan, quota, ramp or dry run, a cost, keyed by a header
+ * or by the address (the general path decides a request without the
+ * header's value: per_missing). Such a rule, alone on a connection, is
+ * decided by solo_decide without the general loop. */
+static bool plain_rule(const struct sl_rule *r)
+{
+    return r->req_limit.count && r->req_limit.alg == SL_ALG_GCRA && r->cost &&
+           r->scope != SL_SCOPE_REDIS && !r->dry_run && !r->plans && !r->quota && !r->ramp.steps &&
+           !r->nroutes && !r->nmethods && !r->nreq_hosts &&
+           (r->req_per == SL_REQ_PER_HEADER || r->req_per == SL_REQ_PER_ADDRESS);
+}
+
 void sl_req_rules_entries(struct sl_req_rules *x)
 {
     const struct sl_config *c = x->rt->cfg;
     x->by_header = 0;
+    x->solo = -1;
+    int n = 0, last = -1;
     for (int i = 0; i < c->nrules && i < SL_MAX_RULES; i++) {
         x->entry[i] = (int8_t)x->rt->table_rule[i];
         if (!(x->match >> i & 1)) continue;
@@ -42,7 +58,10 @@ void sl_req_rules_entries(struct sl_req_rules *x)
         snprintf(name, sizeof name, "%.*s:req", SL_NAME_MAX - 5, c->rules[i].name);
         int e = sl_table_rule(x->rt->table, c->rules[i].id ^ ENTRY_MARK, name);
         if (e >= 0) x->entry[i] = (int8_t)e;
+        n++;
+        last = i;
     }
+    if (n == 1 && plain_rule(&c->rules[last])) x->solo = (int8_t)last;
 }
 
 /* What one rule took from one request, to give back if a later one denies. */
@@ -364,9 +383,70 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
     }
 }
 
+/* A denial by rule i (not a dry run), after what the other rules took was
+ * given back: counted, logged, and d filled. */
+static void refuse(const struct sl_req_rules *x, int i, const struct sl_req_head *h,
+                   const struct sl_key *key, const struct sl_verdict *v,
+                   const struct sl_reply_policy *pol, struct sl_req_decision *d)
+{
+    const struct sl_config *c = x->rt->cfg;
+    sl_table_count(x->rt->table, x->entry[i], SL_C_LIMITED, 1);
+    log_request(c, &c->rules[i], h, &x->peer, key, v, false);
+    d->allowed = false;
+    d->rule = i;
+    d->v = *v;
+    d->policy = *pol;
+}
+
+/* A request that rule entry e let through, held wait_ns first: counted. */
+static void admitted(struct sl_runtime *rt, int e, uint64_t wait_ns, uint64_t now)
+{
+    sl_table_count(rt->table, e, SL_C_ALLOWED, 1);
+    if (wait_ns) sl_table_count_wait(rt->table, e, now, wait_ns);
+}
+
+/* The connection's one plain rule (x->solo), without the general loop:
+ * the same decision, counters and log lines as sl_req_decide's loop
+ * (test_reqdecide compares them on twin tables). False, nothing done: a
+ * request the general path decides (an Idempotency-Key, a key header
+ * that is missing). */
+static bool solo_decide(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t now,
+                        struct sl_req_decision *d)
+{
+    struct sl_runtime *rt = x->rt;
+    const struct sl_rule *r = &rt->cfg->rules[x->solo];
+    struct grant g = {.rule = x->solo};
+    if (h->idem && h->idem_len) return false;
+    if (r->req_per == SL_REQ_PER_ADDRESS) {
+        sl_req_key_addr(&g.key, r, &x->peer);
+    } else {
+        if (!h->header || !(x->by_header >> x->solo & 1)) return false;
+        sl_req_key_value(&g.key, r, h->header, h->header_len, sl_table_secret(rt->table));
+    }
+    int e = x->entry[x->solo];
+    struct sl_verdict v;
+    sl_table_decide(rt->table, e, &g.key, &r->req_limit, now, r->cost,
+                    r->action == SL_ACT_DELAY ? r->max_delay_ns : 0, &v);
+    if (!v.allowed) {
+        struct sl_reply_policy pol = {.name = r->name,
+                                      .quota = r->req_limit.count,
+                                      .window_s = window_seconds(r->req_limit.period_ns)};
+        sl_table_note_denial(rt->table, e, &g.key, now);
+        refuse(x, x->solo, h, &g.key, &v, &pol, d);
+        return true;
+    }
+    admitted(rt, e, v.wait_ns, now);
+    d->allowed = true;
+    d->rule = -1;
+    d->wait_ns = g.wait_ns = v.wait_ns;
+    log_grant(rt->cfg, &g, &x->peer, now);
+    return true;
+}
+
 void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t now,
                    struct sl_req_decision *d)
 {
+    if (x->solo >= 0 && solo_decide(x, h, now, d)) return;
     struct sl_runtime *rt = x->rt;
     const struct sl_config *c = rt->cfg;
     struct grant granted[SL_MAX_RULES];
@@ -399,18 +479,12 @@ void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, ui
         }
         for (int j = 0; j < ngranted; j++)
             give_back(rt, x, &granted[j], now, h);
-        sl_table_count(rt->table, x->entry[i], SL_C_LIMITED, 1);
-        log_request(c, r, h, &x->peer, &g.key, &v, false);
-        d->allowed = false;
-        d->rule = i;
-        d->v = v;
-        d->policy = pol;
+        refuse(x, i, h, &g.key, &v, &pol, d);
         return;
     }
     for (int j = 0; j < ngranted; j++) {
         int e = x->entry[granted[j].rule];
-        sl_table_count(rt->table, e, SL_C_ALLOWED, 1);
-        if (granted[j].wait_ns) sl_table_count_wait(rt->table, e, now, granted[j].wait_ns);
+        admitted(rt, e, granted[j].wait_ns, now);
         if (granted[j].quota_end) /* admitted against its plan's quota only now it passes */
             sl_table_plan_admit(rt->table, granted[j].plan, granted[j].quota_used,
                                 c->rules[granted[j].rule].cost, granted[j].quota_limit,

@@ -833,10 +833,104 @@ static void idempotent_retries_are_free_at_most_twice_within_the_window(void **u
     world_free(w);
 }
 
+/* A connection's one plain rule is decided without the general loop
+ * (reqdecide.c: solo_decide): the same answers, counters and waits as the
+ * loop gives on a twin table, over keys present, missing and an
+ * Idempotency-Key, for each kind of plain rule. */
+static void a_lone_plain_rule_decides_as_the_general_loop(void **unused)
+{
+    (void)unused;
+    struct {
+        enum sl_req_per per;
+        enum sl_action action;
+        uint64_t cost;
+        enum sl_per_missing missing;
+    } kinds[] = {
+        {SL_REQ_PER_HEADER, SL_ACT_REPLY, 1, SL_MISSING_PEER},
+        {SL_REQ_PER_HEADER, SL_ACT_REJECT, 3, SL_MISSING_RULE},
+        {SL_REQ_PER_HEADER, SL_ACT_DELAY, 1, SL_MISSING_DENY},
+        {SL_REQ_PER_ADDRESS, SL_ACT_REPLY, 2, SL_MISSING_PEER},
+        {SL_REQ_PER_ADDRESS, SL_ACT_DELAY, 1, SL_MISSING_PEER},
+    };
+    const char *keys[] = {"alpha", "beta", "gamma", NULL};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        struct world *w[2];
+        struct sl_req_rules x[2];
+        for (int t = 0; t < 2; t++) {
+            w[t] = world_new();
+            struct sl_rule *r = rule(w[t], "api", 5, SEC, 4);
+            r->req_per = kinds[k].per;
+            r->action = kinds[k].action;
+            r->cost = kinds[k].cost;
+            r->per_missing = kinds[k].missing;
+            r->max_delay_ns = 2 * SEC;
+            if (r->req_per == SL_REQ_PER_HEADER)
+                snprintf(r->req_per_name, sizeof r->req_per_name, "X-API-Key");
+            start(w[t]);
+            x[t] = conn(w[t], 7, "x-api-key");
+        }
+        assert_int_equal(x[0].solo, 0); /* the short path is the one measured */
+        x[1].solo = -1;                 /* the general loop */
+        uint64_t now = T0, seed = 12345;
+        for (int i = 0; i < 400; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            now += (seed >> 33) % (SEC / 4);
+            struct sl_req_head h = head("GET", "/v1/things");
+            const char *key = keys[(seed >> 20) % 4];
+            if (key) h = with_header(h, key);
+            if ((seed >> 40) % 16 == 0) { /* an Idempotency-Key: the general path's */
+                h.idem = "k1";
+                h.idem_len = 2;
+            }
+            struct sl_req_decision d[2];
+            for (int t = 0; t < 2; t++)
+                sl_req_decide(&x[t], &h, now, &d[t]);
+            assert_int_equal(d[0].allowed, d[1].allowed);
+            assert_int_equal(d[0].rule, d[1].rule);
+            if (d[0].allowed) {
+                assert_int_equal(d[0].wait_ns, d[1].wait_ns);
+                continue;
+            }
+            assert_int_equal(d[0].v.retry_ns, d[1].v.retry_ns);
+            assert_int_equal(d[0].v.remaining, d[1].v.remaining);
+            assert_int_equal(d[0].v.limit, d[1].v.limit);
+            assert_string_equal(d[0].policy.name, d[1].policy.name);
+            assert_int_equal(d[0].policy.quota, d[1].policy.quota);
+            assert_int_equal(d[0].policy.window_s, d[1].policy.window_s);
+        }
+        for (int c = 0; c < SL_NCOUNTERS; c++)
+            assert_int_equal(counter(w[0], &x[0], 0, (enum sl_counter)c),
+                             counter(w[1], &x[1], 0, (enum sl_counter)c));
+        for (int t = 0; t < 2; t++)
+            world_free(w[t]);
+    }
+}
+
+/* What makes a rule not plain sends its connections down the general loop. */
+static void a_rule_with_more_than_a_rate_is_not_decided_alone(void **unused)
+{
+    (void)unused;
+    for (int k = 0; k < 4; k++) {
+        struct world *w = world_new();
+        struct sl_rule *r = rule(w, "api", 5, SEC, 4);
+        r->req_per = SL_REQ_PER_ADDRESS;
+        if (k == 0) r->dry_run = true;
+        if (k == 1) r->nmethods = 1;
+        if (k == 2) r->req_per = SL_REQ_PER_QUERY;
+        if (k == 3) rule(w, "second", 5, SEC, 4)->req_per = SL_REQ_PER_ADDRESS; /* two rules */
+        start(w);
+        struct sl_req_rules x = conn(w, 7, NULL);
+        assert_int_equal(x.solo, -1);
+        world_free(w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(admitted_requests_are_burst_plus_rate_times_time),
+        cmocka_unit_test(a_lone_plain_rule_decides_as_the_general_loop),
+        cmocka_unit_test(a_rule_with_more_than_a_rate_is_not_decided_alone),
         cmocka_unit_test(a_denial_carries_the_bucket_and_the_rule_as_policy),
         cmocka_unit_test(two_keys_from_one_address_get_a_budget_each),
         cmocka_unit_test(a_query_key_is_one_key_however_it_is_spelled),

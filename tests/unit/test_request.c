@@ -242,6 +242,7 @@ static void on_odd_deny_denies_the_odd_head(void **unused)
     w = world(100, 100, SL_ACT_REPLY);
     w->cfg.rules[0].on_odd = SL_ODD_DENY;
     w->cfg.rules[0].dry_run = true;
+    sl_req_conn_rebind(w->c, &w->rt); /* the rule changed: as after a reload */
     assert_int_equal(drain(w, s, sizeof s - 1, T0, &v), sizeof s - 1);
     assert_int_equal(counter(w, SL_C_WOULD_LIMIT), 1);
     world_free(w);
@@ -264,6 +265,7 @@ static void a_path_too_long_to_judge_counts_against_route_rules(void **unused)
     struct sl_rule *r = &w->cfg.rules[0];
     strcpy(r->routes[0], "/api/*/dump");
     r->nroutes = 1;
+    sl_req_conn_rebind(w->c, &w->rt); /* the rule changed: as after a reload */
     static char s[16384];
     int n = 0;
     for (int i = 0; i < 2; i++) {
@@ -282,6 +284,7 @@ static void a_path_too_long_to_judge_counts_against_route_rules(void **unused)
     w = world(1, 1, SL_ACT_REPLY);
     strcpy(w->cfg.rules[0].routes[0], "/api/*/dump");
     w->cfg.rules[0].nroutes = 1;
+    sl_req_conn_rebind(w->c, &w->rt);
     n = 0;
     for (int i = 0; i < 2; i++) {
         n += snprintf(s + n, sizeof s - (size_t)n, "GET /other?q=");
