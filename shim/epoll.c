@@ -103,6 +103,13 @@ struct held {
 static struct held *held;
 static uint32_t nheld, capheld, held_seq;
 
+/* The next announcement's number (under lock): never 0, which a
+ * registration's held_seen keeps for "none since its ADD or MOD". */
+static uint32_t next_seq(void)
+{
+    return ++held_seq ? held_seq : ++held_seq;
+}
+
 /* Whether registration r (of held entry h's descriptor, NULL: none on
  * that set) is to hear of h at or after its time: it asks for EPOLLIN
  * and has not had this announcement as an edge, or as its one shot
@@ -492,7 +499,7 @@ void sl_epoll_held(int fd, uint64_t at, bool read)
         if (i < nheld) held_drop(i);
     } else if (i < nheld) {
         held[i].at = at;
-        held[i].seq = ++held_seq ? held_seq : ++held_seq;
+        held[i].seq = next_seq();
         held[i].woken = false;
     } else {
         if (nheld == capheld) {
@@ -505,8 +512,7 @@ void sl_epoll_held(int fd, uint64_t at, bool read)
         }
         if (nheld < capheld) {
             mark(fd);
-            held[nheld++] =
-                (struct held){.fd = fd, .at = at, .seq = ++held_seq ? held_seq : ++held_seq};
+            held[nheld++] = (struct held){.fd = fd, .at = at, .seq = next_seq()};
         }
     }
     /* published before the lock-free waiters are read (see `slots`) */

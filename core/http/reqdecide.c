@@ -267,6 +267,13 @@ static uint64_t window_seconds(uint64_t period_ns)
     return sl_reply_seconds(period_ns);
 }
 
+/* What the 429 of a request that `rate` denied describes (RateLimit fields). */
+static struct sl_reply_policy rate_policy(const char *name, const struct sl_limit *rate)
+{
+    return (struct sl_reply_policy){
+        .name = name, .quota = rate->count, .window_s = window_seconds(rate->period_ns)};
+}
+
 /* One rule against the request: fills g (what it took) and v. */
 static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_head *h,
                        uint64_t now, struct grant *g, struct sl_verdict *v,
@@ -335,9 +342,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
         } else {
             sl_table_decide(rt->table, e, &g->key, rate, now, r->cost, slack, v);
         }
-        if (!v->allowed) /* what the 429 describes: only a denial needs it */
-            *pol = (struct sl_reply_policy){
-                .name = pname, .quota = rate->count, .window_s = window_seconds(rate->period_ns)};
+        if (!v->allowed) *pol = rate_policy(pname, rate); /* only a denial needs it */
         if (v->allowed) {
             g->took_rate = rate->alg != SL_ALG_LOG; /* a stamp is not given back */
             g->rate = *rate;
@@ -428,9 +433,7 @@ static bool solo_decide(const struct sl_req_rules *x, const struct sl_req_head *
     sl_table_decide(rt->table, e, &g.key, &r->req_limit, now, r->cost,
                     r->action == SL_ACT_DELAY ? r->max_delay_ns : 0, &v);
     if (!v.allowed) {
-        struct sl_reply_policy pol = {.name = r->name,
-                                      .quota = r->req_limit.count,
-                                      .window_s = window_seconds(r->req_limit.period_ns)};
+        struct sl_reply_policy pol = rate_policy(r->name, &r->req_limit);
         sl_table_note_denial(rt->table, e, &g.key, now);
         refuse(x, x->solo, h, &g.key, &v, &pol, d);
         return true;
