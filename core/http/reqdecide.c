@@ -176,20 +176,28 @@ static void log_request(const struct sl_config *c, const struct sl_rule *r,
 }
 
 /* A request that passed: a line when it was paced, or in verbose mode. The
- * key is told by its short hash, never its value. */
-static void log_grant(const struct sl_config *c, const struct grant *g, const struct sl_addr *peer,
-                      uint64_t now)
+ * key is told by its short hash, never its value. Out of line: it runs
+ * only then. */
+static __attribute__((noinline)) void log_grant_line(const struct sl_config *c, int rule,
+                                                     const struct sl_key *k,
+                                                     const struct sl_addr *peer, uint64_t wait_ns,
+                                                     uint64_t now)
 {
-    if (!g->wait_ns && !sl_decisions_verbose(c)) return;
-    const struct sl_rule *r = &c->rules[g->rule];
+    const struct sl_rule *r = &c->rules[rule];
     char addr[64], key[7], what[128];
     sl_addr_format(peer->a, addr, sizeof addr);
-    sl_req_key_short(&g->key, key);
+    sl_req_key_short(k, key);
     snprintf(what, sizeof what, "%s %s key #%s", r->dir == SL_IN ? "from" : "to", addr, key);
-    if (g->wait_ns)
-        sl_pace_log(c, g->rule, true, what, g->wait_ns, now);
+    if (wait_ns)
+        sl_pace_log(c, rule, true, what, wait_ns, now);
     else
         sl_decision_log(c, SL_LOG_DEBUG, "rule \"%s\": allowed a request %s", r->name, what);
+}
+
+static inline void log_grant(const struct sl_config *c, int rule, const struct sl_key *k,
+                             const struct sl_addr *peer, uint64_t wait_ns, uint64_t now)
+{
+    if (wait_ns || sl_decisions_verbose(c)) log_grant_line(c, rule, k, peer, wait_ns, now);
 }
 
 static void give_back(struct sl_runtime *rt, const struct sl_req_rules *x, const struct grant *g,
@@ -420,29 +428,31 @@ static bool solo_decide(const struct sl_req_rules *x, const struct sl_req_head *
 {
     struct sl_runtime *rt = x->rt;
     const struct sl_rule *r = &rt->cfg->rules[x->solo];
-    struct grant g = {.rule = x->solo};
+    struct sl_key key;
     if (h->idem && h->idem_len) return false;
     if (r->req_per == SL_REQ_PER_ADDRESS) {
-        sl_req_key_addr(&g.key, r, &x->peer);
+        sl_req_key_addr(&key, r, &x->peer);
     } else {
         if (!h->header || !(x->by_header >> x->solo & 1)) return false;
-        sl_req_key_value(&g.key, r, h->header, h->header_len, sl_table_secret(rt->table));
+        sl_req_key_value(&key, r, h->header, h->header_len, sl_table_secret(rt->table));
     }
     int e = x->entry[x->solo];
     struct sl_verdict v;
-    sl_table_decide(rt->table, e, &g.key, &r->req_limit, now, r->cost,
-                    r->action == SL_ACT_DELAY ? r->max_delay_ns : 0, &v);
+    /* lean: what remains of the burst is read only by a denial's 429,
+     * where it is 0 (the general loop fills it, and reads it no more) */
+    sl_table_decide_lean(rt->table, e, &key, &r->req_limit, now, r->cost,
+                         r->action == SL_ACT_DELAY ? r->max_delay_ns : 0, &v);
     if (!v.allowed) {
         struct sl_reply_policy pol = rate_policy(r->name, &r->req_limit);
-        sl_table_note_denial(rt->table, e, &g.key, now);
-        refuse(x, x->solo, h, &g.key, &v, &pol, d);
+        sl_table_note_denial(rt->table, e, &key, now);
+        refuse(x, x->solo, h, &key, &v, &pol, d);
         return true;
     }
     admitted(rt, e, v.wait_ns, now);
     d->allowed = true;
     d->rule = -1;
-    d->wait_ns = g.wait_ns = v.wait_ns;
-    log_grant(rt->cfg, &g, &x->peer, now);
+    d->wait_ns = v.wait_ns;
+    log_grant(rt->cfg, x->solo, &key, &x->peer, v.wait_ns, now);
     return true;
 }
 
@@ -494,6 +504,6 @@ void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, ui
                                 /* the window's end, monotonic to wall seconds */
                                 (granted[j].quota_end + (uint64_t)x->wall_offset) / SL_NS_PER_SEC);
         if (granted[j].wait_ns > d->wait_ns) d->wait_ns = granted[j].wait_ns;
-        log_grant(c, &granted[j], &x->peer, now);
+        log_grant(c, granted[j].rule, &granted[j].key, &x->peer, granted[j].wait_ns, now);
     }
 }

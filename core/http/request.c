@@ -480,6 +480,12 @@ static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t no
         /* no memory to remember a hold: the head passes now (fail open) */
         if (d.wait_ns && (c->ahead || (c->ahead = sl_alloc(SL_REQ_AHEAD * sizeof *c->ahead))))
             c->ahead[c->nahead++] = (struct ahead){.off = h1->start, .release_at = now + d.wait_ns};
+        /* the common end, a head that filled the read: what the next
+         * round's next_head would find, without the round */
+        if (scan_pos(c) >= c->pos + len) {
+            swallow_ends(c);
+            return;
+        }
     }
 }
 
