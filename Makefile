@@ -28,6 +28,13 @@ V       ?= 0
 ifeq ($(SAN),)
 BUILD   ?= build
 SANFLAGS =
+# Link-time optimisation for the release build: the request path crosses
+# shim/ and core/ in many small calls (recv -> gate -> admit -> scan ->
+# decide -> table), and LTO inlines across files what -O2 cannot: -87
+# instructions per keep-alive request in nginx, -55 per new connection
+# (callgrind, bench/insn.sh). Fat objects: tests/check-boundary.sh reads
+# them with nm, as it reads the sanitizer builds' (which keep no LTO).
+LTO      = -flto=auto -ffat-lto-objects
 else ifeq ($(SAN),asan)
 BUILD   ?= build/asan
 SANFLAGS = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
@@ -56,7 +63,7 @@ CLI_LIBS   := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicr
 CFLAGS  ?= -O2 -g
 WARN     = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARN) -fPIC -fvisibility=hidden -D_GNU_SOURCE \
-             $(SANFLAGS) $(PKG_CFLAGS) -MMD -MP
+             $(SANFLAGS) $(LTO) $(PKG_CFLAGS) -MMD -MP
 # http_parser is linked statically (its Debian archive is PIC): no runtime package
 # needed, and its symbols stay local, so a host defining its own cannot interpose them.
 # hiredis (the Redis backend) is linked statically from a copy of Debian's
@@ -141,7 +148,7 @@ $(BUILD)/obj/cli/live.o: ALL_CFLAGS += -I$(BUILD)/gen
 
 $(BUILD)/libsluice.so: $(SHIM_OBJ) $(LIB_OBJ) shim/exports.map $(BUILD)/.flags
 	@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) -shared $(SANFLAGS) $(LDFLAGS) $(SHIM_LDFLAGS) \
+	$(Q)$(CC) -shared $(CFLAGS) $(WARN) $(SANFLAGS) $(LTO) $(LDFLAGS) $(SHIM_LDFLAGS) \
 		-o $@ $(SHIM_OBJ) $(LIB_OBJ) $(LIB_LIBS)
 
 $(BUILD)/sluice: $(call obj,$(CLI_SRC)) $(LIB_OBJ)

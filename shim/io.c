@@ -286,7 +286,7 @@ static uint64_t budget(struct sl_runtime *rt, struct sl_fd *e, struct call *c, e
     uint64_t most = 2 * sl_bytes_quantum(rt, rule, io);
     if (want > most) want = most;
     for (;;) {
-        uint64_t at, now = sl_clock_now();
+        uint64_t now = sl_clock_now(), at = now; /* set by every take that gives 0 */
         uint64_t g = sl_bytes_take(rt, rule, &e->bytes_key[io], io, &e->turn[io], now, want, &at);
         if (g) {
             atomic_store_explicit(&e->ready_at[io], 0, memory_order_relaxed);
