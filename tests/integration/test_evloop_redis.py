@@ -17,6 +17,11 @@ Asserted:
      in (bytes - burst) / 1 MB/s +-3 %, bytes being 1045 per SET (RESP:
      *3 $3 SET $16 key:__rand_int__ $1000 value, with CRLFs) plus the
      benchmark's start-up commands (under 200 bytes); redis CPU under 10 %.
+     The time is redis-benchmark's own (requests / its requests per
+     second: from its first request to its last reply); the wall time of
+     the whole run, which adds the process's start and exit (once 0.36 s
+     more on a busy machine, with the same requests per second), is only
+     held to the lower bound: it can never be faster than the rate.
 
 Why +-3 %: the burst (a tenth of a second, 100 kB) is subtracted; the
 timing is taken by the client around the whole exchange, which adds its own
@@ -133,8 +138,12 @@ with TempDir() as tmp:
     check(rows, f"redis-benchmark printed no SET result:\n{r.stdout}")
     nb = N * (4 + 4 + 5 + 5 + 18 + 7 + D + 2)
     lo, hi = (nb - BURST) / RATE, (nb + 200 - BURST) / RATE
-    print(f"redis-benchmark: {N} SETs of {D} B ({nb} bytes) in {wall:.3f}s, expected {lo:.3f}s; "
+    rps = float(rows[0].split(",")[1].strip('"'))
+    took = N / rps
+    print(f"redis-benchmark: {N} SETs of {D} B ({nb} bytes) in {took:.3f}s by its count "
+          f"({wall:.3f}s with its start and exit), expected {lo:.3f}s; "
           f"result {rows[0]}; redis CPU {cpu:.2f}s ({cpu / wall * 100:.1f} %)")
-    check(lo * (1 - TOL) <= wall <= hi * (1 + TOL), f"took {wall:.3f}s, expected {lo:.3f}s +-3 %")
+    check(lo * (1 - TOL) <= took <= hi * (1 + TOL), f"took {took:.3f}s, expected {lo:.3f}s +-3 %")
+    check(wall >= lo * (1 - TOL), f"the whole run took {wall:.3f}s, under {lo:.3f}s -3 %")
     check(cpu < 0.10 * wall, f"redis used {cpu:.2f}s CPU in {wall:.2f}s: spinning?")
 print("ok")
