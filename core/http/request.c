@@ -521,6 +521,17 @@ size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t
     return limit > c->pos ? (size_t)(limit - c->pos) : 0;
 }
 
+bool sl_req_admit_all(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now)
+{
+    scan(c, buf, len, now);
+    /* anything that may stop the bytes short (a hold, a swallow, a denial,
+     * a head not whole) is sl_req_admit's to weigh */
+    if (c->denied || c->nahead || c->nsw) return false;
+    if (!c->pass && (scan_pos(c) < c->pos + len || scan_head_start(c) != UINT64_MAX)) return false;
+    c->pos += len; /* sl_req_passed, with nothing ahead */
+    return true;
+}
+
 void sl_req_passed(struct sl_req_conn *c, const void *buf, size_t n)
 {
     (void)buf;

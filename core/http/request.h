@@ -80,6 +80,12 @@ bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum s
 size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now,
                     struct sl_req_verdict *v);
 
+/* sl_req_admit and sl_req_passed in one, for a read the program has taken
+ * already (inbound): true when every one of the len bytes may pass, and
+ * they are passed. False: nothing passed; sl_req_admit then gives the
+ * verdict (the heads decided here are not decided again). */
+bool sl_req_admit_all(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now);
+
 /* The n bytes at the stream position were passed (read by the program, or
  * sent): advances the position. n never exceeds what sl_req_admit last
  * returned for them. buf is needed: the scanner reads what passed. */

@@ -173,6 +173,62 @@ static uint64_t counter(const struct req_world *w, enum sl_counter c)
     return sum;
 }
 
+/* sl_req_admit_all (the gate's common read) is sl_req_admit and
+ * sl_req_passed when every byte may pass, and leaves the rest to
+ * sl_req_admit: twin connections on twin tables, one read each way, over
+ * streams shown in two parts split at every byte and then again as time
+ * goes on, pass the same bytes with the same verdicts and counters. */
+static void admit_all_is_admit_and_passed_when_all_may_pass(void **unused)
+{
+    (void)unused;
+    static const char *const streams[] = {
+        GET GET GET GET,
+        GET "POST /b HTTP/1.1\r\nX-API-Key: k\r\nContent-Length: 5\r\n\r\nhello" GET,
+        "GET /a HTTP/1.1\r\nX-API-Key: a\r\n\r\nGET /b HTTP/1.1\r\nX-API-Key: b\r\n\r\n" GET,
+    };
+    const enum sl_action actions[] = {SL_ACT_REPLY, SL_ACT_DELAY};
+    int fell_back = 0, took_all = 0;
+    for (size_t i = 0; i < sizeof streams / sizeof *streams; i++) {
+        const char *s = streams[i];
+        size_t len = strlen(s);
+        for (size_t a = 0; a < sizeof actions / sizeof *actions; a++) {
+            for (size_t k = 1; k <= len; k++) {
+                struct req_world *x = world(10, 2, actions[a]), *y = world(10, 2, actions[a]);
+                size_t px = 0, py = 0;
+                for (int round = 0; round < 4; round++) {
+                    uint64_t now = T0 + (uint64_t)round * 150 * MS;
+                    size_t end = round == 0 ? k : len;
+                    struct sl_req_verdict vx, vy = {.status = SL_REQ_PASS};
+                    size_t nx = sl_req_admit(x->c, s + px, end - px, now, &vx), ny;
+                    sl_req_passed(x->c, s + px, nx);
+                    if (sl_req_admit_all(y->c, s + py, end - py, now)) {
+                        ny = end - py;
+                        took_all++;
+                    } else {
+                        ny = sl_req_admit(y->c, s + py, end - py, now, &vy);
+                        sl_req_passed(y->c, s + py, ny);
+                        fell_back++;
+                    }
+                    if (nx != ny || (ny < end - py && vx.status != vy.status))
+                        print_message("stream %zu action %zu split %zu round %d: %zu vs %zu\n", i,
+                                      a, k, round, nx, ny);
+                    assert_int_equal(nx, ny);
+                    if (ny < end - py) assert_int_equal(vx.status, vy.status);
+                    px += nx;
+                    py += ny;
+                }
+                assert_int_equal(counter(x, SL_C_ALLOWED), counter(y, SL_C_ALLOWED));
+                assert_int_equal(counter(x, SL_C_LIMITED), counter(y, SL_C_LIMITED));
+                world_free(x);
+                world_free(y);
+            }
+        }
+    }
+    /* both ways were taken: the common read and the fallback */
+    assert_true(took_all > 100);
+    assert_true(fell_back > 100);
+}
+
 /* Handled requests: whole heads that passed before the denial. */
 static int handled(const char *s, size_t passed)
 {
@@ -703,6 +759,7 @@ int main(void)
         cmocka_unit_test(a_head_split_byte_by_byte_is_counted_once),
         cmocka_unit_test(bytes_shown_again_after_a_short_read_are_not_charged_again),
         cmocka_unit_test(a_delayed_head_is_held_until_its_turn),
+        cmocka_unit_test(admit_all_is_admit_and_passed_when_all_may_pass),
         cmocka_unit_test(an_upgrade_request_does_not_switch_counting_off),
         cmocka_unit_test(a_poison_then_40_requests_lets_at_most_burst_plus_one_through),
         cmocka_unit_test(on_odd_deny_denies_the_odd_head),
