@@ -33,7 +33,8 @@ SANFLAGS =
 # decide -> table), and LTO inlines across files what -O2 cannot: -87
 # instructions per keep-alive request in nginx, -55 per new connection
 # (callgrind, bench/insn.sh). Fat objects: tests/check-boundary.sh reads
-# them with nm, as it reads the sanitizer builds' (which keep no LTO).
+# them with nm, as it reads the sanitizer builds' (which keep no LTO), and
+# the command and the unit tests link their plain code.
 LTO      = -flto=auto -ffat-lto-objects
 else ifeq ($(SAN),asan)
 BUILD   ?= build/asan

@@ -42,7 +42,7 @@ struct sl_req_rules {
     char header[SL_REQ_NAME_MAX]; /* the header whose value sl_req_head.header holds */
     uint64_t by_header;           /* bit i: rule i is keyed by that header (matched once, here) */
     int8_t entry[SL_MAX_RULES];   /* the table entry counting rule i's requests */
-    int8_t solo; /* the one matching rule when it is plain (reqdecide.c: solo_rule), else -1 */
+    int8_t solo; /* the one matching rule when it is plain (reqdecide.c: plain_rule), else -1 */
 };
 
 struct sl_req_decision {

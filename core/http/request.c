@@ -480,13 +480,22 @@ static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t no
         /* no memory to remember a hold: the head passes now (fail open) */
         if (d.wait_ns && (c->ahead || (c->ahead = sl_alloc(SL_REQ_AHEAD * sizeof *c->ahead))))
             c->ahead[c->nahead++] = (struct ahead){.off = h1->start, .release_at = now + d.wait_ns};
-        /* the common end, a head that filled the read: what the next
-         * round's next_head would find, without the round */
-        if (scan_pos(c) >= c->pos + len) {
-            swallow_ends(c);
-            return;
-        }
+        /* the common end, a head that filled the read: the next round's
+         * next_head would find nothing to feed (and swallow_ends has run
+         * since the last feed) */
+        if (scan_pos(c) >= c->pos + len) return;
     }
+}
+
+/* Whether all len bytes at the position may pass, as scan() left the
+ * connection: nothing held, swallowed or denied, no head begun and not
+ * finished. Conservative (a hold whose time has come still says no):
+ * sl_req_admit weighs the rest. Inline in both callers: the gate's common
+ * read asks it on every request. */
+static inline __attribute__((always_inline)) bool all_pass(const struct sl_req_conn *c, size_t len)
+{
+    if (c->denied || c->nahead || c->nsw) return false;
+    return c->pass || (scan_pos(c) >= c->pos + len && scan_head_start(c) == UINT64_MAX);
 }
 
 size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now,
@@ -494,6 +503,7 @@ size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t
 {
     *v = (struct sl_req_verdict){.status = SL_REQ_PASS, .rule = -1};
     scan(c, buf, len, now);
+    if (all_pass(c, len)) return len;
     uint64_t limit = c->pos + len;
     if (!c->pass) {
         uint64_t scanned = scan_pos(c), head = scan_head_start(c);
@@ -524,11 +534,8 @@ size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t
 bool sl_req_admit_all(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now)
 {
     scan(c, buf, len, now);
-    /* anything that may stop the bytes short (a hold, a swallow, a denial,
-     * a head not whole) is sl_req_admit's to weigh */
-    if (c->denied || c->nahead || c->nsw) return false;
-    if (!c->pass && (scan_pos(c) < c->pos + len || scan_head_start(c) != UINT64_MAX)) return false;
-    c->pos += len; /* sl_req_passed, with nothing ahead */
+    if (!all_pass(c, len)) return false;
+    sl_req_passed(c, buf, len);
     return true;
 }
 
