@@ -245,8 +245,13 @@ static bool header_line(const char *buf, size_t ls, size_t n, size_t lim,
     if (v == n) return false; /* an empty value: http-parser's callbacks differ */
     /* untrimmed, as http-parser hands it over: a value cut to its buffer
      * is hashed whole, trailing spaces included, before the trim */
-    struct sl_h1fast_slice val = {
-        .off = (uint16_t)(ls + v), .len = (uint16_t)(n - v), .present = true};
+    size_t t = n;
+    while (t > v && (p[t - 1] == ' ' || p[t - 1] == '\t'))
+        t--;
+    struct sl_h1fast_slice val = {.off = (uint16_t)(ls + v),
+                                  .len = (uint16_t)(n - v),
+                                  .trimmed = (uint16_t)(t - v),
+                                  .present = true};
     /* framing first: it does not depend on which field the value feeds */
     switch (c) {
     case 7:
@@ -358,7 +363,7 @@ static bool scan(const char *buf, size_t len, const struct sl_h1fast_key *k, str
                  * with a body is odd (core/http/http1.c) */
                 if (out->http_minor == 0 && !st.keep_alive) return false;
                 if (st.get && out->content_length > 0) return false;
-                out->end = i + 1;
+                out->end = (uint16_t)(i + 1); /* i < SL_H1FAST_MAX */
                 return true;
             }
             ls = i + 1;
@@ -390,17 +395,16 @@ struct memo {
 };
 static __thread struct memo memo __attribute__((tls_model("initial-exec")));
 
-bool sl_h1fast_scan(const char *buf, size_t len, const struct sl_h1fast_key *k,
-                    struct sl_h1fast *out)
+/* Where a head that is not the memory's is read. */
+static __thread struct sl_h1fast room __attribute__((tls_model("initial-exec")));
+
+/* A head that is not the memory's: read, and perhaps remembered. */
+static __attribute__((noinline)) const struct sl_h1fast *read_new(const char *buf, size_t len,
+                                                                  const struct sl_h1fast_key *k)
 {
     struct memo *m = &memo;
-    if (m->len && len >= m->len && m->k == k && m->gen == k->gen && m->cookies == k->cookies &&
-        memcmp(buf, m->head, m->len) == 0) {
-        *out = m->out;
-        m->misses = 0;
-        return true;
-    }
-    if (!scan(buf, len, k, out)) return false;
+    struct sl_h1fast *out = &room;
+    if (!scan(buf, len, k, out)) return NULL;
     /* heads that vary (another path each time) would pay the store on
      * every request: after a miss, only every fourth head is kept */
     if (out->end <= sizeof m->head && (m->len == 0 || ++m->misses >= 4)) {
@@ -412,5 +416,24 @@ bool sl_h1fast_scan(const char *buf, size_t len, const struct sl_h1fast_key *k,
         m->gen = k->gen;
         m->cookies = k->cookies;
     }
-    return true;
+    return out;
+}
+
+const struct sl_h1fast *sl_h1fast_read(const char *buf, size_t len, const struct sl_h1fast_key *k)
+{
+    struct memo *m = &memo;
+    if (m->len && len >= m->len && m->k == k && m->gen == k->gen && m->cookies == k->cookies &&
+        memcmp(buf, m->head, m->len) == 0) {
+        m->misses = 0;
+        return &m->out;
+    }
+    return read_new(buf, len, k);
+}
+
+bool sl_h1fast_scan(const char *buf, size_t len, const struct sl_h1fast_key *k,
+                    struct sl_h1fast *out)
+{
+    const struct sl_h1fast *f = sl_h1fast_read(buf, len, k);
+    if (f) *out = *f;
+    return f != NULL;
 }

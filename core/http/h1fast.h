@@ -42,20 +42,21 @@ struct sl_h1fast_key {
     uint32_t gen; /* set by sl_h1fast_key_init, unique per call (the thread's memo) */
 };
 
-/* [off, off + len) in the buffer; len 0 with present false: absent. */
+/* [off, off + len) in the buffer; len 0 with present false: absent.
+ * trimmed: len without the trailing blanks http1.c's copies trim. */
 struct sl_h1fast_slice {
-    uint16_t off, len;
+    uint16_t off, len, trimmed;
     bool present;
 };
 
 struct sl_h1fast {
-    size_t end;         /* the head is buf[0, end): end is after its blank line */
     const char *method; /* a constant, NUL-padded to 8 bytes ("GET\0\0\0\0\0") */
-    uint8_t method_len;
-    uint8_t http_minor; /* HTTP/1.0 or HTTP/1.1 */
-    bool has_length;    /* Content-Length given */
     uint64_t content_length;
-    struct sl_h1fast_slice url, host, key, idem; /* values to their CR (trim as http1.c does) */
+    uint16_t end; /* the head is buf[0, end): end is after its blank line */
+    uint8_t method_len;
+    uint8_t http_minor;                          /* HTTP/1.0 or HTTP/1.1 */
+    bool has_length;                             /* Content-Length given */
+    struct sl_h1fast_slice url, host, key, idem; /* values to their CR */
     uint16_t path_len, query_off, query_len;     /* inside url (query_len 0: none) */
 };
 
@@ -64,7 +65,13 @@ struct sl_h1fast {
  * so heads carrying such a header decline: correct, only slower). */
 bool sl_h1fast_key_init(struct sl_h1fast_key *k, const char *name, size_t len, bool cookies);
 
-/* Reads the head at buf[0] (len bytes available). True: *out holds it. */
+/* Reads the head at buf[0] (len bytes available). NULL: declined.
+ * Otherwise the head, in thread-local memory (no copy when the head
+ * repeats: the memory of the last head): valid until this thread's next
+ * read. */
+const struct sl_h1fast *sl_h1fast_read(const char *buf, size_t len, const struct sl_h1fast_key *k);
+
+/* The same, the head copied to *out. True: read. */
 bool sl_h1fast_scan(const char *buf, size_t len, const struct sl_h1fast_key *k,
                     struct sl_h1fast *out);
 

@@ -988,14 +988,15 @@ static void fast_text(char *dst, size_t cap, struct sl_h1_text *t, const char *b
 
 /* The fast path (core/http/h1fast.h): a complete common head at buf, read in
  * one pass, its parser left untouched (it is `fresh`, and a kept-alive
- * head leaves it so). The head is kept as slices of buf (s->fast); the
+ * head leaves it so). The head is kept as slices of buf (s->fast_at); the
  * copy into struct sl_h1_head that http-parser's run would have made is
  * made only if asked for (fast_fill). Returns the head's length, 0 when
  * declined. */
 static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
 {
-    struct sl_h1fast *f = &s->fast;
-    if (!sl_h1fast_scan(buf, len, &s->fast_key, f)) return 0;
+    const struct sl_h1fast *f = sl_h1fast_read(buf, len, &s->fast_key);
+    if (!f) return 0;
+    s->fast_at = f;
     /* the line reader as following the head would leave it (an odd head
      * without a version of its own reports the last one read) */
     memcpy(s->rd_method, f->method, 8);
@@ -1027,9 +1028,13 @@ static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
  * (slices of s->fast_buf, which the caller still holds). */
 static void fast_fill(struct sl_h1 *s)
 {
-    const struct sl_h1fast *f = &s->fast;
     const char *buf = s->fast_buf;
     size_t len = s->fast_len;
+    /* read again: another stream's read in this thread may have replaced
+     * the thread-local result since; the same bytes give the same head
+     * (a compare when the result is still there) */
+    const struct sl_h1fast *f = sl_h1fast_read(buf, len, &s->fast_key);
+    if (!f) f = s->fast_at; /* never: these bytes were read */
     struct sl_h1_head *h = s->head;
     /* what on_message_begin and head_fields_done leave, the URL split
      * by the fast path (an origin-form target, so no URL parser) */

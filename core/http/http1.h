@@ -177,12 +177,13 @@ struct sl_h1 {
      * fast path reads leaves it exactly as http-parser reading it would */
     struct sl_h1fast_key fast_key;
     bool fresh;
-    bool slow_only;        /* tests: http-parser alone (the reference) */
-    bool fast_found;       /* the last head reported is `fast`, not copied into head */
-    uint64_t fast_body;    /* IN_BODY after a fast head: body bytes left */
-    uint64_t fast_heads;   /* heads the fast path read (tests, benchmarks) */
-    struct sl_h1fast fast; /* the last fast head: slices of fast_buf */
-    const char *fast_buf;  /* the buffer of the feed that read it */
+    bool slow_only;                  /* tests: http-parser alone (the reference) */
+    bool fast_found;                 /* the last head reported is `fast`, not copied into head */
+    uint64_t fast_body;              /* IN_BODY after a fast head: body bytes left */
+    uint64_t fast_heads;             /* heads the fast path read (tests, benchmarks) */
+    const struct sl_h1fast *fast_at; /* the last fast head (h1fast.c's thread-local
+                                        memory): slices of fast_buf */
+    const char *fast_buf;            /* the buffer of the feed that read it */
     size_t fast_len;
     struct sl_h1_head *head; /* allocated while the slow readers need it (NULL: none) */
 };
@@ -225,7 +226,9 @@ static inline void sl_h1_slow_only(struct sl_h1 *s)
 const struct sl_h1_head *sl_h1_head(struct sl_h1 *s);
 
 /* The last completed head when the fast path read it (valid after
- * SL_H1_HEAD until the next feed): its slices are into *base (the buffer
+ * SL_H1_HEAD until the next feed, and until this thread's next fast read
+ * of any stream: it is in h1fast.c's thread-local memory; sl_h1_head()
+ * stays valid until the next feed): its slices are into *base (the buffer
  * given to the feed that returned it, at the head's first byte); its
  * stream offsets are [sl_h1_head_start, sl_h1_pos). NULL: use
  * sl_h1_head(). */
@@ -233,7 +236,7 @@ static inline const struct sl_h1fast *sl_h1_fast(const struct sl_h1 *s, const ch
 {
     if (!s->fast_found) return NULL;
     *base = s->fast_buf;
-    return &s->fast;
+    return s->fast_at;
 }
 
 /* Frees what the scanner allocated (it may be initialised again). */

@@ -240,12 +240,8 @@ static void head_of(const struct sl_h1_head *h1, struct sl_req_head *h, struct f
  * http1.c's copies are). */
 static const char *slice(const char *b, struct sl_h1fast_slice v, size_t *len)
 {
-    const char *p = b + v.off;
-    size_t n = v.len;
-    while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-        n--;
-    *len = n;
-    return p;
+    *len = v.trimmed;
+    return b + v.off;
 }
 
 /* A head the fast path read, as slices of the buffer (no copies). False:

@@ -293,6 +293,59 @@ static void a_repeated_head_is_remembered_and_any_change_is_read_again(void **un
     slice_is(a, f2.key, "k1");
 }
 
+/* A value's trailing blanks: in len (as http-parser hands the value over),
+ * not in trimmed (what request.c reads as the value, as http1.c's copies
+ * trim it). */
+static void a_value_slice_says_its_length_without_trailing_blanks(void **unused)
+{
+    (void)unused;
+    const char *a =
+        "GET /a HTTP/1.1\r\nHost: h  \r\nX-API-Key: k 1   \r\nIdempotency-Key: i\r\n\r\n";
+    struct sl_h1fast f;
+    assert_true(scan(a, "X-API-Key", false, &f));
+    slice_is(a, f.host, "h  ");
+    assert_int_equal(f.host.trimmed, 1);
+    slice_is(a, f.key, "k 1   ");
+    assert_int_equal(f.key.trimmed, 3);
+    slice_is(a, f.idem, "i");
+    assert_int_equal(f.idem.trimmed, 1);
+}
+
+/* The fast head a scanner reports lives in the thread's memory, which
+ * the next stream read in the thread replaces: the copies sl_h1_head()
+ * makes afterwards are still of this stream's head (read again from its
+ * buffer). */
+static void a_head_copied_after_another_streams_read_is_its_own(void **unused)
+{
+    (void)unused;
+    const char *a = "GET /a HTTP/1.1\r\nHost: ha\r\nX-API-Key: ka\r\n\r\n";
+    const char *b = "POST /bb HTTP/1.1\r\nHost: hb\r\nX-API-Key: kb\r\nContent-Length: 0\r\n\r\n";
+    struct sl_h1 s1, s2;
+    sl_h1_init(&s1, SL_H1_KEY_HEADER, "X-API-Key");
+    sl_h1_init(&s2, SL_H1_KEY_HEADER, "X-API-Key");
+    enum sl_h1_event ev;
+    for (int round = 0; round < 3; round++) { /* the memory empty, then a's, then b's */
+        assert_int_equal(sl_h1_feed(&s1, a, strlen(a), &ev), strlen(a));
+        assert_int_equal(ev, SL_H1_HEAD);
+        assert_int_equal(sl_h1_feed(&s2, b, strlen(b), &ev), strlen(b));
+        assert_int_equal(ev, SL_H1_HEAD);
+        const struct sl_h1_head *h = sl_h1_head(&s1);
+        assert_string_equal(h->url, "/a");
+        assert_string_equal(h->host, "ha");
+        assert_string_equal(h->key, "ka");
+        assert_string_equal(h->method, "GET");
+        assert_int_equal(h->end - h->start, strlen(a));
+        h = sl_h1_head(&s2);
+        assert_string_equal(h->url, "/bb");
+        assert_string_equal(h->key, "kb");
+        assert_string_equal(h->method, "POST");
+    }
+    assert_int_equal(s1.fast_heads, 3);
+    assert_int_equal(s2.fast_heads, 3);
+    sl_h1_fini(&s1);
+    sl_h1_fini(&s2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -303,6 +356,8 @@ int main(void)
         cmocka_unit_test(an_odd_head_after_a_fast_head_reports_what_it_would_after_a_slow_one),
         cmocka_unit_test(a_body_split_across_reads_is_skipped_to_the_next_head),
         cmocka_unit_test(a_repeated_head_is_remembered_and_any_change_is_read_again),
+        cmocka_unit_test(a_value_slice_says_its_length_without_trailing_blanks),
+        cmocka_unit_test(a_head_copied_after_another_streams_read_is_its_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
