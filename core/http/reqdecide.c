@@ -429,19 +429,22 @@ static bool solo_decide(const struct sl_req_rules *x, const struct sl_req_head *
     struct sl_runtime *rt = x->rt;
     const struct sl_rule *r = &rt->cfg->rules[x->solo];
     struct sl_key key;
+    uint64_t hash;
+    const uint64_t *secret = sl_table_secret(rt->table);
     if (h->idem && h->idem_len) return false;
     if (r->req_per == SL_REQ_PER_ADDRESS) {
         sl_req_key_addr(&key, r, &x->peer);
+        hash = sl_key_hash(&key, secret);
     } else {
         if (!h->header || !(x->by_header >> x->solo & 1)) return false;
-        sl_req_key_value(&key, r, h->header, h->header_len, sl_table_secret(rt->table));
+        hash = sl_req_key_value_hash(&key, r, h->header, h->header_len, secret);
     }
     int e = x->entry[x->solo];
     struct sl_verdict v;
     /* lean: what remains of the burst is read only by a denial's 429,
      * where it is 0 (the general loop fills it, and reads it no more) */
-    sl_table_decide_lean(rt->table, e, &key, &r->req_limit, now, r->cost,
-                         r->action == SL_ACT_DELAY ? r->max_delay_ns : 0, &v);
+    sl_table_decide_lean_h(rt->table, e, hash, &r->req_limit, now, r->cost,
+                           r->action == SL_ACT_DELAY ? r->max_delay_ns : 0, &v);
     if (!v.allowed) {
         struct sl_reply_policy pol = rate_policy(r->name, &r->req_limit);
         sl_table_note_denial(rt->table, e, &key, now);
@@ -456,10 +459,13 @@ static bool solo_decide(const struct sl_req_rules *x, const struct sl_req_head *
     return true;
 }
 
-void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t now,
-                   struct sl_req_decision *d)
+/* Every rule of the connection in turn. Out of line: its frame (a grant
+ * per rule, a normalised path) is not set up for the single rule's
+ * decision. */
+static __attribute__((noinline)) void decide_all(const struct sl_req_rules *x,
+                                                 const struct sl_req_head *h, uint64_t now,
+                                                 struct sl_req_decision *d)
 {
-    if (x->solo >= 0 && solo_decide(x, h, now, d)) return;
     struct sl_runtime *rt = x->rt;
     const struct sl_config *c = rt->cfg;
     struct grant granted[SL_MAX_RULES];
@@ -506,4 +512,11 @@ void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, ui
         if (granted[j].wait_ns > d->wait_ns) d->wait_ns = granted[j].wait_ns;
         log_grant(c, granted[j].rule, &granted[j].key, &x->peer, granted[j].wait_ns, now);
     }
+}
+
+void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t now,
+                   struct sl_req_decision *d)
+{
+    if (x->solo >= 0 && solo_decide(x, h, now, d)) return;
+    decide_all(x, h, now, d);
 }

@@ -90,22 +90,28 @@ bool sl_cookie_value(const char *h, size_t len, const char *name, const char **v
     return false;
 }
 
-/* The last value this thread hashed, and its hash. A keep-alive client
- * sends the same API key request after request, and SipHash over it is
- * the same each time (~220 instructions; the compare is a few dozen).
- * Keyed by the secret too, so a reload with a new secret never reuses a
- * hash. Values over sizeof v are hashed every time. Thread-local: no
- * sharing, no lock (initial-exec, as core/limit/table.c's stripe). */
+/* The last value this thread hashed, and its hash; and the last table
+ * hash of a key made of it (sl_key_hash of the rule, the value's hash and
+ * `extra`, under the same secret). A keep-alive client sends the same API
+ * key request after request, and SipHash over it is the same each time
+ * (~220 instructions; the compare is a few dozen). Keyed by the secret
+ * too, so a reload with a new secret never reuses a hash. Values over
+ * sizeof v are hashed every time. Thread-local: no sharing, no lock
+ * (initial-exec, as core/limit/table.c's stripe). */
 struct memo {
     uint64_t secret[4];
     uint64_t hi, lo;
-    size_t len; /* 0: empty (an empty value is hashed every time) */
+    size_t len;              /* 0: empty (an empty value is hashed every time) */
+    uint64_t rule, extra, h; /* h 0: none (sl_key_hash is never 0) */
     char v[256];
 };
 static __thread struct memo memo __attribute__((tls_model("initial-exec")));
 
-void sl_req_key_value(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,
-                      const uint64_t secret[4])
+/* hash: where to put the key's table hash, or NULL (not wanted) */
+static inline __attribute__((always_inline)) void key_value(struct sl_key *k,
+                                                            const struct sl_rule *r, const char *v,
+                                                            size_t len, const uint64_t secret[4],
+                                                            uint64_t *hash)
 {
     if (len > SL_REQ_VALUE_MAX) len = SL_REQ_VALUE_MAX;
     k->rule = r->id;
@@ -115,6 +121,14 @@ void sl_req_key_value(struct sl_key *k, const struct sl_rule *r, const char *v, 
         memcmp(m->v, v, len) == 0) {
         k->hi = m->hi;
         k->lo = m->lo;
+        if (!hash) return;
+        if (m->h && m->rule == k->rule && m->extra == k->extra) {
+            *hash = m->h;
+            return;
+        }
+        m->rule = k->rule;
+        m->extra = k->extra;
+        *hash = m->h = sl_key_hash(k, secret);
         return;
     }
     unsigned char out[crypto_shorthash_siphashx24_BYTES];
@@ -123,13 +137,31 @@ void sl_req_key_value(struct sl_key *k, const struct sl_rule *r, const char *v, 
     crypto_shorthash_siphashx24(out, (const unsigned char *)v, len, key);
     memcpy(&k->hi, out, 8);
     memcpy(&k->lo, out + 8, 8);
+    uint64_t h = hash ? *hash = sl_key_hash(k, secret) : 0;
     if (len && len <= sizeof m->v) {
         memcpy(m->secret, secret, sizeof m->secret);
         memcpy(m->v, v, len);
         m->len = len;
         m->hi = k->hi;
         m->lo = k->lo;
+        m->rule = k->rule;
+        m->extra = k->extra;
+        m->h = h;
     }
+}
+
+void sl_req_key_value(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,
+                      const uint64_t secret[4])
+{
+    key_value(k, r, v, len, secret, NULL);
+}
+
+uint64_t sl_req_key_value_hash(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,
+                               const uint64_t secret[4])
+{
+    uint64_t h;
+    key_value(k, r, v, len, secret, &h);
+    return h;
 }
 
 void sl_req_key_addr(struct sl_key *k, const struct sl_rule *r, const struct sl_addr *a)

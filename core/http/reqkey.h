@@ -44,6 +44,10 @@ bool sl_cookie_value(const char *h, size_t len, const char *name, const char **v
 /* The bucket key of a value for rule r. */
 void sl_req_key_value(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,
                       const uint64_t secret[4]);
+/* The same, returning the key's table hash, sl_key_hash(k, secret) (both
+ * remembered while the value repeats). */
+uint64_t sl_req_key_value_hash(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,
+                               const uint64_t secret[4]);
 /* The bucket key of an address (per_missing = peer, or no request key). */
 void sl_req_key_addr(struct sl_key *k, const struct sl_rule *r, const struct sl_addr *a);
 /* The bucket key of everything without a key (per_missing = rule). */

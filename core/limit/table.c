@@ -662,11 +662,12 @@ static __attribute__((noinline)) void decide_full(struct sl_table *t, int rule,
 }
 
 /* remaining: a constant at each call, as decide_word's */
-static inline __attribute__((always_inline)) void
-decide(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l, uint64_t now,
-       uint64_t cost, uint64_t slack, struct sl_verdict *v, bool remaining)
+static inline __attribute__((always_inline)) void decide(struct sl_table *t, int rule, uint64_t h,
+                                                         const struct sl_limit *l, uint64_t now,
+                                                         uint64_t cost, uint64_t slack,
+                                                         struct sl_verdict *v, bool remaining)
 {
-    int64_t i = find_slot_fast(t, rule, sl_key_hash(k, t->secret), l, now);
+    int64_t i = find_slot_fast(t, rule, h, l, now);
     if (__builtin_expect(i >= 0, 1)) {
         decide_word(&t->slots[i].state, l, now, cost, slack, v, remaining);
         return;
@@ -677,14 +678,20 @@ decide(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_lim
 void sl_table_decide(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
                      uint64_t now, uint64_t cost, uint64_t slack, struct sl_verdict *v)
 {
-    decide(t, rule, k, l, now, cost, slack, v, true);
+    decide(t, rule, sl_key_hash(k, t->secret), l, now, cost, slack, v, true);
 }
 
 void sl_table_decide_lean(struct sl_table *t, int rule, const struct sl_key *k,
                           const struct sl_limit *l, uint64_t now, uint64_t cost, uint64_t slack,
                           struct sl_verdict *v)
 {
-    decide(t, rule, k, l, now, cost, slack, v, false);
+    decide(t, rule, sl_key_hash(k, t->secret), l, now, cost, slack, v, false);
+}
+
+void sl_table_decide_lean_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
+                            uint64_t now, uint64_t cost, uint64_t slack, struct sl_verdict *v)
+{
+    decide(t, rule, h, l, now, cost, slack, v, false);
 }
 
 uint64_t sl_table_take(struct sl_table *t, int rule, const struct sl_key *k,

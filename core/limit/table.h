@@ -75,6 +75,12 @@ void sl_table_decide_lean(struct sl_table *t, int rule, const struct sl_key *k,
                           const struct sl_limit *l, uint64_t now, uint64_t cost, uint64_t slack_ns,
                           struct sl_verdict *v);
 
+/* sl_table_decide_lean for the key whose hash the caller holds:
+ * h = sl_key_hash(k, sl_table_secret(t)) (a caller that remembers it for
+ * a repeated key saves the hash). */
+void sl_table_decide_lean_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
+                            uint64_t now, uint64_t cost, uint64_t slack_ns, struct sl_verdict *v);
+
 /* Takes up to `want` bytes from the key's byte bucket (a GCRA limit over
  * bytes), as sl_limit_take: a grant usable now (*wait_ns 0), or a place in
  * the key's queue usable in *wait_ns. 0 only when on_full = deny refuses a

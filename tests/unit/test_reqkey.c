@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* test_reqkey.c - request keys: the hash of a key value is SipHash under
- * the table's secret, and the per-thread memo that skips it while a value
- * repeats never hands back a stale hash (another value, another secret). */
+ * the table's secret, and the per-thread memo that skips it (and the
+ * key's table hash) while a value repeats never hands back a stale hash
+ * (another value, another secret, another rule). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -58,12 +59,22 @@ static void a_repeated_value_keeps_its_key_and_a_change_of_anything_changes_it(v
         {&r1, NULL, 600, s2},     {&r1, NULL, 600, s2},     /* too long to keep */
         {&r1, "key-0042", 8, s1},
     };
-    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
-        const char *v = steps[i].v ? steps[i].v : longv;
-        struct sl_key got, want;
-        sl_req_key_value(&got, steps[i].r, v, steps[i].len, steps[i].secret);
-        reference(&want, steps[i].r, v, steps[i].len, steps[i].secret);
-        same_key(&got, &want);
+    /* the key alone, then with its table hash, then the two in turn (a
+     * value remembered without its hash, then asked with it) */
+    for (int pass = 0; pass < 3; pass++) {
+        for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+            const char *v = steps[i].v ? steps[i].v : longv;
+            struct sl_key got, want;
+            reference(&want, steps[i].r, v, steps[i].len, steps[i].secret);
+            if (pass == 0 || (pass == 2 && i % 2 == 0)) {
+                sl_req_key_value(&got, steps[i].r, v, steps[i].len, steps[i].secret);
+            } else {
+                uint64_t h =
+                    sl_req_key_value_hash(&got, steps[i].r, v, steps[i].len, steps[i].secret);
+                assert_int_equal(h, sl_key_hash(&want, steps[i].secret));
+            }
+            same_key(&got, &want);
+        }
     }
 }
 

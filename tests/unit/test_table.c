@@ -132,6 +132,32 @@ static void table_gives_each_key_its_own_bucket(void **unused)
     sl_table_close(t);
 }
 
+/* A decision given the key's hash (sl_table_decide_lean_h, for a caller
+ * that remembers it) takes from the same bucket as one given the key. */
+static void a_decision_by_the_keys_hash_shares_the_keys_bucket(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int r = sl_table_rule(t, WEB_ID, "web");
+    struct sl_limit l = gcra(1, HOUR, 3);
+    for (uint64_t i = 0; i < 10; i++) {
+        struct sl_key k = key(WEB_ID, i);
+        uint64_t h = sl_key_hash(&k, sl_table_secret(t));
+        struct sl_verdict v;
+        sl_table_decide_lean_h(t, r, h, &l, T0, 1, 0, &v);
+        assert_true(v.allowed);
+        assert_true(decide(t, r, WEB_ID, i, &l, T0));
+        sl_table_decide_lean_h(t, r, h, &l, T0, 1, 0, &v);
+        assert_true(v.allowed);
+        assert_false(decide(t, r, WEB_ID, i, &l, T0)); /* three taken, two by the hash */
+        sl_table_decide_lean_h(t, r, h, &l, T0, 1, 0, &v);
+        assert_false(v.allowed);
+    }
+    assert_int_equal(sl_table_used(t), 10);
+    assert_int_equal(sl_table_counter(t, r, SL_C_CLAIMED), 10);
+    sl_table_close(t);
+}
+
 static void table_keeps_the_same_address_apart_under_two_rules(void **unused)
 {
     (void)unused;
@@ -856,6 +882,7 @@ int main(void)
         cmocka_unit_test(table_refuses_a_rule_past_the_maximum),
         cmocka_unit_test(table_claims_a_slot_for_a_new_key_and_finds_it_again),
         cmocka_unit_test(table_gives_each_key_its_own_bucket),
+        cmocka_unit_test(a_decision_by_the_keys_hash_shares_the_keys_bucket),
         cmocka_unit_test(table_keeps_the_same_address_apart_under_two_rules),
         cmocka_unit_test(table_counters_add_up_per_rule),
         cmocka_unit_test(table_refund_gives_the_key_one_token_back),
