@@ -827,10 +827,11 @@ static inline __attribute__((always_inline)) int fast(const struct own *o, bool 
         return SLOW;
     struct slot *sl = &slots[o->epfd];
     if (blocks) {
-        struct sl_runtime *rt = sl_runtime();
-        if ((rt->any_req_in || rt->any_req_out) &&
-            !atomic_load_explicit(&sl->waker, memory_order_relaxed))
-            return SLOW;
+        /* the waker first: once made, the runtime need not be read */
+        if (!atomic_load_explicit(&sl->waker, memory_order_relaxed)) {
+            struct sl_runtime *rt = sl_runtime();
+            if (!rt || rt->any_req_in || rt->any_req_out) return SLOW;
+        }
         atomic_fetch_add(&sl->waiting, 1); /* seq_cst: see `slots` */
         if (atomic_load(&nlist_hint) || atomic_load(&nheld_hint)) {
             atomic_fetch_sub(&sl->waiting, 1);
@@ -854,9 +855,12 @@ static inline __attribute__((always_inline)) int fast(const struct own *o, bool 
     return rc;
 }
 
+/* Reached when plain() said no, or before the real call was known (only
+ * then is plain() asked again: its runtime may be none). */
 static SLOW_HALF int epoll_wait_slow(int epfd, struct epoll_event *evs, int max, int timeout)
 {
-    if (sl_guard || plain()) return REAL(epoll_wait)(epfd, evs, max, timeout);
+    if (sl_guard || (sl_real.epoll_wait == NULL && plain()))
+        return REAL(epoll_wait)(epfd, evs, max, timeout);
     struct own o = {.k = K_WAIT, .epfd = epfd, .max = max, .timeout = timeout, .evs = evs};
     int rc = fast(&o, timeout != 0);
     if (rc != SLOW) return rc;

@@ -86,15 +86,12 @@ void sl_gate_end(struct sl_gate *g)
     g->reply = NULL;
 }
 
-ssize_t sl_gate_took(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t n)
+/* sl_gate_took's read where some bytes may not pass now (or the head is
+ * not whole): what sl_req_admit says of them. */
+ssize_t sl_gate_took_some(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t n,
+                          uint64_t now, int saved)
 {
-    int saved = errno;
     struct sl_req_verdict v;
-    uint64_t now = now_of(g);
-    if (sl_req_admit_all(g->conn, buf, n, now)) { /* the common read */
-        errno = saved;
-        return (ssize_t)n;
-    }
     size_t ok = sl_req_admit(g->conn, buf, n, now, &v);
     if (ok == n || !stash_room(g)) { /* no memory: these pass as they are */
         sl_req_passed(g->conn, buf, n);

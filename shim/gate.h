@@ -46,12 +46,14 @@
 #ifndef SL_GATE_H
 #define SL_GATE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "../core/clock.h"
 #include "../core/http/request.h"
 #include "fd.h"
 
@@ -138,8 +140,21 @@ ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transpo
  * buf while the stash was empty (sl_gate_read's first step, made by
  * req.c's fast path without building a transport). Returns how many of
  * them the program gets (the rest stashed and announced), or SL_GATE_MORE.
- * errno is kept. */
-ssize_t sl_gate_took(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t n);
+ * errno is kept. Inline: the read where every byte may pass (one per
+ * request on a keep-alive server) makes no call of its own. */
+ssize_t sl_gate_took_some(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t n,
+                          uint64_t now, int saved);
+
+static inline __attribute__((always_inline)) ssize_t
+sl_gate_took(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t n)
+{
+    int saved = errno;
+    uint64_t now = g->clock ? g->clock() : sl_clock_now();
+    if (__builtin_expect(!sl_req_admit_all(g->conn, buf, n, now), 0))
+        return sl_gate_took_some(g, e, fd, buf, n, now, saved);
+    errno = saved;
+    return (ssize_t)n;
+}
 
 /* Outbound, before a write of up to len bytes of buf (the program's
  * requests): how many may go now (> 0), or -1 with errno (EAGAIN held,
