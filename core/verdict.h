@@ -31,6 +31,7 @@ struct sl_limit {
     /* derived by sl_limit_init */
     uint64_t interval_ps; /* GCRA emission interval, picoseconds */
     uint64_t burst_ns;    /* GCRA: burst * interval */
+    uint64_t cost1_ns;    /* GCRA: a request of cost 1, sl_gcra_cost_ns(l, 1) */
     uint64_t per_ns_int;  /* GCRA: requests per ns, whole part and 64-bit fraction: */
     uint64_t per_ns_frac; /*   remaining is computed without a division */
 };

@@ -42,6 +42,7 @@ int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t 
     l->burst = burst;
     l->interval_ps = 0;
     l->burst_ns = 0;
+    l->cost1_ns = 0;
     switch (alg) {
     case SL_ALG_GCRA: {
         if (burst == 0) return -1;
@@ -52,6 +53,7 @@ int sl_limit_init(struct sl_limit *l, enum sl_alg alg, uint64_t count, uint64_t 
         if (bns == 0) bns = 1; /* see sl_gcra_cost_ns */
         if (bns > UINT64_MAX / 4) return -1;
         l->burst_ns = (uint64_t)bns;
+        l->cost1_ns = ips >= 1000 ? (uint64_t)(ips / 1000) : 1;
         u128 q = ((u128)1000 << 64) / ips; /* < 2^74: ips >= 1 */
         l->per_ns_int = (uint64_t)(q >> 64);
         l->per_ns_frac = (uint64_t)q;

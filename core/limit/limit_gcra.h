@@ -13,8 +13,8 @@
  * nanosecond is held to one per nanosecond rather than not limited. */
 static inline uint64_t sl_gcra_cost_ns(const struct sl_limit *l, uint64_t cost)
 {
-    /* the common cases in 64 bits: a 128-bit division is a library call */
-    if (cost == 1 && l->interval_ps >= 1000) return l->interval_ps / 1000;
+    if (cost == 1 && l->cost1_ns) return l->cost1_ns; /* the common case (sl_limit_init) */
+    /* the others in 64 bits where they fit: a 128-bit division is a library call */
     if (cost < (1ull << 20) && l->interval_ps < (1ull << 43)) {
         uint64_t ns = cost * l->interval_ps / 1000;
         return ns ? ns : 1;

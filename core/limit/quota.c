@@ -127,6 +127,7 @@ const struct sl_limit *sl_quota_slot_limit(void)
                                       .period_ns = SL_NS_PER_SEC,
                                       .burst = 1,
                                       .interval_ps = 1000000000000ull,
-                                      .burst_ns = SL_NS_PER_SEC};
+                                      .burst_ns = SL_NS_PER_SEC,
+                                      .cost1_ns = SL_NS_PER_SEC};
     return &l;
 }

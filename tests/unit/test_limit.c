@@ -104,6 +104,34 @@ static void gcra_reports_remaining_and_reset_after_each_request(void **unused)
     assert_int_equal(v.reset_ns, 475 * MS);
 }
 
+/* The cost of one request, made once by sl_limit_init (cost1_ns), is the
+ * general formula's: whole nanoseconds of the interval, never 0. */
+static void gcra_one_request_costs_its_interval_in_whole_nanoseconds(void **unused)
+{
+    (void)unused;
+    const struct {
+        uint64_t count, period_ns, want;
+    } rates[] = {
+        {1, SEC, SEC},                 /* 1/s */
+        {3, SEC, 333333333},           /* 333,333,333.33 ns: cut */
+        {7, 1000, 142},                /* 142.857 ns */
+        {1000000000, SEC, 1},          /* 1 ns */
+        {3000000000ull, SEC, 1},       /* 0.33 ns: held to one per ns */
+        {50, 60 * SEC, 1200000000ull}, /* 50/min */
+    };
+    for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++) {
+        struct sl_limit l;
+        assert_int_equal(sl_limit_init(&l, SL_ALG_GCRA, rates[i].count, rates[i].period_ns, 1), 0);
+        assert_int_equal(l.cost1_ns, rates[i].want);
+        /* one request takes cost1_ns of the bucket: the next passes then */
+        struct sl_verdict v;
+        uint64_t s = 0, next;
+        sl_limit_step(&l, s, T0, 1, 0, &next, &v);
+        assert_true(v.allowed);
+        assert_int_equal(next, T0 + rates[i].want);
+    }
+}
+
 static void gcra_charges_a_cost_of_three_as_three_requests(void **unused)
 {
     (void)unused;
@@ -689,6 +717,7 @@ int main(void)
         cmocka_unit_test(gcra_then_passes_exactly_one_request_per_interval),
         cmocka_unit_test(gcra_reports_remaining_and_reset_after_each_request),
         cmocka_unit_test(gcra_charges_a_cost_of_three_as_three_requests),
+        cmocka_unit_test(gcra_one_request_costs_its_interval_in_whole_nanoseconds),
         cmocka_unit_test(gcra_never_passes_a_cost_above_the_burst),
         cmocka_unit_test(gcra_reports_never_as_retry_for_a_cost_above_the_burst),
         cmocka_unit_test(gcra_clamps_a_bucket_written_by_a_later_clock_to_an_empty_one),

@@ -50,14 +50,23 @@ static void a_repeated_value_keeps_its_key_and_a_change_of_anything_changes_it(v
         size_t len;
         const uint64_t *secret;
     } steps[] = {
-        {&r1, "key-0042", 8, s1}, {&r1, "key-0042", 8, s1}, /* a hit */
-        {&r2, "key-0042", 8, s1},                           /* another rule, same hash */
-        {&r1, "key-0042", 8, s2},                           /* a new secret */
-        {&r1, "key-0043", 8, s2},                           /* another value */
-        {&r1, "key-004", 7, s2},                            /* a prefix of it */
-        {&r1, "", 0, s2},         {&r1, "", 0, s2},         /* empty */
-        {&r1, NULL, 600, s2},     {&r1, NULL, 600, s2},     /* too long to keep */
         {&r1, "key-0042", 8, s1},
+        {&r1, "key-0042", 8, s1}, /* a hit */
+        {&r2, "key-0042", 8, s1}, /* another rule, same hash */
+        {&r1, "key-0042", 8, s2}, /* a new secret */
+        {&r1, "key-0043", 8, s2}, /* another value */
+        {&r1, "key-004", 7, s2},  /* a prefix of it */
+        {&r1, "", 0, s2},
+        {&r1, "", 0, s2}, /* empty */
+        {&r1, NULL, 600, s2},
+        {&r1, NULL, 600, s2}, /* too long to keep */
+        {&r1, "key-0042", 8, s1},
+        /* the same length, one byte else: in the first word, the last */
+        {&r1, "abcdefghijklmnopqrst", 20, s1},
+        {&r1, "abcXefghijklmnopqrst", 20, s1},
+        {&r1, "abcXefghijklmnopqrsX", 20, s1},
+        {&r1, "short", 5, s1},
+        {&r1, "shorT", 5, s1},
     };
     /* the key alone, then with its table hash, then the two in turn (a
      * value remembered without its hash, then asked with it) */
