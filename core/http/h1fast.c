@@ -390,10 +390,12 @@ struct memo {
     bool cookies;
     uint8_t misses; /* since the last hit or store */
     uint16_t len;   /* 0: empty */
+    uint64_t serial; /* this store's (memo_serials) */
     struct sl_h1fast out;
     char head[SL_H1FAST_MEMO];
 };
 static __thread struct memo memo __attribute__((tls_model("initial-exec")));
+static _Atomic uint64_t memo_serials; /* stores in every thread: a store's serial */
 
 /* Where a head that is not the memory's is read. */
 static __thread struct sl_h1fast room __attribute__((tls_model("initial-exec")));
@@ -415,6 +417,7 @@ static __attribute__((noinline)) const struct sl_h1fast *read_new(const char *bu
         m->k = k;
         m->gen = k->gen;
         m->cookies = k->cookies;
+        m->serial = atomic_fetch_add_explicit(&memo_serials, 1, memory_order_relaxed) + 1;
     }
     return out;
 }
@@ -428,6 +431,22 @@ const struct sl_h1fast *sl_h1fast_read(const char *buf, size_t len, const struct
         return &m->out;
     }
     return read_new(buf, len, k);
+}
+
+uint64_t sl_h1fast_serial(const struct sl_h1fast *f)
+{
+    return f == &memo.out ? memo.serial : 0;
+}
+
+const struct sl_h1fast *sl_h1fast_again(const char *buf, size_t len, const struct sl_h1fast_key *k,
+                                        uint64_t serial)
+{
+    struct memo *m = &memo;
+    if (m->serial != serial || !m->len || len < m->len || m->k != k || m->gen != k->gen ||
+        m->cookies != k->cookies || memcmp(buf, m->head, m->len) != 0)
+        return NULL;
+    m->misses = 0;
+    return &m->out;
 }
 
 bool sl_h1fast_scan(const char *buf, size_t len, const struct sl_h1fast_key *k,

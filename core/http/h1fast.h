@@ -71,6 +71,16 @@ bool sl_h1fast_key_init(struct sl_h1fast_key *k, const char *name, size_t len, b
  * read. */
 const struct sl_h1fast *sl_h1fast_read(const char *buf, size_t len, const struct sl_h1fast_key *k);
 
+/* The serial of the thread's memory of a head when f is it (unique across
+ * threads and stores), else 0. */
+uint64_t sl_h1fast_serial(const struct sl_h1fast *f);
+
+/* sl_h1fast_read when the thread's memory is still `serial` and buf
+ * begins with its head (with the same key): that head; else NULL, nothing
+ * read. */
+const struct sl_h1fast *sl_h1fast_again(const char *buf, size_t len, const struct sl_h1fast_key *k,
+                                        uint64_t serial);
+
 /* The same, the head copied to *out. True: read. */
 bool sl_h1fast_scan(const char *buf, size_t len, const struct sl_h1fast_key *k,
                     struct sl_h1fast *out);

@@ -1099,6 +1099,25 @@ static size_t no_room(struct sl_h1 *s, size_t done, size_t len, enum sl_h1_event
     return len;
 }
 
+size_t sl_h1_feed_again(struct sl_h1 *s, const char *buf, size_t len, uint64_t serial)
+{
+    /* where sl_h1_feed would try the fast path at once */
+    if (s->state != SL_H1_IDLE || !s->fresh || s->slow_only || s->doubt || s->head ||
+        (s->preface < H2_PREFACE_LEN && s->pos == s->preface_at + s->preface))
+        return 0;
+    const struct sl_h1fast *f = sl_h1fast_again(buf, len, &s->fast_key, serial);
+    if (!f || f->end != len || f->content_length) return 0;
+    /* the rest of fast_head's state is the same head's, left as it is */
+    s->head_start = s->pos;
+    s->pos += len;
+    s->fast_heads++;
+    s->fast_at = f;
+    s->fast_buf = buf;
+    s->fast_len = len;
+    s->fast_found = true;
+    return len;
+}
+
 size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_event *ev)
 {
     const char *buf = data;

@@ -423,40 +423,92 @@ static void admitted(struct sl_runtime *rt, int e, uint64_t wait_ns, uint64_t no
  * (test_reqdecide compares them on twin tables). False, nothing done: a
  * request the general path decides (an Idempotency-Key, a key header
  * that is missing). */
-static bool solo_decide(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t now,
-                        struct sl_req_decision *d)
+/* The single rule's key for h and its table hash. False: a request the
+ * general path decides (an Idempotency-Key, a key header that is
+ * missing). */
+static inline __attribute__((always_inline)) bool solo_key(const struct sl_req_rules *x,
+                                                           const struct sl_req_head *h,
+                                                           struct sl_key *key, uint64_t *hash)
 {
     struct sl_runtime *rt = x->rt;
     const struct sl_rule *r = &rt->cfg->rules[x->solo];
-    struct sl_key key;
-    uint64_t hash;
     const uint64_t *secret = sl_table_secret(rt->table);
     if (h->idem && h->idem_len) return false;
     if (r->req_per == SL_REQ_PER_ADDRESS) {
-        sl_req_key_addr(&key, r, &x->peer);
-        hash = sl_key_hash(&key, secret);
+        sl_req_key_addr(key, r, &x->peer);
+        *hash = sl_key_hash(key, secret);
     } else {
         if (!h->header || !(x->by_header >> x->solo & 1)) return false;
-        hash = sl_req_key_value_hash(&key, r, h->header, h->header_len, secret);
+        *hash = sl_req_key_value_hash(key, r, h->header, h->header_len, secret);
     }
+    return true;
+}
+
+/* The single rule's table decision for the key of table hash `hash`.
+ * lean: what remains of the burst is read only by a denial's 429, where it
+ * is 0 (the general loop fills it, and reads it no more) */
+static inline __attribute__((always_inline)) void
+solo_table(const struct sl_req_rules *x, uint64_t hash, uint64_t now, struct sl_verdict *v)
+{
+    const struct sl_rule *r = &x->rt->cfg->rules[x->solo];
+    sl_table_decide_lean_h(x->rt->table, x->entry[x->solo], hash, &r->req_limit, now, r->cost,
+                           r->action == SL_ACT_DELAY ? r->max_delay_ns : 0, v);
+}
+
+/* What the table's verdict v for the single rule's key means: counted,
+ * logged, d filled. */
+static void solo_settle(const struct sl_req_rules *x, const struct sl_req_head *h,
+                        const struct sl_key *key, uint64_t hash, const struct sl_verdict *v,
+                        uint64_t now, struct sl_req_decision *d)
+{
+    struct sl_runtime *rt = x->rt;
+    const struct sl_rule *r = &rt->cfg->rules[x->solo];
     int e = x->entry[x->solo];
-    struct sl_verdict v;
-    /* lean: what remains of the burst is read only by a denial's 429,
-     * where it is 0 (the general loop fills it, and reads it no more) */
-    sl_table_decide_lean_h(rt->table, e, hash, &r->req_limit, now, r->cost,
-                           r->action == SL_ACT_DELAY ? r->max_delay_ns : 0, &v);
-    if (!v.allowed) {
+    d->key_hash = hash;
+    if (!v->allowed) {
         struct sl_reply_policy pol = rate_policy(r->name, &r->req_limit);
-        sl_table_note_denial(rt->table, e, &key, now);
-        refuse(x, x->solo, h, &key, &v, &pol, d);
-        return true;
+        sl_table_note_denial(rt->table, e, key, now);
+        refuse(x, x->solo, h, key, v, &pol, d);
+        return;
     }
-    admitted(rt, e, v.wait_ns, now);
+    admitted(rt, e, v->wait_ns, now);
     d->allowed = true;
     d->rule = -1;
-    d->wait_ns = v.wait_ns;
-    log_grant(rt->cfg, x->solo, &key, &x->peer, v.wait_ns, now);
+    d->wait_ns = v->wait_ns;
+    log_grant(rt->cfg, x->solo, key, &x->peer, v->wait_ns, now);
+}
+
+static bool solo_decide(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t now,
+                        struct sl_req_decision *d)
+{
+    struct sl_key key;
+    uint64_t hash;
+    if (!solo_key(x, h, &key, &hash)) return false;
+    struct sl_verdict v;
+    solo_table(x, hash, now, &v);
+    solo_settle(x, h, &key, hash, &v, now, d);
     return true;
+}
+
+bool sl_req_decide_again(const struct sl_req_rules *x, uint64_t hash, uint64_t now,
+                         struct sl_verdict *v)
+{
+    solo_table(x, hash, now, v);
+    if (!v->allowed || v->wait_ns || sl_decisions_verbose(x->rt->cfg)) return false;
+    admitted(x->rt, x->entry[x->solo], 0, now);
+    return true;
+}
+
+void sl_req_settle_again(const struct sl_req_rules *x, const struct sl_req_head *h,
+                         const struct sl_verdict *v, uint64_t now, struct sl_req_decision *d)
+{
+    struct sl_key key;
+    uint64_t hash;
+    if (!solo_key(x, h, &key, &hash)) { /* never: the same head was the single rule's before */
+        *d = (struct sl_req_decision){.allowed = true, .rule = -1};
+        return;
+    }
+    solo_settle(x, h, &key, hash, v, now, d);
 }
 
 /* Every rule of the connection in turn. Out of line: its frame (a grant
@@ -468,6 +520,7 @@ static __attribute__((noinline)) void decide_all(const struct sl_req_rules *x,
 {
     struct sl_runtime *rt = x->rt;
     const struct sl_config *c = rt->cfg;
+    d->key_hash = 0;
     struct grant granted[SL_MAX_RULES];
     int ngranted = 0;
     char path[PATH_MAX_NORMAL];

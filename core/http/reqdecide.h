@@ -51,6 +51,8 @@ struct sl_req_decision {
     int rule;                      /* denied: the denying rule; -1 otherwise */
     struct sl_verdict v;           /* denied: its verdict (not set when allowed) */
     struct sl_reply_policy policy; /* denied: what the RateLimit fields describe (idem) */
+    uint64_t key_hash;             /* decided by the single rule alone (solo): its key's
+                                      table hash; 0 otherwise */
 };
 
 /* Fills the rest of x for a connection whose rt, peer and match are set:
@@ -59,5 +61,15 @@ void sl_req_rules_entries(struct sl_req_rules *x);
 
 void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t now,
                    struct sl_req_decision *d);
+
+/* The same head again (core/http/request.c's lane), whose last decision
+ * was the single rule's with key hash `hash` (sl_req_decision.key_hash):
+ * the table decides. True: it passes now, counted (nothing to log). False:
+ * *v is the table's verdict, already taken, and sl_req_settle_again must
+ * say what it means (a denial, a hold, a verbose log line). */
+bool sl_req_decide_again(const struct sl_req_rules *x, uint64_t hash, uint64_t now,
+                         struct sl_verdict *v);
+void sl_req_settle_again(const struct sl_req_rules *x, const struct sl_req_head *h,
+                         const struct sl_verdict *v, uint64_t now, struct sl_req_decision *d);
 
 #endif

@@ -97,6 +97,10 @@ struct sl_req_conn {
     struct sl_h1 scan;
     struct sl_h2 *h2;   /* is_h2 */
     struct replies *rp; /* replies */
+    /* the lane (see lane()): the last read was one fast head, the thread's
+     * memory `lane_serial` (0: none), passed at once by the single rule for
+     * the key of table hash lane_hash */
+    uint64_t lane_serial, lane_hash;
 };
 
 size_t sl_req_conn_size(void)
@@ -190,6 +194,7 @@ bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum s
 /* What scan() needs of a head beside its fields, whichever reader found it. */
 struct found {
     uint64_t start, end; /* stream offsets */
+    uint64_t serial;     /* a fast head the thread remembers: its serial (h1fast.h); 0 */
     enum sl_h1_odd odd;
     const char *method;
     struct sl_body_frame frame; /* for an Idempotency-Key's body digest */
@@ -260,6 +265,7 @@ static bool fast_of(const struct sl_req_conn *c, const struct sl_h1fast *f, cons
                               .path_len = f->path_len};
     *fd = (struct found){.start = sl_h1_head_start(&c->scan),
                          .end = sl_h1_pos(&c->scan),
+                         .serial = sl_h1fast_serial(f),
                          .odd = SL_H1_ODD_NONE,
                          .method = f->method,
                          /* the fast path declines Transfer-Encoding */
@@ -310,6 +316,24 @@ static uint64_t scan_head_start(const struct sl_req_conn *c)
     return sl_h1_state(&c->scan) == SL_H1_IN_HEAD ? sl_h1_head_start(&c->scan) : UINT64_MAX;
 }
 
+/* The HTTP/1 head the scanner just reported, as slices of the buffer when
+ * the fast path read it (else its copies). False: no memory for the
+ * copies, the rest of the stream passes. */
+static bool h1_head(struct sl_req_conn *c, struct sl_req_head *h, struct found *f)
+{
+    const char *base;
+    const struct sl_h1fast *fast = sl_h1_fast(&c->scan, &base);
+    if (fast && fast_of(c, fast, base, h, f)) return true;
+    const struct sl_h1_head *h1 = sl_h1_head(&c->scan);
+    if (!h1) {
+        sl_log_no_memory("a request head's copies");
+        c->pass = true;
+        return false;
+    }
+    head_of(h1, h, f);
+    return true;
+}
+
 /* Feeds the bytes of buf past the scanner's position: the next head
  * found (true, *h and *f set), or false with nothing more to find now. */
 static bool next_head(struct sl_req_conn *c, const char *buf, size_t len, struct sl_req_head *h,
@@ -344,17 +368,7 @@ static bool next_head(struct sl_req_conn *c, const char *buf, size_t len, struct
     }
     if (ev == SL_H1_PASSTHROUGH) c->pass = true;
     if (ev != SL_H1_HEAD) return false;
-    const char *base;
-    const struct sl_h1fast *fast = sl_h1_fast(&c->scan, &base);
-    if (fast && fast_of(c, fast, base, h, f)) return true;
-    const struct sl_h1_head *h1 = sl_h1_head(&c->scan);
-    if (!h1) { /* no memory for the copies: the rest passes */
-        sl_log_no_memory("a request head's copies");
-        c->pass = true;
-        return false;
-    }
-    head_of(h1, h, f);
-    return true;
+    return h1_head(c, h, f);
 }
 
 /* The last swallowed request's end, once the scanner has passed it: its
@@ -446,9 +460,27 @@ static bool odd_head(struct sl_req_conn *c, const struct found *h1, uint64_t now
     return true;
 }
 
+/* What a decided head leaves: a denial (false: the scan stops there), a
+ * swallow, a response expected, a hold. */
+static bool act(struct sl_req_conn *c, const struct found *h1, const struct sl_req_decision *d,
+                uint64_t now)
+{
+    if (!d->allowed && swallowed(c, h1, d)) return true;
+    if (!d->allowed) {
+        deny(c, h1->start, d);
+        return false;
+    }
+    if (c->replies) sl_h1resp_sent(&c->rp->resp, h1->method);
+    /* no memory to remember a hold: the head passes now (fail open) */
+    if (d->wait_ns && (c->ahead || (c->ahead = sl_alloc(SL_REQ_AHEAD * sizeof *c->ahead))))
+        c->ahead[c->nahead++] = (struct ahead){.off = h1->start, .release_at = now + d->wait_ns};
+    return true;
+}
+
 /* Scans the bytes of buf past the scanner's position, deciding each head. */
 static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
 {
+    c->lane_serial = 0; /* the lane is for a read right after one made by the lane's rules */
     while (!c->denied && !c->pass && c->nahead < SL_REQ_AHEAD && c->nsw < SL_REQ_AHEAD) {
         struct sl_req_head h;
         struct found fd, *h1 = &fd;
@@ -467,19 +499,20 @@ static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t no
             return;
         }
         sl_req_decide(&c->rules, &h, now, &d);
-        if (!d.allowed && swallowed(c, h1, &d)) continue;
-        if (!d.allowed) {
-            deny(c, h1->start, &d);
-            return;
-        }
-        if (c->replies) sl_h1resp_sent(&c->rp->resp, h1->method);
-        /* no memory to remember a hold: the head passes now (fail open) */
-        if (d.wait_ns && (c->ahead || (c->ahead = sl_alloc(SL_REQ_AHEAD * sizeof *c->ahead))))
-            c->ahead[c->nahead++] = (struct ahead){.off = h1->start, .release_at = now + d.wait_ns};
+        if (!act(c, h1, &d, now)) return;
+        if (!d.allowed) continue; /* swallowed */
         /* the common end, a head that filled the read: the next round's
          * next_head would find nothing to feed (and swallow_ends has run
-         * since the last feed) */
-        if (scan_pos(c) >= c->pos + len) return;
+         * since the last feed). One fast head that was the whole read and
+         * passed at once by the single rule opens the lane. */
+        if (scan_pos(c) >= c->pos + len) {
+            if (fd.serial && d.key_hash && !d.wait_ns && !c->replies && fd.start == c->pos &&
+                fd.end == c->pos + len) {
+                c->lane_serial = fd.serial;
+                c->lane_hash = d.key_hash;
+            }
+            return;
+        }
     }
 }
 
@@ -492,6 +525,45 @@ static inline __attribute__((always_inline)) bool all_pass(const struct sl_req_c
 {
     if (c->denied || c->nahead || c->nsw) return false;
     return c->pass || (scan_pos(c) >= c->pos + len && scan_head_start(c) == UINT64_MAX);
+}
+
+static __thread uint64_t lane_heads __attribute__((tls_model("initial-exec")));
+
+uint64_t sl_req_lane_heads(void)
+{
+    return lane_heads;
+}
+
+enum lane { LANE_NO, LANE_PASS, LANE_STOP };
+
+/* The lane: a read that is exactly the head the connection's last read
+ * was, byte for byte, while the thread still remembers it (h1fast.h) and
+ * after which nothing was held, denied or begun, is the same request
+ * again: the scanner steps over it without reading it (sl_h1_feed_again)
+ * and the table decides for the key it had (sl_req_decide_again), with no
+ * head, key or hash made. A verdict other than "pass now" is settled as
+ * scan() would settle it, the head made from the thread's memory.
+ * LANE_NO: not such a read, nothing done; LANE_PASS: every byte passes
+ * (counted as sl_req_passed); LANE_STOP: decided, not all may pass now. */
+static enum lane lane(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
+{
+    if (c->denied || c->nahead || c->nsw || c->pass || c->is_h2 || sl_h1_pos(&c->scan) != c->pos ||
+        !sl_h1_feed_again(&c->scan, buf, len, c->lane_serial))
+        return LANE_NO;
+    lane_heads++;
+    struct sl_verdict v;
+    if (sl_req_decide_again(&c->rules, c->lane_hash, now, &v)) {
+        c->pos += len; /* sl_req_passed, nothing ahead */
+        return LANE_PASS;
+    }
+    c->lane_serial = 0;
+    struct sl_req_head h;
+    struct found fd;
+    struct sl_req_decision d;
+    if (!h1_head(c, &h, &fd)) return all_pass(c, len) ? LANE_NO : LANE_STOP;
+    sl_req_settle_again(&c->rules, &h, &v, now, &d);
+    act(c, &fd, &d, now);
+    return LANE_STOP;
 }
 
 size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now,
@@ -529,6 +601,11 @@ size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t
 
 bool sl_req_admit_all(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now)
 {
+    if (c->lane_serial) {
+        enum lane l = lane(c, buf, len, now);
+        if (l == LANE_PASS) return true;
+        if (l == LANE_STOP && !all_pass(c, len)) return false;
+    }
     scan(c, buf, len, now);
     if (!all_pass(c, len)) return false;
     sl_req_passed(c, buf, len);
@@ -626,6 +703,7 @@ void sl_req_responses(struct sl_req_conn *c, const void *buf, size_t n)
 
 void sl_req_conn_rebind(struct sl_req_conn *c, struct sl_runtime *rt)
 {
+    c->lane_serial = 0; /* its hash was the old rules' */
     c->rules.rt = rt;
     sl_req_rules_entries(&c->rules);
 }

@@ -229,6 +229,130 @@ static void admit_all_is_admit_and_passed_when_all_may_pass(void **unused)
     assert_true(fell_back > 100);
 }
 
+/* One connection's reads of a stream cut at `cuts` (the read i ends at
+ * cuts[i]), read i made at now[i]: as the gate reads (sl_req_admit_all, and
+ * sl_req_admit when it says no), or by sl_req_admit alone. Records what
+ * each read passed and, when short, its verdict. other: a connection of
+ * the same thread that reads a head of its own before every third read
+ * (the thread's memory of the last head is then another's). */
+static void read_stream(struct req_world *w, bool as_gate, struct req_world *other, const char *s,
+                        const size_t *cuts, const uint64_t *now, int nreads, size_t *passed,
+                        enum sl_req_status *status)
+{
+    size_t p = 0;
+    for (int i = 0; i < nreads; i++) {
+        if (other && i % 3 == 2) {
+            char h[96];
+            int n = snprintf(h, sizeof h, "GET /o%d HTTP/1.1\r\nX-API-Key: o%d\r\n\r\n", i, i % 5);
+            struct sl_req_verdict v;
+            if (!sl_req_admit_all(other->c, h, (size_t)n, now[i]))
+                sl_req_passed(other->c, h, sl_req_admit(other->c, h, (size_t)n, now[i], &v));
+        }
+        size_t end = cuts[i] > p ? cuts[i] : p;
+        struct sl_req_verdict v = {.status = SL_REQ_PASS};
+        size_t n;
+        if (as_gate && sl_req_admit_all(w->c, s + p, end - p, now[i])) {
+            n = end - p;
+        } else {
+            n = sl_req_admit(w->c, s + p, end - p, now[i], &v);
+            sl_req_passed(w->c, s + p, n);
+        }
+        passed[i] = n;
+        status[i] = n < end - p ? v.status : SL_REQ_PASS;
+        p += n;
+    }
+}
+
+/* The lane (request.c): a read that is the last read's head again, byte
+ * for byte, passes without the head being read or its key hashed, the
+ * table deciding for the key it had. Twin connections on twin tables, one
+ * read as the gate reads (the lane where it applies), one by sl_req_admit
+ * alone (never the lane): the same bytes pass with the same verdicts and
+ * counters, through reads that repeat the head, change it (another key, a
+ * body, no key header), carry two heads or half of one, with another
+ * connection of the thread reading between them, over time so that heads
+ * pass, wait and are refused. */
+static void the_lane_passes_holds_and_refuses_what_the_scan_does(void **unused)
+{
+    (void)unused;
+    static const char *const others[] = {
+        "GET /a HTTP/1.1\r\nX-API-Key: other\r\n\r\n",
+        "POST /b HTTP/1.1\r\nX-API-Key: k\r\nContent-Length: 5\r\n\r\nhello",
+        "GET /x HTTP/1.1\r\nHost: a\r\n\r\n",
+    };
+    const struct {
+        uint64_t count, burst, step_us;
+        enum sl_action action;
+    } cases[] = {
+        {1000, 50, 600, SL_ACT_REPLY}, /* passes, then refused */
+        {100, 3, 10500, SL_ACT_DELAY}, /* waits now and then */
+        {20, 2, 45000, SL_ACT_DELAY},  /* waits longer, then refused */
+        {1000, 50, 600, SL_ACT_REJECT},
+    };
+    enum { NREADS = 400 };
+    static char s[NREADS * 160];
+    static size_t cuts[NREADS], px[NREADS], py[NREADS];
+    static uint64_t now[NREADS];
+    static enum sl_req_status sx[NREADS], sy[NREADS];
+    uint64_t lcg = 7;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        for (int with_other = 0; with_other < 2; with_other++) {
+            size_t len = 0;
+            for (int i = 0; i < NREADS; i++) {
+                lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+                unsigned pick = (unsigned)(lcg >> 33) % 16;
+                if (pick < 11) {
+                    len += (size_t)sprintf(s + len, GET);
+                } else if (pick < 14) {
+                    len += (size_t)sprintf(s + len, "%s", others[pick - 11]);
+                } else if (pick == 14) {
+                    len += (size_t)sprintf(s + len, GET GET);
+                } else {
+                    len += (size_t)sprintf(s + len, GET "GET /x HTT");
+                    cuts[i] = len;
+                    now[i] = T0 + (uint64_t)i * cases[c].step_us * 1000;
+                    if (++i == NREADS) break;
+                    len += (size_t)sprintf(s + len, "P/1.1\r\nHost: a\r\nX-API-Key: k\r\n\r\n");
+                }
+                cuts[i] = len;
+                now[i] = T0 + (uint64_t)i * cases[c].step_us * 1000;
+            }
+            struct req_world *x = world(cases[c].count, cases[c].burst, cases[c].action);
+            struct req_world *y = world(cases[c].count, cases[c].burst, cases[c].action);
+            struct req_world *o = with_other ? world(1000000, 1000000, SL_ACT_REPLY) : NULL;
+            uint64_t lane0 = sl_req_lane_heads();
+            read_stream(x, false, o, s, cuts, now, NREADS, px, sx);
+            uint64_t lane1 = sl_req_lane_heads();
+            read_stream(y, true, o, s, cuts, now, NREADS, py, sy);
+            uint64_t lane2 = sl_req_lane_heads();
+            for (int i = 0; i < NREADS; i++) {
+                if (px[i] != py[i] || sx[i] != sy[i])
+                    print_message("case %zu other %d read %d: %zu/%d vs %zu/%d\n", c, with_other, i,
+                                  px[i], (int)sx[i], py[i], (int)sy[i]);
+                assert_int_equal(px[i], py[i]);
+                assert_int_equal(sx[i], sy[i]);
+            }
+            assert_int_equal(counter(x, SL_C_ALLOWED), counter(y, SL_C_ALLOWED));
+            assert_int_equal(counter(x, SL_C_LIMITED), counter(y, SL_C_LIMITED));
+            /* the lane was taken by the gate's reads only, and often */
+            int held = 0, refused = 0;
+            for (int i = 0; i < NREADS; i++) {
+                held += sy[i] == SL_REQ_HOLD;
+                refused += sy[i] == SL_REQ_DENY;
+            }
+            print_message("case %zu other %d: %llu lane heads, %llu allowed, %d reads held, %d "
+                          "refused\n",
+                          c, with_other, (unsigned long long)(lane2 - lane1),
+                          (unsigned long long)counter(y, SL_C_ALLOWED), held, refused);
+            assert_int_equal(lane1, lane0);
+            assert_true(lane2 - lane1 >= 1);
+            world_free(x);
+            world_free(y);
+            if (o) world_free(o);
+        }
+    }
+}
+
 /* Handled requests: whole heads that passed before the denial. */
 static int handled(const char *s, size_t passed)
 {
@@ -760,6 +884,7 @@ int main(void)
         cmocka_unit_test(bytes_shown_again_after_a_short_read_are_not_charged_again),
         cmocka_unit_test(a_delayed_head_is_held_until_its_turn),
         cmocka_unit_test(admit_all_is_admit_and_passed_when_all_may_pass),
+        cmocka_unit_test(the_lane_passes_holds_and_refuses_what_the_scan_does),
         cmocka_unit_test(an_upgrade_request_does_not_switch_counting_off),
         cmocka_unit_test(a_poison_then_40_requests_lets_at_most_burst_plus_one_through),
         cmocka_unit_test(on_odd_deny_denies_the_odd_head),
