@@ -7,6 +7,8 @@
 # runs it, diff_llhttp.sh with node's llhttp (issue 18 item 10).
 # fuzz_h1fast holds the scanner's one-pass fast path (core/http/h1fast.c) to
 # http-parser's result on every split of each input into two reads.
+# fuzz_lane holds the request gate's lane (core/http/request.c) to the scan
+# alone, twin connections on twin tables.
 set -u
 cd "$(dirname "$0")/../.."
 secs=${1:-20}
