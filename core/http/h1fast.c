@@ -45,27 +45,43 @@ static const uint8_t name_chr[256] = {
 #undef L
 };
 
-static _Atomic uint32_t key_gens;
+/* The key's generation: FNV-1a over what the scan reads of it (its
+ * length and lowercase name; `folded` follows from them). Names come from
+ * the configuration, so two that differ meet in one process with a chance
+ * of 2^-64, and never by a peer's choice. */
+static void key_gen(struct sl_h1fast_key *k)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ k->len;
+    for (size_t i = 0; i < k->len; i++)
+        h = (h ^ (uint8_t)k->name[i]) * 0x100000001b3ull;
+    k->gen = h;
+}
 
 bool sl_h1fast_key_init(struct sl_h1fast_key *k, const char *name, size_t len, bool cookies)
 {
     memset(k, 0, sizeof *k);
     k->cookies = cookies;
-    k->gen = atomic_fetch_add_explicit(&key_gens, 1, memory_order_relaxed) + 1;
-    if (!name || len == 0) return true;
-    if (len >= sizeof k->name) return false;
-    for (size_t i = 0; i < len; i++) {
-        uint8_t c = name_chr[(uint8_t)name[i]];
-        if (!c) { /* never a name here: matches nothing */
-            k->len = 0;
-            return false;
+    bool ok = true;
+    if (name && len >= sizeof k->name) {
+        ok = false;
+    } else if (name && len) {
+        for (size_t i = 0; i < len; i++) {
+            uint8_t c = name_chr[(uint8_t)name[i]];
+            if (!c) { /* never a name here: matches nothing */
+                memset(k->name, 0, sizeof k->name);
+                ok = false;
+                break;
+            }
+            k->name[i] = (char)c;
         }
-        k->name[i] = (char)c;
+        if (ok) {
+            k->len = (uint8_t)len;
+            for (size_t i = 0; i < len && i < sizeof k->folded; i++)
+                k->folded[i] = (char)(name[i] | 0x20);
+        }
     }
-    k->len = (uint8_t)len;
-    for (size_t i = 0; i < len && i < sizeof k->folded; i++)
-        k->folded[i] = (char)(name[i] | 0x20);
-    return true;
+    key_gen(k);
+    return ok;
 }
 
 /* name (n bytes, already known to be name_chr bytes) is `lower`. */
@@ -380,16 +396,17 @@ static bool scan(const char *buf, size_t len, const struct sl_h1fast_key *k, str
  * it reads nothing past the blank line that ends the head (the bytes of
  * the last block beyond it are masked off or never reached), so equal
  * bytes up to the head's end mean an equal result, offsets included. The
- * key is told by its address and its generation (a key initialised again
- * at the same address is another), and `cookies`, which the scanner's
- * owner may set after init. Per thread: no sharing, no lock (initial-exec,
- * as core/http/reqkey.c's hash memo, which also holds request bytes). */
+ * key is told by its generation (a hash of what the scan reads of it: the
+ * connections of one rule share the memory, as a client's pool of
+ * keep-alive connections sends one head) and `cookies`, which the
+ * scanner's owner may set after init. Per thread: no sharing, no lock
+ * (initial-exec, as core/http/reqkey.c's hash memo, which also holds
+ * request bytes). */
 struct memo {
-    const struct sl_h1fast_key *k;
-    uint32_t gen;
+    uint64_t gen;
     bool cookies;
-    uint8_t misses; /* since the last hit or store */
-    uint16_t len;   /* 0: empty */
+    uint8_t misses;  /* since the last hit or store */
+    uint16_t len;    /* 0: empty */
     uint64_t serial; /* this store's (memo_serials) */
     struct sl_h1fast out;
     char head[SL_H1FAST_MEMO];
@@ -414,10 +431,10 @@ static __attribute__((noinline)) const struct sl_h1fast *read_new(const char *bu
         memcpy(m->head, buf, out->end);
         m->len = (uint16_t)out->end;
         m->out = *out;
-        m->k = k;
         m->gen = k->gen;
         m->cookies = k->cookies;
         m->serial = atomic_fetch_add_explicit(&memo_serials, 1, memory_order_relaxed) + 1;
+        return &m->out; /* the same result, now with a serial */
     }
     return out;
 }
@@ -425,7 +442,7 @@ static __attribute__((noinline)) const struct sl_h1fast *read_new(const char *bu
 const struct sl_h1fast *sl_h1fast_read(const char *buf, size_t len, const struct sl_h1fast_key *k)
 {
     struct memo *m = &memo;
-    if (m->len && len >= m->len && m->k == k && m->gen == k->gen && m->cookies == k->cookies &&
+    if (m->len && len >= m->len && m->gen == k->gen && m->cookies == k->cookies &&
         memcmp(buf, m->head, m->len) == 0) {
         m->misses = 0;
         return &m->out;
@@ -442,7 +459,7 @@ const struct sl_h1fast *sl_h1fast_again(const char *buf, size_t len, const struc
                                         uint64_t serial)
 {
     struct memo *m = &memo;
-    if (m->serial != serial || !m->len || len < m->len || m->k != k || m->gen != k->gen ||
+    if (m->serial != serial || !m->len || len < m->len || m->gen != k->gen ||
         m->cookies != k->cookies || memcmp(buf, m->head, m->len) != 0)
         return NULL;
     m->misses = 0;

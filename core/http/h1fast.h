@@ -39,7 +39,8 @@ struct sl_h1fast_key {
     char folded[16]; /* a name under 16 bytes with every byte | 0x20 (zero-padded) */
     uint8_t len;
     bool cookies; /* cookies are wanted: a Cookie line declines */
-    uint32_t gen; /* set by sl_h1fast_key_init, unique per call (the thread's memo) */
+    uint64_t gen; /* what the scan depends on (the name), hashed by sl_h1fast_key_init:
+                     the thread's memo tells keys by it, so connections of one rule share it */
 };
 
 /* [off, off + len) in the buffer; len 0 with present false: absent.

@@ -346,6 +346,31 @@ static void a_head_copied_after_another_streams_read_is_its_own(void **unused)
     sl_h1_fini(&s2);
 }
 
+/* Keys of one name (two connections of a rule) share the thread's memory
+ * of the last head: the second key's read of the same head is the first's
+ * result (its serial); a key of another name reads the head again. */
+static void keys_of_one_name_share_the_threads_memory(void **unused)
+{
+    (void)unused;
+    const char *a = "GET /a HTTP/1.1\r\nHost: h\r\nX-API-Key: k1\r\n\r\n";
+    struct sl_h1fast_key k1, k2, k3;
+    sl_h1fast_key_init(&k1, "X-API-Key", 9, false);
+    sl_h1fast_key_init(&k2, "x-api-key", 9, false);
+    sl_h1fast_key_init(&k3, "X-API-Kez", 9, false);
+    assert_true(k1.gen == k2.gen && k1.gen != k3.gen);
+    uint64_t serial = 0;
+    for (int i = 0; i < 5 && !serial; i++) /* kept at the latest on the fourth miss */
+        serial = sl_h1fast_serial(sl_h1fast_read(a, strlen(a), &k1));
+    assert_true(serial != 0);
+    const struct sl_h1fast *f = sl_h1fast_read(a, strlen(a), &k2);
+    assert_int_equal(sl_h1fast_serial(f), serial);
+    slice_is(a, f->key, "k1");
+    f = sl_h1fast_read(a, strlen(a), &k3);
+    assert_true(f != NULL);
+    assert_true(sl_h1fast_serial(f) != serial);
+    assert_false(f->key.present);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -358,6 +383,7 @@ int main(void)
         cmocka_unit_test(a_repeated_head_is_remembered_and_any_change_is_read_again),
         cmocka_unit_test(a_value_slice_says_its_length_without_trailing_blanks),
         cmocka_unit_test(a_head_copied_after_another_streams_read_is_its_own),
+        cmocka_unit_test(keys_of_one_name_share_the_threads_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

@@ -233,17 +233,20 @@ static void admit_all_is_admit_and_passed_when_all_may_pass(void **unused)
  * cuts[i]), read i made at now[i]: as the gate reads (sl_req_admit_all, and
  * sl_req_admit when it says no), or by sl_req_admit alone. Records what
  * each read passed and, when short, its verdict. other: a connection of
- * the same thread that reads a head of its own before every third read
- * (the thread's memory of the last head is then another's). */
+ * the same thread and key header that reads a head before every third
+ * read (the thread's memory of the last head is then another's, perhaps
+ * a head the stream has next). */
 static void read_stream(struct req_world *w, bool as_gate, struct req_world *other, const char *s,
                         const size_t *cuts, const uint64_t *now, int nreads, size_t *passed,
                         enum sl_req_status *status)
 {
     size_t p = 0;
     for (int i = 0; i < nreads; i++) {
-        if (other && i % 3 == 2) {
+        if (other && i % 3 == 2) { /* its own heads, or one the stream has too */
             char h[96];
-            int n = snprintf(h, sizeof h, "GET /o%d HTTP/1.1\r\nX-API-Key: o%d\r\n\r\n", i, i % 5);
+            int n = i % 2 ? snprintf(h, sizeof h, "GET /a HTTP/1.1\r\nX-API-Key: other\r\n\r\n")
+                          : snprintf(h, sizeof h, "GET /o%d HTTP/1.1\r\nX-API-Key: o%d\r\n\r\n", i,
+                                     i % 5);
             struct sl_req_verdict v;
             if (!sl_req_admit_all(other->c, h, (size_t)n, now[i]))
                 sl_req_passed(other->c, h, sl_req_admit(other->c, h, (size_t)n, now[i], &v));
@@ -351,6 +354,36 @@ static void the_lane_passes_holds_and_refuses_what_the_scan_does(void **unused)
             if (o) world_free(o);
         }
     }
+}
+
+/* The lane is the connection's own last head: another connection of the
+ * thread, keyed by the same header, that leaves the thread's memory
+ * holding another head (another API key) which this connection then
+ * reads, does not lend that head the lane's key. One request a key at
+ * once: the second key passes; charged to the first key it would not. */
+static void the_lane_never_takes_another_head_for_its_own(void **unused)
+{
+    (void)unused;
+    const char *a = GET, *b = "GET /x HTTP/1.1\r\nHost: a\r\nX-API-Key: j\r\n\r\n";
+    struct req_world *y = world(10, 1, SL_ACT_REPLY), *o = world(1000000, 1000000, SL_ACT_REPLY);
+    uint64_t t = T0, lane = sl_req_lane_heads();
+    /* the thread's memory keeps a head after four misses, and the lane
+     * opens once it does: for key k, and is taken */
+    for (int i = 0; i < 6; i++, t += 200 * MS)
+        assert_true(sl_req_admit_all(y->c, a, strlen(a), t));
+    assert_true(sl_req_lane_heads() > lane);
+    t -= 200 * MS;
+    for (int i = 0; i < 4; i++) /* and now keeps b */
+        assert_true(sl_req_admit_all(o->c, b, strlen(b), t));
+    lane = sl_req_lane_heads();
+    assert_true(sl_req_admit_all(y->c, b, strlen(b), t)); /* key j: its first request */
+    assert_int_equal(sl_req_lane_heads(), lane);
+    struct sl_req_verdict v;
+    assert_false(sl_req_admit_all(y->c, a, strlen(a), t)); /* key k: its second now, refused */
+    assert_int_equal(sl_req_admit(y->c, a, strlen(a), t, &v), 0);
+    assert_int_equal(v.status, SL_REQ_DENY);
+    world_free(y);
+    world_free(o);
 }
 
 /* Handled requests: whole heads that passed before the denial. */
@@ -885,6 +918,7 @@ int main(void)
         cmocka_unit_test(a_delayed_head_is_held_until_its_turn),
         cmocka_unit_test(admit_all_is_admit_and_passed_when_all_may_pass),
         cmocka_unit_test(the_lane_passes_holds_and_refuses_what_the_scan_does),
+        cmocka_unit_test(the_lane_never_takes_another_head_for_its_own),
         cmocka_unit_test(an_upgrade_request_does_not_switch_counting_off),
         cmocka_unit_test(a_poison_then_40_requests_lets_at_most_burst_plus_one_through),
         cmocka_unit_test(on_odd_deny_denies_the_odd_head),
