@@ -418,11 +418,6 @@ static void admitted(struct sl_runtime *rt, int e, uint64_t wait_ns, uint64_t no
     if (wait_ns) sl_table_count_wait(rt->table, e, now, wait_ns);
 }
 
-/* The connection's one plain rule (x->solo), without the general loop:
- * the same decision, counters and log lines as sl_req_decide's loop
- * (test_reqdecide compares them on twin tables). False, nothing done: a
- * request the general path decides (an Idempotency-Key, a key header
- * that is missing). */
 /* The single rule's key for h and its table hash. False: a request the
  * general path decides (an Idempotency-Key, a key header that is
  * missing). */
@@ -478,6 +473,10 @@ static void solo_settle(const struct sl_req_rules *x, const struct sl_req_head *
     log_grant(rt->cfg, x->solo, key, &x->peer, v->wait_ns, now);
 }
 
+/* The connection's one plain rule (x->solo), without the general loop:
+ * the same decision, counters and log lines as sl_req_decide's loop
+ * (test_reqdecide compares them on twin tables). False, nothing done: a
+ * request the general path decides. */
 static bool solo_decide(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t now,
                         struct sl_req_decision *d)
 {
