@@ -13,7 +13,10 @@
 # at a rate no client reaches; sluice `in port=P req_rate=1000000000/s
 # req_burst=1000000000 per=header:X-API-Key` (every request scanned, keyed
 # and decided, none limited); libsluice loaded with a rule on another port
-# only (no rule matching).
+# only (no rule matching). Then plain, limit_req and sluice again with each
+# request carrying the next of 64 API keys in turn (insn_client.py `keys`):
+# a head that never repeats the last one, so no memory of a head, a key's
+# hash or the lane (core/http/request.c) helps.
 # Per new connection: the same nginx, one request per connection
 # (`Connection: close`), plain and under `in port=P rate=1000000000/s
 # burst=1000000000` (every accept decided, none limited).
@@ -116,6 +119,11 @@ declare -A r
 for kind in plain limit_req sluice nomatch; do
     r[$kind]=$(per $kind keepalive)
 done
+echo "insn: nginx keep-alive requests, 64 keys in turn" >&2
+declare -A k
+for kind in plain limit_req sluice; do
+    k[$kind]=$(per $kind keys)
+done
 echo "insn: nginx new connections" >&2
 c_plain=$(per plain close)
 c_conn=$(per conn close)
@@ -193,6 +201,12 @@ echo "| plain | ${r[plain]} | |"
 echo "| nginx \`limit_req\` keyed by \`\$http_x_api_key\`, never limiting | ${r[limit_req]} | $(added "${r[plain]}" "${r[limit_req]}") |"
 echo "| sluice \`in port=P req_rate=1000000000/s req_burst=1000000000 per=header:X-API-Key\`, never limiting | ${r[sluice]} | $(added "${r[plain]}" "${r[sluice]}") |"
 echo "| libsluice loaded, a request rule on another port only (no rule matching) | ${r[nomatch]} | $(added "${r[plain]}" "${r[nomatch]}") |"
+echo
+echo "| nginx, keep-alive, one connection, each request with the next of 64 API keys | instructions per request | added to plain |"
+echo "|---|---:|---:|"
+echo "| plain | ${k[plain]} | |"
+echo "| nginx \`limit_req\` keyed by \`\$http_x_api_key\`, never limiting | ${k[limit_req]} | $(added "${k[plain]}" "${k[limit_req]}") |"
+echo "| sluice, the same rule, never limiting | ${k[sluice]} | $(added "${k[plain]}" "${k[sluice]}") |"
 echo
 echo "| nginx, one request per connection | instructions per connection | added to plain |"
 echo "|---|---:|---:|"

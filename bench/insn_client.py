@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """insn_client.py - a fixed-count HTTP/1.1 client for bench/insn.sh.
 
-    insn_client.py PORT COUNT keepalive|close
+    insn_client.py PORT COUNT keepalive|keys|close
 
 keepalive: COUNT requests over one connection, each sent when the previous
-answer is complete; close: COUNT connections of one request each
+answer is complete; keys: the same, each request with the next of 64 API
+keys in turn (a head that never repeats the last one: no memory of a
+head or key helps); close: COUNT connections of one request each
 (`Connection: close`). Every request carries an X-API-Key header (the key
 of the request rules measured). Waits up to 60 s for the server to listen
 (nginx under valgrind starts slowly), then exits 1 on any answer that is
@@ -32,11 +34,15 @@ def connect():
             time.sleep(0.05)
 
 
-if mode == "keepalive":
+if mode in ("keepalive", "keys"):
     s = connect()
     buf = b""
-    for _ in range(count):
-        s.sendall(REQ)
+    for i in range(count):
+        if mode == "keys":
+            s.sendall(b"GET /f HTTP/1.1\r\nHost: localhost\r\nX-API-Key: bench-key-%02d\r\n\r\n"
+                      % (i % 64))
+        else:
+            s.sendall(REQ)
         buf = answer(s, buf)
     s.close()
 else:
