@@ -22,12 +22,6 @@ void sl_gate_denied(struct sl_gate *g, const struct sl_req_verdict *v)
     }
 }
 
-/* Read once per decision. */
-static uint64_t now_of(const struct sl_gate *g)
-{
-    return g->clock ? g->clock() : sl_clock_now();
-}
-
 static bool stash_room(struct sl_gate *g)
 {
     return g->stash || (g->stash = sl_alloc(SL_GATE_STASH_MAX)) != NULL;
@@ -138,7 +132,7 @@ ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transpo
     }
     for (;;) {
         struct sl_req_verdict v = {.status = SL_REQ_NEED_MORE};
-        uint64_t now = now_of(g);
+        uint64_t now = sl_gate_now(g);
         size_t ok = g->stash_len ? sl_req_admit(g->conn, g->stash, g->stash_len, now, &v) : 0;
         if (v.status == SL_REQ_NEED_MORE && ok == 0) {
             /* an incomplete head (or nothing yet): what the transport has */
@@ -230,7 +224,7 @@ static ssize_t swallow(struct sl_gate *g, const void *buf, size_t len, int rule,
         }
         if (sl_hold_until(h, now, now + (h->nonblock ? REPLY_POLL_NS : REPLY_STEP_NS)) != 0)
             return -1;
-        now = now_of(g);
+        now = sl_gate_now(g);
     }
 }
 
@@ -242,7 +236,7 @@ ssize_t sl_gate_write(struct sl_gate *g, struct sl_fd *e, int fd, const void *bu
     int saved = errno;
     struct sl_hold h = sl_hold_for(fd, e, SL_IO_SEND, nonblock);
     for (;;) {
-        uint64_t now = now_of(g);
+        uint64_t now = sl_gate_now(g);
         struct sl_req_verdict v;
         size_t ok = sl_req_admit(c, buf, len, now, &v);
         if (ok == len || v.status == SL_REQ_NEED_MORE || v.status == SL_REQ_PASS) {
@@ -291,7 +285,7 @@ static size_t inject(struct sl_gate *g, struct sl_fd *e, int fd, const struct io
         sl_req_inject_take(g->conn, n);
         /* none left: nothing to announce; some: announced again (epoll
          * hears of held bytes once per call, a partial read needs another) */
-        sl_ready_held(fd, e, sl_req_inject_peek(g->conn, &p) ? now_of(g) : 0);
+        sl_ready_held(fd, e, sl_req_inject_peek(g->conn, &p) ? sl_gate_now(g) : 0);
     }
     return n;
 }

@@ -145,11 +145,17 @@ ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transpo
 ssize_t sl_gate_took_some(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t n,
                           uint64_t now, int saved);
 
+/* The gate's clock, read once per decision. */
+static inline uint64_t sl_gate_now(const struct sl_gate *g)
+{
+    return g->clock ? g->clock() : sl_clock_now();
+}
+
 static inline __attribute__((always_inline)) ssize_t
 sl_gate_took(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t n)
 {
     int saved = errno;
-    uint64_t now = g->clock ? g->clock() : sl_clock_now();
+    uint64_t now = sl_gate_now(g);
     if (__builtin_expect(!sl_req_admit_all(g->conn, buf, n, now), 0))
         return sl_gate_took_some(g, e, fd, buf, n, now, saved);
     errno = saved;

@@ -439,15 +439,20 @@ static __attribute__((noinline)) const struct sl_h1fast *read_new(const char *bu
     return out;
 }
 
+/* Whether buf begins with the head the memory holds, read with a key like k. */
+static inline bool memo_holds(const struct memo *m, const char *buf, size_t len,
+                              const struct sl_h1fast_key *k)
+{
+    return m->len && len >= m->len && m->gen == k->gen && m->cookies == k->cookies &&
+           memcmp(buf, m->head, m->len) == 0;
+}
+
 const struct sl_h1fast *sl_h1fast_read(const char *buf, size_t len, const struct sl_h1fast_key *k)
 {
     struct memo *m = &memo;
-    if (m->len && len >= m->len && m->gen == k->gen && m->cookies == k->cookies &&
-        memcmp(buf, m->head, m->len) == 0) {
-        m->misses = 0;
-        return &m->out;
-    }
-    return read_new(buf, len, k);
+    if (!memo_holds(m, buf, len, k)) return read_new(buf, len, k);
+    m->misses = 0;
+    return &m->out;
 }
 
 uint64_t sl_h1fast_serial(const struct sl_h1fast *f)
@@ -459,17 +464,7 @@ const struct sl_h1fast *sl_h1fast_again(const char *buf, size_t len, const struc
                                         uint64_t serial)
 {
     struct memo *m = &memo;
-    if (m->serial != serial || !m->len || len < m->len || m->gen != k->gen ||
-        m->cookies != k->cookies || memcmp(buf, m->head, m->len) != 0)
-        return NULL;
+    if (m->serial != serial || !memo_holds(m, buf, len, k)) return NULL;
     m->misses = 0;
     return &m->out;
-}
-
-bool sl_h1fast_scan(const char *buf, size_t len, const struct sl_h1fast_key *k,
-                    struct sl_h1fast *out)
-{
-    const struct sl_h1fast *f = sl_h1fast_read(buf, len, k);
-    if (f) *out = *f;
-    return f != NULL;
 }

@@ -82,8 +82,4 @@ uint64_t sl_h1fast_serial(const struct sl_h1fast *f);
 const struct sl_h1fast *sl_h1fast_again(const char *buf, size_t len, const struct sl_h1fast_key *k,
                                         uint64_t serial);
 
-/* The same, the head copied to *out. True: read. */
-bool sl_h1fast_scan(const char *buf, size_t len, const struct sl_h1fast_key *k,
-                    struct sl_h1fast *out);
-
 #endif

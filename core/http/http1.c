@@ -1099,11 +1099,16 @@ static size_t no_room(struct sl_h1 *s, size_t done, size_t len, enum sl_h1_event
     return len;
 }
 
+/* Whether the bytes at the position may still be the HTTP/2 preface. */
+static inline bool in_preface(const struct sl_h1 *s)
+{
+    return s->preface < H2_PREFACE_LEN && s->pos == s->preface_at + s->preface;
+}
+
 size_t sl_h1_feed_again(struct sl_h1 *s, const char *buf, size_t len, uint64_t serial)
 {
     /* where sl_h1_feed would try the fast path at once */
-    if (s->state != SL_H1_IDLE || !s->fresh || s->slow_only || s->doubt || s->head ||
-        (s->preface < H2_PREFACE_LEN && s->pos == s->preface_at + s->preface))
+    if (s->state != SL_H1_IDLE || !s->fresh || s->slow_only || s->doubt || s->head || in_preface(s))
         return 0;
     const struct sl_h1fast *f = sl_h1fast_again(buf, len, &s->fast_key, serial);
     if (!f || f->end != len || f->content_length) return 0;
@@ -1125,8 +1130,7 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
     bool failed;
     *ev = SL_H1_MORE;
     s->fast_found = false; /* its slices were into the buffer of the last feed */
-    if (s->state != SL_H1_PASS && !s->doubt && s->preface < H2_PREFACE_LEN &&
-        s->pos == s->preface_at + s->preface) {
+    if (s->state != SL_H1_PASS && !s->doubt && in_preface(s)) {
         bool h2;
         done = hold_preface(s, buf, len, &h2);
         if (h2) {

@@ -15,6 +15,16 @@
 #include "../../core/http/h1fast.h"
 #include "../../core/http/http1.h"
 
+/* sl_h1fast_read's head copied to *out (the thread's memory is replaced
+ * by the next read); zeroed when declined. */
+static bool sl_h1fast_scan(const char *buf, size_t len, const struct sl_h1fast_key *k,
+                           struct sl_h1fast *out)
+{
+    const struct sl_h1fast *f = sl_h1fast_read(buf, len, k);
+    *out = f ? *f : (struct sl_h1fast){0};
+    return f != NULL;
+}
+
 static bool scan(const char *head, const char *key, bool cookies, struct sl_h1fast *f)
 {
     struct sl_h1fast_key k;
