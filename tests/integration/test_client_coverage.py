@@ -17,7 +17,10 @@ budget, and nginx tells them apart by a path prefix of their own.
           of at least 2.2 - 0.1 s (clock reads and nginx's log stamp, ms)
           and at most 2.2 + 3 s (wake-ups of parallel runs on a loaded
           2-CPU machine; lateness does not add up, each request waits on
-          its booking), and sluice logged the rule limiting a request.
+          its booking), and sluice logged the rule limiting a request. A
+          row sluice counts approximately (h2 over TLS it cannot decrypt:
+          write bursts) may be one interval short, 2.0 - 0.1 s: two
+          requests in one burst count once.
           Unpaced clients take 0.01-0.5 s for all 12, well under the floor.
   reject  req_rate=1/m req_burst=2 (independent of how fast a client is:
           only 2 may pass in the run): refused = nginx served at most 2.
@@ -45,6 +48,10 @@ from lib import *
 N, RATE = 12, 5
 DUE = (N - 1) / RATE
 FLOOR, SLACK = DUE - 0.1, 3.0
+# TLS sluice cannot decrypt, h2 offered: it counts write bursts, and two
+# requests a client writes in one burst count once (README, "approximate"):
+# such a row's run may be one interval short. Unpaced clients stay far below.
+FLOOR_APPROX = FLOOR - 1 / RATE
 PY = "/usr/bin/python3"  # Debian's: python3-requests, python3-httpx, python3-aiohttp
 ACTIONS = ("delay", "reject", "reply")
 SCHEMES = ("https", "http")
@@ -386,9 +393,10 @@ def classify(action, served, statuses, log):
     approx = any("cannot decrypt" in l and "approximate:" in l for l in log)
     span = max(served) - min(served) if served else 0.0
     if action == "delay":
-        if len(served) == N and FLOOR <= span <= DUE + SLACK and limited:
+        floor = FLOOR_APPROX if approx else FLOOR
+        if len(served) == N and floor <= span <= DUE + SLACK and limited:
             return ("approximate" if approx else "paced"), f"{span:.2f} s"
-        if len(served) == N and span < FLOOR:
+        if len(served) == N and span < floor:
             return "not seen", f"{span:.2f} s"
         return "broken", f"served {len(served)}, span {span:.2f} s, limited {limited}"
     if len(served) <= 2:
