@@ -86,13 +86,13 @@ static bool local_of(int fd, struct sl_addr *out)
            sl_addr_from_sockaddr(out, (struct sockaddr *)&ls, ll);
 }
 
-/* The verdict for one connection accepted from lfd. */
+/* The verdict for one connection accepted from lfd; one that passes is
+ * recorded with what it carries on. */
 static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_storage *ss,
                   socklen_t len, uint64_t now, struct sl_decision *d)
 {
     struct sl_addr peer, local = {0}, *lp = NULL;
     uint64_t rules = SL_ALL_RULES;
-    bool pass;
     if (!sl_addr_from_sockaddr(&peer, (const struct sockaddr *)ss, len)) {
         /* Unix sockets and the like carry nothing (sl_decide_in fills d otherwise) */
         *d = (struct sl_decision){
@@ -116,8 +116,15 @@ static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_
             rules = listen_rules(rt, lfd, local.port);
         }
     }
-    sl_decide_in_rules(rt, rules, lp, &peer, now, d);
-    pass = d->outcome == SL_PASS;
+    bool pass;
+    if (rules && !(rules & (rules - 1)) && (rules & rt->lean_in)) {
+        /* the port's one rule looks at the peer alone: nothing to carry */
+        pass = sl_decide_in_lean(rt, __builtin_ctzll(rules), &peer, now, d);
+    } else {
+        sl_decide_in_rules(rt, rules, lp, &peer, now, d);
+        pass = d->outcome == SL_PASS;
+        if (pass && sl_fd_carries(d)) sl_fd_carry(fd, d);
+    }
     if (pass && rt->any_req_in) sl_req_accept(rt, fd, lp, &peer); /* its own test, here: no call */
     return pass;
 }
@@ -152,7 +159,6 @@ static int sl_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, int fla
         rt = sl_reload_check(rt);
         struct sl_decision d;
         if (admit(rt, lfd, fd, &ss, len, sl_clock_now(), &d)) {
-            if (sl_fd_carries(&d)) sl_fd_carry(fd, &d);
             if (addr) {
                 socklen_t n = len < *addrlen ? len : *addrlen;
                 if (n == sizeof(struct sockaddr_in)) /* the common case: a copy of fixed size */

@@ -29,7 +29,7 @@ struct lingering_fd {
 };
 
 static struct lingering_fd lingering[LINGER_SLOTS];
-static _Atomic int nlingering;
+_Atomic int sl_nlingering;
 
 /* Reads what the peer sent; true when it has closed or failed. */
 static bool drained(int fd)
@@ -51,7 +51,7 @@ void sl_linger_add(int fd)
             if (atomic_load_explicit(&lingering[i].fd1, memory_order_relaxed)) continue;
             atomic_store(&lingering[i].deadline, sl_clock_now() + LINGER_NS);
             if (atomic_compare_exchange_strong(&lingering[i].fd1, &zero, fd + 1)) {
-                atomic_fetch_add(&nlingering, 1);
+                atomic_fetch_add(&sl_nlingering, 1);
                 return;
             }
         }
@@ -59,16 +59,15 @@ void sl_linger_add(int fd)
     REAL(close)(fd);
 }
 
-void sl_linger_service(void)
+void sl_linger_service_slow(void)
 {
-    if (atomic_load_explicit(&nlingering, memory_order_relaxed) == 0) return;
     uint64_t now = sl_clock_now();
     for (int i = 0; i < LINGER_SLOTS; i++) {
         int fd1 = atomic_load_explicit(&lingering[i].fd1, memory_order_relaxed);
         if (!fd1) continue;
         if (!drained(fd1 - 1) && now < atomic_load(&lingering[i].deadline)) continue;
         if (!atomic_compare_exchange_strong(&lingering[i].fd1, &fd1, 0)) continue;
-        atomic_fetch_sub(&nlingering, 1);
+        atomic_fetch_sub(&sl_nlingering, 1);
         REAL(close)(fd1 - 1);
     }
 }
@@ -79,5 +78,5 @@ void sl_linger_after_fork_child(void)
         int fd1 = atomic_exchange(&lingering[i].fd1, 0);
         if (fd1) REAL(close)(fd1 - 1);
     }
-    atomic_store(&nlingering, 0);
+    atomic_store(&sl_nlingering, 0);
 }

@@ -117,7 +117,14 @@ static inline bool sl_watching(void)
 
 /* Inbound denials that wrote a reply: closed later, see linger.c. */
 void sl_linger_add(int fd);
-void sl_linger_service(void);
+void sl_linger_service_slow(void);
+extern _Atomic int sl_nlingering;
+
+/* Closes the lingering descriptors that are done (inline: usually none). */
+static inline void sl_linger_service(void)
+{
+    if (atomic_load_explicit(&sl_nlingering, memory_order_relaxed)) sl_linger_service_slow();
+}
 void sl_linger_after_fork_child(void);
 
 #endif

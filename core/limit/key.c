@@ -11,15 +11,11 @@
 
 static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
-bool sl_addr_from_sockaddr(struct sl_addr *out, const struct sockaddr *sa, socklen_t len)
+bool sl_addr_from_sockaddr_slow(struct sl_addr *out, const struct sockaddr *sa, socklen_t len)
 {
     if (!sa || len < (socklen_t)sizeof(sa_family_t)) return false;
     if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
-        const struct sockaddr_in *s4 = (const void *)sa;
-        memcpy(out->a, v4mapped, 12);
-        memcpy(out->a + 12, &s4->sin_addr, 4);
-        out->port = ntohs(s4->sin_port);
-        out->v4 = true;
+        sl_addr_from_sin(out, (const void *)sa);
         return true;
     }
     if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {

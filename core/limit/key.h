@@ -13,6 +13,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "../rule.h"
@@ -34,7 +37,27 @@ struct sl_key {
 
 /* Reads an AF_INET or AF_INET6 sockaddr. Returns false for other families
  * or a length too short to hold one. */
-bool sl_addr_from_sockaddr(struct sl_addr *out, const struct sockaddr *sa, socklen_t len);
+bool sl_addr_from_sockaddr_slow(struct sl_addr *out, const struct sockaddr *sa, socklen_t len);
+
+static inline void sl_addr_from_sin(struct sl_addr *out, const struct sockaddr_in *s4)
+{
+    static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    memcpy(out->a, v4mapped, 12);
+    memcpy(out->a + 12, &s4->sin_addr, 4);
+    out->port = ntohs(s4->sin_port);
+    out->v4 = true;
+}
+
+/* Inline for IPv4, read at every accept. */
+static inline bool sl_addr_from_sockaddr(struct sl_addr *out, const struct sockaddr *sa,
+                                         socklen_t len)
+{
+    if (sa && len >= (socklen_t)sizeof(struct sockaddr_in) && sa->sa_family == AF_INET) {
+        sl_addr_from_sin(out, (const void *)sa);
+        return true;
+    }
+    return sl_addr_from_sockaddr_slow(out, sa, len);
+}
 
 /* Parses "a.b.c.d", "a.b.c.d/n", "x::y", "x::y/n", "[x::y]". IPv4 prefix
  * lengths are written 0..32 and stored over 128 bits. */

@@ -694,6 +694,20 @@ void sl_table_decide_lean_h(struct sl_table *t, int rule, uint64_t h, const stru
     decide(t, rule, h, l, now, cost, slack, v, false);
 }
 
+void sl_table_decide_lean_at(struct sl_table *t, int rule, uint64_t h, int64_t *at,
+                             const struct sl_limit *l, uint64_t now, struct sl_verdict *v)
+{
+    int64_t i = *at;
+    /* a tag names one key: the slot is the one find_slot_fast would return */
+    if (i < 0 || atomic_load_explicit(&t->slots[i].tag, memory_order_acquire) != h)
+        *at = i = find_slot_fast(t, rule, h, l, now);
+    if (__builtin_expect(i >= 0, 1)) {
+        decide_word(&t->slots[i].state, l, now, 1, 0, v, false);
+        return;
+    }
+    decide_full(t, rule, l, now, 1, 0, v);
+}
+
 uint64_t sl_table_take(struct sl_table *t, int rule, const struct sl_key *k,
                        const struct sl_limit *l, uint64_t now, uint64_t want, uint64_t quantum,
                        uint64_t *wait_ns)

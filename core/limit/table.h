@@ -81,6 +81,13 @@ void sl_table_decide_lean(struct sl_table *t, int rule, const struct sl_key *k,
 void sl_table_decide_lean_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
                             uint64_t now, uint64_t cost, uint64_t slack_ns, struct sl_verdict *v);
 
+/* sl_table_decide_lean_h of cost 1 and no slack for a key whose slot the
+ * caller remembers from its last decision: *at (-1: none) is taken when
+ * it still holds the key's tag, and is left where the key was found (-1:
+ * in no slot, the table being full). */
+void sl_table_decide_lean_at(struct sl_table *t, int rule, uint64_t h, int64_t *at,
+                             const struct sl_limit *l, uint64_t now, struct sl_verdict *v);
+
 /* Takes up to `want` bytes from the key's byte bucket (a GCRA limit over
  * bytes), as sl_limit_take: a grant usable now (*wait_ns 0), or a place in
  * the key's queue usable in *wait_ns. 0 only when on_full = deny refuses a

@@ -49,6 +49,8 @@ int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct s
             if (r->limit.count && r->scope == SL_SCOPE_LOCAL && !r->conns && !r->recv_limit.count &&
                 !r->send_limit.count && !r->request && r->action != SL_ACT_DELAY && !r->dry_run)
                 rt->plain_in |= 1ull << i;
+            if ((rt->plain_in >> i & 1) && !r->nlocal && !r->nfrom && !r->nexempt)
+                rt->lean_in |= 1ull << i;
             rt->in_needs_local |= r->nports > 0 || r->nlocal > 0;
             rt->in_needs_local_addr |= r->nlocal > 0;
         } else {
@@ -422,6 +424,107 @@ void sl_decide_in_rules(struct sl_runtime *rt, uint64_t rules, const struct sl_a
         sl_table_count(rt->table, rt->table_rule[d->rule], SL_C_LIMITED, 1);
         log_denial(rt->cfg, &rt->cfg->rules[d->rule], peer, &d->v, false, d->conns_full);
     }
+}
+
+/* The thread's last lean decision: a peer that connects again (a client's
+ * next connection; every connection a proxy forwards) is decided by its
+ * key's hash and slot, not made again. The key is the rule's (its place and
+ * the configuration's generation) over the address; the hash is the
+ * table's, whose random secret names it (a slot of another mapping of the
+ * same table is the same slot). `seq` is odd while the memo is written: a
+ * signal handler's accept that interrupts the writing neither takes nor
+ * writes the memo, and a reader the handler interrupts sees seq move. */
+struct lean_memo {
+    unsigned seq;
+    uint32_t gen;
+    uint64_t secret;
+    const struct sl_rule *rule;
+    uint64_t a[2];
+    uint64_t h;
+    int64_t at;
+};
+static __thread struct lean_memo lean_memo __attribute__((tls_model("initial-exec")));
+
+/* The key hash of rule r for peer, and the slot the memo remembers (-1:
+ * none); *seq says which memo they came from (odd: none). */
+static inline uint64_t lean_hash(struct sl_runtime *rt, const struct sl_rule *r,
+                                 const struct sl_addr *peer, int64_t *at, unsigned *seq)
+{
+    struct lean_memo *m = &lean_memo;
+    uint64_t a[2];
+    memcpy(a, peer->a, sizeof a);
+    const uint64_t *secret = sl_table_secret(rt->table);
+    unsigned s = *(volatile unsigned *)&m->seq;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(!(s & 1) && m->a[0] == a[0] && m->a[1] == a[1] && m->rule == r &&
+                             m->gen == rt->config_gen && m->secret == secret[0],
+                         1)) {
+        uint64_t h = m->h;
+        *at = m->at;
+        atomic_signal_fence(memory_order_seq_cst);
+        if (__builtin_expect(*(volatile unsigned *)&m->seq == s, 1)) {
+            *seq = s;
+            return h;
+        }
+    }
+    struct sl_key key;
+    sl_key_make(&key, r, peer);
+    uint64_t h = sl_key_hash(&key, secret);
+    *at = -1;
+    *seq = 1;
+    s = *(volatile unsigned *)&m->seq;
+    if (s & 1) return h; /* a handler amid the memo's writing: not ours to write */
+    *(volatile unsigned *)&m->seq = s + 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    *m = (struct lean_memo){.seq = s + 1,
+                            .gen = rt->config_gen,
+                            .secret = secret[0],
+                            .rule = r,
+                            .a = {a[0], a[1]},
+                            .h = h,
+                            .at = -1};
+    atomic_signal_fence(memory_order_seq_cst);
+    *(volatile unsigned *)&m->seq = *seq = s + 2;
+    return h;
+}
+
+/* Remembers where the key of the memo's seq was found. */
+static inline void lean_found(unsigned seq, int64_t at)
+{
+    struct lean_memo *m = &lean_memo;
+    if (!(seq & 1) && *(volatile unsigned *)&m->seq == seq) m->at = at; /* a tag checks it */
+}
+
+/* decide_plain without the decision on a pass: an accepted connection under
+ * a never-limiting rule is counted in instructions against plain nginx. */
+bool sl_decide_in_lean(struct sl_runtime *rt, int i, const struct sl_addr *peer, uint64_t now,
+                       struct sl_decision *d)
+{
+    const struct sl_rule *r = &rt->cfg->rules[i];
+    int tr = rt->table_rule[i];
+    struct sl_verdict v = {.allowed = true};
+    int64_t at;
+    unsigned seq;
+    uint64_t h = lean_hash(rt, r, peer, &at, &seq);
+    int64_t was = at;
+    sl_table_decide_lean_at(rt->table, tr, h, &at, &r->limit, now, &v);
+    if (at != was) lean_found(seq, at);
+    if (__builtin_expect(v.allowed, 1)) {
+        sl_table_count(rt->table, tr, SL_C_ALLOWED, 1);
+        if (v.wait_ns) sl_table_count_wait(rt->table, tr, now, v.wait_ns);
+        if (v.wait_ns || sl_decisions_verbose(rt->cfg)) log_pass(rt->cfg, i, peer, v.wait_ns, now);
+        return true;
+    }
+    struct sl_key key;
+    sl_key_make(&key, r, peer);
+    decision_init(d);
+    sl_table_note_denial(rt->table, tr, &key, now);
+    d->outcome = SL_DENY;
+    d->rule = i;
+    d->v = v;
+    sl_table_count(rt->table, tr, SL_C_LIMITED, 1);
+    log_denial(rt->cfg, r, peer, &d->v, false, false);
+    return false;
 }
 
 void sl_decide_out(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t now,

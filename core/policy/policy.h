@@ -48,6 +48,8 @@ struct sl_runtime {
     uint64_t plain_in;        /* inbound rules whose decision is the rate alone (local
                                  count, no conns, bytes, delay or dry run): a connection
                                  only they match takes decide()'s short path */
+    uint64_t lean_in;         /* plain_in rules with no local, from or exempt list: the
+                                 peer's address alone decides (sl_decide_in_lean) */
     /* learned[host_base[rule] + i]: host i of the rule; NULL without host names */
     struct sl_learned_host *learned;
     int host_base[SL_MAX_RULES];
@@ -98,6 +100,12 @@ uint64_t sl_in_rules_for_port(const struct sl_runtime *rt, uint16_t port);
 #define SL_ALL_RULES UINT64_MAX
 void sl_decide_in_rules(struct sl_runtime *rt, uint64_t rules, const struct sl_addr *local,
                         const struct sl_addr *peer, uint64_t now, struct sl_decision *d);
+
+/* sl_decide_in_rules for a listener whose port has one rule, rule i of
+ * lean_in: whether the connection passes. A pass carries nothing and
+ * leaves d untouched; a denial fills d as sl_decide_in_rules does. */
+bool sl_decide_in_lean(struct sl_runtime *rt, int i, const struct sl_addr *peer, uint64_t now,
+                       struct sl_decision *d);
 
 /* `budget_ns` caps how long delay rules may ask the caller to wait. */
 void sl_decide_out(struct sl_runtime *rt, const struct sl_addr *dst, uint64_t now,

@@ -125,6 +125,81 @@ static void the_listener_mask_and_short_path_decide_as_the_full_loop(void **unus
     }
 }
 
+static struct sl_addr addr6(const char *text, uint16_t port)
+{
+    struct sockaddr_in6 sin = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
+    assert_int_equal(inet_pton(AF_INET6, text, &sin.sin6_addr), 1);
+    struct sl_addr a;
+    assert_true(sl_addr_from_sockaddr(&a, (struct sockaddr *)&sin, sizeof sin));
+    return a;
+}
+
+/* The lean decision (a listener's one rule that looks at the peer alone,
+ * accept.c) decides as the full loop does, also when the thread's memo of
+ * the last peer is met, missed and changed under it: peers in turn (two of
+ * one /24, one IPv6), and, between any two decisions of one runtime,
+ * decisions of another runtime on its own table and of one with another
+ * rule on the same table (so the memo holds another table's key, another
+ * rule's). Outcomes, denying verdicts and counters agree with a twin table
+ * that only the loop decides. */
+static void the_lean_decision_and_its_memo_decide_as_the_full_loop(void **unused)
+{
+    (void)unused;
+    const char *cases[] = {
+        "in port=8080 rate=2/s burst=3",
+        "in port=8080 rate=2/s burst=3 action=reply",
+        "in port=8080 rate=2/s burst=3 per=prefix prefix4=24",
+        "in port=8080 rate=1/s burst=2 per=rule",
+    };
+    struct sl_addr local = addr("127.0.0.1", 8080);
+    struct sl_addr peers[] = {addr("10.0.0.9", 40000), addr("10.0.0.9", 40001),
+                              addr("10.0.0.10", 40000), addr6("2001:db8::1", 40000),
+                              addr("10.0.1.9", 40000)};
+    int npeers = (int)(sizeof peers / sizeof *peers);
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        struct fixture *full = make(cases[c]), *lean = make(cases[c]),
+                       *other = make("in port=8080 rate=5/s burst=1 per=prefix prefix4=16");
+        /* a runtime of another rule on lean's table */
+        struct sl_config *cfg2;
+        char err[256] = "";
+        enum sl_on_error oe;
+        cfg2 = sl_conf_load(NULL, "in port=8080 rate=1/h burst=1 per=prefix prefix4=8 name=second",
+                            &oe, err, sizeof err);
+        assert_non_null(cfg2);
+        struct sl_runtime rt2 = {0};
+        assert_int_equal(sl_runtime_init(&rt2, cfg2, lean->table, err, sizeof err), 0);
+        uint64_t rules = sl_in_rules_for_port(&lean->rt, 8080);
+        assert_true(rules & lean->rt.lean_in);
+        int i = __builtin_ctzll(rules), denials = 0;
+        for (int n = 0; n < 200; n++) {
+            uint64_t now = T0 + (uint64_t)n * SEC / 7;
+            const struct sl_addr *peer = &peers[(n * 7 / 3 + n / 11) % npeers];
+            struct sl_decision a, b, x;
+            sl_decide_in(&full->rt, &local, peer, now, &a);
+            bool pass = sl_decide_in_lean(&lean->rt, i, peer, now, &b);
+            assert_int_equal(a.outcome, pass ? SL_PASS : SL_DENY);
+            if (!pass) {
+                denials++;
+                assert_int_equal(b.outcome, SL_DENY);
+                assert_int_equal(a.rule, b.rule);
+                assert_int_equal(a.v.retry_ns, b.v.retry_ns);
+                assert_int_equal(a.v.reset_ns, b.v.reset_ns);
+                assert_int_equal(a.v.limit, b.v.limit);
+            }
+            if (n % 3 == 1) sl_decide_in_lean(&other->rt, 0, &peers[n % npeers], now, &x);
+            if (n % 4 == 2) sl_decide_in_lean(&rt2, 0, &peers[(n + 1) % npeers], now, &x);
+        }
+        assert_true(denials > 10);
+        for (int k = SL_C_ALLOWED; k <= SL_C_WOULD_LIMIT; k++)
+            assert_int_equal(counter(full, 0, k), counter(lean, 0, k));
+        sl_runtime_fini(&rt2);
+        sl_conf_free(cfg2);
+        destroy(other);
+        destroy(full);
+        destroy(lean);
+    }
+}
+
 /* Rule 1 allows 3 an hour, rule 2 one a second. Ten tries denied by rule 2
  * must not use up rule 1: each of its grants is given back. */
 static void a_later_denial_gives_back_what_earlier_rules_granted(void **unused)
@@ -253,6 +328,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_later_denial_gives_back_what_earlier_rules_granted),
         cmocka_unit_test(the_listener_mask_and_short_path_decide_as_the_full_loop),
+        cmocka_unit_test(the_lean_decision_and_its_memo_decide_as_the_full_loop),
         cmocka_unit_test(a_dry_run_rule_counts_and_lets_through),
         cmocka_unit_test(a_later_denial_gives_back_the_connection_places_taken),
         cmocka_unit_test(learned_addresses_match_and_leave_the_config_untouched),

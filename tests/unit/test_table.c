@@ -158,6 +158,39 @@ static void a_decision_by_the_keys_hash_shares_the_keys_bucket(void **unused)
     sl_table_close(t);
 }
 
+/* A remembered slot is taken only while it holds the key: deciding key A
+ * with B's slot remembered decides A's bucket (spent: denied) and leaves
+ * A's slot remembered, which the next decision takes. */
+static void a_remembered_slot_is_taken_only_while_it_holds_the_key(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int r = sl_table_rule(t, WEB_ID, "web");
+    struct sl_limit l = gcra(1, HOUR, 1);
+    struct sl_key a = key(WEB_ID, 1), b = key(WEB_ID, 2);
+    uint64_t ha = sl_key_hash(&a, sl_table_secret(t)), hb = sl_key_hash(&b, sl_table_secret(t));
+    struct sl_verdict v;
+    int64_t slot_a = -1, slot_b = -1;
+    sl_table_decide_lean_at(t, r, ha, &slot_a, &l, T0, &v); /* A's one is spent */
+    assert_true(v.allowed);
+    sl_table_decide_lean_at(t, r, hb, &slot_b, &l, T0, &v); /* B's too */
+    assert_true(v.allowed);
+    assert_true(slot_a >= 0 && slot_b >= 0 && slot_a != slot_b);
+    assert_false(decide(t, r, WEB_ID, 1, &l, T0)); /* the slot is the key's own bucket */
+    int64_t at = slot_b;
+    sl_table_decide_lean_at(t, r, ha, &at, &l, T0 + HOUR, &v); /* A's refilled one */
+    assert_true(v.allowed);
+    assert_int_equal(at, slot_a);
+    sl_table_decide_lean_at(t, r, ha, &at, &l, T0 + HOUR, &v);
+    assert_false(v.allowed);
+    assert_int_equal(at, slot_a);
+    at = -1;
+    sl_table_decide_lean_at(t, r, hb, &at, &l, T0 + HOUR, &v);
+    assert_true(v.allowed); /* B's bucket, untouched by A's decisions */
+    assert_int_equal(at, slot_b);
+    sl_table_close(t);
+}
+
 static void table_keeps_the_same_address_apart_under_two_rules(void **unused)
 {
     (void)unused;
@@ -883,6 +916,7 @@ int main(void)
         cmocka_unit_test(table_claims_a_slot_for_a_new_key_and_finds_it_again),
         cmocka_unit_test(table_gives_each_key_its_own_bucket),
         cmocka_unit_test(a_decision_by_the_keys_hash_shares_the_keys_bucket),
+        cmocka_unit_test(a_remembered_slot_is_taken_only_while_it_holds_the_key),
         cmocka_unit_test(table_keeps_the_same_address_apart_under_two_rules),
         cmocka_unit_test(table_counters_add_up_per_rule),
         cmocka_unit_test(table_refund_gives_the_key_one_token_back),
