@@ -59,7 +59,7 @@ extra() {  # extra NAME SCRIPT
     fi
 }
 echo "bench: instructions (callgrind, about 90 s)" >&2
-BUILD=$build bash bench/insn.sh "$tmp/targets-insn" >"$tmp/insn.md" 2>"$tmp/insn.err" || {
+USER_SHARE_FILE="$tmp/targets-nginx.user-share" BUILD=$build bash bench/insn.sh "$tmp/targets-insn" >"$tmp/insn.md" 2>"$tmp/insn.err" || {
     echo "instructions bench failed: $(tail -5 "$tmp/insn.err")" >&2
     printf '_instructions bench failed._\n' >>"$tmp/insn.md"
     status=1
