@@ -145,7 +145,7 @@ done
 echo
 echo "Per-round ratios rule / plain: ${rule_ratios}. Worker CPU per request, rule / plain: $(ratio "${cmed[1]}" "${cmed[0]}") (no rule / plain: $(ratio "${cmed[2]}" "${cmed[0]}"))."
 echo "Per-round worker CPU per connection, rule / plain: ${cpu_ratios[*]} (median ${cpu_pmed})."
-user_share=$(awk -v u="${user_ticks[0]:-0}" -v s="${sys_ticks[0]:-0}" 'BEGIN {printf "%.3f", (u + s) > 0 ? u / (u + s) : 0}')
+user_share=$(awk -v u="${user_ticks[0]:-0}" -v s="${sys_ticks[0]:-0}" 'BEGIN {printf "%.3f", ((u + s) > 0 ? u / (u + s) : 0)}')
 echo "User-space share of the plain worker's CPU: ${user_share} (${user_ticks[0]:-0} user and ${sys_ticks[0]:-0} system clock ticks over the counted runs)."
 [ "$targets" != /dev/null ] && echo "$user_share" >"$targets.user-share"
 errs=$(cat "$work"/*/errors 2>/dev/null | sed 's/^ *//' | sort | uniq -c | sed 's/^ *//' | paste -sd ';' -)
