@@ -141,12 +141,15 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "\`bench/nginx.sh\` starts nginx 1.22 (\`bench/nginx.conf\`: 1 worker, a 13-byte static file,"
     echo "access log off) three times on free loopback ports: plain; under"
     echo "\`build/sluice run --in 'port=PORT rate=1000000000/s burst=1000000000'\` (matches every connection,"
-    echo "never limits: each accept pays for getsockname and a full decision); and with libsluice.so"
+    echo "never limits: each accept pays for a full decision; getsockname once per listener); and with libsluice.so"
     echo "preloaded but no rule. wrk \`-t1 -c16 -d${NGINX_SECONDS:-5}s -H 'Connection: close'\` (every request"
     echo "is a new connection and an accept) runs against them in turn, A B C A B C ..., ${NGINX_ROUNDS:-5}"
     echo "rounds after a 1 s warm-up each. The target uses the median of the per-round ratios, since"
     echo "neighbouring runs share the machine's load. Worker CPU per request comes from the worker's"
-    echo "\`/proc/PID/schedstat\` (user + system time) divided by the requests wrk completed."
+    echo "\`/proc/PID/schedstat\` (user + system time) divided by the requests wrk completed; the"
+    echo "new-connection CPU target uses the median of its per-round ratios. The no-rule row is the"
+    echo "control: its code path adds a few dozen instructions, so its distance from 1.000 is this"
+    echo "machine's noise. The user-space share comes from the worker's clock ticks (\`/proc/PID/stat\`)."
     echo
     cat "$tmp/nginx.md"
     echo
