@@ -9,8 +9,6 @@
 #include <string.h>
 #include <stdlib.h>
 
-static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
 bool sl_addr_from_sockaddr_slow(struct sl_addr *out, const struct sockaddr *sa, socklen_t len)
 {
     if (!sa || len < (socklen_t)sizeof(sa_family_t)) return false;
@@ -22,7 +20,7 @@ bool sl_addr_from_sockaddr_slow(struct sl_addr *out, const struct sockaddr *sa, 
         const struct sockaddr_in6 *s6 = (const void *)sa;
         memcpy(out->a, &s6->sin6_addr, 16);
         out->port = ntohs(s6->sin6_port);
-        out->v4 = memcmp(out->a, v4mapped, 12) == 0;
+        out->v4 = memcmp(out->a, sl_v4mapped, 12) == 0;
         return true;
     }
     return false;
@@ -64,7 +62,7 @@ bool sl_cidr_parse(struct sl_cidr *out, const char *text)
     struct in6_addr a6;
     if (inet_pton(AF_INET, host, &a4) == 1) {
         if (plen > 32) return false;
-        memcpy(out->addr, v4mapped, 12);
+        memcpy(out->addr, sl_v4mapped, 12);
         memcpy(out->addr + 12, &a4, 4);
         out->plen = (uint8_t)(96 + (plen < 0 ? 32 : plen));
     } else if (inet_pton(AF_INET6, host, &a6) == 1) {
@@ -96,7 +94,7 @@ bool sl_cidr_list_contains(const struct sl_cidr *list, int n, const uint8_t addr
 
 void sl_addr_format(const uint8_t a[16], char *buf, size_t len)
 {
-    if (memcmp(a, v4mapped, 12) == 0)
+    if (memcmp(a, sl_v4mapped, 12) == 0)
         inet_ntop(AF_INET, a + 12, buf, (socklen_t)len);
     else
         inet_ntop(AF_INET6, a, buf, (socklen_t)len);
@@ -106,7 +104,7 @@ void sl_cidr_format(const struct sl_cidr *c, char *buf, size_t len)
 {
     char a[INET6_ADDRSTRLEN];
     sl_addr_format(c->addr, a, sizeof a);
-    bool v4 = memcmp(c->addr, v4mapped, 12) == 0 && c->plen >= 96;
+    bool v4 = memcmp(c->addr, sl_v4mapped, 12) == 0 && c->plen >= 96;
     snprintf(buf, len, "%s/%u", a, v4 ? c->plen - 96u : c->plen);
 }
 

@@ -39,10 +39,12 @@ struct sl_key {
  * or a length too short to hold one. */
 bool sl_addr_from_sockaddr_slow(struct sl_addr *out, const struct sockaddr *sa, socklen_t len);
 
+/* The first 12 bytes of an IPv4 address mapped into IPv6 (::ffff:a.b.c.d). */
+static const uint8_t sl_v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
 static inline void sl_addr_from_sin(struct sl_addr *out, const struct sockaddr_in *s4)
 {
-    static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-    memcpy(out->a, v4mapped, 12);
+    memcpy(out->a, sl_v4mapped, 12);
     memcpy(out->a + 12, &s4->sin_addr, 4);
     out->port = ntohs(s4->sin_port);
     out->v4 = true;
