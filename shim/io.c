@@ -63,6 +63,7 @@
 
 #include "../core/clock.h"
 #include "../core/http/reply.h"
+#include "../core/mem.h"
 #include "fd.h"
 #include "hold.h"
 #include "pending.h"
@@ -112,7 +113,8 @@ struct call {
     int out_fd;
     loff_t *off_out;
     unsigned int sflags;
-    bool cut;          /* len was cut below what the program's buffers hold (request reads) */
+    size_t base;       /* the call moves the program's buffers from this offset on (a piece) */
+    bool cut;          /* len was cut below what the program's buffers hold (requests) */
     uint64_t start;    /* when the held call began: timeouts count from it */
     uint64_t deadline; /* SO_RCVTIMEO / SO_SNDTIMEO from start; 0: none */
     bool deadline_known;
@@ -154,6 +156,7 @@ static int iov_cut(struct iovec *out, const struct iovec *iov, int n, size_t ski
 static ssize_t real_call_at(struct call *c, size_t skip, size_t limit)
 {
     struct iovec cut[IOV_LOCAL];
+    skip += c->base;
     bool whole = skip == 0 && limit >= c->len && !c->cut;
     char *buf = (char *)c->buf + skip;
     const char *cbuf = (const char *)c->cbuf + skip;
@@ -199,6 +202,10 @@ static ssize_t real_call_at(struct call *c, size_t skip, size_t limit)
         m.msg_iov = cut;
         m.msg_iovlen =
             (size_t)iov_cut(cut, c->cmsg->msg_iov, (int)c->cmsg->msg_iovlen, skip, limit);
+        if (skip) { /* ancillary data (SCM_RIGHTS) went with the first byte */
+            m.msg_control = NULL;
+            m.msg_controllen = 0;
+        }
         return REAL(sendmsg)(c->fd, &m, c->flags);
     }
     }
@@ -443,36 +450,88 @@ static ssize_t request_read(struct sl_runtime *rt, struct sl_fd *e, struct call 
     return n;
 }
 
-/* A write of a connection whose requests are counted (reqout.c): it sends
- * only the bytes before a request head that waits its turn. */
-static ssize_t request_write(struct sl_runtime *rt, struct sl_fd *e, struct call *c)
+/* One span of a write of a connection whose requests are counted
+ * (reqout.c): the len bytes at buf, which are (or are a copy of) the
+ * program's buffers from `at` on. Sends only the bytes before a request
+ * head that waits its turn. */
+static ssize_t request_piece(struct sl_runtime *rt, struct sl_fd *e, struct call *c,
+                             const void *buf, size_t len, size_t at)
 {
-    const void *buf = c->cbuf;
-    size_t len = c->len;
-    if (c->k == K_SENDMSG || c->k == K_WRITEV) { /* the first buffer: a short write */
-        const struct iovec *iov = c->k == K_WRITEV ? c->iov : c->cmsg->msg_iov;
-        int n = c->k == K_WRITEV ? c->iovcnt : (int)c->cmsg->msg_iovlen, i = 0;
-        while (i < n - 1 && iov[i].iov_len == 0)
-            i++;
-        buf = n ? iov[i].iov_base : NULL;
-        len = n ? iov[i].iov_len : 0;
-        if (!len) return real_call(c, c->len);
-    } else if (c->k == K_SENDFILE || c->k == K_SPLICE) { /* bodies from files: not scanned */
-        return e->bytes_rule[SL_IO_SEND] >= 0 ? limited(rt, e, c, SL_IO_SEND)
-                                              : real_call(c, c->len);
-    }
     bool dontwait = has_msg_flags(c) && (c->flags & MSG_DONTWAIT), swallowed;
     ssize_t cap = sl_reqout_before_write(c->fd, e, buf, len, dontwait, false, &swallowed);
     if (cap < 0) return -1;
     if (swallowed)
         return cap; /* an outbound `reply` request: written, as far as the program knows */
-    size_t want = c->len;
-    c->len = (size_t)cap;
-    ssize_t n =
-        e->bytes_rule[SL_IO_SEND] >= 0 ? limited(rt, e, c, SL_IO_SEND) : real_call(c, (size_t)cap);
-    c->len = want;
+    struct call piece = *c;
+    piece.base = at;
+    piece.len = (size_t)cap;
+    piece.cut = at != 0 || (size_t)cap < c->len; /* never the program's whole call */
+    ssize_t n = e->bytes_rule[SL_IO_SEND] >= 0 ? limited(rt, e, &piece, SL_IO_SEND)
+                                               : real_call(&piece, (size_t)cap);
     if (n > 0) sl_reqout_written(e, buf, (size_t)n, false);
     return n;
+}
+
+/* The bytes of a gathered write from `at` on, up to max of them, copied
+ * into out (the scanner reads one span); returns how many. */
+static size_t gather(const struct iovec *iov, int n, size_t at, char *out, size_t max)
+{
+    size_t got = 0;
+    for (int i = 0; i < n && got < max; i++) {
+        if (iov[i].iov_len <= at) {
+            at -= iov[i].iov_len;
+            continue;
+        }
+        size_t k = iov[i].iov_len - at;
+        if (k > max - got) k = max - got;
+        memcpy(out + got, (const char *)iov[i].iov_base + at, k);
+        got += k;
+        at = 0;
+    }
+    return got;
+}
+
+#define GATHER_STACK 2048
+#define GATHER_MAX   (64 * 1024)
+
+/* A write of a connection whose requests are counted. A gathered write
+ * (writev, sendmsg) is read as one span of its buffers (up to GATHER_MAX
+ * at a time), so a head split across buffers is decided before any of its
+ * bytes leave, and no byte leaves unread; the real call still writes the
+ * program's own buffers. It goes on span after span while each went
+ * whole, and stops with a short count (legal) where one went short (a
+ * head waits its turn, the socket is full) or failed after earlier ones
+ * went. */
+static ssize_t request_write(struct sl_runtime *rt, struct sl_fd *e, struct call *c)
+{
+    if (c->k == K_SENDFILE || c->k == K_SPLICE) /* bodies from files: not scanned */
+        return e->bytes_rule[SL_IO_SEND] >= 0 ? limited(rt, e, c, SL_IO_SEND)
+                                              : real_call(c, c->len);
+    if (c->k != K_SENDMSG && c->k != K_WRITEV) return request_piece(rt, e, c, c->cbuf, c->len, 0);
+    const struct iovec *iov = c->k == K_WRITEV ? c->iov : c->cmsg->msg_iov;
+    int n = c->k == K_WRITEV ? c->iovcnt : (int)c->cmsg->msg_iovlen;
+    char stack[GATHER_STACK], *heap = NULL, *span = stack;
+    size_t room = sizeof stack;
+    if (c->len > room) {
+        size_t want = c->len < GATHER_MAX ? c->len : GATHER_MAX;
+        int saved = errno;
+        if ((heap = sl_alloc(want))) span = heap, room = want;
+        errno = saved;
+    }
+    size_t done = 0;
+    ssize_t k = 0;
+    int entry = errno;
+    while (done < c->len) {
+        size_t len = gather(iov, n, done, span, room);
+        k = request_piece(rt, e, c, span, len, done);
+        if (k <= 0) break;
+        done += (size_t)k;
+        if ((size_t)k < len) break;
+    }
+    int saved = done ? entry : errno; /* a later failure is the next call's */
+    sl_free(heap);
+    errno = saved;
+    return done ? (ssize_t)done : k;
 }
 
 /* The socket transport of an outbound read: the program's own call (its
