@@ -94,6 +94,7 @@ void sl_shim_resolve(void)
     R(send);
     R(sendto);
     R(sendmsg);
+    R(sendmmsg);
     R(write);
     R(writev);
     R(sendfile);

@@ -815,6 +815,38 @@ SL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
     return sendmsg_slow(e, fd, msg, flags);
 }
 
+/* Each message as sendmsg would send it, in order: the count of those
+ * sent whole, the last one's bytes in its msg_len (a short one ends the
+ * call, as the kernel's would); -1 with errno when the first failed. */
+static SLOW int sendmmsg_slow(struct sl_fd *e, int fd, struct mmsghdr *v, unsigned int n,
+                              int flags)
+{
+    struct sl_runtime *rt = sl_runtime();
+    if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(sendmmsg)(fd, v, n, flags);
+    int saved = errno;
+    for (unsigned int i = 0; i < n; i++) {
+        size_t len = iov_total(v[i].msg_hdr.msg_iov, (int)v[i].msg_hdr.msg_iovlen);
+        ssize_t k = sendmsg_slow(e, fd, &v[i].msg_hdr, flags);
+        if (k < 0 && i == 0) return -1;
+        if (k < 0) { /* what went before stands; the failure is the next call's */
+            errno = saved;
+            return (int)i;
+        }
+        v[i].msg_len = (unsigned int)k;
+        if ((size_t)k < len) return (int)i + 1;
+    }
+    errno = saved;
+    return (int)n;
+}
+
+SL_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
+{
+    struct sl_fd *e = watched(fd);
+    if (__builtin_expect(sends(e) && sl_real.sendmmsg != NULL, 1))
+        return sl_real.sendmmsg(fd, v, n, flags);
+    return sendmmsg_slow(e, fd, v, n, flags);
+}
+
 static SLOW ssize_t write_slow(struct sl_fd *e, int fd, const void *buf, size_t len)
 {
     struct sl_runtime *rt = sl_runtime();

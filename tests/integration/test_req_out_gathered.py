@@ -13,7 +13,8 @@ a `writev` or `sendmsg` and then let the real call write all of them:
 
 The server is python's ThreadingHTTPServer (KEEPALIVE_SERVER of lib.py,
 logging each request it serves). The client is python's socket module
-under the shim, writing each request with os.writev or socket.sendmsg.
+under the shim, writing each request with os.writev, socket.sendmsg or
+sendmmsg (through ctypes; sluice did not interpose sendmmsg before).
   (a) 10 requests, each on a connection of its own, head split inside its
       final CRLFCRLF: the server served exactly 2, and the client saw 8
       refusals (the rule's errno, ECONNREFUSED: the gathered write went
@@ -31,8 +32,25 @@ import ssl
 from lib import *
 
 CLIENT = r"""
-import os, socket, sys
+import ctypes, errno, os, socket, sys
 port, how = int(sys.argv[1]), sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_char_p), ("len", ctypes.c_size_t)]
+class msghdr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint),
+                ("iov", ctypes.POINTER(iovec)), ("iovlen", ctypes.c_size_t),
+                ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                ("flags", ctypes.c_int)]
+class mmsghdr(ctypes.Structure):
+    _fields_ = [("hdr", msghdr), ("len", ctypes.c_uint)]
+def sendmmsg(fd, bufs):
+    v = (iovec * len(bufs))(*[iovec(b, len(b)) for b in bufs])
+    m = mmsghdr(msghdr(None, 0, v, len(bufs), None, 0, 0), 0)
+    if libc.sendmmsg(fd, ctypes.byref(m), 1, 0) < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e)) if e != errno.ECONNREFUSED else ConnectionRefusedError()
+    return m.len
 ok = refused = 0
 for i in range(10):
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -41,6 +59,8 @@ for i in range(10):
     try:
         if how == "writev":
             n = os.writev(s.fileno(), [a, b])
+        elif how == "sendmmsg":
+            n = sendmmsg(s.fileno(), [a, b])
         else:
             n = s.sendmsg([a, b])
         if n < len(a) + len(b):  # a short write, legal: the rest as a program would
@@ -121,7 +141,7 @@ srv = Proc(keepalive_argv(port, log=True))
 try:
     wait_listen(port)
     rule = f"to=127.0.0.1 port={port} req_rate=1/m req_burst=2 action=reject"
-    for how in ("writev", "sendmsg"):
+    for how in ("writev", "sendmsg", "sendmmsg"):
         before = len(served(srv, "/g"))
         r = run(sluice_argv([sys.executable, "-c", CLIENT, str(port), how], outs=[rule]))
         check(r.returncode == 0, f"{how}: client failed: {r.stdout} {r.stderr}")
