@@ -172,16 +172,35 @@ void *sl_shm_open(const struct sl_shm_spec *s, size_t *bytes, bool *created, cha
     return NULL;
 }
 
+/* What children started with exec inherit of a memory file: a read-only
+ * descriptor, kept above the program's own numbers. Each child reopens it
+ * read-write through /proc (sl_sys_reopen), which the kernel allows only
+ * to the file's owner, since it is 0600: a child running as another user
+ * (setpriv, su, a worker that dropped privileges, then exec) can read the
+ * table but never write it. -1 without /proc: nothing is inherited. */
+static int inheritable(int fd)
+{
+    int ro = sl_sys_reopen(fd, O_RDONLY);
+    if (ro < 0) return -1;
+    int high = sl_sys_dupfd(ro, 512, false);
+    sl_sys_close(ro);
+    return high;
+}
+
 void *sl_shm_unnamed(const char *name, size_t bytes, bool cloexec, int *fd_out, char *err,
                      size_t errlen)
 {
-    int fd = sl_sys_memfd(name, cloexec);
+    int fd = sl_sys_memfd(name, true); /* read-write: this process's alone */
     if (fd >= 0) {
-        int high = sl_sys_dupfd(fd, 512, cloexec);
+        int high = sl_sys_dupfd(fd, 512, true);
         if (high >= 0) {
             sl_sys_close(fd);
             fd = high;
         }
+    }
+    if (fd >= 0 && sl_sys_fchmod(fd, 0600) != 0) { /* memfd makes it 0777 */
+        sl_sys_close(fd);
+        fd = -1;
     }
     if (fd >= 0 && sl_sys_ftruncate(fd, (off_t)bytes) != 0) {
         sl_sys_close(fd);
@@ -193,6 +212,13 @@ void *sl_shm_unnamed(const char *name, size_t bytes, bool cloexec, int *fd_out, 
         snprintf(err, errlen, "mmap %zu bytes: %s", bytes, strerror(errno));
         if (fd >= 0) sl_sys_close(fd);
         return NULL;
+    }
+    if (fd >= 0 && !cloexec) {
+        int ro = inheritable(fd);
+        if (ro >= 0) {
+            sl_sys_close(fd); /* the mapping stays */
+            fd = ro;
+        }
     }
     *fd_out = fd;
     return map;

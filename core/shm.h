@@ -49,9 +49,12 @@ void *sl_shm_open(const struct sl_shm_spec *s, size_t *bytes, bool *created, cha
 
 /* A shared mapping of `bytes` that no other program opens by name: in a
  * memory file of its own (`name`, as /proc/PID/fd shows it, so `sluice ps`
- * and `sluice metrics` find it), kept above the program's own descriptor
- * numbers and closed at exec when `cloexec`; an anonymous mapping when the
- * kernel has no memfd (*fd -1). NULL with a message in err. */
+ * and `sluice metrics` find it), mode 0600, its descriptor kept above the
+ * program's own numbers; an anonymous mapping when the kernel has no memfd
+ * (*fd -1). Unless `cloexec`, *fd is a read-only descriptor that children
+ * started with exec inherit, and reopen read-write through /proc only
+ * while they run as the file's owner (or root); without /proc, a
+ * read-write one closed at exec. NULL with a message in err. */
 void *sl_shm_unnamed(const char *name, size_t bytes, bool cloexec, int *fd, char *err,
                      size_t errlen);
 

@@ -72,6 +72,22 @@ static inline int sl_sys_dupfd(int fd, int lowest, bool cloexec)
     return (int)syscall(SYS_fcntl, fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, lowest);
 }
 
+static inline int sl_sys_fchmod(int fd, mode_t mode)
+{
+    return (int)syscall(SYS_fchmod, fd, mode);
+}
+
+/* A new open of the file fd names, with these flags, through /proc: the
+ * kernel checks the file's owner and mode as for a path, so only its
+ * owner (or root) gets write access to a 0600 file this way, whatever
+ * fd's own mode. */
+static inline int sl_sys_reopen(int fd, int flags)
+{
+    char path[40];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    return sl_sys_open(path, flags, 0);
+}
+
 static inline int sl_sys_ftruncate(int fd, off_t len)
 {
     return (int)syscall(SYS_ftruncate, fd, len);

@@ -199,11 +199,17 @@ __attribute__((constructor)) static void sl_init(void)
     } else { /* one table for the program and every program it starts with exec */
         const char *inh = getenv("SLUICE_TABLE_FD");
         int fd = -1;
+        char note[256];
         table = sl_table_open_inherited(cfg->table_slots, cfg->on_full,
-                                        inh && *inh ? atoi(inh) : -1, &fd, err, sizeof err);
+                                        inh && *inh ? atoi(inh) : -1, &fd, note, sizeof note, err,
+                                        sizeof err);
+        if (*note) sl_log(SL_LOG_WARN, "%s", note);
         char num[16];
         snprintf(num, sizeof num, "%d", fd);
-        if (fd >= 0) setenv("SLUICE_TABLE_FD", num, 1);
+        if (fd >= 0)
+            setenv("SLUICE_TABLE_FD", num, 1);
+        else
+            unsetenv("SLUICE_TABLE_FD"); /* a number that names nothing of ours */
     }
     struct sl_runtime *rt = table ? sl_alloc(sizeof *rt) : NULL;
     if (!rt || sl_runtime_init(rt, cfg, table, err, sizeof err) != 0) {

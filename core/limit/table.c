@@ -258,13 +258,41 @@ static struct sl_table *open_fd(int fd, enum sl_on_full on_full, bool writable)
     return t;
 }
 
-struct sl_table *sl_table_open_inherited(uint32_t slots, enum sl_on_full on_full, int inherited,
-                                         int *fd_out, char *err, size_t errlen)
+/* The inherited table, mapped read-write through a new open of its memory
+ * file (shm.h: the descriptor children inherit is read-only, the file
+ * 0600), or NULL: with *foreign set when the kernel refused this process
+ * write access (it runs as another user than the table's). */
+static struct sl_table *open_inherited(int fd, enum sl_on_full on_full, bool *foreign)
 {
-    struct sl_table *t = inherited >= 0 ? open_fd(inherited, on_full, true) : NULL;
+    int rw = sl_sys_reopen(fd, O_RDWR | O_CLOEXEC);
+    if (rw < 0) {
+        *foreign = errno == EACCES || errno == EPERM;
+        return NULL;
+    }
+    struct sl_table *t = open_fd(rw, on_full, true);
+    sl_sys_close(rw); /* the mapping stays */
+    return t;
+}
+
+struct sl_table *sl_table_open_inherited(uint32_t slots, enum sl_on_full on_full, int inherited,
+                                         int *fd_out, char *note, size_t notelen, char *err,
+                                         size_t errlen)
+{
+    bool foreign = false;
+    *note = 0;
+    struct sl_table *t = inherited >= 0 ? open_inherited(inherited, on_full, &foreign) : NULL;
     if (t) {
         *fd_out = inherited;
         return t;
+    }
+    if (foreign) {
+        struct stat st;
+        unsigned owner = sl_sys_fstat(inherited, &st) == 0 ? (unsigned)st.st_uid : 0;
+        snprintf(note, notelen,
+                 "the table inherited from the program (its user: uid %u) is not writable by "
+                 "this process (uid %u, effective %u): it counts in a table of its own",
+                 owner, (unsigned)getuid(), (unsigned)geteuid());
+        sl_sys_close(inherited); /* read-only, but nothing of this process's reads it */
     }
     return open_unnamed(round_slots(slots), on_full, true, fd_out, err, errlen);
 }

@@ -206,6 +206,66 @@ static void a_cluster_state_made_by_another_user_is_refused(void **unused)
     free(cluster_cfg);
 }
 
+/* The table a program's exec'd children inherit (issue 31, defect 3):
+ * before, the descriptor was read-write, and a child running as another
+ * user (setpriv, su, a dropped worker) could reload or rewrite the root
+ * program's table. */
+static int inherited_fd;
+
+/* The child side, as nobody: sluice's own open gives a table of its own
+ * with a note, and neither a write open through /proc nor a writable
+ * mapping of the inherited descriptor is had. Exit codes say which failed. */
+static void nobody_inherits_the_table(void)
+{
+    void *w = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, inherited_fd, 0);
+    if (w != MAP_FAILED) _exit(2);
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", inherited_fd);
+    if (open(proc, O_RDWR) >= 0) _exit(3);
+    char note[256], err[256];
+    int fd = -1;
+    struct sl_table *t = sl_table_open_inherited(64, SL_FULL_SHARED, inherited_fd, &fd, note,
+                                                 sizeof note, err, sizeof err);
+    if (!t) _exit(4);
+    if (!strstr(note, "not writable by this process (uid 65534")) _exit(5);
+    if (!strstr(note, "its user: uid 0")) _exit(6);
+    sl_table_count(t, 0, SL_C_ALLOWED, 1000); /* its own table: the program's stays */
+}
+
+static void an_inherited_table_is_writable_by_its_user_alone(void **unused)
+{
+    (void)unused;
+    need_root();
+    int fd = -1;
+    char note[256], err[256];
+    struct sl_table *t =
+        sl_table_open_inherited(64, SL_FULL_SHARED, -1, &fd, note, sizeof note, err, sizeof err);
+    assert_non_null(t);
+    assert_int_not_equal(fd, -1);
+    assert_string_equal(note, "");
+    assert_int_equal(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDONLY);
+    assert_int_equal(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    /* its own user's child shares it, read-write */
+    int fd2 = -1;
+    struct sl_table *same = sl_table_open_inherited(64, SL_FULL_SHARED, fd, &fd2, note,
+                                                    sizeof note, err, sizeof err);
+    assert_non_null(same);
+    assert_int_equal(fd2, fd);
+    assert_string_equal(note, "");
+    sl_table_count(same, 0, SL_C_ALLOWED, 5);
+    assert_int_equal(sl_table_counter(t, 0, SL_C_ALLOWED), 5);
+    /* another user's does not */
+    inherited_fd = fd;
+    assert_int_equal(as_nobody(nobody_inherits_the_table), 0);
+    assert_int_equal(sl_table_counter(t, 0, SL_C_ALLOWED), 5);
+    sl_table_close(same);
+    sl_table_close(t);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -219,6 +279,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_second_opener_shares_the_first_ones_table, named,
                                         unnamed),
         cmocka_unit_test(a_cluster_state_made_by_another_user_is_refused),
+        cmocka_unit_test(an_inherited_table_is_writable_by_its_user_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
