@@ -200,9 +200,9 @@ __attribute__((constructor)) static void sl_init(void)
         const char *inh = getenv("SLUICE_TABLE_FD");
         int fd = -1;
         char note[256];
-        table = sl_table_open_inherited(cfg->table_slots, cfg->on_full,
-                                        inh && *inh ? atoi(inh) : -1, &fd, note, sizeof note, err,
-                                        sizeof err);
+        table =
+            sl_table_open_inherited(cfg->table_slots, cfg->on_full, inh && *inh ? atoi(inh) : -1,
+                                    &fd, note, sizeof note, err, sizeof err);
         if (*note) sl_log(SL_LOG_WARN, "%s", note);
         char num[16];
         snprintf(num, sizeof num, "%d", fd);
