@@ -196,6 +196,15 @@ __attribute__((constructor)) static void sl_init(void)
     struct sl_table *table;
     if (*cfg->shared || !cfg->inherit) {
         table = sl_table_open(cfg->table_slots, cfg->shared, cfg->on_full, err, sizeof err);
+        if (!table && *cfg->shared && cfg->on_error != SL_ON_ERROR_CLOSED) {
+            /* a name another user made first (or a broken file) never
+             * means no limits: this program counts alone */
+            sl_log(SL_LOG_ERROR,
+                   "table: %s; counting in a table of this program's own (on_error = open): "
+                   "other programs that name \"%s\" do not count with it",
+                   err, cfg->shared);
+            table = sl_table_open(cfg->table_slots, NULL, cfg->on_full, err, sizeof err);
+        }
     } else { /* one table for the program and every program it starts with exec */
         const char *inh = getenv("SLUICE_TABLE_FD");
         int fd = -1;
