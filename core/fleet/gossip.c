@@ -257,6 +257,53 @@ static void after_fork_child(void)
     atomic_store(&c->running, 0);
 }
 
+/* The user of the socket bound to UDP `port` (/proc/net/udp or udp6), or
+ * -1 when none is found. */
+static long udp_owner(const char *table, unsigned port)
+{
+    char buf[16384];
+    int fd = sl_sys_open(table, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    ssize_t n = sl_sys_read(fd, buf, sizeof buf - 1);
+    sl_sys_close(fd);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    for (char *line = strchr(buf, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        char local[64];
+        unsigned lport;
+        long uid;
+        /* sl local rem st tx:rx tr:when retrnsmt uid */
+        if (sscanf(line + 1, "%*s %63s %*s %*s %*s %*s %*s %ld", local, &uid) != 2) continue;
+        char *colon = strrchr(local, ':');
+        if (colon && sscanf(colon + 1, "%x", &lport) == 1 && lport == port) return uid;
+    }
+    return -1;
+}
+
+/* EADDRINUSE on the listen address while no process of the program sends
+ * (the shared heartbeat is stale): another program holds it, a local
+ * user's squatter perhaps. Never silent: said once per process, naming
+ * the holder's user; the cluster rules count on this host alone, and the
+ * bind is tried again at the next election. */
+static void say_squatted(struct sl_cluster *c, const struct sockaddr_storage *ss)
+{
+    uint64_t interval = c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns : 20000000ull;
+    uint64_t hb = atomic_load_explicit(&c->hdr->heartbeat, memory_order_relaxed);
+    if (hb && sl_clock_now() < hb + 3 * interval + 200000000ull) return; /* ours sends */
+    static _Atomic bool told;
+    if (atomic_exchange(&told, true)) return;
+    unsigned port = ntohs(ss->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)ss)->sin6_port
+                                                    : ((const struct sockaddr_in *)ss)->sin_port);
+    long uid = udp_owner(ss->ss_family == AF_INET6 ? "/proc/net/udp6" : "/proc/net/udp", port);
+    char who[48] = "a user sluice could not tell";
+    if (uid >= 0) snprintf(who, sizeof who, "uid %ld", uid);
+    sl_log(SL_LOG_ERROR,
+           "gossip: %s is bound by another program (%s), not by a process of this one: this "
+           "host neither sends its counts nor hears its peers, and cluster rules count on this "
+           "host alone until it is free (tried again at most once a second; said once)",
+           c->cfg->gossip.listen, who);
+}
+
 int sl_gossip_start(struct sl_cluster *c, char *err, size_t errlen)
 {
     const struct sl_gossip *g = &c->cfg->gossip;
@@ -282,7 +329,10 @@ int sl_gossip_start(struct sl_cluster *c, char *err, size_t errlen)
     if (sl_sys_bind(fd, (struct sockaddr *)&ss, len) != 0) {
         int e = errno;
         sl_sys_close(fd);
-        if (e == EADDRINUSE) return 1;
+        if (e == EADDRINUSE) {
+            say_squatted(c, &ss);
+            return 1;
+        }
         snprintf(err, errlen, "gossip: bind %s: %s", g->listen, strerror(e));
         return -1;
     }
