@@ -43,7 +43,7 @@ static void deny(const struct sl_runtime *rt, int fd, const struct sl_decision *
         while (REAL(recv)(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
         }
         if (REAL(send)(fd, out, len, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0 &&
-            shutdown(fd, SHUT_WR) == 0) {
+            REAL(shutdown)(fd, SHUT_WR) == 0) {
             sl_linger_add(fd);
             return;
         }
@@ -53,14 +53,7 @@ static void deny(const struct sl_runtime *rt, int fd, const struct sl_decision *
     REAL(close)(fd);
 }
 
-/* The local port of each listening socket, + 1 (0: not known yet): an
- * accepted connection's local port is its listener's, so rules that look
- * at the port alone cost no getsockname per accept. close and dup2 onto a
- * descriptor forget it (sl_listen_forget). */
-_Atomic uint32_t sl_listen_port[SL_FD_MAX];
 #define listen_port sl_listen_port
-
-_Atomic uint64_t sl_listen_rules[SL_FD_MAX];
 
 /* The rules that can match a connection accepted from lfd, whose local
  * port is `port`: worked out once per listener and configuration (a reload

@@ -47,6 +47,7 @@
 
 #include "../core/clock.h"
 #include "../core/log.h"
+#include "../core/policy/connect.h"
 #include "close.h"
 #include "fd.h"
 #include "pending.h"
@@ -68,41 +69,32 @@ static int tcp_state(int fd)
     return rc == 0 && len >= 1 ? info[0] : -1;
 }
 
-int sl_connect_deny(struct sl_runtime *rt, const struct sl_addr *dst, const struct sl_decision *d)
-{
-    const struct sl_rule *r = &rt->cfg->rules[d->rule];
-    sl_table_count(rt->table, rt->table_rule[d->rule], SL_C_LIMITED, 1);
-    char text[64];
-    sl_addr_format(dst->a, text, sizeof text);
-    sl_log(SL_LOG_INFO, "rule \"%s\": limited connect to %s port %u (%s)", r->name, text, dst->port,
-           d->conns_full ? "all connections in use" : "rate");
-    return r->err;
-}
-
-/* Decides a connect. Returns 0 with d->wait_ns the time to wait before
- * connecting, or the errno to fail with. A blocking caller may be made to
- * wait here for a window to open or a connection to close (delay rules),
- * until `deadline` (SO_SNDTIMEO; 0: none) or a signal: the connect is then
- * handed to the asynchronous path like a non-blocking one, and *cut says
- * which (EAGAIN or EINTR). A non-blocking caller only ever waits for a GCRA
- * turn, asynchronously. */
+/* Carries out the verdict of a connect (core/policy/connect.h). Returns 0
+ * with d->wait_ns the time to wait before connecting, or the errno to fail
+ * with. A blocking caller may be made to wait here for a window to open or
+ * a connection to close (delay rules), until `deadline` (SO_SNDTIMEO; 0:
+ * none) or a signal: the connect is then handed to the asynchronous path
+ * like a non-blocking one, and *cut says which (EAGAIN or EINTR). A
+ * non-blocking caller only ever waits for a GCRA turn, asynchronously. */
 static int decide(struct sl_runtime *rt, const struct sl_addr *dst, bool nonblock,
                   uint64_t deadline, struct sl_decision *d, int *cut)
 {
     uint64_t start = sl_clock_now(), now = start;
     for (;;) {
-        uint64_t spent = now - start;
-        sl_decide_out(rt, dst, now, UINT64_MAX - spent, d);
-        if (d->outcome == SL_PASS) return 0;
-        const struct sl_rule *r = &rt->cfg->rules[d->rule];
-        bool can_wait = r->action == SL_ACT_DELAY && (r->limit.alg != SL_ALG_GCRA || d->conns_full);
-        if (!can_wait || spent + d->v.retry_ns > r->max_delay_ns)
-            return sl_connect_deny(rt, dst, d);
+        int err = 0;
+        switch (sl_decide_connect(rt, dst, start, 0, now, d, &err)) {
+        case SL_CONNECT_GO:
+        case SL_CONNECT_TURN:
+            return 0;
+        case SL_CONNECT_DENY:
+            return err;
+        case SL_CONNECT_RETRY:
+            break;
+        }
         if (!nonblock && sl_wait_until(now + d->v.retry_ns, deadline) != 0) *cut = errno;
         if (nonblock || *cut) { /* asked again later, asynchronously: see pending.c */
             d->outcome = SL_PASS;
             d->wait_ns = *cut ? 0 : d->v.retry_ns;
-            d->redecide_until = start + r->max_delay_ns;
             return 0;
         }
         now = sl_clock_now();

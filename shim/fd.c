@@ -19,6 +19,13 @@
 
 struct sl_fd *_Atomic sl_fd_chunks[SL_FD_MAX / SL_FD_CHUNK];
 
+/* The local port of each listening socket, + 1 (0: not known yet): an
+ * accepted connection's local port is its listener's, so rules that look
+ * at the port alone cost no getsockname per accept. close and dup2 onto a
+ * descriptor forget it (sl_listen_forget). */
+_Atomic uint32_t sl_listen_port[SL_FD_MAX];
+_Atomic uint64_t sl_listen_rules[SL_FD_MAX];
+
 static void reset(struct sl_fd *e)
 {
     e->bytes_rule[0] = e->bytes_rule[1] = -1;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "../core/clock.h"
-#include "../core/policy/policy.h"
+#include "../core/policy/connect.h"
 #include "pending.h"
 #include "shim.h"
 
@@ -32,31 +32,35 @@ static bool redecide(int fd, struct sl_fd *e, uint64_t now)
     struct sl_runtime *rt = atomic_load(&sl_runtime_ptr);
     struct sl_addr dst;
     if (!rt || !sl_addr_from_sockaddr(&dst, (struct sockaddr *)&e->peer, e->peerlen)) return true;
-    uint64_t budget = e->connect_deadline > now ? e->connect_deadline - now : 0;
     struct sl_decision d;
-    sl_decide_out(rt, &dst, now, budget, &d);
-    if (d.outcome == SL_PASS) {
+    int err = 0;
+    switch (sl_decide_connect(rt, &dst, 0, e->connect_deadline, now, &d, &err)) {
+    case SL_CONNECT_TURN: /* a GCRA turn booked now: connect then */
         sl_fd_carry(fd, &d);
         e->redecide = false;
         e->took = d.took;
-        if (d.wait_ns) { /* a GCRA turn reserved now: connect then */
-            e->connect_at = now + d.wait_ns;
-            atomic_store(&e->ready_at[SL_IO_SEND], e->connect_at);
-            return false;
-        }
+        e->connect_at = now + d.wait_ns;
+        atomic_store(&e->ready_at[SL_IO_SEND], e->connect_at);
+        return false;
+    case SL_CONNECT_GO: {
+        sl_fd_carry(fd, &d);
+        e->redecide = false;
+        e->took = d.took;
         atomic_store(&e->ready_at[SL_IO_SEND], 0);
         int rc = REAL(connect)(fd, (struct sockaddr *)&e->peer, e->peerlen);
         (void)rc; /* EINPROGRESS as usual */
         return true;
     }
-    if (now + d.v.retry_ns <= e->connect_deadline) {
+    case SL_CONNECT_RETRY:
         e->connect_at = now + d.v.retry_ns;
         atomic_store(&e->ready_at[SL_IO_SEND], e->connect_at);
         return false;
+    case SL_CONNECT_DENY:
+        break;
     }
     /* Out of time: the socket stays unconnected, so the program sees it
      * writable with POLLHUP and reads this errno from SO_ERROR. */
-    atomic_store(&e->connect_error, sl_connect_deny(rt, &dst, &d));
+    atomic_store(&e->connect_error, err);
     atomic_store(&e->ready_at[SL_IO_SEND], 0);
     return true;
 }

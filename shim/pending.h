@@ -64,7 +64,4 @@ int sl_pending_error(struct sl_fd *e);
 /* fd is closed: a connect still held gives its turn back. */
 void sl_pending_drop(struct sl_fd *e);
 
-/* connect.c: the denial of a connect (counted and logged); the errno. */
-int sl_connect_deny(struct sl_runtime *rt, const struct sl_addr *dst, const struct sl_decision *d);
-
 #endif

@@ -9,12 +9,14 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../conf/conf.h"
+#include "../../core/policy/connect.h"
 #include "../../core/policy/policy.h"
 #include "testutil.h"
 
@@ -325,6 +327,75 @@ static void learning_stops_at_the_cap(void **unused)
     destroy(f);
 }
 
+/* The outbound connect's verdict (core/policy/connect.c), step by step
+ * with the time passed in: a delay rule books GCRA turns up to max_delay
+ * and refuses the one past it at once (counted); a reject rule refuses at
+ * once; a connections-at-once place is asked for again until max_delay
+ * from the first ask, then refused; a window is asked again too. */
+static void a_connects_verdict_books_turns_within_max_delay(void **unused)
+{
+    (void)unused;
+    struct fixture *f = make("out to=127.0.0.9 port=443 rate=10/s burst=1 max_delay=250ms");
+    struct sl_addr dst = addr("127.0.0.9", 443);
+    struct sl_decision d;
+    int err = 0;
+    assert_int_equal(sl_decide_connect(&f->rt, &dst, T0, 0, T0, &d, &err), SL_CONNECT_GO);
+    assert_int_equal(sl_decide_connect(&f->rt, &dst, T0, 0, T0, &d, &err), SL_CONNECT_TURN);
+    assert_int_equal(d.wait_ns, 100 * MS);
+    assert_int_equal(sl_decide_connect(&f->rt, &dst, T0, 0, T0, &d, &err), SL_CONNECT_TURN);
+    assert_int_equal(d.wait_ns, 200 * MS);
+    assert_int_equal(sl_table_counter(f->table, f->rt.table_rule[0], SL_C_LIMITED), 0);
+    /* 300 ms away: past max_delay, refused now rather than after the wait */
+    assert_int_equal(sl_decide_connect(&f->rt, &dst, T0, 0, T0, &d, &err), SL_CONNECT_DENY);
+    assert_int_equal(err, ETIMEDOUT);
+    assert_int_equal(sl_table_counter(f->table, f->rt.table_rule[0], SL_C_LIMITED), 1);
+    destroy(f);
+
+    f = make("out to=127.0.0.9 port=443 rate=1/s burst=1 action=reject");
+    assert_int_equal(sl_decide_connect(&f->rt, &dst, T0, 0, T0, &d, &err), SL_CONNECT_GO);
+    assert_int_equal(sl_decide_connect(&f->rt, &dst, T0, 0, T0, &d, &err), SL_CONNECT_DENY);
+    assert_int_equal(err, ECONNREFUSED);
+    destroy(f);
+}
+
+static void a_connect_waits_for_a_place_until_max_delay_from_its_first_ask(void **unused)
+{
+    (void)unused;
+    struct fixture *f = make("out to=127.0.0.9 port=443 conns=1 max_delay=1s");
+    struct sl_addr dst = addr("127.0.0.9", 443);
+    struct sl_decision held, d;
+    int err = 0;
+    assert_int_equal(sl_decide_connect(&f->rt, &dst, T0, 0, T0, &held, &err), SL_CONNECT_GO);
+    assert_int_equal(sl_decide_connect(&f->rt, &dst, T0, 0, T0, &d, &err), SL_CONNECT_RETRY);
+    assert_true(d.v.retry_ns > 0 && d.v.retry_ns <= SEC);
+    uint64_t until = d.redecide_until;
+    assert_int_equal(until, T0 + SEC);
+    /* asked again half way: still full, the same last time */
+    assert_int_equal(sl_decide_connect(&f->rt, &dst, 0, until, T0 + SEC / 2, &d, &err),
+                     SL_CONNECT_RETRY);
+    assert_int_equal(d.redecide_until, until);
+    /* the place is given back: made at the next ask */
+    sl_conn_release(&f->rt, held.conn_rec);
+    assert_int_equal(sl_decide_connect(&f->rt, &dst, 0, until, T0 + SEC / 2 + MS, &held, &err),
+                     SL_CONNECT_GO);
+    /* another one, full again, out of time: refused with the delay errno */
+    assert_int_equal(sl_decide_connect(&f->rt, &dst, 0, until, until - MS, &d, &err),
+                     SL_CONNECT_DENY);
+    assert_int_equal(err, ETIMEDOUT);
+    assert_int_equal(sl_table_counter(f->table, f->rt.table_rule[0], SL_C_LIMITED), 1);
+    destroy(f);
+
+    f = make("out to=127.0.0.9 port=443 rate=2/s algorithm=fixed max_delay=2s");
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(sl_decide_connect(&f->rt, &dst, T0, 0, T0, &d, &err), SL_CONNECT_GO);
+    assert_int_equal(sl_decide_connect(&f->rt, &dst, T0, 0, T0, &d, &err), SL_CONNECT_RETRY);
+    assert_int_equal(d.redecide_until, T0 + 2 * SEC);
+    assert_int_equal(sl_decide_connect(&f->rt, &dst, 0, d.redecide_until, T0 + d.v.retry_ns, &d,
+                                       &err),
+                     SL_CONNECT_GO);
+    destroy(f);
+}
+
 int main(void)
 {
     unsetenv("SLUICE_ON_ERROR");
@@ -336,6 +407,8 @@ int main(void)
         cmocka_unit_test(a_later_denial_gives_back_the_connection_places_taken),
         cmocka_unit_test(learned_addresses_match_and_leave_the_config_untouched),
         cmocka_unit_test(learning_stops_at_the_cap),
+        cmocka_unit_test(a_connects_verdict_books_turns_within_max_delay),
+        cmocka_unit_test(a_connect_waits_for_a_place_until_max_delay_from_its_first_ask),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
