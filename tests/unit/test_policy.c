@@ -390,9 +390,9 @@ static void a_connect_waits_for_a_place_until_max_delay_from_its_first_ask(void 
         assert_int_equal(sl_decide_connect(&f->rt, &dst, T0, 0, T0, &d, &err), SL_CONNECT_GO);
     assert_int_equal(sl_decide_connect(&f->rt, &dst, T0, 0, T0, &d, &err), SL_CONNECT_RETRY);
     assert_int_equal(d.redecide_until, T0 + 2 * SEC);
-    assert_int_equal(sl_decide_connect(&f->rt, &dst, 0, d.redecide_until, T0 + d.v.retry_ns, &d,
-                                       &err),
-                     SL_CONNECT_GO);
+    assert_int_equal(
+        sl_decide_connect(&f->rt, &dst, 0, d.redecide_until, T0 + d.v.retry_ns, &d, &err),
+        SL_CONNECT_GO);
     destroy(f);
 }
 
