@@ -11,6 +11,14 @@
  * with rule, direction (from the configuration, when given with -c) and
  * outcome labels; gauges give the table's size and use. The same server
  * answers / with a live page and /stats.json with what it shows (live.c).
+ *
+ * Who may read it (issue 31): a port alone binds loopback; another
+ * address is the operator's choice, said on stderr when it is not
+ * loopback. With --token FILE every path asks for `Authorization: Bearer
+ * <the file's text>` (Prometheus's `authorization: credentials_file`),
+ * else 401. The token is kept only as a BLAKE2b digest, compared with
+ * sodium_memcmp: the time an answer takes tells nothing of the token,
+ * not even its length; it is never printed.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,9 +26,12 @@
 #include <getopt.h>
 #include <microhttpd.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -349,6 +360,59 @@ static int expose(FILE *out, struct sl_metrics_source *s, char *err, size_t errl
     return 0;
 }
 
+/* The token's digest; `token_set` false: no token asked (no --token). */
+static unsigned char token_digest[crypto_generichash_BYTES];
+static bool token_set;
+
+/* Reads the --token file: a regular file other users cannot read, one
+ * line of printable characters (trailing white space dropped), at most
+ * 4 KiB. Keeps its digest; NULL, or why not (never the token). */
+static const char *read_token(const char *path)
+{
+    char text[4098];
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) return strerror(errno);
+    const char *bad = fstat(fd, &st) != 0     ? strerror(errno)
+                      : !S_ISREG(st.st_mode)  ? "is not a regular file"
+                      : st.st_mode & S_IROTH  ? "can be read by every user: chmod 600 it"
+                      : st.st_size > 4096 + 1 ? "is larger than 4 KiB"
+                                              : NULL;
+    ssize_t n = bad ? 0 : read(fd, text, sizeof text - 1);
+    if (!bad && n < 0) bad = strerror(errno);
+    close(fd);
+    if (bad) return bad;
+    size_t len = (size_t)n;
+    while (len && (text[len - 1] == '\n' || text[len - 1] == '\r' || text[len - 1] == ' ' ||
+                   text[len - 1] == '\t'))
+        len--;
+    if (len == 0) bad = "is empty";
+    for (size_t i = 0; i < len && !bad; i++)
+        if (text[i] < 0x21 || text[i] > 0x7e)
+            bad = "does not hold a token: one line of printable characters, no spaces";
+    if (!bad) {
+        crypto_generichash(token_digest, sizeof token_digest, (const unsigned char *)text, len,
+                           NULL, 0);
+        token_set = true;
+    }
+    sodium_memzero(text, sizeof text);
+    return bad;
+}
+
+/* The request carries `Authorization: Bearer <token>` (the scheme in any
+ * case, RFC 7235), or no token is asked. */
+static bool authorized(struct MHD_Connection *c)
+{
+    if (!token_set) return true;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0) return false;
+    for (h += 7; *h == ' ';)
+        h++;
+    unsigned char got[crypto_generichash_BYTES];
+    crypto_generichash(got, sizeof got, (const unsigned char *)h, strlen(h), NULL, 0);
+    return sodium_memcmp(got, token_digest, sizeof got) == 0;
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *data,
                               size_t *len, void **state)
@@ -361,7 +425,13 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     const char *type = "text/plain; version=0.0.4; charset=utf-8";
     FILE *out = open_memstream(&text, &n);
     if (!out) return MHD_NO;
-    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+    bool denied = !authorized(c);
+    if (denied) {
+        status = MHD_HTTP_UNAUTHORIZED;
+        type = "text/plain; charset=utf-8";
+        fputs("this exporter asks for Authorization: Bearer <token> (sluice metrics --token)\n",
+              out);
+    } else if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
         status = MHD_HTTP_METHOD_NOT_ALLOWED;
         fputs("only GET\n", out);
     } else if (strcmp(url, "/") == 0) {
@@ -388,6 +458,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     }
     MHD_add_response_header(r, "Content-Type", type);
     MHD_add_response_header(r, "Cache-Control", "no-store");
+    if (denied)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"sluice\"");
     enum MHD_Result rc = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return rc;
@@ -400,15 +472,37 @@ static void stop(int sig)
     stopping = 1;
 }
 
-static int serve(struct sl_metrics_source *s, const char *listen)
+static bool loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+}
+
+static int serve(struct sl_metrics_source *s, const char *arg)
 {
     struct sockaddr_storage ss;
     socklen_t sslen;
+    char listen[80];
+    /* a port alone (9464 or :9464): loopback, only this host's users */
+    const char *port_only = arg[0] == ':' ? arg + 1 : arg;
+    if (*port_only && strspn(port_only, "0123456789") == strlen(port_only))
+        snprintf(listen, sizeof listen, "127.0.0.1:%s", port_only);
+    else
+        snprintf(listen, sizeof listen, "%s", arg);
     const char *bad = sl_hostport_parse(listen, &ss, &sslen);
     if (bad) {
-        fprintf(stderr, "sluice metrics: --listen %s: %s\n", listen, bad);
+        fprintf(stderr, "sluice metrics: --listen %s: %s, or a port alone (loopback)\n", arg, bad);
         return 2;
     }
+    if (!loopback(&ss))
+        fprintf(stderr, "sluice metrics: warning: --listen %s is not a loopback address: %s\n",
+                listen,
+                token_set ? "other hosts reach it; they need the token, which plain HTTP carries "
+                            "in clear"
+                          : "whoever can reach it reads the rule names and counters (--token FILE "
+                            "asks for a bearer token; a port alone binds 127.0.0.1)");
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
     if (ss.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
     uint16_t port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
@@ -434,13 +528,11 @@ static int serve(struct sl_metrics_source *s, const char *listen)
 int sl_cmd_metrics(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"shared", required_argument, NULL, 's'},
-        {"listen", required_argument, NULL, 'l'},
-        {"pid", required_argument, NULL, 'p'},
-        {NULL, 0, NULL, 0},
+        {"config", required_argument, NULL, 'c'}, {"shared", required_argument, NULL, 's'},
+        {"listen", required_argument, NULL, 'l'}, {"pid", required_argument, NULL, 'p'},
+        {"token", required_argument, NULL, 't'},  {NULL, 0, NULL, 0},
     };
-    const char *config = NULL, *shared = NULL, *listen = NULL;
+    const char *config = NULL, *shared = NULL, *listen = NULL, *token = NULL;
     int pid = 0;
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "c:s:l:", opts, NULL)) != -1;) {
@@ -452,8 +544,19 @@ int sl_cmd_metrics(int argc, char **argv)
             pid = atoi(optarg);
         else if (c == 'l')
             listen = optarg;
+        else if (c == 't')
+            token = optarg;
         else
             return 2;
+    }
+    if (token) {
+        const char *bad = !listen             ? "is for --listen"
+                          : sodium_init() < 0 ? "needs libsodium, which cannot initialise"
+                                              : read_token(token);
+        if (bad) {
+            fprintf(stderr, "sluice metrics: --token %s: %s\n", token, bad);
+            return 2;
+        }
     }
     struct sl_metrics_source s = {.config = config, .pid = pid};
     struct sl_config *cfg = NULL;

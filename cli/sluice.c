@@ -42,7 +42,8 @@ static const char usage[] =
     "       sluice keygen [FILE]\n"
     "       sluice cluster-stats (-c FILE | --listen ADDRESS:PORT)\n"
     "       sluice reload (-c FILE | --pid PID [-c FILE] [--in RULE]... [--out RULE]...)\n"
-    "       sluice metrics (-c FILE | --pid PID | --shared NAME) [--listen ADDRESS:PORT]\n"
+    "       sluice metrics (-c FILE | --pid PID | --shared NAME) [--listen [ADDRESS:]PORT] "
+    "[--token FILE]\n"
     "       sluice version\n"
     "\n"
     "  run     runs COMMAND with libsluice.so preloaded and the rules given\n"
@@ -63,6 +64,10 @@ static const char usage[] =
     "  --shared NAME       (stats, top, metrics) the table's shared name\n"
     "  --pid PID           (stats, top, metrics, reload) the program one of whose processes is "
     "PID\n"
+    "  --listen [ADDR:]PORT  (metrics) serve over HTTP; a port alone binds 127.0.0.1, another\n"
+    "                      address than loopback is warned about on stderr\n"
+    "  --token FILE        (metrics --listen) answer only requests with Authorization: Bearer\n"
+    "                      and the file's text (mode 600, one line), others 401\n"
     "  Without --pid or --shared, -c FILE finds the programs started with FILE.\n";
 
 struct args {
@@ -85,6 +90,21 @@ static void add_rule(struct args *a, const char *dir, const char *text)
     }
 }
 
+/* The text of one --in or --out is one rule: an unquoted ';' in it would
+ * start a second rule in SLUICE_RULES (issue 31). */
+static void add_one_rule(struct args *a, const char *dir, const char *text)
+{
+    const char *semi = sl_conf_inline_separator(text);
+    if (semi) {
+        fprintf(stderr,
+                "sluice: --%s '%s': the ';' at byte %zu would start a second rule: give each rule "
+                "its own --in or --out (quote a ';' that belongs in a value)\n",
+                dir, text, (size_t)(semi - text) + 1);
+        exit(2);
+    }
+    add_rule(a, dir, text);
+}
+
 static int parse_args(int argc, char **argv, struct args *a)
 {
     static const struct option opts[] = {
@@ -103,10 +123,10 @@ static int parse_args(int argc, char **argv, struct args *a)
             a->config = optarg;
             break;
         case 'i':
-            add_rule(a, "in", optarg);
+            add_one_rule(a, "in", optarg);
             break;
         case 'o':
-            add_rule(a, "out", optarg);
+            add_one_rule(a, "out", optarg);
             break;
         case 'd':
             a->dry_run = 1;

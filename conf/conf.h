@@ -40,6 +40,12 @@ struct sl_config *sl_conf_load(const char *file, const char *inline_rules,
 
 void sl_conf_free(struct sl_config *cfg);
 
+/* The first ';' of `rule` that would end it and start another inline rule
+ * (one outside quotes, not escaped by a backslash), or NULL. The text of one
+ * --in or --out must hold none: joined into SLUICE_RULES, the rest would
+ * become a rule of its own (issue 31). */
+const char *sl_conf_inline_separator(const char *rule);
+
 /* Reports a failed load as one error line saying what on_error makes of
  * it, unless an ancestor of this process already reported the same (see
  * SL_CONF_REPORTED_ENV), and marks the environment so that the processes

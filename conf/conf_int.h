@@ -94,6 +94,12 @@ const char *conf_parse_byte_rate(const char *text, uint64_t *bytes_per_sec);
 void conf_format_bytes(uint64_t bytes, char *buf, size_t len);
 /* A byte rate's burst when none is given: a tenth of a second's worth. */
 uint64_t conf_default_byte_burst(uint64_t bytes_per_sec);
+/* The largest burst, or request cost, a GCRA limit of count per period
+ * can keep: burst x interval (period / count) must stay within the 2^62 ns
+ * (146 years) core/limit/limit.c keeps a bucket's depth in, and so must a
+ * request's cost x interval. 0: the rate itself cannot be kept (an
+ * interval under a picosecond). */
+uint64_t conf_gcra_max_burst(uint64_t count, uint64_t period_ns);
 /* A gossip address: a.b.c.d:port or [v6]:port, no host names (core's
  * sl_hostport_parse, shared with gossip.c). Writes the normalised form
  * ("[2001:db8::2]:7946") to out. */

@@ -68,6 +68,23 @@ static const char *read_word(const char **pp, struct word *w)
     return bad ? bad : quote ? "has an unterminated quote" : NULL;
 }
 
+/* read_word's quoting, without the words: a quote opens outside quotes
+ * and closes at its twin; a backslash keeps the next character. */
+const char *sl_conf_inline_separator(const char *p)
+{
+    char quote = 0;
+    for (; *p; p++) {
+        if (!quote && *p == ';') return p;
+        if (!quote && (*p == '"' || *p == '\''))
+            quote = *p;
+        else if (quote && *p == quote)
+            quote = 0;
+        else if (*p == '\\' && p[1])
+            p++;
+    }
+    return NULL;
+}
+
 static void put_quoted(struct conf_buf *b, const char *s, size_t n)
 {
     conf_buf_putc(b, '\'');

@@ -578,7 +578,8 @@ static int rate_fits_algorithm(cfg_t *sec, int line, const char *rate)
     if (sl_limit_init(&l, (enum sl_alg)alg, count, period, burst) != 0) {
         char b[32];
         snprintf(b, sizeof b, "%" PRIu64, burst);
-        conf_fail(sec, line, "burst", b, "is too large for rate %s", rate);
+        conf_fail(sec, line, "burst", b, "is too large for rate %s (at most %" PRIu64 ")", rate,
+                  conf_gcra_max_burst(count, period));
         return -1;
     }
     return 0;
@@ -601,7 +602,10 @@ static int byte_limit_fits(cfg_t *sec, int line, const char *rate_opt, const cha
         burst = conf_default_byte_burst(bps);
     struct sl_limit l;
     if (sl_limit_init(&l, SL_ALG_GCRA, bps, SL_NS_PER_SEC, burst) != 0) {
-        conf_fail(sec, line, burst_opt, burst_text, "is too large for %s %s", rate_opt, rate);
+        char most[32];
+        conf_format_bytes(conf_gcra_max_burst(bps, SL_NS_PER_SEC), most, sizeof most);
+        conf_fail(sec, line, burst_opt, burst_text, "is too large for %s %s (at most %s)", rate_opt,
+                  rate, most);
         return -1;
     }
     return 0;

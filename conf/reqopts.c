@@ -2,6 +2,7 @@
 /* reqopts.c - the request options of a rule (core/http/request.h): their values,
  * the rule fields they fill, and how `sluice check` prints them. The rows
  * are in options.c's table. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -162,8 +163,9 @@ static const char *plan_word(char *w, struct sl_plan *p, uint64_t *burst)
  * '#' starts a comment line. Returns NULL or the words of an error, with
  * *lineno the line. */
 static const char *parse_plans(char *text, struct sl_plans *ps, const struct sl_limit *rule,
-                               int *lineno)
+                               uint64_t cost, int *lineno)
 {
+    static __thread char msg[128];
     *lineno = 0;
     for (char *line = text, *next; line; line = next) {
         ++*lineno;
@@ -190,10 +192,21 @@ static const char *parse_plans(char *text, struct sl_plans *ps, const struct sl_
                 p.req_limit.count = rule->count;
                 p.req_limit.period_ns = rule->period_ns;
             }
-            if (p.req_limit.count &&
+            if (p.req_limit.count) { /* burst and cost must fit (conf_gcra_max_burst) */
+                uint64_t most = conf_gcra_max_burst(p.req_limit.count, p.req_limit.period_ns);
+                if (!most) return "has a req_rate that cannot work";
+                if (burst > most || cost > most) {
+                    snprintf(msg, sizeof msg,
+                             burst > most ? "has a req_burst too large for its req_rate (at most "
+                                            "%" PRIu64 ")"
+                                          : "has a req_rate too slow for the rule's cost (cost at "
+                                            "most %" PRIu64 ")",
+                             most);
+                    return msg;
+                }
                 sl_limit_init(&p.req_limit, SL_ALG_GCRA, p.req_limit.count, p.req_limit.period_ns,
-                              burst ? burst : p.req_limit.count) != 0)
-                return "has a req_rate that cannot work";
+                              burst ? burst : p.req_limit.count);
+            }
             if (sl_plans_add(ps, &p) < 0) return "names a plan twice, or more than 64 plans";
         } else if (strcmp(verb, "key") == 0) {
             char *value = save;
@@ -216,6 +229,29 @@ static const char *parse_plans(char *text, struct sl_plans *ps, const struct sl_
         return "gives one key value two plans";
     }
     return NULL;
+}
+
+/* A request rule's GCRA (its own rate, or a ramp's slowest step) must keep
+ * its burst and a request's cost: burst x interval and cost x interval
+ * past 2^62 ns would refuse every request (issue 31, defect 9).
+ * `rate_opt` and `rate` name the rate in the message. Returns 0, or -1
+ * after conf_fail(). */
+static int gcra_fits(cfg_t *sec, int line, const char *rate_opt, const char *rate, uint64_t count,
+                     uint64_t period, uint64_t burst)
+{
+    uint64_t most = conf_gcra_max_burst(count, period);
+    if (!most) {
+        conf_fail(sec, line, rate_opt, rate, "is too fast or too slow to keep");
+        return -1;
+    }
+    uint64_t cost = (uint64_t)cfg_getint(sec, "cost");
+    const char *opt = burst > most ? "req_burst" : cost > most ? "cost" : NULL;
+    if (!opt) return 0;
+    char v[32];
+    snprintf(v, sizeof v, "%" PRIu64, burst > most ? burst : cost);
+    conf_fail(sec, line, opt, v, "is too large for %s %s (at most %" PRIu64 ")", rate_opt, rate,
+              most);
+    return -1;
 }
 
 /* ramp_to, ramp_from, ramp_over, ramp_every: all or none (ramp_every has
@@ -252,7 +288,21 @@ static int build_ramp(cfg_t *sec, struct sl_rule *r, int line)
     }
     /* the final N in the start rate's period, rounded, at least 1 */
     long double n = (long double)count * r->req_limit.period_ns / period;
+    /* core/limit/ramp.c steps in int64_t: (final - start) x steps must fit,
+     * and the fastest step must keep an interval of a picosecond at least */
+    uint64_t start = r->req_limit.count;
+    if (n > (long double)(INT64_MAX / 100000) ||
+        !conf_gcra_max_burst(n < start ? start : (uint64_t)(n + 0.5L), r->req_limit.period_ns)) {
+        conf_fail(sec, line, "ramp_to", to, "is too fast to keep");
+        return -1;
+    }
     r->ramp.to_count = n < 1 ? 1 : (uint64_t)(n + 0.5L);
+    /* every step lies between the two rates: the slowest must keep the
+     * burst (a given req_burst stays; without one, each step's N fits) */
+    uint64_t slowest = r->ramp.to_count < start ? r->ramp.to_count : start;
+    if (gcra_fits(sec, line, "ramp_to", to, slowest, r->req_limit.period_ns,
+                  cfg_size(sec, "req_burst") ? r->req_limit.burst : slowest) != 0)
+        return -1;
     conf_parse_utc_time(from, &r->ramp.from_s);
     r->ramp.every_ns = every_ns;
     r->ramp.steps = (uint32_t)(over_ns / every_ns);
@@ -285,6 +335,8 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
         if (log && cfg_size(sec, "req_burst"))
             conf_warn(sec, line, "req_burst", cfg_getstr(sec, "req_rate"),
                       "is ignored: algorithm log admits req_rate's N in any rolling period");
+        if (!log && !fleet && gcra_fits(sec, line, "req_rate", rate, count, period, burst) != 0)
+            return -1;
         sl_limit_init(&r->req_limit,
                       log     ? SL_ALG_LOG
                       : fleet ? SL_ALG_SLIDING
@@ -337,7 +389,7 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
         struct sl_plans *ps = bad ? NULL : sl_plans_new();
         int pline = 0;
         if (!bad && !ps) bad = "cannot be read: out of memory";
-        if (!bad) bad = parse_plans(text, ps, &r->req_limit, &pline);
+        if (!bad) bad = parse_plans(text, ps, &r->req_limit, r->cost, &pline);
         if (text) {
             explicit_bzero(text, len);
             sl_free(text);

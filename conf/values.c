@@ -22,6 +22,7 @@
 
 #include "../core/fleet/hostport.h"
 #include "../core/limit/key.h"
+#include "../core/limit/limit.h"
 
 const char *const conf_on_error_names[] = {"open", "closed", NULL};
 const char *const conf_on_full_names[] = {"shared", "deny", "allow", NULL};
@@ -180,6 +181,17 @@ const char *conf_parse_byte_rate(const char *text, uint64_t *bytes_per_sec)
 uint64_t conf_default_byte_burst(uint64_t bytes_per_sec)
 {
     return bytes_per_sec >= 10 ? bytes_per_sec / 10 : 1;
+}
+
+uint64_t conf_gcra_max_burst(uint64_t count, uint64_t period_ns)
+{
+    struct sl_limit l;
+    if (sl_limit_init(&l, SL_ALG_GCRA, count, period_ns, 1) != 0) return 0;
+    /* the largest n with n * interval_ps / 1000 <= UINT64_MAX / 4, the
+     * bound of sl_limit_init and sl_gcra_cost_ns (tests/unit/test_reqconf.c
+     * checks that sl_limit_init takes n and refuses n + 1) */
+    unsigned __int128 n = (((unsigned __int128)(UINT64_MAX / 4) + 1) * 1000 - 1) / l.interval_ps;
+    return n > UINT64_MAX ? UINT64_MAX : (uint64_t)n;
 }
 
 void conf_format_bytes(uint64_t bytes, char *buf, size_t len)

@@ -30,6 +30,16 @@ unlimited) or fatal (on_error = closed: the program never starts, exit 78).
   (i) `sluice check` refuses a gossip node listed in its own peers (defect 8);
   (j) `sluice check` warns, once and still exit 0, about a burst on a
       sliding window rule, which ignores it (issue 13, item 5).
+  (k) a burst GCRA cannot keep (req-burst-too-large.conf: req_rate 1/d,
+      req_burst 54000, past 2^62 ns; it loaded, and refused every request):
+      `check`, `run` (on_error = closed: exit 78, the program never runs)
+      and `reload` refuse it on one line naming the file, line 6, option
+      'req_burst' and the largest burst that fits (53375); inline, 1/m with
+      77,000,000 the same; 53375 passes (issue 31, defect 9);
+  (l) a ';' inside one --in or --out would have made a second rule (a
+      limit on another port, or an outbound rule, nobody wrote as such):
+      `check`, `run` and `reload` refuse the argument, naming it (exit 2,
+      the program never runs); a quoted ';' is a value's (issue 31).
 The program is `python3 -c 'print("ran")'`: it makes no network calls, so
 "runs unlimited" is observed as "runs at all", and the shim must not add
 anything to its output but the one line. No test here sleeps: every
@@ -174,4 +184,36 @@ print("(j)", r.returncode, "|", r.stderr.strip())
 check(r.returncode == 0 and r.stdout, f"(j) check refused it: {r.returncode} {r.stderr}")
 check(len(r.stderr.strip().splitlines()) == 1 and "warning" in r.stderr and "'burst': '5' is ignored" in r.stderr,
       f"(j) expected one warning: {r.stderr}")
+
+# (k) a burst past what GCRA keeps
+deep = os.path.join(FIXTURES, "req-burst-too-large.conf")
+want = "req-burst-too-large.conf:6: inbound \"api\": option 'req_burst': '54000' is too large " \
+       "for req_rate 1/d (at most 53375)"
+for how, argv in (("check", [SLUICE, "check", "-c", deep]),
+                  ("run", sluice_argv(PROG, config=deep)),
+                  ("reload", [SLUICE, "reload", "-c", deep])):
+    r = run(argv, env={"SLUICE_ON_ERROR": None})
+    print(f"(k) {how}:", r.returncode, repr(r.stdout), "|", r.stderr.strip())
+    check(r.returncode == (78 if how == "run" else 1) and "ran" not in r.stdout,
+          f"(k) {how}: exit {r.returncode}, {r.stdout!r}")
+    check(want in one_error(r.stderr, f"(k) {how}"), f"(k) {how}: {r.stderr}")
+r = run([SLUICE, "check", "--out", "to=192.0.2.1 port=443 req_rate=1/m req_burst=77000000 action=delay"])
+print("(k) 1/m:", r.returncode, "|", r.stderr.strip())
+check(r.returncode == 1 and "option 'req_burst': '77000000' is too large for req_rate 1/m "
+      "(at most 76861433)" in r.stderr, f"(k) 1/m: {r.returncode} {r.stderr}")
+r = run([SLUICE, "check", "--in", "port=80 req_rate=1/d req_burst=53375"])
+check(r.returncode == 0 and "req_burst   = 53375" in r.stdout, f"(k) 53375: {r.returncode} {r.stderr}")
+
+# (l) one --in, one rule
+for how, argv in (("check --in", [SLUICE, "check", "--in", "port=8080 rate=5/s; in port=9090 rate=1/d"]),
+                  ("check --out", [SLUICE, "check", "--out", "to=192.0.2.1 rate=1/s;out to=0.0.0.0/0 rate=1/d"]),
+                  ("run --in", sluice_argv(PROG, ins=["port=8080 rate=5/s;"])),
+                  ("reload --in", [SLUICE, "reload", "--pid", str(os.getpid()), "--in", "port=1 rate=1/s; port=2 rate=1/s"])):
+    r = run(argv, env={"SLUICE_ON_ERROR": None})
+    print(f"(l) {how}:", r.returncode, repr(r.stdout), "|", r.stderr.strip())
+    check(r.returncode == 2 and r.stdout == "", f"(l) {how}: exit {r.returncode}, {r.stdout!r}")
+    check(len(r.stderr.strip().splitlines()) == 1 and "would start a second rule" in r.stderr
+          and f"--{how.split('--')[1]} '" in r.stderr, f"(l) {how}: {r.stderr}")
+r = run([SLUICE, "check", "--in", "port=8080 rate=5/s per=header:'X;Y'"])
+check("second rule" not in r.stderr, f"(l) a quoted ';' was taken for a separator: {r.stderr}")
 print("ok")

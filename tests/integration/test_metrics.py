@@ -20,6 +20,14 @@ Then:
 - `sluice metrics --shared NAME --listen 127.0.0.1:P` answers curl with
   the same numbers (direction from the file the table says it runs) (Content-Type text/plain; version=0.0.4), 404 elsewhere;
   it is its own process (the server under sluice opens no such port).
+- who may read it (issue 31): `--listen P`, a port alone, listens on
+  127.0.0.1 only (read from /proc/net/tcp{,6}) and answers there; an
+  address other than loopback is warned about on stderr (192.0.2.1, which
+  no interface has: the warning comes, nothing is bound); with `--token
+  FILE` (mode 600) a request without Authorization, with a wrong token or
+  a prefix of the right one gets 401 (with WWW-Authenticate: Bearer), the
+  right one 200 and the metrics; the token never reaches stderr; a token
+  file every user can read is refused.
 """
 import sys
 
@@ -41,6 +49,33 @@ def samples(text):
 
 def value(got, name, **labels):
     return got.get((name, tuple(sorted(labels.items()))))
+
+
+def listening_on(port):
+    """The local addresses of the sockets in LISTEN on port, as text."""
+    found = set()
+    for path, family in (("/proc/net/tcp", socket.AF_INET), ("/proc/net/tcp6", socket.AF_INET6)):
+        try:
+            lines = open(path).readlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            h, p = local.split(":")
+            if state != "0A" or int(p, 16) != port:
+                continue
+            raw = bytes.fromhex(h)
+            # the kernel prints each 32-bit word in host (little-endian) order
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+            found.add(socket.inet_ntop(family, raw))
+    return found
+
+
+def status(url, *headers):
+    args = ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", url]
+    for h in headers:
+        args += ["-H", h]
+    return run(args).stdout
 
 
 name = f"it-metrics-{os.getpid()}"
@@ -97,6 +132,51 @@ inbound "daily" {{ port = {qport}  req_rate = "1000/s"  quota = "10/d"  per = "h
                 r = run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
                          f"http://127.0.0.1:{mport}/other"])
                 check(r.stdout == "404", f"elsewhere: {r.stdout}")
+
+            # issue 31: a port alone is loopback only, and says nothing
+            mport = free_port()
+            with Proc([SLUICE, "metrics", "--shared", name, "--listen", str(mport)]) as m:
+                wait_listen(mport)
+                where = listening_on(mport)
+                check(where == {"127.0.0.1"}, f"--listen {mport} listens on {where}, not 127.0.0.1 alone")
+                check(status(f"http://127.0.0.1:{mport}/metrics") == "200", "loopback: no answer")
+                check("warning" not in m.stderr(), f"a warning for loopback: {m.stderr()}")
+            # an address other than loopback: a warning on stderr (192.0.2.1,
+            # TEST-NET-1, is on no interface: the bind then fails, nothing listens)
+            r = run([SLUICE, "metrics", "--shared", name, "--listen", f"192.0.2.1:{free_port()}"])
+            check("warning" in r.stderr and "not a loopback address" in r.stderr,
+                  f"no warning for 192.0.2.1: {r.returncode} {r.stderr}")
+
+            # --token FILE: Authorization: Bearer <token>, else 401
+            secret = f"tok-{os.getpid()}-Zq9"
+            token = tmp.write("token", secret + "\n", mode=0o600)
+            mport = free_port()
+            url = f"http://127.0.0.1:{mport}/metrics"
+            with Proc([SLUICE, "metrics", "--shared", name, "--listen", f"127.0.0.1:{mport}",
+                       "--token", token]) as m:
+                wait_listen(mport)
+                for what, headers in (("no Authorization", ()),
+                                      ("a wrong token", (f"Authorization: Bearer {secret}x",)),
+                                      ("a prefix of the token", (f"Authorization: Bearer {secret[:-1]}",)),
+                                      ("the token as Basic", (f"Authorization: Basic {secret}",))):
+                    got = status(url, *headers)
+                    check(got == "401", f"{what}: {got}, expected 401")
+                    got = status(f"http://127.0.0.1:{mport}/stats.json", *headers)
+                    check(got == "401", f"/stats.json, {what}: {got}, expected 401")
+                r = run(["curl", "-sS", "-i", url])
+                check("WWW-Authenticate: Bearer" in r.stdout, f"401 without a challenge: {r.stdout}")
+                r = run(["curl", "-sS", "-i", "-H", f"Authorization: Bearer {secret}", url])
+                head, _, body = r.stdout.partition("\n\n")
+                check(head.startswith("HTTP/1.1 200"), f"the right token: {head}")
+                v = value(samples(body), "sluice_connections_total", rule="conn", direction="in",
+                          outcome="limited")
+                check(v == 3, f"with the token: limited = {v}")
+                check(secret not in m.stderr(), "the token reached stderr")
+            os.chmod(token, 0o644)
+            r = run([SLUICE, "metrics", "--shared", name, "--listen", f"127.0.0.1:{free_port()}",
+                     "--token", token])
+            check(r.returncode == 2 and "chmod 600" in r.stderr and secret not in r.stderr,
+                  f"a token every user can read: {r.returncode} {r.stderr}")
     finally:
         shm_cleanup(name)
 print("ok")

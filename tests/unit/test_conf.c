@@ -726,7 +726,14 @@ static void byte_and_conns_errors_each_get_their_own_words(void **state)
                  "inline rule 1: inbound \"in-1\": option 'send_burst': '64KiB' needs send_rate");
     assert_error(NULL, "out to=192.0.2.1 send_rate=1B/s send_burst=1000GB",
                  "inline rule 1: outbound \"out-1\": option 'send_burst': '1000GB' is too large "
-                 "for send_rate 1B/s");
+                 "for send_rate 1B/s (at most 4611686018B)");
+    /* issue 31, defect 9: a connection rate's burst, like a request rate's */
+    assert_error(NULL, "in rate=1/d burst=53376",
+                 "inline rule 1: inbound \"in-1\": option 'burst': '53376' is too large for rate "
+                 "1/d (at most 53375)");
+    assert_error(NULL, "in rate=1/m burst=77000000",
+                 "inline rule 1: inbound \"in-1\": option 'burst': '77000000' is too large for "
+                 "rate 1/m (at most 76861433)");
     assert_error(NULL, "in conns=1000001",
                  "inline rule 1: inbound \"in-1\": option 'conns': '1000001' is out of range "
                  "(0..1000000)");
@@ -1472,6 +1479,45 @@ static void an_enumeration_name_ending_in_a_colon_takes_a_parameter(void **state
     assert_string_equal(conf_parse_enum("peer:x", names, &i), bad);
 }
 
+/* Issue 31: the text of one --in or --out is one rule. A ';' that the
+ * inline reader would take for the end of the rule is found, at its
+ * place; one it keeps in a value (quoted, escaped) is not. */
+static void the_separator_of_inline_rules_is_found_where_the_reader_splits(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int at; /* -1: none */
+    } cases[] = {
+        {"port=80 rate=1/s", -1},
+        {"port=80 rate=1/s; out to=10.0.0.1 rate=1/d", 16},
+        {"port=80 rate=1/s;", 16},
+        {"per='header:a;b' rate=1/s", -1},
+        {"per=\"header:a;b\" rate=1/s;x", 25},
+        {"per=header:a\\;b rate=1/s", -1},
+        {"per='it\\'s;' x;y", 14},
+        {"a=\"'\";b", 5},
+        {"a='unterminated;", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *at = sl_conf_inline_separator(cases[i].text);
+        if ((at ? (int)(at - cases[i].text) : -1) != cases[i].at)
+            fail_msg("%s: ';' at %d, expected %d", cases[i].text,
+                     at ? (int)(at - cases[i].text) : -1, cases[i].at);
+    }
+    /* and where it finds one, the reader makes two rules of the text */
+    char err[512];
+    enum sl_on_error on_error;
+    struct sl_config *c = sl_conf_load(NULL, "in port=80 rate=1/s; out to=10.0.0.1 rate=1/d",
+                                       &on_error, err, sizeof err);
+    assert_non_null(c);
+    assert_int_equal(c->nrules, 2);
+    sl_conf_free(c);
+    c = sl_conf_load(NULL, "in port=80 rate=1/s name='a;b'", &on_error, err, sizeof err);
+    assert_null(c); /* one rule, whose name holds the ';' */
+    assert_non_null(strstr(err, "'a;b' is not a name"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1555,6 +1601,7 @@ int main(void)
         cmocka_unit_test_setup(a_fifo_as_config_file_is_refused_without_blocking, setup),
         cmocka_unit_test_setup(a_node_listed_in_its_own_peers_is_refused, setup),
         cmocka_unit_test_setup(a_burst_that_the_algorithm_ignores_is_a_warning, setup),
+        cmocka_unit_test(the_separator_of_inline_rules_is_found_where_the_reader_splits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../../conf/conf.h"
+#include "../../core/limit/limit.h"
 #include "../../core/limit/plan.h"
 #include "../../core/limit/quota.h"
 
@@ -267,6 +268,114 @@ static void a_plans_file_of_100000_keys_loads(void **unused)
     unlink(path);
 }
 
+/* The error of rules that must not load, or "" when they load. */
+static const char *refusal(const char *rules)
+{
+    static char err[512];
+    err[0] = 0;
+    struct sl_config *c = load(rules, err, sizeof err);
+    if (c) sl_conf_free(c);
+    return c ? "" : err;
+}
+
+/* Issue 31, defect 9: GCRA keeps burst x interval in nanoseconds under
+ * 2^62 (core/limit/limit.c); past it sl_limit_init failed unchecked, the
+ * rule loaded with a bucket of depth 0 and refused every request
+ * (req_rate=1/d req_burst=54000, 1/m with 77,000,000). The largest burst
+ * loads and admits a burst of that size; one more is refused, naming
+ * req_burst and the bound. */
+static void the_largest_burst_a_request_rate_keeps_loads_and_one_more_is_refused(void **unused)
+{
+    (void)unused;
+    char err[512] = "";
+    struct sl_config *c = load("in port=80 req_rate=1/d req_burst=53375", err, sizeof err);
+    if (!c) fail_msg("%s", err);
+    const struct sl_limit *l = &c->rules[0].req_limit;
+    assert_int_equal(l->burst, 53375);
+    uint64_t tat = 0, now = 40ull * 86400 * 1000000000; /* 40 days of uptime */
+    struct sl_verdict v;
+    for (int i = 0; i < 3; i++) {
+        sl_limit_step(l, tat, now, 1, 0, &tat, &v);
+        assert_true(v.allowed);
+        assert_int_equal(v.remaining, 53375 - 1 - i);
+    }
+    sl_conf_free(c);
+    assert_string_equal(refusal("in port=80 req_rate=1/d req_burst=53376"),
+                        "inline rule 1: inbound \"in-1\": option 'req_burst': '53376' is too large "
+                        "for req_rate 1/d (at most 53375)");
+    assert_string_equal(refusal("in port=80 req_rate=1/d req_burst=54000"),
+                        "inline rule 1: inbound \"in-1\": option 'req_burst': '54000' is too large "
+                        "for req_rate 1/d (at most 53375)");
+    assert_string_equal(refusal("in port=80 req_rate=1/m req_burst=76861433"), "");
+    assert_string_equal(refusal("out to=192.0.2.1 req_rate=1/m req_burst=77000000 action=delay"),
+                        "inline rule 1: outbound \"out-1\": option 'req_burst': '77000000' is too "
+                        "large for req_rate 1/m (at most 76861433)");
+    /* a rate too fast for a picosecond interval is refused, not kept as 0 */
+    assert_non_null(strstr(refusal("in port=80 req_rate=1000000000/1ns"), "option 'req_rate'"));
+}
+
+/* The bound conf states is core's: for rates across the range, the burst
+ * "at most" names loads, sl_limit_init keeps it, and not one more. */
+static void the_stated_bound_is_the_one_core_keeps(void **unused)
+{
+    (void)unused;
+    static const char *const rates[] = {"1/d",   "1/m",           "3/s",   "50/m",   "7/366d",
+                                        "1/1ns", "1000000000/1s", "3/7ns", "999/7ms"};
+    for (size_t i = 0; i < sizeof rates / sizeof *rates; i++) {
+        char rules[128];
+        snprintf(rules, sizeof rules, "in port=80 req_rate=%s req_burst=9223372036854775807",
+                 rates[i]);
+        const char *err = refusal(rules), *most = strstr(err, "(at most ");
+        if (!most) fail_msg("%s: %s", rates[i], err);
+        uint64_t n = strtoull(most + 9, NULL, 10);
+        snprintf(rules, sizeof rules, "in port=80 req_rate=%s req_burst=%llu", rates[i],
+                 (unsigned long long)n);
+        if (*refusal(rules)) fail_msg("%s: %s", rules, refusal(rules));
+        char e2[512];
+        struct sl_config *c = load(rules, e2, sizeof e2);
+        const struct sl_limit *l = &c->rules[0].req_limit;
+        struct sl_limit t;
+        assert_int_equal(sl_limit_init(&t, SL_ALG_GCRA, l->count, l->period_ns, n), 0);
+        assert_int_not_equal(sl_limit_init(&t, SL_ALG_GCRA, l->count, l->period_ns, n + 1), 0);
+        sl_conf_free(c);
+    }
+}
+
+/* A request's cost x interval is kept the same way (limit_gcra.h), and
+ * so is the burst at a ramp's slowest step and a plan's own rate. */
+static void a_cost_ramp_or_plan_the_rate_cannot_keep_is_refused(void **unused)
+{
+    (void)unused;
+    assert_string_equal(refusal("in port=80 req_rate=1/d req_burst=53375 cost=53375"), "");
+    assert_string_equal(refusal("in port=80 req_rate=1/d cost=53376"),
+                        "inline rule 1: inbound \"in-1\": option 'cost': '53376' is too large "
+                        "for req_rate 1/d (at most 53375)");
+    const char *ramp = "in port=80 req_rate=100/d req_burst=%d ramp_to=1/d "
+                       "ramp_from=2026-01-01 ramp_over=10d ramp_every=1d";
+    char rules[256];
+    snprintf(rules, sizeof rules, ramp, 53375);
+    assert_string_equal(refusal(rules), "");
+    snprintf(rules, sizeof rules, ramp, 53376);
+    assert_string_equal(refusal(rules),
+                        "inline rule 1: inbound \"in-1\": option 'req_burst': '53376' is too large "
+                        "for ramp_to 1/d (at most 53375)");
+    assert_non_null(strstr(refusal("in port=80 req_rate=1/d ramp_to=1000000000/1us "
+                                   "ramp_from=2026-01-01 ramp_over=10d ramp_every=1d"),
+                           "option 'ramp_to': '1000000000/1us' is too fast to keep"));
+
+    const char *path = "/tmp/sluice-test-plans-deep.txt";
+    write_file(path, "plan deep req_rate=1/d req_burst=54000\nkey deep sk_1\n");
+    snprintf(rules, sizeof rules, "in port=80 req_rate=1/s per=header:K plans=%s", path);
+    char err[512] = "";
+    struct sl_config *c = load(rules, err, sizeof err);
+    if (!c) fail_msg("%s", err);
+    assert_null(c->rules[0].plans); /* on_error = open: the rule's own limits */
+    assert_non_null(strstr(c->degraded, "line 1 has a req_burst too large for its req_rate (at "
+                                        "most 53375)"));
+    sl_conf_free(c);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +388,9 @@ int main(void)
         cmocka_unit_test(a_plans_file_maps_hashed_key_values_to_plans),
         cmocka_unit_test(a_bad_plans_file_under_on_error_open_keeps_the_rule_s_limits),
         cmocka_unit_test(a_plans_file_of_100000_keys_loads),
+        cmocka_unit_test(the_largest_burst_a_request_rate_keeps_loads_and_one_more_is_refused),
+        cmocka_unit_test(the_stated_bound_is_the_one_core_keeps),
+        cmocka_unit_test(a_cost_ramp_or_plan_the_rate_cannot_keep_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
