@@ -71,8 +71,9 @@
 
 #include "../core/clock.h"
 #include "../core/mem.h"
+#include "epoll.h"
 #include "ready.h"
-#include "ready_int.h"
+#include "ready_query.h"
 #include "shim.h"
 #include "wait.h"
 

@@ -25,7 +25,7 @@
 
 #include "../core/clock.h"
 #include "../core/mem.h"
-#include "ready_int.h"
+#include "ready_query.h"
 #include "shim.h"
 #include "wait.h"
 

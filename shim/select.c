@@ -21,7 +21,7 @@
 #include <sys/select.h>
 
 #include "../core/clock.h"
-#include "ready_int.h"
+#include "ready_query.h"
 #include "shim.h"
 #include "wait.h"
 

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* ready_int.h - what ready.c shares with poll.c, select.c and epoll.c. */
-#ifndef SL_READY_INT_H
-#define SL_READY_INT_H
+/* ready_query.h - the readiness query the wait wrappers share (poll.c,
+ * select.c, epoll.c): what is throttled, held or parked on a descriptor
+ * now, the held-back connect's step, and the one wait loop. A pure query
+ * of each descriptor's state (fd.h), calling nothing above it: the hooks
+ * that change that state tell epoll.c's shadow through ready.h. */
+#ifndef SL_READY_QUERY_H
+#define SL_READY_QUERY_H
 
 #include <stdint.h>
 
@@ -41,11 +45,5 @@ struct sl_ready_wait {
     void *ctx;
 };
 int sl_ready_wait(const struct sl_ready_wait *w, int64_t timeout_ns, uint64_t *deadline);
-
-/* epoll.c's part of ready.h. */
-void sl_epoll_throttle(int fd, uint64_t now);
-void sl_epoll_forget(int fd); /* keeps errno */
-void sl_epoll_held(int fd, uint64_t at, bool read);
-void sl_epoll_after_fork_child(void);
 
 #endif

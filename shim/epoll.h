@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* epoll.h - epoll.c's shadow of the program's epoll sets, as the
+ * readiness layer (ready.c) tells it what changed: a throttle, bytes
+ * sluice holds, a close, a fork. */
+#ifndef SL_EPOLL_H
+#define SL_EPOLL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+void sl_epoll_throttle(int fd, uint64_t now);
+void sl_epoll_forget(int fd); /* keeps errno */
+void sl_epoll_held(int fd, uint64_t at, bool read);
+void sl_epoll_after_fork_child(void);
+
+#endif
