@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* init.c - loads the configuration and the table in a constructor (before the program can fork or clear its
- * environment, as nginx does for its workers), and keeps fork safe.
+/* init.c - loads the configuration and the table in a constructor
+ * (before the program can fork or clear its environment, as nginx does
+ * for its workers), and keeps fork safe. The top of the shim: it calls
+ * down into every part that keeps state across fork.
  *
  * Outcome of a configuration that cannot be loaded: one message naming the
  * file, line, option and value; the program then runs unlimited, unless the

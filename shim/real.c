@@ -60,7 +60,7 @@ void *sl_real_slow(size_t offset, const char *name)
 void sl_shim_resolve(void)
 {
 #define R(name)                                                                                    \
-    __atomic_store_n((void **)&sl_real.name, sl_resolve_next(#name, NULL, NULL, NULL),     \
+    __atomic_store_n((void **)&sl_real.name, sl_resolve_next(#name, NULL, NULL, NULL),             \
                      __ATOMIC_RELEASE)
     R(accept);
     R(accept4);
