@@ -23,7 +23,7 @@
 #include "../core/clock.h"
 #include "../core/http/reply.h"
 #include "fd.h"
-#include "req.h"
+#include "reqin.h"
 #include "reload.h"
 #include "shim.h"
 #include "wait.h"
@@ -118,13 +118,14 @@ static bool admit(struct sl_runtime *rt, int lfd, int fd, const struct sockaddr_
         pass = d->outcome == SL_PASS;
         if (pass && sl_fd_carries(d)) sl_fd_carry(fd, d);
     }
-    if (pass && rt->any_req_in) sl_req_accept(rt, fd, lp, &peer); /* its own test, here: no call */
+    if (pass && rt->any_req_in)
+        sl_reqin_accept(rt, fd, lp, &peer); /* its own test, here: no call */
     return pass;
 }
 
 static int sl_accept(int lfd, struct sockaddr *addr, socklen_t *addrlen, int flags, bool four)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (rt) rt = sl_reload_check(rt); /* `sluice reload` published a new configuration */
     if (!rt || !rt->any_in || (addr && !addrlen))
         return four ? REAL(accept4)(lfd, addr, addrlen, flags) : REAL(accept)(lfd, addr, addrlen);

@@ -14,7 +14,7 @@
 #include "fd.h"
 #include "pending.h"
 #include "ready.h"
-#include "req.h"
+#include "reqin.h"
 #include "reqout.h"
 #include "shim.h"
 
@@ -23,7 +23,7 @@ void sl_fd_drop(int fd)
     struct sl_fd *e = sl_fd_get(fd);
     if (!e) return;
     sl_pending_drop(e);
-    sl_req_free(e);
+    sl_reqin_free(e);
     sl_reqout_free(e);
     sl_fd_forget(fd);
 }
@@ -39,7 +39,7 @@ static void forget(int fd)
 static __attribute__((noinline)) int close_slow(int fd)
 {
     struct sl_fd *e = sl_fd_get(fd);
-    bool linger = e && sl_gate_in(e) && sl_req_close(fd, e); /* a 429 to write first */
+    bool linger = e && sl_gate_in(e) && sl_reqin_close(fd, e); /* a 429 to write first */
     forget(fd); /* before the descriptor can be closed by linger.c and reused */
     if (!linger) return REAL(close)(fd);
     sl_linger_add(fd);
@@ -68,7 +68,7 @@ SL_EXPORT int shutdown(int fd, int how)
     struct sl_fd *e;
     if (how != SHUT_RD && atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed) &&
         (e = sl_fd_get(fd)) && sl_gate_in(e))
-        sl_req_shutdown(fd, e);
+        sl_reqin_shutdown(fd, e);
     return REAL(shutdown)(fd, how);
 }
 

@@ -133,7 +133,7 @@ static int named(struct sl_runtime *rt, int fd, const struct sockaddr *sa, sockl
 
 SL_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     struct sl_addr dst;
     struct sl_fd *e;
     if (rt) rt = sl_reload_check(rt); /* `sluice reload` published a new configuration */

@@ -264,7 +264,7 @@ static void bind_new_objects(const struct seen *before, const char *file)
 __attribute__((optimize("O2"))) SL_EXPORT void *dlopen(const char *file, int mode)
 {
     dlopen_fn real = (dlopen_fn)real_fn(&real_dlopen, "dlopen");
-    if (!(mode & RTLD_DEEPBIND) || !file || !sl_runtime())
+    if (!(mode & RTLD_DEEPBIND) || !file || !sl_runtime_now())
         return real(file, mode); /* a tail call: the caller's RUNPATH applies */
     if (!strchr(file, '/')) {
         say_unbound(file, "with RTLD_DEEPBIND by a name without a path");
@@ -288,7 +288,7 @@ __attribute__((optimize("O2"))) SL_EXPORT void *dlopen(const char *file, int mod
 SL_EXPORT void *dlmopen(Lmid_t lmid, const char *file, int mode)
 {
     dlmopen_fn real = (dlmopen_fn)real_fn(&real_dlmopen, "dlmopen");
-    if (lmid != LM_ID_BASE && file && sl_runtime())
+    if (lmid != LM_ID_BASE && file && sl_runtime_now())
         say_unbound(file, "with dlmopen in a new namespace");
     return real(lmid, file, mode);
 }

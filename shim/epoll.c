@@ -72,7 +72,6 @@
 #include "../core/clock.h"
 #include "../core/mem.h"
 #include "epoll.h"
-#include "ready.h"
 #include "ready_query.h"
 #include "shim.h"
 #include "wait.h"
@@ -209,7 +208,7 @@ static void give(void)
 
 static bool active(void)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     return rt && (rt->any_bytes || rt->any_out);
 }
 
@@ -605,7 +604,7 @@ static SLOW_HALF int epoll_ctl_slow(int epfd, int op, int fd, struct epoll_event
 {
     if (!active() || (op != EPOLL_CTL_DEL && !event) ||
         (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) ||
-        unshadowed(sl_runtime(), fd))
+        unshadowed(sl_runtime_now(), fd))
         return REAL(epoll_ctl)(epfd, op, fd, event);
 
     int saved = errno, rc = 0, err = saved;
@@ -710,7 +709,7 @@ static void waiter(int epfd, int delta, uint64_t until)
         if (e->waiters && --e->waiters == 0) e->wait_until = 0;
         sl_rd_ep_idle(&tab, epfd);
     } else if (e) {
-        struct sl_runtime *rt = sl_runtime();
+        struct sl_runtime *rt = sl_runtime_now();
         if (delta > 0 && rt && (rt->any_req_in || rt->any_req_out))
             waker_get(epfd); /* requests: sluice may make bytes readable meanwhile */
         e->waiters += (uint32_t)delta;
@@ -830,7 +829,7 @@ static inline __attribute__((always_inline)) int fast(const struct own *o, bool 
     if (blocks) {
         /* the waker first: once made, the runtime need not be read */
         if (!atomic_load_explicit(&sl->waker, memory_order_relaxed)) {
-            struct sl_runtime *rt = sl_runtime();
+            struct sl_runtime *rt = sl_runtime_now();
             if (!rt || rt->any_req_in || rt->any_req_out) return SLOW;
         }
         atomic_fetch_add(&sl->waiting, 1); /* seq_cst: see `slots` */

@@ -8,6 +8,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "fd.h"
+
+/* fd may be known to epoll.c (registered in a set sluice shadows, a set,
+ * a waker, held bytes); read without a lock, so that closing any other
+ * descriptor costs one load (ready.h: sl_ready_forget). */
+extern _Atomic uint8_t sl_ready_maybe[SL_FD_MAX] __attribute__((visibility("hidden")));
+
 void sl_epoll_throttle(int fd, uint64_t now);
 void sl_epoll_forget(int fd); /* keeps errno */
 void sl_epoll_held(int fd, uint64_t at, bool read);

@@ -55,7 +55,7 @@ struct sl_fd {
     _Atomic int connect_error;
     struct sockaddr_storage peer;
     socklen_t peerlen;
-    /* requests on the connection (gate.h: its direction says whose, req.c
+    /* requests on the connection (gate.h: its direction says whose, reqin.c
      * inbound, reqout.c outbound), or NULL; close.c frees it */
     struct sl_gate *gate;
 };

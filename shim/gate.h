@@ -7,7 +7,7 @@
  * 429 due; reset), the stash of bytes read and held back, the 429 a
  * denial queued, and the core connection object. How bytes are read is
  * the transport's business (struct sl_transport): inbound, the socket in
- * req.c, OpenSSL in tls.c (req.c keeps the one its requests are read
+ * reqin.c, OpenSSL in tls.c (reqin.c keeps the one its requests are read
  * through, and writes a denial's 429 with its write); outbound, the socket
  * in io.c, OpenSSL in tls.c, OpenSSL over memory BIOs in tlsbio.c, GnuTLS
  * in gnutls.c. A new transport is a small file: its read, a never-waiting
@@ -92,7 +92,7 @@ enum sl_gate_phase {
 };
 
 struct sl_gate {
-    enum sl_dir dir; /* SL_IN: req.c's (struct sl_req_fd); SL_OUT: reqout.c's */
+    enum sl_dir dir; /* SL_IN: reqin.c's (struct sl_reqin_conn); SL_OUT: reqout.c's */
     enum sl_gate_phase phase;
     struct sl_req_conn *conn; /* core's connection object */
     char *stash;              /* allocated at the first head held back */
@@ -138,7 +138,7 @@ ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transpo
 
 /* The common read after the fact: n > 0 bytes the transport just gave into
  * buf while the stash was empty (sl_gate_read's first step, made by
- * req.c's fast path without building a transport). Returns how many of
+ * reqin.c's fast path without building a transport). Returns how many of
  * them the program gets (the rest stashed and announced), or SL_GATE_MORE.
  * errno is kept. Inline: the read where every byte may pass (one per
  * request on a keep-alive server) makes no call of its own. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* hold.h - the one hold step: a call that may not go on before a time
  * (a request head's turn, a byte budget, a swallowed request's responses)
- * is held here, whoever asks (req.c, reqout.c, io.c).
+ * is held here, whoever asks (reqin.c, reqout.c, io.c).
  *   - a non-blocking descriptor: EAGAIN at once, and the readiness layer
  *     (ready.h) reports the descriptor ready at that time, not before;
  *   - a blocking one: the call sleeps until then; the socket's timeout

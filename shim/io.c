@@ -67,7 +67,7 @@
 #include "fd.h"
 #include "hold.h"
 #include "pending.h"
-#include "req.h"
+#include "reqin.h"
 #include "reqout.h"
 #include "ready.h"
 #include "reload.h"
@@ -381,7 +381,7 @@ static ssize_t limited(struct sl_runtime *rt, struct sl_fd *e, struct call *c, e
     return (ssize_t)done;
 }
 
-/* The bytes a read took, as one or more iovecs (for req.c's scanner). */
+/* The bytes a read took, as one or more iovecs (for reqin.c's scanner). */
 static int call_iov(const struct call *c, struct iovec *one, const struct iovec **iov)
 {
     if (c->k == K_READV) return *iov = c->iov, c->iovcnt;
@@ -392,21 +392,21 @@ static int call_iov(const struct call *c, struct iovec *one, const struct iovec 
     return 1;
 }
 
-/* A read of a connection whose requests are counted (req.c): it takes only
- * the bytes req.c lets through, then req.c reads what it took. */
+/* A read of a connection whose requests are counted (reqin.c): it takes only
+ * the bytes reqin.c lets through, then reqin.c reads what it took. */
 static ssize_t request_read(struct sl_runtime *rt, struct sl_fd *e, struct call *c)
 {
     if (c->k == K_SPLICE) return real_call(c, c->len); /* not seen: bytes the program never reads */
     int flags = has_msg_flags(c) ? c->flags : 0;
-    if ((e->bytes_rule[SL_IO_RECV] < 0 && !(flags & MSG_WAITALL)) || sl_req_stashed(e)) {
+    if ((e->bytes_rule[SL_IO_RECV] < 0 && !(flags & MSG_WAITALL)) || sl_reqin_stashed(e)) {
         /* one buffer (the first of several: a short read), one real recv */
         struct iovec one;
         const struct iovec *iov;
         int cnt = call_iov(c, &one, &iov), i = 0;
         while (i < cnt - 1 && iov[i].iov_len == 0)
             i++;
-        ssize_t n = sl_req_read(c->fd, e, cnt ? iov[i].iov_base : NULL, cnt ? iov[i].iov_len : 0,
-                                flags & ~MSG_WAITALL);
+        ssize_t n = sl_reqin_read(c->fd, e, cnt ? iov[i].iov_base : NULL, cnt ? iov[i].iov_len : 0,
+                                  flags & ~MSG_WAITALL);
         /* a scatter read fills the next buffers with what is there now, as
          * the kernel's would (a short read is legal, but hosts and python's
          * own tests count on the buffers filling in order); never waits */
@@ -414,8 +414,8 @@ static ssize_t request_read(struct sl_runtime *rt, struct sl_fd *e, struct call 
             int saved = errno;
             while (++i < cnt) {
                 if (iov[i].iov_len == 0) continue;
-                ssize_t more = sl_req_read(c->fd, e, iov[i].iov_base, iov[i].iov_len,
-                                           (flags & ~MSG_WAITALL) | MSG_DONTWAIT);
+                ssize_t more = sl_reqin_read(c->fd, e, iov[i].iov_base, iov[i].iov_len,
+                                             (flags & ~MSG_WAITALL) | MSG_DONTWAIT);
                 if (more <= 0) break;
                 n += more;
                 if ((size_t)more < iov[i].iov_len) break;
@@ -430,7 +430,7 @@ static ssize_t request_read(struct sl_runtime *rt, struct sl_fd *e, struct call 
         }
         return n;
     }
-    ssize_t cap = sl_req_before_read(c->fd, e, c->len, nonblocking(c));
+    ssize_t cap = sl_reqin_before_read(c->fd, e, c->len, nonblocking(c));
     if (cap <= 0) return cap;
     size_t want = c->len;
     c->cut = (size_t)cap < want;
@@ -444,7 +444,7 @@ static ssize_t request_read(struct sl_runtime *rt, struct sl_fd *e, struct call 
         struct iovec one;
         const struct iovec *iov;
         int cnt = call_iov(c, &one, &iov);
-        sl_req_after_read(e, iov, cnt, (size_t)n);
+        sl_reqin_after_read(e, iov, cnt, (size_t)n);
         errno = saved;
     }
     return n;
@@ -597,7 +597,7 @@ enum work { W_NONE, W_REQUESTS_IN, W_REPLIES, W_REQUESTS_OUT };
 static inline enum work work_of(struct sl_fd *e, enum sl_io io, struct sl_gate **g)
 {
     if (io == SL_IO_SEND) return sl_gate_out(e) && sl_reqout_plain(e) ? W_REQUESTS_OUT : W_NONE;
-    if (sl_gate_in(e) && sl_req_plain(e)) return W_REQUESTS_IN;
+    if (sl_gate_in(e) && sl_reqin_plain(e)) return W_REQUESTS_IN;
     if (sl_gate_out(e) && (*g = sl_reqout_replying(e, false))) return W_REPLIES;
     return W_NONE;
 }
@@ -641,7 +641,7 @@ static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum 
 }
 
 /* Whether a read of len bytes with these recv flags is the common read of
- * an inbound request connection (req.c's sl_req_recv): the one a
+ * an inbound request connection (reqin.c's sl_reqin_recv): the one a
  * keep-alive server makes per request, taken without building a call. */
 static inline bool plain_request_read(struct sl_fd *e, size_t len, int flags)
 {
@@ -661,9 +661,9 @@ static SLOW ssize_t recv_call(struct sl_runtime *rt, struct sl_fd *e, int fd, vo
 
 static SLOW ssize_t recv_slow(struct sl_fd *e, int fd, void *buf, size_t len, int flags)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (!e || !rt) return REAL(recv)(fd, buf, len, flags);
-    if (plain_request_read(e, len, flags)) return sl_req_recv(rt, fd, e, buf, len, flags);
+    if (plain_request_read(e, len, flags)) return sl_reqin_recv(rt, fd, e, buf, len, flags);
     return recv_call(rt, e, fd, buf, len, flags);
 }
 
@@ -677,7 +677,7 @@ SL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 static SLOW ssize_t recvfrom_slow(struct sl_fd *e, int fd, void *buf, size_t len, int flags,
                                   struct sockaddr *from, socklen_t *fromlen)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (!e || !rt || passes(e, SL_IO_RECV))
         return REAL(recvfrom)(fd, buf, len, flags, from, fromlen);
     struct call c = {.k = K_RECVFROM,
@@ -701,7 +701,7 @@ SL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sock
 
 static SLOW ssize_t recvmsg_slow(struct sl_fd *e, int fd, struct msghdr *msg, int flags)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(recvmsg)(fd, msg, flags);
     struct call c = {.k = K_RECVMSG,
                      .fd = fd,
@@ -727,9 +727,9 @@ static SLOW ssize_t read_call(struct sl_runtime *rt, struct sl_fd *e, int fd, vo
 
 static SLOW ssize_t read_slow(struct sl_fd *e, int fd, void *buf, size_t len)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (!e || !rt) return REAL(read)(fd, buf, len);
-    if (plain_request_read(e, len, 0)) return sl_req_recv(rt, fd, e, buf, len, 0);
+    if (plain_request_read(e, len, 0)) return sl_reqin_recv(rt, fd, e, buf, len, 0);
     return read_call(rt, e, fd, buf, len);
 }
 
@@ -742,7 +742,7 @@ SL_EXPORT ssize_t read(int fd, void *buf, size_t len)
 
 static SLOW ssize_t readv_slow(struct sl_fd *e, int fd, const struct iovec *iov, int iovcnt)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(readv)(fd, iov, iovcnt);
     struct call c = {.k = K_READV,
                      .fd = fd,
@@ -761,7 +761,7 @@ SL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 
 static SLOW ssize_t send_slow(struct sl_fd *e, int fd, const void *buf, size_t len, int flags)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(send)(fd, buf, len, flags);
     struct call c = {.k = K_SEND, .fd = fd, .cbuf = buf, .len = len, .flags = flags};
     return run(rt, e, &c, SL_IO_SEND);
@@ -779,7 +779,7 @@ SL_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 static SLOW ssize_t sendto_slow(struct sl_fd *e, int fd, const void *buf, size_t len, int flags,
                                 const struct sockaddr *to, socklen_t tolen)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(sendto)(fd, buf, len, flags, to, tolen);
     struct call c = {
         .k = K_SENDTO, .fd = fd, .cbuf = buf, .len = len, .flags = flags, .to = to, .tolen = tolen};
@@ -797,7 +797,7 @@ SL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const s
 
 static SLOW ssize_t sendmsg_slow(struct sl_fd *e, int fd, const struct msghdr *msg, int flags)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(sendmsg)(fd, msg, flags);
     struct call c = {.k = K_SENDMSG,
                      .fd = fd,
@@ -818,10 +818,9 @@ SL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 /* Each message as sendmsg would send it, in order: the count of those
  * sent whole, the last one's bytes in its msg_len (a short one ends the
  * call, as the kernel's would); -1 with errno when the first failed. */
-static SLOW int sendmmsg_slow(struct sl_fd *e, int fd, struct mmsghdr *v, unsigned int n,
-                              int flags)
+static SLOW int sendmmsg_slow(struct sl_fd *e, int fd, struct mmsghdr *v, unsigned int n, int flags)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(sendmmsg)(fd, v, n, flags);
     int saved = errno;
     for (unsigned int i = 0; i < n; i++) {
@@ -849,7 +848,7 @@ SL_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 
 static SLOW ssize_t write_slow(struct sl_fd *e, int fd, const void *buf, size_t len)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(write)(fd, buf, len);
     struct call c = {.k = K_WRITE, .fd = fd, .cbuf = buf, .len = len};
     return run(rt, e, &c, SL_IO_SEND);
@@ -864,7 +863,7 @@ SL_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 
 static SLOW ssize_t writev_slow(struct sl_fd *e, int fd, const struct iovec *iov, int iovcnt)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(writev)(fd, iov, iovcnt);
     struct call c = {.k = K_WRITEV,
                      .fd = fd,
@@ -885,7 +884,7 @@ SL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 static SLOW ssize_t sendfile_slow(struct sl_fd *e, int out_fd, int in_fd, off_t *offset,
                                   size_t count)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (!e || !rt || passes(e, SL_IO_SEND)) return REAL(sendfile)(out_fd, in_fd, offset, count);
     struct call c = {.k = K_SENDFILE,
                      .fd = out_fd,
@@ -921,7 +920,7 @@ SL_EXPORT ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out,
                      .off_out = off_out,
                      .len = len,
                      .sflags = flags};
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (rt && rt->any_bytes) {
         struct sl_fd *e = sl_fd_get(fd_out);
         if (e && e->bytes_rule[SL_IO_SEND] >= 0) {

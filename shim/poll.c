@@ -154,7 +154,7 @@ static inline bool all_quiet(const struct pollfd *fds, nfds_t n)
 
 static __attribute__((noinline)) int poll_slow(struct pollfd *fds, nfds_t n, int timeout)
 {
-    if (!sl_runtime() || !fds || !any_throttled(fds, n)) return REAL(poll)(fds, n, timeout);
+    if (!sl_runtime_now() || !fds || !any_throttled(fds, n)) return REAL(poll)(fds, n, timeout);
     return wait_fds(false, fds, n, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL, timeout,
                     NULL);
 }
@@ -170,7 +170,7 @@ static __attribute__((noinline)) int ppoll_slow(struct pollfd *fds, nfds_t n,
                                                 const struct timespec *ts, const sigset_t *sigmask)
 {
     int64_t t = SL_TIMESPEC_NS(ts);
-    if (!sl_runtime() || !fds || !any_throttled(fds, n) || t == -2)
+    if (!sl_runtime_now() || !fds || !any_throttled(fds, n) || t == -2)
         return REAL(ppoll)(fds, n, ts, sigmask);
     return wait_fds(true, fds, n, t, ts, 0, sigmask);
 }

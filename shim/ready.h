@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "epoll.h"
 #include "fd.h"
 
 /* fd's io direction is throttled until `until_ns` (stored in e's
@@ -37,10 +38,6 @@ void sl_ready_held(int fd, struct sl_fd *e, uint64_t at);
  * announcement waits for the program's re-arm. */
 void sl_ready_held_read(int fd, struct sl_fd *e, uint64_t at);
 
-/* fd may be known to epoll.c (registered in a set sluice shadows, a set,
- * a waker, held bytes); read without a lock, so that closing any other
- * descriptor costs one load. */
-extern _Atomic uint8_t sl_ready_maybe[SL_FD_MAX] __attribute__((visibility("hidden")));
 void sl_ready_forget_known(int fd);
 
 /* fd is being closed. */

@@ -19,11 +19,11 @@
 #include "reload.h"
 #include "shim.h"
 #include "tie.h"
-#include "tlsrec.h"
+#include "bursts.h"
 #include "unseen.h"
 #include "wait.h"
 
-struct sl_req_out {
+struct sl_reqout_conn {
     struct sl_gate g; /* first: the descriptor's gate (fd.h); g.conn is conn below when live */
     struct sl_runtime *rt;
     struct sl_addr dst;
@@ -34,8 +34,8 @@ struct sl_req_out {
     bool tls_written; /* a plaintext write was seen */
     char *kept;       /* keep(): taken, not yet written */
     size_t nkept;
-    bool bio;                   /* its records come from memory BIOs (tlsbio.h) */
-    struct sl_tlsrec_conn *rec; /* TLS sluice cannot decrypt: bursts (tlsrec.h) */
+    bool bio;                  /* its records come from memory BIOs (tlsbio.h) */
+    struct sl_bursts_out *rec; /* TLS sluice cannot decrypt: bursts (bursts.h) */
     /* live: conn below is started (a request rule matched). Otherwise the
      * state is this struct alone (no conn: allocated for what the rule
      * needs) and `naming` says whether the client's first bytes may still
@@ -54,18 +54,18 @@ struct sl_req_out {
 
 #define CONN(o) ((struct sl_req_conn *)(void *)(o)->conn)
 /* The outbound state of a descriptor whose gate is outbound (g comes first). */
-#define OUT(e)     ((struct sl_req_out *)(void *)(e)->gate)
+#define OUT(e)     ((struct sl_reqout_conn *)(void *)(e)->gate)
 #define H2_PREFACE "PRI * HTTP/2.0\r\n"
 
 void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
 {
     if (!rt->any_req_out) return;
     int saved = errno;
-    struct sl_req_out *o = sl_alloc(sizeof *o + sl_req_conn_size());
+    struct sl_reqout_conn *o = sl_alloc(sizeof *o + sl_req_conn_size());
     struct sl_fd *e = NULL;
     bool live = o && sl_req_conn_init(CONN(o), rt, SL_OUT, NULL, dst, sl_clock_now());
     if (o && !live && rt->any_req_names) { /* the small state until a name matches */
-        struct sl_req_out *small = sl_realloc(o, sizeof *o);
+        struct sl_reqout_conn *small = sl_realloc(o, sizeof *o);
         if (small) o = small, o->naming = true;
     }
     if (!o || (!live && !o->naming) || !(e = sl_fd_track(fd))) {
@@ -91,7 +91,7 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
  * connection is live. */
 static bool name_step(struct sl_fd *e, const void *buf, size_t len, bool tls)
 {
-    struct sl_req_out *o = OUT(e);
+    struct sl_reqout_conn *o = OUT(e);
     char name[SL_HOST_MAX];
     bool hello = !tls && len && ((const unsigned char *)buf)[0] == 0x16;
     bool found = hello ? sl_name_sni(buf, len, name, sizeof name)
@@ -99,7 +99,7 @@ static bool name_step(struct sl_fd *e, const void *buf, size_t len, bool tls)
     if (len == 0 || (tls != o->tls) || (hello && !found)) return false; /* not yet */
     o->naming = false;
     if (!found) return false;
-    struct sl_req_out *big = sl_realloc(o, sizeof *o + sl_req_conn_size());
+    struct sl_reqout_conn *big = sl_realloc(o, sizeof *o + sl_req_conn_size());
     if (!big) return false;
     o = big;
     e->gate = &o->g;
@@ -114,7 +114,7 @@ static bool name_step(struct sl_fd *e, const void *buf, size_t len, bool tls)
  * interposed SSL_write or gnutls_record_send: the program encrypts with a
  * library sluice does not see (a static OpenSSL, rustls, JSSE) and its
  * requests cannot be seen. Said once. */
-static void unseen_tls(struct sl_req_out *o, int fd, const void *buf, size_t len)
+static void unseen_tls(struct sl_reqout_conn *o, int fd, const void *buf, size_t len)
 {
     unsigned char type = ((const unsigned char *)buf)[0];
     if (!o->written) {
@@ -124,7 +124,7 @@ static void unseen_tls(struct sl_req_out *o, int fd, const void *buf, size_t len
         if (o->hello && sl_tls_tie_hello(fd, buf, len))
             o->bio = true;
         else if (o->hello)
-            o->rec = sl_tlsrec_open(o->rt, &o->dst, fd, buf, len);
+            o->rec = sl_bursts_open(o->rt, &o->dst, fd, buf, len);
         return;
     }
     if (o->bio || o->rec) return;
@@ -145,7 +145,7 @@ static void unseen_tls(struct sl_req_out *o, int fd, const void *buf, size_t len
  * the write. */
 static ssize_t cipher_turn(int fd, struct sl_fd *e, size_t len, bool nonblock_flag)
 {
-    struct sl_req_out *o = OUT(e);
+    struct sl_reqout_conn *o = OUT(e);
     int saved = errno;
     struct sl_hold hd = sl_hold_for(fd, e, SL_IO_SEND, nonblock_flag);
     for (;;) {
@@ -171,7 +171,7 @@ static ssize_t cipher_turn(int fd, struct sl_fd *e, size_t len, bool nonblock_fl
 
 /* A hold at the ciphertext offset `at`: a full list stretches its last one
  * (the requests between then leave no earlier than their turns). */
-static void add_hold(struct sl_req_out *o, uint64_t at, uint64_t until, int err)
+static void add_hold(struct sl_reqout_conn *o, uint64_t at, uint64_t until, int err)
 {
     int n = o->nholds, max = (int)(sizeof o->holds / sizeof o->holds[0]);
     if (n == max) {
@@ -193,9 +193,9 @@ static void add_hold(struct sl_req_out *o, uint64_t at, uint64_t until, int err)
 static ssize_t bio_write(struct sl_fd *e, const struct sl_transport *t, const void *buf, size_t n)
 {
     if (!OUT(e)->live && OUT(e)->naming) name_step(e, buf, n, true);
-    struct sl_req_out *o = OUT(e);
+    struct sl_reqout_conn *o = OUT(e);
     struct sl_req_conn *c = CONN(o);
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     bool denied = !o->live; /* not counted: written as they come */
     if (o->live && rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c))
         sl_req_conn_rebind(c, rt);
@@ -238,7 +238,7 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
     bool live = OUT(e)->live || (OUT(e)->naming && name_step(e, buf, len, tls));
     if (!tls && OUT(e)->bio) return cipher_turn(fd, e, len, nonblock_flag);
     if (!tls && !OUT(e)->tls && OUT(e)->rec)
-        return sl_tlsrec_before_write(OUT(e)->rec, fd, e, buf, len, nonblock_flag);
+        return sl_bursts_before_write(OUT(e)->rec, fd, e, buf, len, nonblock_flag);
     if (!live) return (ssize_t)len; /* no request rule matches (yet) */
     struct sl_req_conn *c = CONN(OUT(e));
     if (OUT(e)->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
@@ -248,7 +248,7 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
             len >= sizeof H2_PREFACE - 1 && !memcmp(buf, H2_PREFACE, sizeof H2_PREFACE - 1);
     }
     if (sl_req_done(c)) return (ssize_t)len;
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
     return sl_gate_write(&OUT(e)->g, e, fd, buf, len, nonblock_flag, tls, swallowed);
 }
@@ -256,7 +256,7 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
 void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls)
 {
     if (!tls) OUT(e)->sent += n;
-    if (!tls && !OUT(e)->tls && OUT(e)->rec) sl_tlsrec_written(OUT(e)->rec, buf, n);
+    if (!tls && !OUT(e)->tls && OUT(e)->rec) sl_bursts_written(OUT(e)->rec, buf, n);
     if (OUT(e)->live && OUT(e)->tls == tls) sl_req_passed(CONN(OUT(e)), buf, n);
 }
 
@@ -267,7 +267,7 @@ bool sl_reqout_bio(struct sl_fd *e)
 
 struct sl_gate *sl_reqout_replying(struct sl_fd *e, bool tls)
 {
-    struct sl_req_out *o = OUT(e);
+    struct sl_reqout_conn *o = OUT(e);
     return o->live && o->tls == tls && sl_req_replies(CONN(o)) ? &o->g : NULL;
 }
 
@@ -278,7 +278,7 @@ bool sl_reqout_plain(const struct sl_fd *e)
 
 bool sl_reqout_tls(struct sl_fd *e)
 {
-    struct sl_req_out *o = OUT(e);
+    struct sl_reqout_conn *o = OUT(e);
     if (o->tls) return o->live || o->naming;
     o->tls = true;
     if (!o->live) return o->naming; /* its Host may still name it (name_step) */
@@ -295,7 +295,7 @@ bool sl_reqout_tls(struct sl_fd *e)
  * SL_REQOUT_KEEP_MAX kept. */
 static bool keep(struct sl_fd *e, const void *buf, size_t n)
 {
-    struct sl_req_out *o = OUT(e);
+    struct sl_reqout_conn *o = OUT(e);
     if (n > SL_REQOUT_KEEP_MAX - o->nkept) return false;
     char *k = sl_realloc(o->kept, o->nkept + n);
     if (!k) return false;
@@ -329,7 +329,7 @@ static bool keep_held(int fd, struct sl_fd *e, const void *buf, size_t n)
  * left kept. */
 static bool flush(struct sl_fd *e, const struct sl_transport *t)
 {
-    struct sl_req_out *o = OUT(e);
+    struct sl_reqout_conn *o = OUT(e);
     if (!o->nkept) return true;
     int saved = errno;
     while (o->nkept) {
@@ -402,11 +402,11 @@ ssize_t sl_reqout_tls_write(struct sl_fd *e, const struct sl_transport *t, const
 
 void sl_reqout_free(struct sl_fd *e)
 {
-    struct sl_req_out *o = OUT(e);
+    struct sl_reqout_conn *o = OUT(e);
     if (!sl_gate_out(e)) return;
     e->gate = NULL;
     sl_free(o->kept);
-    sl_tlsrec_close(o->rec);
+    sl_bursts_close(o->rec);
     sl_free(o->name);
     if (o->live) sl_req_conn_fini(CONN(o));
     sl_free(o);

@@ -18,7 +18,9 @@
  *     requests are rejected instead (a HEADERS frame cannot be dropped
  *     without breaking HPACK).
  * A write is shortened at a head that may not leave yet (a partial write
- * is legal); the bytes are never changed. The bytes of a head still being
+ * is legal); the bytes are never changed. A gathered write (writev,
+ * sendmsg, sendmmsg) is read as one span of its buffers before any of it
+ * leaves (io.c), so a head split across them is decided whole. The bytes of a head still being
  * written pass: its request is decided when its end is written, so the
  * server has at most an incomplete head while it waits.
  */

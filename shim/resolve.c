@@ -11,7 +11,7 @@
 
 static struct sl_runtime *learner(void)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     return rt && rt->any_hosts ? rt : NULL;
 }
 

@@ -169,7 +169,7 @@ static bool all_quiet(const struct sets *s, int nfds)
 /* Worth the slow path: some descriptor in the sets is throttled now. */
 static bool virtualise(struct sets *s, int nfds)
 {
-    if (!sl_watching() || !sl_runtime() || nfds <= 0 || nfds > FD_SETSIZE ||
+    if (!sl_watching() || !sl_runtime_now() || nfds <= 0 || nfds > FD_SETSIZE ||
         (!s->r && !s->w && !s->x))
         return false;
     if (all_quiet(s, nfds)) return false;

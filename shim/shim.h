@@ -100,7 +100,9 @@ extern struct sl_runtime *_Atomic sl_runtime_ptr;
 /* Set while sluice itself calls into libc, so its own calls pass through. */
 extern __thread int sl_guard __attribute__((tls_model("initial-exec")));
 
-static inline struct sl_runtime *sl_runtime(void)
+/* The runtime a hook decides with now: NULL while the guard is up (sluice's
+ * own calls) or while nothing limits. */
+static inline struct sl_runtime *sl_runtime_now(void)
 {
     if (sl_guard) return NULL;
     return atomic_load_explicit(&sl_runtime_ptr, memory_order_acquire);

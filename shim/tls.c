@@ -3,9 +3,9 @@
  *
  * A server that terminates TLS itself (nginx `ssl`, python's ssl module)
  * reads requests with SSL_read or SSL_read_ex, not with recv: the bytes
- * shim/req.c would look at are ciphertext. So those two are interposed
+ * shim/reqin.c would look at are ciphertext. So those two are interposed
  * too, on a connection an inbound request rule matches, and read through
- * req.c's gate (sl_req_tls_read) over this file's OpenSSL transport
+ * reqin.c's gate (sl_reqin_tls_read) over this file's OpenSSL transport
  * (SSL_read; a read that never waits; SSL_write for the 429), which gives
  * the program only what may pass, exactly as for plain connections. What the program
  * then asks of the library about that call is answered for it:
@@ -68,7 +68,7 @@
 #include <stdatomic.h>
 
 #include "fd.h"
-#include "req.h"
+#include "reqin.h"
 #include "reqout.h"
 #include "lazy.h"
 #include "shim.h"
@@ -198,7 +198,7 @@ static int read_through(SSL *ssl, void *buf, size_t num, size_t *got,
     /* SSL_read with an int count reads the same records */
     struct sl_transport t = in_transport(ssl, fd);
     enum sl_tls_how how;
-    int n = (int)sl_req_tls_read(e, &t, buf, num > INT_MAX ? INT_MAX : num, &how);
+    int n = (int)sl_reqin_tls_read(e, &t, buf, num > INT_MAX ? INT_MAX : num, &how);
     if (how != SL_TLS_REAL) last.ssl = ssl, last.how = how, last.err = 0;
     *got = n > 0 ? (size_t)n : 0;
     return n;
@@ -243,7 +243,7 @@ static int handshake(SSL *ssl, int (*real_call)(SSL *))
     if (tie) sl_tls_tying = ssl;
     int in_fd;
     struct sl_fd *in = rt && rt->any_req_in ? session_entry(ssl, SL_IN, &in_fd) : NULL;
-    if (in && sl_gate_in(in)) sl_req_tls_library(in); /* its SSL_read shows the requests */
+    if (in && sl_gate_in(in)) sl_reqin_tls_library(in); /* its SSL_read shows the requests */
     int rc = real_call(ssl);
     if (tie) sl_tls_tying = NULL;
     if (tie && sl_tls_tied_fd(ssl) < 0) sl_tlsbio_remember(ssl); /* memory BIOs: tlsbio.h */
@@ -257,7 +257,7 @@ SL_EXPORT int SSL_connect(SSL *ssl)
 }
 
 /* A server's handshake: inbound, it marks the connection as read through
- * SSL_read (req.h), so no record burst is counted during it. */
+ * SSL_read (reqin.h), so no record burst is counted during it. */
 SL_EXPORT int SSL_accept(SSL *ssl)
 {
     last.ssl = NULL;
@@ -447,7 +447,7 @@ SL_EXPORT int SSL_get_shutdown(const SSL *ssl)
     int mode = REAL_SSL(get_shutdown, "SSL_get_shutdown", SSL_get_shutdown)(ssl);
     int fd;
     struct sl_fd *e = tracked(ssl, &fd);
-    if (e && sl_req_tls_denied(e, ssl)) mode |= SSL_RECEIVED_SHUTDOWN;
+    if (e && sl_reqin_tls_denied(e, ssl)) mode |= SSL_RECEIVED_SHUTDOWN;
     return mode;
 }
 
@@ -458,7 +458,7 @@ static void ending(SSL *ssl)
     struct sl_fd *e = tracked(ssl, &fd);
     if (!e) return;
     struct sl_transport t = in_transport(ssl, fd);
-    sl_req_tls_end(e, &t);
+    sl_reqin_tls_end(e, &t);
 }
 
 SL_EXPORT void SSL_set_shutdown(SSL *ssl, int mode)
@@ -479,8 +479,8 @@ SL_EXPORT void SSL_free(SSL *ssl)
     struct sl_fd *e = tracked(ssl, &fd);
     if (e) {
         struct sl_transport t = in_transport(ssl, fd);
-        sl_req_tls_end(e, &t);
-        sl_req_tls_free(e, ssl);
+        sl_reqin_tls_end(e, &t);
+        sl_reqin_tls_free(e, ssl);
     }
     if (last.ssl == ssl) last.ssl = NULL;
     sl_tls_untie(ssl);

@@ -389,7 +389,7 @@ def classify(action, served, statuses, log):
     it served; statuses: what the client printed; log: sluice's lines."""
     warned = [l for l in log if ": warning: " in l]
     limited = any(re.search(r'rule "[^"]+": (limited|paced|delayed|held)', l) for l in log)
-    # shim/tlsrec.c says once which count a connection it cannot decrypt got
+    # shim/bursts.c says once which count a connection it cannot decrypt got
     approx = any("cannot decrypt" in l and "approximate:" in l for l in log)
     span = max(served) - min(served) if served else 0.0
     if action == "delay":

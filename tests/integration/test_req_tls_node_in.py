@@ -3,7 +3,7 @@
 server (OpenSSL inside node's binary, so no SSL_read of the program's is
 seen). Its requests used to pass uncounted (one warning: "not limited").
 Now each burst of the client's application-data records read after the
-server answered is counted as one request (shim/tlsrec.c, inbound).
+server answered is counted as one request (shim/bursts.c, inbound).
 
 node's https.createServer (keep-alive; a line on stderr per request it
 handles), a python client on one keep-alive TLS connection (ALPN

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """TLS sluice cannot decrypt, paced by write bursts (issue 24, item 3;
-core/http/tlsrec.c, shim/tlsrec.c).
+core/http/tlsrec.c, shim/bursts.c).
 
 node v20 (nodesource: OpenSSL inside the binary, so no SSL_write sluice
 could interpose) fetches 12 URLs one after another over one keep-alive

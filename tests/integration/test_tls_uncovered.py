@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """TLS that sluice cannot decrypt is counted from its records (issue 24,
-item 3; shim/tlsrec.c), and says so once (before: issue 10 left it
+item 3; shim/bursts.c), and says so once (before: issue 10 left it
 uncounted, with a warning; GnuTLS is covered since issue 24,
 test_gnutls_outbound.py).
 

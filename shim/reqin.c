@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* req.c - requests on inbound connections: see req.h. */
+/* reqin.c - requests on inbound connections: see reqin.h. */
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -14,27 +14,27 @@
 #include "gate.h"
 #include "hold.h"
 #include "ready.h"
-#include "req.h"
+#include "reqin.h"
 #include "reload.h"
 #include "shim.h"
-#include "tlsrec.h"
+#include "bursts.h"
 
 /* What one peek looks at: a whole head of the largest size the scanner
  * reads, plus one byte, so a head that does not fit is known to be too
  * large (and passed through) rather than waited for. */
 #define PEEK_MAX (16384 + 1)
 
-struct sl_req_fd {
+struct sl_reqin_conn {
     struct sl_gate g; /* phase, stash, the 429 due (gate.h) */
     /* to start over when the program's TLS library turns out to read
-     * the connection (sl_req_tls_read) */
+     * the connection (sl_reqin_tls_read) */
     struct sl_runtime *rt;
     struct sl_addr local, peer;
     bool has_local;
     bool first;              /* the first byte from the peer has been seen */
     bool hello;              /* ... and it opened a TLS handshake */
     bool lib;                /* an interposed TLS library's handshake ran on it (tls.c) */
-    struct sl_tlsin *cipher; /* TLS read by no library sluice sees: bursts (tlsrec.h) */
+    struct sl_tlsin *cipher; /* TLS read by no library sluice sees: bursts (bursts.h) */
     /* what the requests are read through, as the read of its transport:
      * the socket's (from the accept), or a TLS library's from the
      * program's first read through it, of `session` (NULL once freed) */
@@ -45,7 +45,7 @@ struct sl_req_fd {
 
 #define CONN(r) ((struct sl_req_conn *)(void *)(r)->conn)
 /* The inbound state of a descriptor whose gate is inbound (g comes first). */
-#define REQ(e) ((struct sl_req_fd *)(void *)(e)->gate)
+#define REQ(e) ((struct sl_reqin_conn *)(void *)(e)->gate)
 
 static ssize_t sock_read(const struct sl_transport *t, void *buf, size_t n);
 static ssize_t sock_more(const struct sl_transport *t, void *buf, size_t n);
@@ -56,13 +56,13 @@ static ssize_t sock_write(const struct sl_transport *t, const void *buf, size_t 
 static const struct sl_transport sock = {.read = sock_read, .more = sock_more, .write = sock_write};
 
 /* The requests are read from the socket (not through a TLS library). */
-static bool socket_reads(const struct sl_req_fd *r)
+static bool socket_reads(const struct sl_reqin_conn *r)
 {
     return r->reads == sock_read;
 }
 
 /* The socket transport of fd, whose requests r reads. */
-static struct sl_transport sock_of(struct sl_req_fd *r, int fd, int flags)
+static struct sl_transport sock_of(struct sl_reqin_conn *r, int fd, int flags)
 {
     struct sl_transport t = sock;
     t.fd = fd;
@@ -71,12 +71,12 @@ static struct sl_transport sock_of(struct sl_req_fd *r, int fd, int flags)
     return t;
 }
 
-void sl_req_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
-                   const struct sl_addr *peer)
+void sl_reqin_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
+                     const struct sl_addr *peer)
 {
     if (!rt->any_req_in) return;
     int saved = errno;
-    struct sl_req_fd *r = sl_alloc(sizeof *r + sl_req_conn_size());
+    struct sl_reqin_conn *r = sl_alloc(sizeof *r + sl_req_conn_size());
     struct sl_fd *e;
     if (!r || !sl_req_conn_init(CONN(r), rt, SL_IN, local, peer, sl_clock_now()) ||
         !(e = sl_fd_track(fd))) {
@@ -95,22 +95,22 @@ void sl_req_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
 }
 
 /* Decide with the newest configuration (shim/reload.h), given the
- * runtime the caller holds (rt: sl_runtime(), NULL before one exists). */
-static inline void fresh_of(struct sl_req_fd *r, struct sl_runtime *rt)
+ * runtime the caller holds (rt: sl_runtime_now(), NULL before one exists). */
+static inline void fresh_of(struct sl_reqin_conn *r, struct sl_runtime *rt)
 {
     if (!rt || (rt = sl_reload_check(rt)) == sl_req_conn_runtime(CONN(r))) return;
     r->rt = rt;
     sl_req_conn_rebind(CONN(r), rt);
 }
 
-static void fresh(struct sl_req_fd *r)
+static void fresh(struct sl_reqin_conn *r)
 {
-    fresh_of(r, sl_runtime());
+    fresh_of(r, sl_runtime_now());
 }
 
 /* The first bytes from the peer: a TLS handshake that no library sluice
- * sees may follow (tlsrec.h: its record bursts are then the requests). */
-static void first_bytes(struct sl_req_fd *r, const void *buf, size_t n)
+ * sees may follow (bursts.h: its record bursts are then the requests). */
+static void first_bytes(struct sl_reqin_conn *r, const void *buf, size_t n)
 {
     r->first = true;
     r->hello = ((const unsigned char *)buf)[0] == 0x16; /* a TLS handshake record */
@@ -119,8 +119,8 @@ static void first_bytes(struct sl_req_fd *r, const void *buf, size_t n)
 }
 
 /* TLS that no library sluice interposes reads: the client's record
- * bursts are the requests (tlsrec.h), once the gate holds nothing. */
-static bool ciphertext(const struct sl_req_fd *r)
+ * bursts are the requests (bursts.h), once the gate holds nothing. */
+static bool ciphertext(const struct sl_reqin_conn *r)
 {
     return r->cipher && socket_reads(r) && !r->lib && r->g.stash_len == 0 && sl_req_done(CONN(r));
 }
@@ -129,9 +129,9 @@ static bool ciphertext(const struct sl_req_fd *r)
  * pass while the read asks for more: look again, wider. */
 #define WIDER (-2)
 
-/* One decision of sl_req_before_read over a peek of up to `size` bytes
+/* One decision of sl_reqin_before_read over a peek of up to `size` bytes
  * into buf (wide: it is already as wide as the read and the kernel). */
-static ssize_t look(int fd, struct sl_fd *e, struct sl_req_fd *r, size_t len, bool nonblock,
+static ssize_t look(int fd, struct sl_fd *e, struct sl_reqin_conn *r, size_t len, bool nonblock,
                     struct sl_hold *h, char *buf, size_t size, bool wide)
 {
     int saved = errno;
@@ -174,9 +174,9 @@ static ssize_t look(int fd, struct sl_fd *e, struct sl_req_fd *r, size_t len, bo
 }
 
 /* EAGAIN until `until`: the readiness layer hides fd's reads until then. */
-ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
+ssize_t sl_reqin_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
 {
-    struct sl_req_fd *r = REQ(e);
+    struct sl_reqin_conn *r = REQ(e);
     fresh(r);
     if (r->g.phase == SL_GATE_ENDED) return 0;
     if (r->g.phase == SL_GATE_RESET) return errno = ECONNRESET, -1;
@@ -211,9 +211,9 @@ ssize_t sl_req_before_read(int fd, struct sl_fd *e, size_t len, bool nonblock)
     return cap;
 }
 
-void sl_req_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, size_t got)
+void sl_reqin_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, size_t got)
 {
-    struct sl_req_fd *r = REQ(e);
+    struct sl_reqin_conn *r = REQ(e);
     for (int i = 0; i < iovcnt && got > 0; i++) {
         size_t n = iov[i].iov_len < got ? iov[i].iov_len : got;
         if (n && !r->first) first_bytes(r, iov[i].iov_base, n); /* as sock_read's */
@@ -225,7 +225,7 @@ void sl_req_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, siz
 
 /* The 429 due, written once through t, after every response the program
  * wrote (it read end-of-file first). */
-static void reply(struct sl_req_fd *r, const struct sl_transport *t)
+static void reply(struct sl_reqin_conn *r, const struct sl_transport *t)
 {
     if (r->g.phase != SL_GATE_ENDED || r->g.replied) return;
     r->g.replied = true;
@@ -239,16 +239,16 @@ static void reply(struct sl_req_fd *r, const struct sl_transport *t)
 
 /* The program ends the socket: the 429 due goes first, through the socket
  * when the requests came from it (through a TLS library: at the session's
- * end, sl_req_tls_end). */
-void sl_req_shutdown(int fd, struct sl_fd *e)
+ * end, sl_reqin_tls_end). */
+void sl_reqin_shutdown(int fd, struct sl_fd *e)
 {
     struct sl_transport t = sock_of(REQ(e), fd, 0);
     if (socket_reads(REQ(e))) reply(REQ(e), &t);
 }
 
-bool sl_req_close(int fd, struct sl_fd *e)
+bool sl_reqin_close(int fd, struct sl_fd *e)
 {
-    struct sl_req_fd *r = REQ(e);
+    struct sl_reqin_conn *r = REQ(e);
     if (r->g.phase == SL_GATE_RESET) { /* as an inbound reject: the client sees a reset */
         struct linger lg = {.l_onoff = 1, .l_linger = 0};
         setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
@@ -256,15 +256,15 @@ bool sl_req_close(int fd, struct sl_fd *e)
     }
     if (r->g.phase != SL_GATE_ENDED) return false;
     int saved = errno;
-    sl_req_shutdown(fd, e);
+    sl_reqin_shutdown(fd, e);
     REAL(shutdown)(fd, SHUT_WR);
     errno = saved;
     return true;
 }
 
-void sl_req_free(struct sl_fd *e)
+void sl_reqin_free(struct sl_fd *e)
 {
-    struct sl_req_fd *r = REQ(e);
+    struct sl_reqin_conn *r = REQ(e);
     if (!sl_gate_in(e)) return;
     static _Atomic bool told;
     if (r->hello && socket_reads(r) && !r->lib && r->cipher) sl_tlsin_say(r->cipher);
@@ -288,7 +288,7 @@ void sl_req_free(struct sl_fd *e)
 
 static ssize_t sock_read(const struct sl_transport *t, void *buf, size_t n)
 {
-    struct sl_req_fd *r = t->ctx;
+    struct sl_reqin_conn *r = t->ctx;
     ssize_t got = REAL(recv)(t->fd, buf, n, t->flags);
     if (got > 0 && !r->first) first_bytes(r, buf, (size_t)got);
     if (got > 0 && r->cipher) sl_tlsin_taken(r->cipher, buf, (size_t)got);
@@ -297,7 +297,7 @@ static ssize_t sock_read(const struct sl_transport *t, void *buf, size_t n)
 
 static ssize_t sock_more(const struct sl_transport *t, void *buf, size_t n)
 {
-    struct sl_req_fd *r = t->ctx;
+    struct sl_reqin_conn *r = t->ctx;
     ssize_t got = REAL(recv)(t->fd, buf, n, t->flags | MSG_DONTWAIT);
     if (got > 0 && r->cipher) sl_tlsin_taken(r->cipher, buf, (size_t)got);
     return got;
@@ -308,14 +308,14 @@ static ssize_t sock_write(const struct sl_transport *t, const void *buf, size_t 
     return REAL(send)(t->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
+ssize_t sl_reqin_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
 {
-    struct sl_req_fd *r = REQ(e);
+    struct sl_reqin_conn *r = REQ(e);
     if (r->g.phase == SL_GATE_RESET) return errno = ECONNRESET, -1;
     if (ciphertext(r)) {
         bool reset;
         ssize_t n = sl_tlsin_read(r->cipher, fd, e, buf, len, flags, &reset);
-        if (reset) r->g.phase = SL_GATE_RESET; /* the close resets it (sl_req_close) */
+        if (reset) r->g.phase = SL_GATE_RESET; /* the close resets it (sl_reqin_close) */
         return n;
     }
     if (r->g.stash_len == 0 && sl_req_done(CONN(r))) return REAL(recv)(fd, buf, len, flags);
@@ -325,14 +325,14 @@ ssize_t sl_req_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
     return sl_gate_read(&r->g, e, &t, buf, len, (flags & MSG_PEEK) != 0, &how);
 }
 
-ssize_t sl_req_recv(struct sl_runtime *rt, int fd, struct sl_fd *e, void *buf, size_t len,
-                    int flags)
+ssize_t sl_reqin_recv(struct sl_runtime *rt, int fd, struct sl_fd *e, void *buf, size_t len,
+                      int flags)
 {
-    struct sl_req_fd *r = REQ(e);
+    struct sl_reqin_conn *r = REQ(e);
     if (!socket_reads(r)) return REAL(recv)(fd, buf, len, flags); /* ciphertext: as io.c's run */
     /* anything but an open gate with an empty stash: the general read */
     if (r->g.phase != SL_GATE_OPEN || r->g.stash_len || ciphertext(r))
-        return sl_req_read(fd, e, buf, len, flags);
+        return sl_reqin_read(fd, e, buf, len, flags);
     if (sl_req_done(CONN(r))) return REAL(recv)(fd, buf, len, flags);
     fresh_of(r, rt);
     ssize_t n = REAL(recv)(fd, buf, len, flags);
@@ -350,20 +350,20 @@ ssize_t sl_req_recv(struct sl_runtime *rt, int fd, struct sl_fd *e, void *buf, s
     return sl_gate_read(&r->g, e, &t, buf, len, false, &how);
 }
 
-void sl_req_tls_library(struct sl_fd *e)
+void sl_reqin_tls_library(struct sl_fd *e)
 {
-    struct sl_req_fd *r = REQ(e);
+    struct sl_reqin_conn *r = REQ(e);
     r->lib = true;
     sl_tlsin_close(r->cipher); /* its records are not counted: SSL_read shows the requests */
     r->cipher = NULL;
 }
 
-bool sl_req_plain(const struct sl_fd *e)
+bool sl_reqin_plain(const struct sl_fd *e)
 {
     return socket_reads(REQ(e));
 }
 
-bool sl_req_stashed(const struct sl_fd *e)
+bool sl_reqin_stashed(const struct sl_fd *e)
 {
     return REQ(e)->g.stash_len != 0;
 }
@@ -373,7 +373,7 @@ bool sl_req_stashed(const struct sl_fd *e)
 /* The first read through the library (its transport t): what the plain
  * scanner saw was the TLS handshake (and passed it through), so the
  * requests start afresh. */
-static bool tls_begin(struct sl_req_fd *r, const struct sl_transport *t)
+static bool tls_begin(struct sl_reqin_conn *r, const struct sl_transport *t)
 {
     sl_req_conn_fini(CONN(r));
     r->reads = t->read;
@@ -382,10 +382,10 @@ static bool tls_begin(struct sl_req_fd *r, const struct sl_transport *t)
                             sl_clock_now()); /* true: it matched at accept */
 }
 
-ssize_t sl_req_tls_read(struct sl_fd *e, const struct sl_transport *t, void *buf, size_t num,
-                        enum sl_tls_how *how)
+ssize_t sl_reqin_tls_read(struct sl_fd *e, const struct sl_transport *t, void *buf, size_t num,
+                          enum sl_tls_how *how)
 {
-    struct sl_req_fd *r = REQ(e);
+    struct sl_reqin_conn *r = REQ(e);
     *how = SL_TLS_REAL;
     if (socket_reads(r) && !tls_begin(r, t)) return t->read(t, buf, num);
     r->session = t->ctx; /* a later session on the same socket, too */
@@ -395,20 +395,20 @@ ssize_t sl_req_tls_read(struct sl_fd *e, const struct sl_transport *t, void *buf
     return sl_gate_read(&r->g, e, t, buf, num, false, how);
 }
 
-void sl_req_tls_end(struct sl_fd *e, const struct sl_transport *t)
+void sl_reqin_tls_end(struct sl_fd *e, const struct sl_transport *t)
 {
-    struct sl_req_fd *r = REQ(e);
+    struct sl_reqin_conn *r = REQ(e);
     if (!socket_reads(r) && r->session == t->ctx) reply(r, t);
 }
 
-void sl_req_tls_free(struct sl_fd *e, const void *ssl)
+void sl_reqin_tls_free(struct sl_fd *e, const void *ssl)
 {
-    struct sl_req_fd *r = REQ(e);
+    struct sl_reqin_conn *r = REQ(e);
     if (!socket_reads(r) && r->session == ssl) r->session = NULL;
 }
 
-bool sl_req_tls_denied(struct sl_fd *e, const void *ssl)
+bool sl_reqin_tls_denied(struct sl_fd *e, const void *ssl)
 {
-    struct sl_req_fd *r = REQ(e);
+    struct sl_reqin_conn *r = REQ(e);
     return !socket_reads(r) && r->session == ssl && r->g.phase == SL_GATE_ENDED;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* tlsrec.c - requests over TLS sluice cannot decrypt: see tlsrec.h. */
-#include "tlsrec.h"
+/* bursts.c - requests over TLS sluice cannot decrypt: see bursts.h. */
+#include "bursts.h"
 
 #include <errno.h>
 #include <linux/tcp.h>
@@ -20,7 +20,7 @@
 #include "reload.h"
 #include "shim.h"
 
-struct sl_tlsrec_conn {
+struct sl_bursts_out {
     struct sl_tlsrec rec;
     uint64_t received; /* the kernel's count of bytes received, at the last write */
     bool granted;      /* the burst at the stream position was let go */
@@ -81,7 +81,7 @@ static bool tcp_count_grew(int fd, bool sent, uint64_t *last)
 /* Decide with the newest configuration (shim/reload.h). */
 static void fresh(struct sl_req_conn *c)
 {
-    struct sl_runtime *rt = sl_runtime();
+    struct sl_runtime *rt = sl_runtime_now();
     if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
 }
 
@@ -117,13 +117,13 @@ static void say_mode(const struct sl_tls_hello *h, const char *server, unsigned 
                  : "approximate: h2 is offered, several streams in one burst count once");
 }
 
-struct sl_tlsrec_conn *sl_tlsrec_open(struct sl_runtime *rt, const struct sl_addr *dst, int fd,
-                                      const void *buf, size_t len)
+struct sl_bursts_out *sl_bursts_open(struct sl_runtime *rt, const struct sl_addr *dst, int fd,
+                                     const void *buf, size_t len)
 {
     struct sl_tls_hello h;
     if (sl_tls_hello_parse(buf, len, &h) != 1) return NULL;
-    struct sl_tlsrec_conn *t =
-        tracker_new(sizeof *t, offsetof(struct sl_tlsrec_conn, conn), rt, SL_OUT, NULL, dst);
+    struct sl_bursts_out *t =
+        tracker_new(sizeof *t, offsetof(struct sl_bursts_out, conn), rt, SL_OUT, NULL, dst);
     if (!t) return NULL;
     sl_tlsrec_init(&t->rec);
     t->received = 0;
@@ -140,7 +140,7 @@ struct sl_tlsrec_conn *sl_tlsrec_open(struct sl_runtime *rt, const struct sl_add
     return t;
 }
 
-ssize_t sl_tlsrec_before_write(struct sl_tlsrec_conn *t, int fd, struct sl_fd *e, const void *buf,
+ssize_t sl_bursts_before_write(struct sl_bursts_out *t, int fd, struct sl_fd *e, const void *buf,
                                size_t len, bool nonblock_flag)
 {
     if (!t->granted && tcp_count_grew(fd, false, &t->received)) sl_tlsrec_answered(&t->rec);
@@ -174,14 +174,14 @@ ssize_t sl_tlsrec_before_write(struct sl_tlsrec_conn *t, int fd, struct sl_fd *e
     }
 }
 
-void sl_tlsrec_written(struct sl_tlsrec_conn *t, const void *buf, size_t n)
+void sl_bursts_written(struct sl_bursts_out *t, const void *buf, size_t n)
 {
     uint64_t before = t->rec.bursts;
     sl_tlsrec_feed(&t->rec, buf, n);
     if (t->rec.bursts != before) t->granted = false; /* the grant went with its burst */
 }
 
-void sl_tlsrec_close(struct sl_tlsrec_conn *t)
+void sl_bursts_close(struct sl_bursts_out *t)
 {
     if (!t) return;
     sl_req_conn_fini(CONN(t));
@@ -195,7 +195,7 @@ void sl_tlsrec_close(struct sl_tlsrec_conn *t)
  * something (the kernel's count of bytes sent grew) or first on the
  * connection is one request, decided like `GET /` to the server name the
  * client asked for. A read that would take the first record of a burst
- * waits for its turn (held as req.c holds a head); a denial resets the
+ * waits for its turn (held as reqin.c holds a head); a denial resets the
  * connection (no 429 can be put into an encrypted stream). */
 
 struct sl_tlsin {

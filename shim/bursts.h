@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* tlsrec.h - requests over TLS that sluice cannot decrypt (OpenSSL inside
+/* bursts.h - requests over TLS that sluice cannot decrypt (OpenSSL inside
  * the program's binary as in node's own build, Java's JSSE, rustls),
  * counted as write bursts and paced at the socket.
  *
@@ -19,8 +19,8 @@
  * logged once per process for each of the two. Inbound, the same for a
  * server that decrypts without an interposed library (sl_tlsin below).
  */
-#ifndef SL_SHIM_TLSREC_H
-#define SL_SHIM_TLSREC_H
+#ifndef SL_SHIM_BURSTS_H
+#define SL_SHIM_BURSTS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -30,26 +30,26 @@
 
 struct sl_runtime;
 struct sl_addr;
-struct sl_tlsrec_conn;
+struct sl_bursts_out;
 
 /* reqout.c, at the connection's first write (buf, len), which starts with
  * a TLS handshake record: a tracker, or NULL (not a whole ClientHello, or
  * no request rule matches). */
-struct sl_tlsrec_conn *sl_tlsrec_open(struct sl_runtime *rt, const struct sl_addr *dst, int fd,
-                                      const void *buf, size_t len);
+struct sl_bursts_out *sl_bursts_open(struct sl_runtime *rt, const struct sl_addr *dst, int fd,
+                                     const void *buf, size_t len);
 
 /* reqout.c, before each write of ciphertext on the connection: how many
  * of the len bytes may go now (> 0), or -1 with errno (EAGAIN: held,
  * EINTR, the rule's errno). */
-ssize_t sl_tlsrec_before_write(struct sl_tlsrec_conn *t, int fd, struct sl_fd *e, const void *buf,
+ssize_t sl_bursts_before_write(struct sl_bursts_out *t, int fd, struct sl_fd *e, const void *buf,
                                size_t len, bool nonblock_flag);
 
 /* reqout.c: n bytes of buf were written. */
-void sl_tlsrec_written(struct sl_tlsrec_conn *t, const void *buf, size_t n);
+void sl_bursts_written(struct sl_bursts_out *t, const void *buf, size_t n);
 
-void sl_tlsrec_close(struct sl_tlsrec_conn *t);
+void sl_bursts_close(struct sl_bursts_out *t);
 
-/* Inbound, the same rule of doubt (req.c): a server whose TLS sluice
+/* Inbound, the same rule of doubt (reqin.c): a server whose TLS sluice
  * cannot decrypt (node's https server: OpenSSL inside its binary, no
  * SSL_read seen) has each burst of the client's application-data records
  * read after the program sent something counted as a request `GET /` to
@@ -64,7 +64,7 @@ struct sl_tlsin;
 struct sl_tlsin *sl_tlsin_open(struct sl_runtime *rt, const struct sl_addr *local,
                                const struct sl_addr *peer, const void *buf, size_t len);
 
-/* n bytes the program took from the socket by another way (req.c's gate). */
+/* n bytes the program took from the socket by another way (reqin.c's gate). */
 void sl_tlsin_taken(struct sl_tlsin *t, const void *buf, size_t n);
 
 /* Before a read of up to len bytes (flags as recv's: MSG_DONTWAIT): how
@@ -81,7 +81,7 @@ ssize_t sl_tlsin_read(struct sl_tlsin *t, int fd, struct sl_fd *e, void *buf, si
 
 /* Says once per process how such connections are counted: at the first
  * burst, or when one closes having been read by no library sluice sees
- * (req.c; a program whose handshake sluice sees never says it). */
+ * (reqin.c; a program whose handshake sluice sees never says it). */
 void sl_tlsin_say(const struct sl_tlsin *t);
 
 void sl_tlsin_close(struct sl_tlsin *t);
