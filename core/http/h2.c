@@ -85,6 +85,9 @@ void sl_h2_fini(struct sl_h2 *s)
 {
     if (s->inflater) nghttp2_hd_inflate_del(s->inflater);
     s->inflater = NULL;
+    sl_free(s->hold);
+    s->hold = NULL;
+    s->hold_len = s->hold_cap = 0;
 }
 
 const struct sl_h1_head *sl_h2_head(const struct sl_h2 *s)
@@ -186,6 +189,7 @@ static void head_end(struct sl_h2 *s)
 /* Feeds a piece of the open header block (final: the block's end). */
 static void inflate(struct sl_h2 *s, const uint8_t *in, size_t n, bool final)
 {
+    if (s->blind) return;
     for (;;) {
         nghttp2_nv nv;
         int flags = 0;
@@ -233,8 +237,87 @@ static void apply_update(struct sl_h2 *s, uint32_t size)
     if (!s->blind) inflate(s, enc, n, false);
 }
 
+/* A whole Huffman string, its length prefix first: fed as nginx reads it,
+ * without the bytes of padding alone (core/http/hpack_pre.h). */
+static void huff_string(struct sl_h2 *s, const uint8_t *b, size_t n)
+{
+    size_t len = s->hpre.huff_len;
+    const uint8_t *str = b + (n - len);
+    size_t keep = sl_hpre_huff_len(str, len);
+    if (keep == len) {
+        inflate(s, b, n, false);
+        return;
+    }
+    uint8_t enc[4] = {0x80}; /* H, then the length in a 7-bit prefix (RFC 7541 5.1) */
+    size_t e = 1;
+    if (keep < 127) {
+        enc[0] |= (uint8_t)keep;
+    } else {
+        enc[0] |= 0x7f;
+        size_t v = keep - 127;
+        for (; v >= 128; v >>= 7)
+            enc[e++] = (uint8_t)(0x80 | (v & 0x7f));
+        enc[e++] = (uint8_t)v;
+    }
+    inflate(s, enc, e, false);
+    inflate(s, str, keep, false);
+}
+
+/* The held bytes, as they came. */
+static void hold_flush(struct sl_h2 *s)
+{
+    if (s->hold_len) inflate(s, s->hold, s->hold_len, false);
+    s->hold_len = 0;
+}
+
+static bool hold_add(struct sl_h2 *s, const uint8_t *in, size_t k)
+{
+    size_t need = s->hold_len + k;
+    if (need > s->hold_cap) {
+        size_t cap = s->hold_cap ? s->hold_cap : 256;
+        while (cap < need)
+            cap *= 2;
+        if (cap > SL_H2_HOLD_MAX + 8) cap = SL_H2_HOLD_MAX + 8; /* 5 bytes of length at most */
+        uint8_t *p = sl_realloc(s->hold, cap);
+        if (!p) return false;
+        s->hold = p;
+        s->hold_cap = (uint32_t)cap;
+    }
+    memcpy(s->hold + s->hold_len, in, k);
+    s->hold_len += (uint32_t)k;
+    return true;
+}
+
+/* A run of a Huffman string: held until it ends (in place when it ends in
+ * this piece and nothing is held). One too long to hold (nghttp2 refuses
+ * it) or that finds no memory is fed as it comes. */
+static void huff_piece(struct sl_h2 *s, const uint8_t *in, size_t k)
+{
+    const struct sl_hpre *p = &s->hpre;
+    bool end = p->huff_end;
+    if (!s->hold_pass && p->huff_known && p->huff_len > SL_H2_HOLD_MAX) s->hold_pass = true;
+    if (!s->hold_pass) {
+        if (end && s->hold_len == 0) {
+            huff_string(s, in, k);
+            return;
+        }
+        if (hold_add(s, in, k)) {
+            if (end) {
+                huff_string(s, s->hold, s->hold_len);
+                s->hold_len = 0;
+            }
+            return;
+        }
+        s->hold_pass = true;
+    }
+    hold_flush(s);
+    inflate(s, in, k, false);
+    if (end) s->hold_pass = false;
+}
+
 /* A piece of the open header block: field bytes to the inflater, size
- * updates applied where nginx applies them (core/http/hpack_pre.h). */
+ * updates applied and Huffman strings read where and as nginx does
+ * (core/http/hpack_pre.h). */
 static void block_piece(struct sl_h2 *s, const uint8_t *in, size_t n)
 {
     while (n > 0 && !s->blind) {
@@ -242,6 +325,9 @@ static void block_piece(struct sl_h2 *s, const uint8_t *in, size_t n)
         size_t k = sl_hpre_feed(&s->hpre, in, n, &run);
         if (run == SL_HPRE_FIELD) {   /* up to a malformed integer too: the same fields */
             inflate(s, in, k, false); /* however the block is split */
+            s->fed = true;
+        } else if (run == SL_HPRE_HUFF) {
+            huff_piece(s, in, k);
             s->fed = true;
         } else if (s->hpre.update) {
             apply_update(s, s->hpre.size);
@@ -297,6 +383,8 @@ static void frame_begin(struct sl_h2 *s)
         s->block_bytes = 0;
         s->big = false;
         s->fed = false;
+        s->hold_len = 0;
+        s->hold_pass = false;
         sl_hpre_begin(&s->hpre);
         s->block_request = (s->stream & 1) && s->stream > s->last_stream;
         s->block_stream = s->stream;
@@ -366,7 +454,8 @@ static bool frame_end(struct sl_h2 *s)
     if (!end && !early) return false;
     if (end) {
         static const uint8_t none[1];
-        if (!s->blind) inflate(s, none, 0, true);
+        hold_flush(s); /* a string cut short: the inflater refuses it, as nginx does */
+        inflate(s, none, 0, true);
         s->in_block = false;
     }
     if (s->state == SL_H2_PASS) return false;

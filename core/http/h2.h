@@ -15,17 +15,24 @@
  * every byte exactly once, as soon as it is seen, and next time feed only
  * the bytes past sl_h2_pos() (see http1.h). Never feed a copy.
  *
- * HPACK as nginx takes it: dynamic table size updates anywhere in a block
- * and any number of them (libnghttp2 refuses one after the first field) go
- * through a pre-pass (core/http/hpack_pre.h) that applies each where nginx
- * does, so the keys of later requests are still read. A block over
- * SL_H2_BLOCK_MAX is reported at the frame that crosses it (`odd` LONG,
- * the fields seen so far) and the rest is still inflated.
+ * HPACK as nginx takes it, through a pre-pass (core/http/hpack_pre.h):
+ * dynamic table size updates anywhere in a block and any number of them
+ * (libnghttp2 refuses one after the first field) are applied where nginx
+ * applies them; a Huffman string is held until it ends (in place when it
+ * ends in the same read, else copied to `hold`, allocated at need up to
+ * SL_H2_HOLD_MAX) and fed without the whole bytes of padding nginx reads
+ * past (8 to 29 bits of ones; libnghttp2 refuses over 7). So the fields
+ * of that request and of every later one (the dynamic table as nginx
+ * keeps it) are still read. A block over SL_H2_BLOCK_MAX is reported at
+ * the frame that crosses it (`odd` LONG, the fields seen so far) and the
+ * rest is still inflated.
  *
- * The rule of doubt (http1.h): when the inflater fails all the same, the
- * HPACK state is lost, but frames are still framed: that request and
- * every later HEADERS frame that opens a client stream are reported, with
- * `odd` set and no fields (their key missing). Only a stream that does
+ * The rule of doubt (http1.h): when the inflater fails all the same (on
+ * what nginx refuses too: an index past the table, EOS or a 0 bit in
+ * Huffman padding, an integer too long, a truncated block), the HPACK
+ * state is lost, but frames are still framed: that request and every
+ * later HEADERS frame that opens a client stream are reported, with `odd`
+ * set and no fields (no path, host, method or key). Only a stream that does
  * not open with the preface, or a framing error (after which servers end
  * the connection), ends scanning (passthrough). Bytes are never changed. The inflater is
  * allocated (core/mem.h) at the first header block; the dynamic table may
@@ -43,6 +50,7 @@
 
 #define SL_H2_BLOCK_MAX 65536 /* bytes of one header block's frames */
 #define SL_H2_TABLE_MAX 65536 /* the largest dynamic table size update accepted */
+#define SL_H2_HOLD_MAX  65536 /* the longest Huffman string held (nghttp2's own bound) */
 
 enum sl_h2_event {
     SL_H2_MORE,        /* every byte consumed, no request completed: feed more */
@@ -86,7 +94,11 @@ struct sl_h2 {
     bool big;   /* the open block is over SL_H2_BLOCK_MAX: decided early */
     bool fed;   /* field bytes reached the inflater since its block began */
     struct sl_hpre hpre;
-    bool want_cookie; /* collect cookie fields into head.cookie */
+    uint8_t *hold;     /* a Huffman string's length and bytes, until it ends */
+    uint32_t hold_len; /* bytes held */
+    uint32_t hold_cap; /* bytes allocated */
+    bool hold_pass;    /* the string is fed as it comes (too long, no memory) */
+    bool want_cookie;  /* collect cookie fields into head.cookie */
     struct sl_h1_head head;
 };
 
@@ -129,7 +141,7 @@ static inline uint64_t sl_h2_head_start(const struct sl_h2 *s)
     return s->head_start;
 }
 
-/* Frees the inflater. */
+/* Frees the inflater and the hold. */
 void sl_h2_fini(struct sl_h2 *s);
 
 #endif

@@ -452,6 +452,171 @@ static void a_block_over_the_bound_is_decided_early_and_the_next_keys_read(void 
     }
 }
 
+/* Counts the requests in buf fed in pieces of `piece` bytes (0: whole);
+ * paths gets each request's url, hosts its host, "-" when odd. */
+static int read_paths(const uint8_t *buf, size_t len, size_t piece, int *odd, char *paths,
+                      char *hosts, size_t cap)
+{
+    struct sl_h2 s;
+    sl_h2_init(&s, SL_H1_KEY_HEADER, "x-api-key", 0, false);
+    int count = 0;
+    *odd = 0;
+    paths[0] = hosts[0] = '\0';
+    for (size_t off = 0; off < len;) {
+        size_t n = piece && piece < len - off ? piece : len - off;
+        enum sl_h2_event ev;
+        off += sl_h2_feed(&s, buf + off, n, &ev);
+        if (ev != SL_H2_REQUEST) continue;
+        const struct sl_h1_head *h = sl_h2_head(&s);
+        count++;
+        *odd += h->odd != SL_H1_ODD_NONE;
+        size_t k = strlen(paths);
+        snprintf(paths + k, cap - k, "%s%s", k ? " " : "", h->url_info.present ? h->url : "-");
+        k = strlen(hosts);
+        snprintf(hosts + k, cap - k, "%s%s", k ? " " : "", h->host_info.present ? h->host : "-");
+    }
+    sl_h2_fini(&s);
+    return count;
+}
+
+/* "/export" in HPACK's Huffman code: 40 bits, no padding (RFC 7541 5.2) */
+#define HUFF_EXPORT "\x60\xbe\x6b\x3d\x89"
+#define BLK(b)      b, sizeof(b) - 1 /* a block written as a string, and its length */
+
+/* Issue 31.2: one byte of Huffman padding too many (0xff after a string
+ * that ends on a byte boundary: 8 bits of padding, which RFC 7541 5.2
+ * forbids; nginx reads it, nghttp2 refuses the block). The path is read,
+ * the literal with indexing lands in the dynamic table as nginx puts it
+ * there, and the next streams (one through that table, one plain) are
+ * read. Before the fix: every request odd, no path or host (seen failing). */
+static void an_over_padded_huffman_path_is_read_and_so_are_the_next_requests(void **unused)
+{
+    (void)unused;
+    static struct h2out o;
+    memcpy(o.buf, H2_PREFACE, 24);
+    o.len = 24;
+    /* GET, http, :path "/export" + 0xff (literal with indexing, name 4),
+     * :authority api.example (literal with indexing, name 1) */
+    static const char b1[] = "\x82\x86\x44\x86" HUFF_EXPORT "\xff"
+                             "\x41\x0b"
+                             "api.example";
+    h2frame(&o, 1, 0x5, 1, b1, sizeof b1 - 1);
+    h2frame(&o, 1, 0x5, 3, "\x82\x86\xbf\xbe", 4); /* :path 63, :authority 62 */
+    h2frame(&o, 1, 0x5, 5, "\x82\x86\x84\x01\x01x", 6);
+    for (size_t piece = 0; piece < 12; piece++) {
+        int odd;
+        char paths[128], hosts[128];
+        assert_int_equal(read_paths(o.buf, o.len, piece, &odd, paths, hosts, sizeof paths), 3);
+        assert_int_equal(odd, 0);
+        assert_string_equal(paths, "/export /export /");
+        assert_string_equal(hosts, "api.example api.example x");
+    }
+}
+
+/* nginx takes 8 to 29 bits of padding, all ones, after the last symbol
+ * (30 ones make EOS, which it refuses, as it refuses a 0 bit in the
+ * padding: both measured on nginx 1.22), in names and values, a string
+ * split over CONTINUATION frames, a string of padding alone. Each block
+ * puts its over-padded field in the dynamic table, and the next stream
+ * reads it from there (index 62). */
+static void huffman_padding_is_read_as_nginx_reads_it(void **unused)
+{
+    (void)unused;
+#define NEXT_PATH "\x82\x86\xbe\x01\x01y"        /* :path from the table */
+#define NEXT_KEY  "\x82\x86\x84\x01\x01y\xbe"    /* x-api-key from the table */
+#define XAPIKEY   "\xf2\xb0\xeb\x32\xdd\x4b\xeb" /* "x-api-key", 2 bits of padding */
+    static const struct {
+        const char *blk;
+        size_t len;
+        const char *next, *paths, *keys;
+    } cases[] = {
+        /* 2 and 3 bytes too many: 16 and 24 bits */
+        {BLK("\x82\x86\x44\x87" HUFF_EXPORT "\xff\xff\x01\x01x"), NEXT_PATH, "/export /export",
+         "- -"},
+        {BLK("\x82\x86\x44\x88" HUFF_EXPORT "\xff\xff\xff\x01\x01x"), NEXT_PATH, "/export /export",
+         "- -"},
+        /* "/a": 11 bits, 5 of padding + 3 bytes: 29 ones */
+        {BLK("\x82\x86\x44\x85\x60\x7f\xff\xff\xff\x01\x01x"), NEXT_PATH, "/a /a", "- -"},
+        /* "/ab" ends in 0xff with a bit of 'b' in it: 7 bits of padding, kept */
+        {BLK("\x82\x86\x44\x83\x60\x71\xff\x01\x01x"), NEXT_PATH, "/ab /ab", "- -"},
+        /* ... and with a byte more: 15 */
+        {BLK("\x82\x86\x44\x84\x60\x71\xff\xff\x01\x01x"), NEXT_PATH, "/ab /ab", "- -"},
+        /* a Huffman name over-padded (x-api-key), and its value (k1) */
+        {BLK("\x82\x86\x84\x01\x01x\x40\x88" XAPIKEY "\xff\x83\xea\x1f\xff"), NEXT_KEY, "/ /",
+         "k1 k1"},
+        /* a value of padding alone (empty) before them */
+        {BLK("\x82\x86\x84\x01\x01x\x00\x03"
+             "x-y\x82\xff\xff\x40\x88" XAPIKEY "\xff\x82\xea\x1f"),
+         NEXT_KEY, "/ /", "k1 k1"},
+    };
+    static struct h2out o;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        memcpy(o.buf, H2_PREFACE, 24);
+        o.len = 24;
+        h2frame(&o, 1, 0x5, 1, cases[c].blk, cases[c].len);
+        h2frame(&o, 1, 0x5, 3, cases[c].next, strlen(cases[c].next));
+        for (size_t piece = 0; piece < 9; piece++) {
+            int odd;
+            bool pass;
+            char keys[64], paths[128], hosts[128];
+            assert_int_equal(count_keys(o.buf, o.len, piece, &odd, &pass, keys, sizeof keys), 2);
+            assert_int_equal(odd, 0);
+            assert_string_equal(keys, cases[c].keys);
+            assert_int_equal(read_paths(o.buf, o.len, piece, &odd, paths, hosts, sizeof paths), 2);
+            assert_string_equal(paths, cases[c].paths);
+            assert_string_equal(hosts, "x y");
+        }
+    }
+#undef NEXT_PATH
+#undef NEXT_KEY
+#undef XAPIKEY
+    /* over CONTINUATION frames: the string's bytes in three frames */
+    memcpy(o.buf, H2_PREFACE, 24);
+    o.len = 24;
+    h2frame(&o, 1, 0x1, 1, "\x82\x86\x44\x87\x60\xbe", 6);
+    h2frame(&o, 9, 0, 1, "\x6b\x3d\x89\xff", 4);
+    h2frame(&o, 9, 0x4, 1, "\xff\x01\x01x", 4);
+    h2frame(&o, 1, 0x5, 3, "\x82\x86\xbe\x01\x01x", 6);
+    for (size_t piece = 0; piece < 9; piece++) {
+        int odd;
+        char paths[128], hosts[128];
+        assert_int_equal(read_paths(o.buf, o.len, piece, &odd, paths, hosts, sizeof paths), 2);
+        assert_int_equal(odd, 0);
+        assert_string_equal(paths, "/export /export");
+    }
+}
+
+/* What nginx refuses too (30 ones or more: EOS; a 0 bit in the padding)
+ * blinds the scanner: the request and every later one are counted by the
+ * rule of doubt (odd, no path), never passed as read. */
+static void padding_nginx_refuses_too_counts_the_rest_by_the_rule_of_doubt(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *blk;
+        size_t len;
+    } cases[] = {
+        {BLK("\x82\x86\x44\x89" HUFF_EXPORT "\xff\xff\xff\xff")}, /* 32 ones */
+        {BLK("\x82\x86\x44\x86\x60\x71\xff\xff\xff\xff")},        /* "/ab": 7 + 24 */
+        {BLK("\x82\x86\x44\x86" HUFF_EXPORT "\xfe")},             /* a 0 bit */
+    };
+    static struct h2out o;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        memcpy(o.buf, H2_PREFACE, 24);
+        o.len = 24;
+        h2frame(&o, 1, 0x5, 1, cases[c].blk, cases[c].len);
+        for (uint32_t id = 3; id <= 11; id += 2)
+            h2frame(&o, 1, 0x5, id, "\x82\x86\x84\x01\x01x", 6);
+        for (size_t piece = 0; piece < 9; piece++) {
+            int odd;
+            char paths[128], hosts[128];
+            assert_int_equal(read_paths(o.buf, o.len, piece, &odd, paths, hosts, sizeof paths), 6);
+            assert_int_equal(odd, 6);
+            assert_string_equal(paths, "- - - - - -");
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -466,6 +631,9 @@ int main(void)
         cmocka_unit_test(a_block_the_inflater_refuses_is_counted_and_so_is_every_later_one),
         cmocka_unit_test(size_updates_anywhere_in_a_block_keep_the_keys),
         cmocka_unit_test(a_block_over_the_bound_is_decided_early_and_the_next_keys_read),
+        cmocka_unit_test(an_over_padded_huffman_path_is_read_and_so_are_the_next_requests),
+        cmocka_unit_test(huffman_padding_is_read_as_nginx_reads_it),
+        cmocka_unit_test(padding_nginx_refuses_too_counts_the_rest_by_the_rule_of_doubt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* test_hpack_pre.c - the HPACK size update pre-pass: field bytes pass as
- * they are, size updates are kept out and reported by value, wherever they
- * stand and however the block is split; a malformed integer stops it. */
+/* test_hpack_pre.c - the HPACK pre-pass: field bytes pass as they are,
+ * size updates are kept out and reported by value, wherever they stand and
+ * however the block is split; a malformed integer stops it; Huffman
+ * strings are runs of their own, read as nginx reads their padding. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,7 +29,7 @@ static void run(const char *blk, size_t n, size_t piece, char *fields, size_t *n
             enum sl_hpre_run r;
             size_t k = sl_hpre_feed(&p, (const uint8_t *)blk + off, m, &r);
             assert_true(k >= 1 && k <= m);
-            if (r == SL_HPRE_FIELD) {
+            if (r != SL_HPRE_UPDATE) { /* Huffman strings too: fed, as they are here */
                 memcpy(fields + *nf, blk + off, k);
                 *nf += k;
             } else if (p.update) {
@@ -100,12 +101,84 @@ static void an_integer_longer_than_four_continuation_bytes_is_refused(void **unu
     assert_string_equal(ups, "268435486"); /* 31 + 2^28 - 1 */
 }
 
+/* The runs of a block with Huffman strings: one run per string (length
+ * first), however split, its end and length said. */
+static void a_huffman_string_is_a_run_of_its_own(void **unused)
+{
+    (void)unused;
+    /* GET, literal new name: "ab" raw, value Huffman (2 bytes), indexed
+     * 62, literal name 4: Huffman, length 130 (two-byte prefix) */
+    static uint8_t blk[160] = "\x82\x40\x02"
+                              "ab\x82\x60\x7f\xbe\x04\xff\x03";
+    size_t n = 12 + 130;
+    memset(blk + 12, 0xff, 130);
+    for (size_t piece = 1; piece <= n; piece++) {
+        struct sl_hpre p;
+        sl_hpre_begin(&p);
+        char trace[256] = "";
+        for (size_t off = 0; off < n;) {
+            size_t m = piece < n - off ? piece : n - off;
+            while (m > 0) {
+                enum sl_hpre_run r;
+                size_t k = sl_hpre_feed(&p, blk + off, m, &r);
+                if (r == SL_HPRE_HUFF && p.huff_end) {
+                    size_t l = strlen(trace);
+                    snprintf(trace + l, sizeof trace - l, "%s%u@%zu", l ? " " : "", p.huff_len,
+                             off + k);
+                }
+                assert_true(r != SL_HPRE_UPDATE);
+                off += k;
+                m -= k;
+            }
+        }
+        assert_string_equal(trace, "2@8 130@142");
+        assert_true(sl_hpre_at_boundary(&p));
+    }
+}
+
+static size_t huff_len(const char *s, size_t n)
+{
+    return sl_hpre_huff_len((const uint8_t *)s, n);
+}
+
+/* nginx 1.22 reads 8 to 29 bits of ones after the last symbol (measured):
+ * the bytes of padding alone go; 30 ones (EOS) or a 0 bit stay, refused. */
+static void huffman_padding_is_trimmed_as_nginx_reads_it(void **unused)
+{
+    (void)unused;
+    /* "/export": 40 bits, no padding */
+    assert_int_equal(huff_len("\x60\xbe\x6b\x3d\x89", 5), 5);
+    assert_int_equal(huff_len("\x60\xbe\x6b\x3d\x89\xff", 6), 5);
+    assert_int_equal(huff_len("\x60\xbe\x6b\x3d\x89\xff\xff\xff", 8), 5);
+    assert_int_equal(huff_len("\x60\xbe\x6b\x3d\x89\xff\xff\xff\xff", 9), 9); /* 32: EOS */
+    assert_int_equal(huff_len("\x60\xbe\x6b\x3d\x89\xfe", 6), 6);             /* a 0 bit */
+    assert_int_equal(huff_len("\x60\xbe\x6b\x3d\x89\x7f", 6), 6);             /* a symbol, '?' */
+    /* "/ab": 17 bits, the last byte 0xff holds a bit of 'b': kept */
+    assert_int_equal(huff_len("\x60\x71\xff", 3), 3);
+    assert_int_equal(huff_len("\x60\x71\xff\xff", 4), 3);
+    assert_int_equal(huff_len("\x60\x71\xff\xff\xff", 5), 3);     /* 23 */
+    assert_int_equal(huff_len("\x60\x71\xff\xff\xff\xff", 6), 6); /* 31: EOS */
+    /* "/a": 11 bits; 5 + 24 = 29 ones taken; "/xa" 18 bits: 6 + 24 = 30 not */
+    assert_int_equal(huff_len("\x60\x7f\xff\xff\xff", 5), 2);
+    assert_int_equal(huff_len("\x63\xc8\xff\xff\xff\xff", 6), 6);
+    assert_int_equal(huff_len("\x63\xc8\xff\xff\xff", 5), 3);
+    /* padding alone: the empty string */
+    assert_int_equal(huff_len("\xff", 1), 0);
+    assert_int_equal(huff_len("\xff\xff\xff", 3), 0);
+    assert_int_equal(huff_len("\xff\xff\xff\xff", 4), 4);
+    assert_int_equal(huff_len("", 0), 0);
+    /* 0x1f, a 28-bit code of ones but one bit (ffffffbf), then a byte */
+    assert_int_equal(huff_len("\xff\xff\xff\xbf\xff", 5), 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(size_updates_are_kept_out_wherever_they_stand),
         cmocka_unit_test(a_block_cut_inside_a_representation_is_not_at_a_boundary),
         cmocka_unit_test(an_integer_longer_than_four_continuation_bytes_is_refused),
+        cmocka_unit_test(a_huffman_string_is_a_run_of_its_own),
+        cmocka_unit_test(huffman_padding_is_trimmed_as_nginx_reads_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
