@@ -88,6 +88,16 @@ static inline int sl_sys_reopen(int fd, int flags)
     return sl_sys_open(path, flags, 0);
 }
 
+static inline int sl_sys_stat(const char *path, struct stat *st)
+{
+    return (int)syscall(SYS_newfstatat, AT_FDCWD, path, st, 0);
+}
+
+static inline ssize_t sl_sys_readlink(const char *path, char *buf, size_t len)
+{
+    return syscall(SYS_readlinkat, AT_FDCWD, path, buf, len);
+}
+
 static inline int sl_sys_ftruncate(int fd, off_t len)
 {
     return (int)syscall(SYS_ftruncate, fd, len);

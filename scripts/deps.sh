@@ -16,6 +16,8 @@ tests=(libcmocka-dev clang libclang-rt-14-dev python3 curl nginx-light wrk procp
        php-cli php-curl golang-go python3-aiohttp python3-httpx
        ruby libwww-perl liblwp-protocol-https-perl openjdk-17-jdk-headless
        memcached haproxy lighttpd socat nghttp2-client libpython3.11-testsuite nghttp2-server
+       python3-uvicorn
+       apache2 puma
        )
 pkgs=("${build[@]}" "${tests[@]}")
 missing=()

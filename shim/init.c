@@ -33,7 +33,7 @@
 static void drop_inheritance(void)
 {
     static const char *const vars[] = {"SLUICE_CONFIG", "SLUICE_RULES", "SLUICE_ON_ERROR",
-                                       "SLUICE_TABLE_FD"};
+                                       "SLUICE_TABLE_FD", "SLUICE_TABLE_PID"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
         unsetenv(vars[i]);
     const char *pre = getenv("LD_PRELOAD");
@@ -117,19 +117,23 @@ __attribute__((constructor)) static void sl_init(void)
             table = sl_table_open(cfg->table_slots, NULL, cfg->on_full, err, sizeof err);
         }
     } else { /* one table for the program and every program it starts with exec */
-        const char *inh = getenv("SLUICE_TABLE_FD");
+        const char *inh = getenv("SLUICE_TABLE_FD"), *holder = getenv("SLUICE_TABLE_PID");
         int fd = -1;
         char note[256];
-        table =
-            sl_table_open_inherited(cfg->table_slots, cfg->on_full, inh && *inh ? atoi(inh) : -1,
-                                    &fd, note, sizeof note, err, sizeof err);
+        table = sl_table_open_inherited(
+            cfg->table_slots, cfg->on_full, inh && *inh ? atoi(inh) : -1,
+            holder && *holder ? atoi(holder) : -1, &fd, note, sizeof note, err, sizeof err);
         if (*note) sl_log(SL_LOG_WARN, "%s", note);
         char num[16];
         snprintf(num, sizeof num, "%d", fd);
-        if (fd >= 0)
+        if (fd >= 0) { /* this process holds it for the programs it starts */
             setenv("SLUICE_TABLE_FD", num, 1);
-        else
-            unsetenv("SLUICE_TABLE_FD"); /* a number that names nothing of ours */
+            snprintf(num, sizeof num, "%d", (int)getpid());
+            setenv("SLUICE_TABLE_PID", num, 1);
+        } else { /* numbers that name nothing of ours */
+            unsetenv("SLUICE_TABLE_FD");
+            unsetenv("SLUICE_TABLE_PID");
+        }
     }
     struct sl_runtime *rt = table ? sl_alloc(sizeof *rt) : NULL;
     if (!rt || sl_runtime_init(rt, cfg, table, err, sizeof err) != 0) {

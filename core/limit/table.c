@@ -258,15 +258,31 @@ static struct sl_table *open_fd(int fd, enum sl_on_full on_full, bool writable)
     return t;
 }
 
-/* The inherited table, mapped read-write through a new open of its memory
- * file (shm.h: the descriptor children inherit is read-only, the file
- * 0600), or NULL: with *foreign set when the kernel refused this process
- * write access (it runs as another user than the table's). */
-static struct sl_table *open_inherited(int fd, enum sl_on_full on_full, bool *foreign)
+/* The table at `path` (/proc/PID/fd/N), mapped read-write through a new
+ * open of its memory file (shm.h: the descriptor children inherit is
+ * read-only, the file 0600), or NULL: with *foreign set (and *owner) when
+ * the kernel refused this process access (it runs as another user than
+ * the table's). Only an unlinked regular file named as sluice names its
+ * table is opened: a number the program reused for something else (a
+ * FIFO, a device) is never opened. */
+static struct sl_table *open_table_path(const char *path, enum sl_on_full on_full, bool *foreign,
+                                        unsigned *owner)
 {
-    int rw = sl_sys_reopen(fd, O_RDWR | O_CLOEXEC);
+    struct stat st;
+    char link[64] = "";
+    static const char name[] = "/memfd:sluice-table";
+    if (sl_sys_stat(path, &st) != 0) {
+        *foreign = *foreign || errno == EACCES || errno == EPERM;
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode) || st.st_nlink != 0 ||
+        sl_sys_readlink(path, link, sizeof link - 1) < (ssize_t)sizeof name - 1 ||
+        memcmp(link, name, sizeof name - 1) != 0)
+        return NULL;
+    *owner = (unsigned)st.st_uid;
+    int rw = sl_sys_open(path, O_RDWR | O_CLOEXEC, 0);
     if (rw < 0) {
-        *foreign = errno == EACCES || errno == EPERM;
+        *foreign = *foreign || errno == EACCES || errno == EPERM;
         return NULL;
     }
     struct sl_table *t = open_fd(rw, on_full, true);
@@ -274,25 +290,51 @@ static struct sl_table *open_inherited(int fd, enum sl_on_full on_full, bool *fo
     return t;
 }
 
+/* A read-only descriptor of the table the process mapped from `path`, for
+ * its own children, above the program's numbers; -1 when none. */
+static int inheritable_from(const char *path)
+{
+    int ro = sl_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (ro < 0) return -1;
+    int high = sl_sys_dupfd(ro, 512, false);
+    sl_sys_close(ro);
+    return high;
+}
+
 struct sl_table *sl_table_open_inherited(uint32_t slots, enum sl_on_full on_full, int inherited,
-                                         int *fd_out, char *note, size_t notelen, char *err,
-                                         size_t errlen)
+                                         int holder, int *fd_out, char *note, size_t notelen,
+                                         char *err, size_t errlen)
 {
     bool foreign = false;
+    unsigned owner = 0;
+    char path[64];
     *note = 0;
-    struct sl_table *t = inherited >= 0 ? open_inherited(inherited, on_full, &foreign) : NULL;
-    if (t) {
-        *fd_out = inherited;
-        return t;
+    if (inherited >= 0) {
+        snprintf(path, sizeof path, "/proc/self/fd/%d", inherited);
+        struct sl_table *t = open_table_path(path, on_full, &foreign, &owner);
+        if (t) {
+            *fd_out = inherited;
+            return t;
+        }
+        /* closed before exec (python's spawn, apt's methods): the process
+         * that handed it down still holds it */
+        snprintf(path, sizeof path, "/proc/%d/fd/%d", holder, inherited);
+        t = holder > 0 && holder != (int)getpid() && !foreign
+                ? open_table_path(path, on_full, &foreign, &owner)
+                : NULL;
+        if (t) {
+            *fd_out = inheritable_from(path);
+            return t;
+        }
     }
     if (foreign) {
-        struct stat st;
-        unsigned owner = sl_sys_fstat(inherited, &st) == 0 ? (unsigned)st.st_uid : 0;
         snprintf(note, notelen,
                  "the table inherited from the program (its user: uid %u) is not writable by "
                  "this process (uid %u, effective %u): it counts in a table of its own",
                  owner, (unsigned)getuid(), (unsigned)geteuid());
-        sl_sys_close(inherited); /* read-only, but nothing of this process's reads it */
+        struct stat st;
+        if (sl_sys_fstat(inherited, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 0)
+            sl_sys_close(inherited); /* read-only, but nothing of this process's reads it */
     }
     return open_unnamed(round_slots(slots), on_full, true, fd_out, err, errlen);
 }

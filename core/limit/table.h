@@ -212,13 +212,16 @@ size_t sl_table_denials(const struct sl_table *t, uint64_t *from, struct sl_deni
 
 /* A table without a shared name that the programs this one starts with
  * exec share: the one in the descriptor `inherited` when it holds one
- * (-1: none) and this process may write it (it runs as the table's user:
- * core/shm.h), else a new memory file whose descriptor (*fd_out, read-only,
- * not closed on exec; -1 when only a private table could be made) they
- * inherit. When the inherited table was refused for its user, `note` says
- * so (for the log); else it is empty. */
+ * (-1: none), or, when the program closed that descriptor before exec
+ * (python's multiprocessing spawn, uvicorn's and gunicorn's workers, apt's
+ * methods), the one process `holder` still holds under that number
+ * (through /proc), and this process may write it (it runs as the table's
+ * user: core/shm.h). Else a new memory file. *fd_out is the descriptor
+ * this process's own children inherit (read-only, not closed on exec; -1
+ * when only a private table could be made). When the inherited table was
+ * refused for its user, `note` says so (for the log); else it is empty. */
 struct sl_table *sl_table_open_inherited(uint32_t slots, enum sl_on_full on_full, int inherited,
-                                         int *fd_out, char *note, size_t notelen, char *err,
-                                         size_t errlen);
+                                         int holder, int *fd_out, char *note, size_t notelen,
+                                         char *err, size_t errlen);
 
 #endif

@@ -224,7 +224,7 @@ static void nobody_inherits_the_table(void)
     if (open(proc, O_RDWR) >= 0) _exit(3);
     char note[256], err[256];
     int fd = -1;
-    struct sl_table *t = sl_table_open_inherited(64, SL_FULL_SHARED, inherited_fd, &fd, note,
+    struct sl_table *t = sl_table_open_inherited(64, SL_FULL_SHARED, inherited_fd, -1, &fd, note,
                                                  sizeof note, err, sizeof err);
     if (!t) _exit(4);
     if (!strstr(note, "not writable by this process (uid 65534")) _exit(5);
@@ -238,8 +238,8 @@ static void an_inherited_table_is_writable_by_its_user_alone(void **unused)
     need_root();
     int fd = -1;
     char note[256], err[256];
-    struct sl_table *t =
-        sl_table_open_inherited(64, SL_FULL_SHARED, -1, &fd, note, sizeof note, err, sizeof err);
+    struct sl_table *t = sl_table_open_inherited(64, SL_FULL_SHARED, -1, -1, &fd, note, sizeof note,
+                                                 err, sizeof err);
     assert_non_null(t);
     assert_int_not_equal(fd, -1);
     assert_string_equal(note, "");
@@ -250,7 +250,7 @@ static void an_inherited_table_is_writable_by_its_user_alone(void **unused)
     assert_int_equal(st.st_mode & 07777, 0600);
     /* its own user's child shares it, read-write */
     int fd2 = -1;
-    struct sl_table *same = sl_table_open_inherited(64, SL_FULL_SHARED, fd, &fd2, note,
+    struct sl_table *same = sl_table_open_inherited(64, SL_FULL_SHARED, fd, -1, &fd2, note,
                                                     sizeof note, err, sizeof err);
     assert_non_null(same);
     assert_int_equal(fd2, fd);
@@ -262,6 +262,62 @@ static void an_inherited_table_is_writable_by_its_user_alone(void **unused)
     assert_int_equal(as_nobody(nobody_inherits_the_table), 0);
     assert_int_equal(sl_table_counter(t, 0, SL_C_ALLOWED), 5);
     sl_table_close(same);
+    sl_table_close(t);
+    close(fd);
+}
+
+/* A child whose program closed the inherited descriptor before exec
+ * (python's multiprocessing spawn, uvicorn's workers) finds the table
+ * through the process that handed it down (issue 34, item 3); before, it
+ * made a table of its own and the workers' budgets were separate. Another
+ * user's child still gets none of it. */
+static int holder_pid;
+
+static void child_finds_the_table_through_its_holder(void)
+{
+    close(inherited_fd);
+    char note[256], err[256];
+    int fd = -1;
+    struct sl_table *t = sl_table_open_inherited(64, SL_FULL_SHARED, inherited_fd, holder_pid, &fd,
+                                                 note, sizeof note, err, sizeof err);
+    if (!t || *note) _exit(1);
+    sl_table_count(t, 0, SL_C_ALLOWED, 7);
+    if (fd < 0 || (fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDONLY) _exit(2); /* for its children */
+    _exit(0);
+}
+
+static void nobody_finds_no_table_through_the_holder(void)
+{
+    close(inherited_fd);
+    char note[256], err[256];
+    int fd = -1;
+    struct sl_table *t = sl_table_open_inherited(64, SL_FULL_SHARED, inherited_fd, holder_pid, &fd,
+                                                 note, sizeof note, err, sizeof err);
+    if (!t) _exit(1);
+    if (!strstr(note, "not writable by this process (uid 65534")) _exit(2);
+    sl_table_count(t, 0, SL_C_ALLOWED, 1000);
+}
+
+static void a_closed_inherited_descriptor_is_found_through_its_holder(void **unused)
+{
+    (void)unused;
+    need_root();
+    int fd = -1;
+    char note[256], err[256];
+    struct sl_table *t = sl_table_open_inherited(64, SL_FULL_SHARED, -1, -1, &fd, note, sizeof note,
+                                                 err, sizeof err);
+    assert_non_null(t);
+    inherited_fd = fd;
+    holder_pid = (int)getpid();
+    pid_t pid = fork();
+    if (pid == 0) child_finds_the_table_through_its_holder();
+    int st;
+    waitpid(pid, &st, 0);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_int_equal(sl_table_counter(t, 0, SL_C_ALLOWED), 7);
+    assert_int_equal(as_nobody(nobody_finds_no_table_through_the_holder), 0);
+    assert_int_equal(sl_table_counter(t, 0, SL_C_ALLOWED), 7);
     sl_table_close(t);
     close(fd);
 }
@@ -280,6 +336,7 @@ int main(void)
                                         unnamed),
         cmocka_unit_test(a_cluster_state_made_by_another_user_is_refused),
         cmocka_unit_test(an_inherited_table_is_writable_by_its_user_alone),
+        cmocka_unit_test(a_closed_inherited_descriptor_is_found_through_its_holder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
