@@ -40,6 +40,24 @@
  * never waits for more bytes. When a resync point falls inside a line
  * that began as a request line, the resync reading wins (the one servers
  * framing by Content-Length follow).
+ *
+ * Chunked bodies (issue 31). http-parser frames them more leniently than
+ * the servers behind sluice, and differently: it skips a chunk extension
+ * up to a CR, where nginx and python end the chunk-size line at a bare LF
+ * ("2c;\n": the request nginx reads next is chunk data to http-parser),
+ * and it takes any byte after a CR for its LF and any two bytes after
+ * chunk data for their CRLF. So beside it, ck_track follows the framing
+ * bytes of a chunked body strictly (the data is counted, not read): a
+ * chunk-size line is HEX[;ext]CRLF with a token-ish extension (tchar, "=",
+ * ";", DQUOTE, SP, HTAB), data is followed by CRLF, a trailer line is a
+ * token, a colon and text (VCHAR, SP, HTAB) up to CRLF, the body ends with
+ * CRLF. On that ground nginx, llhttp, python and http-parser frame alike
+ * (tests/fuzz/fuzz_chunked.c holds it to models of nginx and python). At
+ * the first byte off it (or one http-parser refuses, or an end where
+ * http-parser sees none) they may part: the body is odd (sl_h1_odd_body),
+ * http-parser is dropped, and the conservative reading takes the stream
+ * from that byte, at a line start, for good: every head a server may find
+ * in what follows is counted, none is skipped as data.
  */
 #include "http1.h"
 
@@ -62,6 +80,8 @@ enum target { T_NONE, T_HOST, T_KEY, T_IDEM, T_COOKIE, T_LENGTH };
 struct slow {
     struct sl_h1_head head;
     char field[SL_H1_NAME_MAX];
+    char ck_line[24]; /* the chunked body's framing line being read (ck_keep) */
+    uint8_t ck_len;
 };
 
 static char *field_of(const struct sl_h1 *s)
@@ -134,6 +154,8 @@ const char *sl_h1_odd_reason(enum sl_h1_odd why)
         return "a GET or HEAD with a body";
     case SL_H1_ODD_PREFACE:
         return "a broken HTTP/2 preface";
+    case SL_H1_ODD_CHUNKED:
+        return "a chunked body servers frame differently";
     case SL_H1_ODD_NONE:
         break;
     }
@@ -871,6 +893,158 @@ static void doubt_begin(struct sl_h1 *s)
     s->rd_cb = true;
 }
 
+/* ---- chunked bodies on the servers' common ground (see the top) ---- */
+
+enum ck_state {
+    CK_NONE,     /* not in a chunked body */
+    CK_SIZE0,    /* a chunk-size line begins: a hex digit */
+    CK_SIZE,     /* more hex digits, ";" or CR */
+    CK_EXT,      /* the extension, to its CR */
+    CK_SIZE_LF,  /* the LF of the chunk-size line */
+    CK_DATA,     /* ck_left bytes of chunk data */
+    CK_DATA_CR,  /* the CRLF after the data */
+    CK_DATA_LF,  /* its LF */
+    CK_TRAILER,  /* a trailer line begins, or the body's last CRLF */
+    CK_TNAME,    /* a trailer's name, to its colon */
+    CK_TLINE,    /* a trailer's value, to its CR */
+    CK_TLINE_LF, /* its LF */
+    CK_END_LF,   /* the LF that ends the body */
+};
+
+static int hex_of(unsigned char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    c |= 0x20;
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* What a chunk extension holds on the common ground: no byte any server
+ * ends a line on (or refuses) can be among them. */
+static bool ext_byte(unsigned char c)
+{
+    return tchar(c) || c == ';' || c == '=' || c == '"' || c == ' ' || c == '\t';
+}
+
+/* A framing byte into the line kept for the log (its first bytes; when
+ * full, the last place takes the newest, so the odd byte is shown). */
+static void ck_keep(struct sl_h1 *s, unsigned char c)
+{
+    struct slow *w = (struct slow *)s->head;
+    if (w->ck_len == sizeof w->ck_line) w->ck_len--;
+    w->ck_line[w->ck_len++] = (char)c;
+}
+
+static void ck_line_begin(struct sl_h1 *s, enum ck_state next)
+{
+    ((struct slow *)s->head)->ck_len = 0;
+    s->ck = next;
+}
+
+/* One framing byte: false when it is off the common ground. */
+static bool ck_byte(struct sl_h1 *s, unsigned char c)
+{
+    ck_keep(s, c);
+    int h = hex_of(c);
+    switch ((enum ck_state)s->ck) {
+    case CK_SIZE0:
+        if (h < 0) return false;
+        s->ck_left = (uint64_t)h;
+        s->ck = CK_SIZE;
+        return true;
+    case CK_SIZE:
+        if (h >= 0) {
+            if (s->ck_left >> 56) return false; /* servers refuse sizes long before */
+            s->ck_left = s->ck_left * 16 + (uint64_t)h;
+            return true;
+        }
+        s->ck = c == ';' ? CK_EXT : CK_SIZE_LF;
+        return c == ';' || c == '\r';
+    case CK_EXT:
+        if (c == '\r') s->ck = CK_SIZE_LF;
+        return c == '\r' || ext_byte(c);
+    case CK_SIZE_LF:
+        if (c != '\n') return false;
+        if (s->ck_left)
+            s->ck = CK_DATA;
+        else
+            ck_line_begin(s, CK_TRAILER);
+        return true;
+    case CK_DATA_CR:
+        s->ck = CK_DATA_LF;
+        return c == '\r';
+    case CK_DATA_LF:
+        ck_line_begin(s, CK_SIZE0);
+        return c == '\n';
+    case CK_TRAILER:
+        if (c == '\r') {
+            s->ck = CK_END_LF;
+            return true;
+        }
+        s->ck = CK_TNAME;
+        return tchar(c);
+    case CK_TNAME:
+        if (c == ':') s->ck = CK_TLINE;
+        return c == ':' || tchar(c);
+    case CK_TLINE:
+        if (c == '\r') s->ck = CK_TLINE_LF;
+        return c == '\r' || c == '\t' || (c >= 0x20 && c < 0x7f);
+    case CK_TLINE_LF:
+        ck_line_begin(s, CK_TRAILER);
+        return c == '\n';
+    case CK_END_LF:
+        s->ck = CK_NONE;
+        return c == '\n';
+    case CK_NONE:
+    case CK_DATA:
+        break;
+    }
+    return true;
+}
+
+/* Follows n body bytes http-parser took: how many are on the common
+ * ground (n: all; less: the index of the first that is not, or of the
+ * first past the body's end). */
+static size_t ck_track(struct sl_h1 *s, const char *buf, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (s->ck == CK_NONE) return i; /* http-parser reads on: not the end it saw */
+        if (s->ck == CK_DATA) {         /* counted, not read */
+            size_t take = s->ck_left < n - i ? (size_t)s->ck_left : n - i;
+            s->ck_left -= take;
+            i += take;
+            if (s->ck_left == 0) ck_line_begin(s, CK_DATA_CR);
+            continue;
+        }
+        if (!ck_byte(s, (unsigned char)buf[i])) return i;
+        i++;
+    }
+    return n;
+}
+
+/* The body left the common ground at pos (the odd byte c, -1 when not
+ * at hand): the conservative reading takes the stream from that byte, at
+ * a line start, for good. */
+static void ck_odd(struct sl_h1 *s, int c)
+{
+    if (c >= 0 && s->ck != CK_NONE) ck_keep(s, (unsigned char)c);
+    if (s->ck == CK_NONE) ((struct slow *)s->head)->ck_len = 0;
+    s->odd_body = s->pos;
+    s->ck = CK_NONE;
+    doubt_begin(s);
+    s->state = SL_H1_IDLE;
+    s->rd = R_BOL;
+    s->rd_skip = false;
+    s->resync[0] = s->resync[1] = 0;
+}
+
+const char *sl_h1_odd_body_line(const struct sl_h1 *s, size_t *len)
+{
+    const struct slow *w = (const struct slow *)s->head;
+    *len = w && s->odd_body ? w->ck_len : 0;
+    return *len ? w->ck_line : NULL;
+}
+
 /* Runs the parser over buf; returns what it consumed. The flags set by
  * the callbacks and the parser's error say what happened; on an error
  * the conservative reading takes over (true). */
@@ -1215,6 +1389,18 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
         s->head_done = s->message_done = false;
         size_t n = run(s, buf + done, want, &failed);
         if (in_head) rd_track(s, buf + done, n);
+        if (!in_head && s->ck != CK_NONE) {
+            /* the body's framing bytes on the servers' common ground, and
+             * the byte http-parser refused (off it, whatever it is) */
+            size_t k = ck_track(s, buf + done, n);
+            if (k < n || failed || (s->ck == CK_NONE) != s->message_done) {
+                int c = k == n && failed && done + n < len ? (unsigned char)buf[done + n] : -1;
+                done += k;
+                s->pos += k;
+                ck_odd(s, c);
+                continue;
+            }
+        }
         done += n;
         s->pos += n;
         if (failed) {
@@ -1234,12 +1420,16 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
             s->head->end = s->pos;
             s->reported = true;
             after_head(s);
+            /* a chunked body is followed on the common ground (ck_track) */
+            if (s->state == SL_H1_IN_BODY && !s->doubt && s->head->chunked)
+                ck_line_begin(s, CK_SIZE0);
             *ev = SL_H1_HEAD;
             return done;
         }
         if (s->message_done) {
             if (s->state == SL_H1_IN_BODY) s->body_end = s->pos;
             s->state = SL_H1_IDLE;
+            s->ck = CK_NONE;
             ended(s);
         } else if (s->state == SL_H1_IN_HEAD && s->pos - s->head_start > SL_H1_HEAD_MAX) {
             /* decided now (a longer head would never fit a peek): the rest

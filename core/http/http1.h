@@ -16,7 +16,9 @@
  * body is reported with `odd` set (the reason says why), and from then on
  * the stream is read by the conservative reading (see http1.c): every
  * head-shaped line sequence is a head, bodies are not skipped, so nothing
- * a server might run as a request goes uncounted. An upgrade (Upgrade,
+ * a server might run as a request goes uncounted. So is the stream after a
+ * chunked body that servers frame differently (sl_h1_odd_body: "2c;\n",
+ * an extension nginx ends at a bare LF and http-parser reads on). An upgrade (Upgrade,
  * CONNECT) does not stop the scan either: the request is reported and
  * scanning goes on, since only the peer's 101 (which this direction never
  * sees) makes it a tunnel; a stream that opens, or continues after an
@@ -89,6 +91,7 @@ enum sl_h1_odd {
     SL_H1_ODD_LONG,     /* longer than SL_H1_HEAD_MAX: decided before its end */
     SL_H1_ODD_GET_BODY, /* a GET or HEAD with a body: the body is scanned for heads */
     SL_H1_ODD_PREFACE,  /* a broken HTTP/2 connection preface */
+    SL_H1_ODD_CHUNKED,  /* a chunked body servers frame differently (sl_h1_odd_body) */
 };
 
 /* A short reason for logs ("a header line http-parser refuses"). */
@@ -143,6 +146,8 @@ struct sl_h1 {
     uint64_t pos;        /* stream offset of the next byte to feed */
     uint64_t head_start; /* IN_HEAD: where the head began */
     uint64_t body_end;   /* where the last message with a body ended (0: none yet) */
+    uint64_t ck_left;    /* the chunk-size being read, then the chunk's data bytes left */
+    uint64_t odd_body;   /* the first byte of a body servers frame differently (0: none) */
     uint8_t preface;     /* stream bytes held while they match the HTTP/2 preface */
     uint64_t preface_at; /* where the preface may begin (0, or after an upgrade request) */
     bool want_cookie;    /* collect Cookie lines into head.cookie */
@@ -150,6 +155,7 @@ struct sl_h1 {
     bool reported;       /* a head was reported: the stream is HTTP */
     /* the conservative reading (http1.c): its line state, the method it read */
     bool doubt;   /* the stream is read by it from now on */
+    uint8_t ck;   /* a chunked body's framing, followed strictly (enum in http1.c) */
     bool rd_cb;   /* it feeds the head's fields (http-parser gave up) */
     bool rd_skip; /* the rest of an already reported head: not a new one */
     uint8_t rd, rd_n, rd_major, rd_minor;
@@ -283,6 +289,28 @@ static inline uint64_t sl_h1_body_end(const struct sl_h1 *s)
 {
     return s->body_end;
 }
+
+/* Where the framing of a chunked body left the common ground of the
+ * servers a request may reach (0: it never did). A chunk-size line is
+ * HEX[;ext]CRLF with a token-ish extension, chunk data is followed by
+ * CRLF, trailer lines are text ended by CRLF: on that ground nginx, node's
+ * llhttp, python and http-parser frame a body alike. Off it they part (nginx
+ * and python end a line at a bare LF, http-parser skips an extension up to
+ * a CR, llhttp refuses both), so what one server runs as the next request
+ * may be chunk data to another: from this byte on the stream is read by the
+ * conservative reading (heads looked for at every line start, no body
+ * skipped, for the rest of the stream), and the caller counts the body odd
+ * (reason SL_H1_ODD_CHUNKED). Set once: the stream is never framed by its
+ * bodies again. */
+static inline uint64_t sl_h1_odd_body(const struct sl_h1 *s)
+{
+    return s->odd_body;
+}
+
+/* The bytes of the framing line in which sl_h1_odd_body() was found, from
+ * its start up to and including the odd byte (its first 23 bytes and that
+ * byte when longer), raw: *len set; NULL when there are none. */
+const char *sl_h1_odd_body_line(const struct sl_h1 *s, size_t *len);
 
 /* IN_HEAD: the stream offset where the incomplete head began. */
 static inline uint64_t sl_h1_head_start(const struct sl_h1 *s)

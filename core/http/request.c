@@ -87,6 +87,7 @@ struct sl_req_conn {
     bool cookies;   /* a rule keys on a cookie: the scanners collect Cookie lines */
     bool is_h2;     /* the HTTP/2 preface was seen: h2 scans from there on */
     bool key_alias; /* the key header is Host or Idempotency-Key (http1.c's keys_done) */
+    bool odd_body;  /* the scanner's odd body (sl_h1_odd_body) was counted */
     int nsw;
     int nahead;
     uint64_t pos;
@@ -408,7 +409,7 @@ static bool swallowed(struct sl_req_conn *c, const struct found *h1,
 /* One line a second at most, per process: odd heads can come in floods. */
 static uint64_t odd_logged_at, odd_unlogged; /* touched only with __atomic builtins */
 
-static void odd_log(const struct sl_req_conn *c, const struct found *h1, int rule, uint64_t now)
+static void odd_log(const struct sl_req_conn *c, enum sl_h1_odd why, int rule, uint64_t now)
 {
     uint64_t last = __atomic_load_n(&odd_logged_at, __ATOMIC_RELAXED);
     if (last && now - last < SL_NS_PER_SEC) {
@@ -424,15 +425,34 @@ static void odd_log(const struct sl_req_conn *c, const struct found *h1, int rul
     const struct sl_rule *r = &c->rules.rt->cfg->rules[rule];
     char addr[64];
     sl_addr_format(c->rules.peer.a, addr, sizeof addr);
+    const char *deed = r->on_odd == SL_ODD_DENY ? "denied" : "counted";
+    if (why != SL_H1_ODD_CHUNKED) {
+        sl_log(SL_LOG_INFO,
+               "rule \"%s\": odd request head %s %s (%s): %s as a request (%llu more not logged)",
+               r->name, c->out ? "to" : "from", addr, sl_h1_odd_reason(why), deed,
+               (unsigned long long)more);
+        return;
+    }
+    /* the framing line as sent, to its odd byte: sl_log escapes it (\n,
+     * \r, \xNN); a NUL, which would end the text, is shown as '?' */
+    size_t n;
+    const char *at = sl_h1_odd_body_line(&c->scan, &n);
+    char line[32];
+    if (n >= sizeof line) n = sizeof line - 1;
+    for (size_t i = 0; i < n; i++)
+        line[i] = at[i] ? at[i] : '?';
+    line[n] = '\0';
     sl_log(SL_LOG_INFO,
-           "rule \"%s\": odd request head %s %s (%s): %s as a request (%llu more not logged)",
-           r->name, c->out ? "to" : "from", addr, sl_h1_odd_reason(h1->odd),
-           r->on_odd == SL_ODD_DENY ? "denied" : "counted", (unsigned long long)more);
+           "rule \"%s\": odd request body %s %s (%s, at \"%s\"): %s (%llu more not logged)",
+           r->name, c->out ? "to" : "from", addr, sl_h1_odd_reason(why), line,
+           r->on_odd == SL_ODD_DENY ? "denied from its odd byte on"
+                                    : "counted, and the request heads after it counted as requests",
+           (unsigned long long)more);
 }
 
-/* An odd head: counted in odd_heads of the connection's rules; a rule with
- * on_odd = deny denies it (true, *d set). */
-static bool odd_head(struct sl_req_conn *c, const struct found *h1, uint64_t now,
+/* An odd head, or body (why): counted in odd_heads of the connection's
+ * rules; a rule with on_odd = deny denies it (true, *d set). */
+static bool odd_head(struct sl_req_conn *c, enum sl_h1_odd why, uint64_t now,
                      struct sl_req_decision *d)
 {
     const struct sl_config *cfg = c->rules.rt->cfg;
@@ -450,13 +470,29 @@ static bool odd_head(struct sl_req_conn *c, const struct found *h1, uint64_t now
         }
     }
     if (first < 0) return false;
-    odd_log(c, h1, deny_rule >= 0 ? deny_rule : first, now);
+    odd_log(c, why, deny_rule >= 0 ? deny_rule : first, now);
     if (deny_rule < 0) return false;
     const struct sl_rule *r = &cfg->rules[deny_rule];
     *d = (struct sl_req_decision){.allowed = false, .rule = deny_rule};
     d->v = (struct sl_verdict){.retry_ns = SL_NS_PER_SEC};
     d->policy = (struct sl_reply_policy){.name = r->name, .window_s = 1};
     sl_table_count(c->rules.rt->table, c->rules.entry[deny_rule], SL_C_LIMITED, 1);
+    return true;
+}
+
+/* A chunked body servers frame differently (core/http/http1.h,
+ * sl_h1_odd_body), found by the feed that just ran, before any head it
+ * reported: the request it belongs to is counted odd, once. With on_odd =
+ * deny nothing passes from its odd byte on (true: the scan stops); else
+ * the heads the conservative reading finds after it are decided as they
+ * come, each a request. */
+static bool odd_body(struct sl_req_conn *c, uint64_t now)
+{
+    c->odd_body = true;
+    struct sl_req_decision d;
+    if (!odd_head(c, SL_H1_ODD_CHUNKED, now, &d)) return false;
+    uint64_t at = sl_h1_odd_body(&c->scan);
+    deny(c, at > c->pos ? at : c->pos, &d);
     return true;
 }
 
@@ -486,6 +522,7 @@ static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t no
         struct found fd, *h1 = &fd;
         bool found = next_head(c, buf, len, &h, &fd);
         swallow_ends(c);
+        if (!c->odd_body && !c->is_h2 && sl_h1_odd_body(&c->scan) && odd_body(c, now)) return;
         if (!found) return;
         struct sl_req_decision d;
         uint8_t digest[SL_BODY_DIGEST_LEN];
@@ -494,7 +531,7 @@ static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t no
                            (const uint8_t *)buf + (h1->end - c->pos),
                            (size_t)(c->pos + len - h1->end), digest))
             h.body_digest = digest;
-        if (h1->odd && odd_head(c, h1, now, &d)) {
+        if (h1->odd && odd_head(c, h1->odd, now, &d)) {
             deny(c, h1->start, &d);
             return;
         }

@@ -24,7 +24,8 @@ for d in ("tests/fuzz/seeds/http1", "tests/fuzz/seeds/http1_ref", "build/fuzz/fu
 base = [b for b in base if b] or [b"GET / HTTP/1.1\r\n\r\n"]
 pieces = [b"GET / HTTP/1.1\r\n", b"FOO / HTTP/1.1\r\n", b"Host: x\r\n", b"\r\n", b"Content-Length: 3\r\n",
           b"Transfer-Encoding: chunked\r\n", b"Connection: Upgrade\r\nUpgrade: x\r\n", b": x\r\n", b"\x01",
-          b"\x7f", b" ", b"\n", b"0\r\n\r\n", b"Content-Length : 5\r\n", b"HTTP/1.1", b"GET /a HTTP/1.1\r\n\r\n"]
+          b"\x7f", b" ", b"\n", b"0\r\n\r\n", b"Content-Length : 5\r\n", b"HTTP/1.1", b"GET /a HTTP/1.1\r\n\r\n",
+          b"2c;\n", b";x\n", b"0\n\n", b"5\r\nhello\r\n", b"\r\nACE /s HTTP/1.1\r\n"]  # chunk framing (issue 31.1)
 with open(path, "wb") as f:
     for i in range(count):
         b = bytearray(rnd.choice(base))

@@ -11,6 +11,8 @@
  * stream through that the reference found a head in. A stream sluice
  * hands to HTTP/2 (the preface) is not compared. node's llhttp is the
  * second reference, run over the same seeds by tests/fuzz/diff_llhttp.sh.
+ * Chunked bodies as nginx and python frame them (a bare LF ends a line,
+ * which http-parser does not take) are tests/fuzz/fuzz_chunked.c's.
  *
  * Debian builds http-parser without HTTP_PARSER_STRICT, and strict mode is
  * what a server's reading is compared with: streams holding a CR that is

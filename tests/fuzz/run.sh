@@ -5,6 +5,8 @@
 # "fuzz: ok NAME" per target that found nothing; exits non-zero otherwise.
 # fuzz_http1_ref compares the HTTP/1 scanner with http-parser as a server
 # runs it, diff_llhttp.sh with node's llhttp (issue 18 item 10).
+# fuzz_chunked holds the framing of a chunked body to models of nginx's and
+# python's readings and of their common ground (issue 31 item 1).
 # fuzz_h1fast holds the scanner's one-pass fast path (core/http/h1fast.c) to
 # http-parser's result on every split of each input into two reads.
 # fuzz_lane holds the request gate's lane (core/http/request.c) to the scan

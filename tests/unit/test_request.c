@@ -467,6 +467,87 @@ static void on_odd_deny_denies_the_odd_head(void **unused)
     world_free(w);
 }
 
+#define HIDDEN "GET /h HTTP/1.1\r\nHost: x\r\nX-API-Key: k\r\n\r\n"
+#define CHUNKED_POST                                                                               \
+    "POST / HTTP/1.1\r\nHost: x\r\nX-API-Key: k\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+/* Hidden heads ("GET /h ") of s whose last byte is among the first `passed`. */
+static int hidden_passed(const char *s, size_t passed)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, "GET /h ")); p++) {
+        const char *end = strstr(p, "\r\n\r\n");
+        if (end && (size_t)(end + 4 - s) <= passed) n++;
+    }
+    return n;
+}
+
+/* Issue 31.1's smuggling into nginx: a chunk-size line "%x;\n", an
+ * extension ended by a bare LF. nginx ends the line there and reads the
+ * pad (n bytes, up to its CRLF) as the chunk, then the last chunk, then
+ * `hidden` requests; http-parser reads the extension on to the pad's CR
+ * and takes the n bytes after it (the last chunk and the requests) as
+ * chunk data. *lf: the bare LF's offset. */
+static size_t smuggle(char *s, size_t cap, int hidden, size_t *lf)
+{
+    char data[2048];
+    size_t t = (size_t)snprintf(data, sizeof data, "\r\n0\r\n\r\n");
+    for (int i = 0; i < hidden; i++)
+        t += (size_t)snprintf(data + t, sizeof data - t, HIDDEN);
+    size_t n = (size_t)snprintf(s, cap, CHUNKED_POST "%zx;", t);
+    *lf = n;
+    s[n++] = '\n';
+    memset(s + n, 'a', t - 2);
+    n += t - 2;
+    n += (size_t)snprintf(s + n, cap - n, "\r\n%s\r\n0\r\n\r\n", data); /* http-parser's end */
+    return n;
+}
+
+/* Issue 31.1: under 1/s burst 2, a chunked POST whose chunk-size line
+ * ends in a bare LF after an extension, then 20 requests nginx runs and
+ * http-parser reads as chunk data (and the issue's plain "2c;\nGET ..."),
+ * shown in one read and split in two at every byte: the request is
+ * counted odd once, the heads after it are counted as requests (at most
+ * one of them passes), and on_odd = deny passes nothing from the bare LF
+ * on. Before the fix: all 20 passed, odd_heads 0 (seen failing). */
+static void a_chunk_extension_ended_by_a_bare_lf_hides_no_request(void **unused)
+{
+    (void)unused;
+    static char s[4096];
+    size_t lf;
+    size_t crafted = smuggle(s, sizeof s, 20, &lf);
+    static char plain[4096];
+    size_t np = (size_t)snprintf(plain, sizeof plain, CHUNKED_POST "2c;\n");
+    for (int i = 0; i < 20; i++)
+        np += (size_t)snprintf(plain + np, sizeof plain - np, HIDDEN);
+    const struct {
+        const char *s;
+        size_t len, lf;
+    } streams[] = {{s, crafted, lf}, {plain, np, strlen(CHUNKED_POST) + 3}};
+    for (size_t i = 0; i < 2; i++) {
+        const char *p = streams[i].s;
+        size_t len = streams[i].len;
+        for (size_t k = 1; k <= len; k++) { /* k == len: one read */
+            for (int deny = 0; deny < 2; deny++) {
+                struct req_world *w = world(1, 2, SL_ACT_REPLY);
+                if (deny) w->cfg.rules[0].on_odd = SL_ODD_DENY;
+                struct sl_req_verdict v;
+                size_t passed = drain(w, p, k, T0, &v);
+                if (v.status != SL_REQ_DENY) passed += drain(w, p + passed, len - passed, T0, &v);
+                if (k == len && !deny)
+                    print_message("stream %zu: %d of 20 hidden requests passed, odd_heads %llu\n",
+                                  i, hidden_passed(p, passed),
+                                  (unsigned long long)counter(w, SL_C_ODD));
+                assert_int_equal(v.status, SL_REQ_DENY);
+                assert_int_equal(counter(w, SL_C_ODD), 1);
+                assert_true(hidden_passed(p, passed) <= 1);
+                if (deny) assert_int_equal(passed, streams[i].lf); /* nothing from the LF on */
+                world_free(w);
+            }
+        }
+    }
+}
+
 /* Issue 18.3: a path too long for the scanner even after "." and ".."
  * are resolved is counted by every route rule (here a glob it would
  * otherwise escape); a long query does not make the path unknown. Before
@@ -922,6 +1003,7 @@ int main(void)
         cmocka_unit_test(an_upgrade_request_does_not_switch_counting_off),
         cmocka_unit_test(a_poison_then_40_requests_lets_at_most_burst_plus_one_through),
         cmocka_unit_test(on_odd_deny_denies_the_odd_head),
+        cmocka_unit_test(a_chunk_extension_ended_by_a_bare_lf_hides_no_request),
         cmocka_unit_test(per_cookie_keys_http1_requests),
         cmocka_unit_test(a_path_too_long_to_judge_counts_against_route_rules),
         cmocka_unit_test(a_connection_no_request_rule_matches_is_not_tracked),
