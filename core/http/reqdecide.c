@@ -150,9 +150,12 @@ static bool key_value(const struct sl_req_rules *x, const struct sl_rule *r,
 static bool request_matches(const struct sl_rule *r, const struct sl_req_head *h, char *path,
                             bool *normalised)
 {
-    if (!sl_method_matches(r, h->method ? h->method : "", h->method_len)) return false;
-    if (r->nreq_hosts && (!h->host || !sl_host_matches(r, h->host, h->host_len))) return false;
-    if (r->nroutes == 0 || h->path_cut) return true;
+    bool unread_method = h->odd && !h->method_len, unread_host = h->odd && !h->host_len;
+    if (!unread_method && !sl_method_matches(r, h->method ? h->method : "", h->method_len))
+        return false;
+    if (r->nreq_hosts && !unread_host && (!h->host || !sl_host_matches(r, h->host, h->host_len)))
+        return false;
+    if (r->nroutes == 0 || h->path_cut || (h->odd && !h->path_len)) return true;
     if (!*normalised) {
         sl_path_normalise(h->path ? h->path : "", h->path_len, path, PATH_MAX_NORMAL);
         *normalised = true;

@@ -23,6 +23,10 @@ struct sl_req_head {
     const uint8_t *body_digest;
     bool path_cut; /* the path did not fit the scanner: every route matches it (the
                       rule of doubt: counted against each route rule, never escaping) */
+    bool odd;      /* an odd head (or an HTTP/2 block nothing could decode): a method,
+                      path or host sluice could not read matches every rule that looks
+                      at it, so a route, method or host rule never passes what it
+                      cannot read (the rule of doubt) */
 };
 
 #endif

@@ -213,6 +213,7 @@ static void head_of(const struct sl_h1_head *h1, struct sl_req_head *h, struct f
                                   .chunked = h1->chunked,
                                   .has_length = h1->has_length,
                                   .content_length = h1->content_length}};
+    h->odd = h1->odd != SL_H1_ODD_NONE;
     h->method = h1->method;
     h->method_len = strlen(h1->method);
     h->path = h1->url + h1->path_off;
