@@ -494,6 +494,87 @@ static size_t gather(const struct iovec *iov, int n, size_t at, char *out, size_
 #define GATHER_STACK 2048
 #define GATHER_MAX   (64 * 1024)
 
+/* Up to max of the bytes a sendfile or splice of c would move next, copied
+ * into out without moving them: the file's, read at its offset (sendfile
+ * reads files only), or the pipe's, duplicated with tee into a pipe of our
+ * own and read from there. -1 when they cannot be read so. */
+static ssize_t peek_moved(const struct call *c, char *out, size_t max)
+{
+    if (max > c->len) max = c->len;
+    if (c->k == K_SENDFILE) {
+        off_t at = c->off ? *c->off : lseek(c->in_fd, 0, SEEK_CUR);
+        return at < 0 ? -1 : pread(c->in_fd, out, max, at);
+    }
+    if (c->off_in) return pread(c->in_fd, out, max, *c->off_in); /* a file into the socket */
+    int p[2];
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+    ssize_t n = tee(c->in_fd, p[1], max, SPLICE_F_NONBLOCK);
+    if (n > 0) n = REAL(read)(p[0], out, (size_t)n);
+    REAL(close)(p[0]);
+    REAL(close)(p[1]);
+    return n;
+}
+
+/* A sendfile or splice into a connection whose requests are counted: its
+ * bytes are read where they come from before they go (a head in a file or
+ * a pipe is a head like any other), and the real call moves only what the
+ * scan let go. An empty pipe: a non-blocking call gets EAGAIN, a blocking
+ * one waits for bytes (or the writer's end: 0) as the kernel's would, then
+ * reads them first. A source that cannot be read gets the kernel's own
+ * answer (the real call fails the same way); no pipe of our own to tee
+ * into: ENOMEM, which splice may return. */
+static ssize_t request_moved(struct sl_runtime *rt, struct sl_fd *e, struct call *c)
+{
+    char stack[GATHER_STACK], *heap = NULL, *span = stack;
+    size_t room = sizeof stack;
+    int saved = errno, nb = -1;
+    if (c->len > room && (heap = sl_alloc(c->len < GATHER_MAX ? c->len : GATHER_MAX)))
+        span = heap, room = c->len < GATHER_MAX ? c->len : GATHER_MAX;
+    bool pipe_in = c->k == K_SPLICE && !c->off_in;
+    uint64_t deadline = 0;
+    ssize_t n;
+    for (;;) {
+        errno = saved;
+        ssize_t got = peek_moved(c, span, room);
+        if (got > 0) {
+            errno = saved;
+            n = request_piece(rt, e, c, span, (size_t)got, 0);
+            break;
+        }
+        if (got < 0 && pipe_in && (errno == EMFILE || errno == ENFILE)) {
+            errno = ENOMEM;
+            n = -1;
+            break;
+        }
+        if (got < 0 || !pipe_in) { /* end of file, or a source the kernel refuses too */
+            errno = saved;
+            n = real_call(c, c->len);
+            break;
+        }
+        if (nb < 0) nb = nonblocking(c);
+        if (nb) {
+            errno = EAGAIN;
+            n = -1;
+            break;
+        }
+        struct pollfd p = {.fd = c->in_fd, .events = POLLIN};
+        if (!deadline) deadline = sl_wait_deadline(c->fd, SO_SNDTIMEO, sl_clock_now());
+        if (sl_wait_fd(c->in_fd, POLLIN, deadline) != 0) { /* a signal, the socket's timeout */
+            n = -1;
+            break;
+        }
+        if (REAL(poll)(&p, 1, 0) == 1 && !(p.revents & POLLIN)) { /* the writer's end */
+            errno = saved;
+            n = 0;
+            break;
+        }
+    }
+    saved = errno;
+    sl_free(heap);
+    errno = saved;
+    return n;
+}
+
 /* A write of a connection whose requests are counted. A gathered write
  * (writev, sendmsg) is read as one span of its buffers (up to GATHER_MAX
  * at a time), so a head split across buffers is decided before any of its
@@ -504,9 +585,7 @@ static size_t gather(const struct iovec *iov, int n, size_t at, char *out, size_
  * went. */
 static ssize_t request_write(struct sl_runtime *rt, struct sl_fd *e, struct call *c)
 {
-    if (c->k == K_SENDFILE || c->k == K_SPLICE) /* bodies from files: not scanned */
-        return e->bytes_rule[SL_IO_SEND] >= 0 ? limited(rt, e, c, SL_IO_SEND)
-                                              : real_call(c, c->len);
+    if (c->k == K_SENDFILE || c->k == K_SPLICE) return request_moved(rt, e, c);
     if (c->k != K_SENDMSG && c->k != K_WRITEV) return request_piece(rt, e, c, c->cbuf, c->len, 0);
     const struct iovec *iov = c->k == K_WRITEV ? c->iov : c->cmsg->msg_iov;
     int n = c->k == K_WRITEV ? c->iovcnt : (int)c->cmsg->msg_iovlen;
@@ -786,10 +865,32 @@ static SLOW ssize_t sendto_slow(struct sl_fd *e, int fd, const void *buf, size_t
     return run(rt, e, &c, SL_IO_SEND);
 }
 
+/* TCP Fast Open: a sendto or sendmsg with MSG_FASTOPEN and an address
+ * connects as it sends, and its connect must be decided as connect()'s
+ * (a delay, a refusal, the requests the connection then carries). So
+ * while an outbound rule exists it is made by connect() (connect.c), and
+ * the bytes are then sent as a plain write: the SYN no longer carries
+ * them (a round trip more). A non-blocking connect still in progress
+ * gives EINPROGRESS with nothing sent, as the kernel's does without a
+ * Fast Open cookie. */
+static SLOW bool fastopen_connect(int fd, const struct sockaddr *to, socklen_t tolen, int *rc)
+{
+    struct sl_runtime *rt = sl_runtime_now();
+    if (!rt || !rt->any_out || !to) return false;
+    int saved = errno;
+    *rc = connect(fd, to, tolen);
+    if (*rc != 0 && errno == EISCONN) *rc = 0; /* connected before: a plain send */
+    if (*rc == 0) errno = saved;
+    return true;
+}
+
 SL_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
                          socklen_t tolen)
 {
     struct sl_fd *e = watched(fd);
+    int rc;
+    if (__builtin_expect(flags & MSG_FASTOPEN, 0) && fastopen_connect(fd, to, tolen, &rc))
+        return rc ? -1 : sendto(fd, buf, len, flags & ~MSG_FASTOPEN, NULL, 0);
     if (__builtin_expect(sends(e) && sl_real.sendto != NULL, 1))
         return sl_real.sendto(fd, buf, len, flags, to, tolen);
     return sendto_slow(e, fd, buf, len, flags, to, tolen);
@@ -810,6 +911,15 @@ static SLOW ssize_t sendmsg_slow(struct sl_fd *e, int fd, const struct msghdr *m
 SL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
     struct sl_fd *e = watched(fd);
+    int rc;
+    if (__builtin_expect(flags & MSG_FASTOPEN, 0) && msg &&
+        fastopen_connect(fd, msg->msg_name, msg->msg_namelen, &rc)) {
+        if (rc) return -1;
+        struct msghdr m = *msg;
+        m.msg_name = NULL;
+        m.msg_namelen = 0;
+        return sendmsg(fd, &m, flags & ~MSG_FASTOPEN);
+    }
     if (__builtin_expect(sends(e) && sl_real.sendmsg != NULL, 1))
         return sl_real.sendmsg(fd, msg, flags);
     return sendmsg_slow(e, fd, msg, flags);
@@ -923,7 +1033,7 @@ SL_EXPORT ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out,
     struct sl_runtime *rt = sl_runtime_now();
     if (rt && rt->any_bytes) {
         struct sl_fd *e = sl_fd_get(fd_out);
-        if (e && e->bytes_rule[SL_IO_SEND] >= 0) {
+        if (e && !passes(e, SL_IO_SEND)) { /* a byte rule, or requests to read */
             c.fd = fd_out;
             return run(rt, e, &c, SL_IO_SEND);
         }
