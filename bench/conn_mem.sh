@@ -18,7 +18,9 @@
 # figures move by a few bytes per connection (4 KiB / N) between runs.
 #
 # Prints markdown; with a file argument, writes the target row there.
-# Knobs: BUILD (build), MEM_CONNS (2000), ROUNDS (3), MEM_RULES (the rule
+# Knobs: BUILD (build), MEM_CONNS (2000), ROUNDS (3), MEM_PARTIAL (set: each
+# connection then holds the first lines of a second head, never its end),
+# MEM_RULES (the rule
 # measured, to see what another one costs; P is the port).
 set -u
 
@@ -102,7 +104,7 @@ CONF
     for i in $(seq 100); do curl -s -o /dev/null -H 'X-API-Key: warm' "http://127.0.0.1:$p/f" && break; sleep 0.1; done
     local before after
     before=$(rss $pid)
-    exec {cin}> >(exec $py "$client" "$p" "$n" >"$d/client.out" 2>"$d/client.err")
+    exec {cin}> >(exec $py "$client" "$p" "$n" ${MEM_PARTIAL:+partial} >"$d/client.out" 2>"$d/client.err")
     for i in $(seq 600); do grep -q ready "$d/client.out" 2>/dev/null && break; sleep 0.1; done
     if ! grep -q ready "$d/client.out"; then
         echo "conn_mem $kind: the client failed: $(tail -3 "$d/client.err")" >&2
