@@ -55,7 +55,7 @@ count_contract() {
     passed=$((passed + ${cp% *})); failed=$((failed + ${cp#* }))
 }
 count_contract
-stage integration tests/integration/run.sh
+stage integration env PARALLEL_JOBS=2 tests/integration/run.sh
 count_integration
 
 # The same real programs with the shim built with ASan+UBSan (the runtime
