@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../core/log.h"
+#include "../core/sys.h"
 #include "shim.h"
 
 /* Whether p is a function of libsluice.so itself (a hook): what dlsym
@@ -52,7 +53,8 @@ void *sl_real_slow(size_t offset, const char *name)
     char msg[160];
     int n = snprintf(msg, sizeof msg,
                      "sluice: cannot complete %s: its real function was not found\n", name);
-    if (n > 0 && syscall(SYS_write, 2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1)) {
+    if (n > 0 &&
+        sl_syscall(SYS_write, 2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1)) {
     }
     abort();
 }
@@ -81,6 +83,7 @@ void sl_shim_resolve(void)
     R(sendto);
     R(sendmsg);
     R(sendmmsg);
+    R(syscall);
     R(write);
     R(writev);
     R(sendfile);

@@ -45,6 +45,7 @@ struct sl_real {
     ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
     ssize_t (*sendmsg)(int, const struct msghdr *, int);
     int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+    long (*syscall)(long, ...);
     ssize_t (*write)(int, const void *, size_t);
     ssize_t (*writev)(int, const struct iovec *, int);
     ssize_t (*sendfile)(int, int, off_t *, size_t);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../core/clock.h"
+#include "../core/sys.h"
 #include "wait.h"
 
 /* The kernel's struct sigaction for rt_sigaction (not glibc's). */
@@ -27,7 +28,7 @@ bool sl_wait_restarts(void)
     bool restart = true;
     for (int sig = 1; sig < 65 && restart; sig++) {
         struct k_sigaction old;
-        if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof old.mask) != 0) continue;
+        if (sl_syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof old.mask) != 0) continue;
         if (old.handler == SIG_DFL || old.handler == SIG_IGN) continue;
         /* A fault's signal goes to the thread that faults, never to one
          * asleep here: ASan's, a JVM's or faulthandler's SIGSEGV handler
@@ -46,7 +47,7 @@ uint64_t sl_wait_deadline(int fd, int optname, uint64_t start)
     int saved = errno;
     struct timeval tv = {0, 0};
     socklen_t len = sizeof tv;
-    long rc = syscall(SYS_getsockopt, fd, SOL_SOCKET, optname, &tv, &len);
+    long rc = sl_syscall(SYS_getsockopt, fd, SOL_SOCKET, optname, &tv, &len);
     errno = saved;
     if (rc != 0 || (tv.tv_sec == 0 && tv.tv_usec == 0)) return 0;
     return start + (uint64_t)tv.tv_sec * 1000000000ull + (uint64_t)tv.tv_usec * 1000;
@@ -63,7 +64,7 @@ int sl_wait_until_masked(uint64_t until, uint64_t deadline, const sigset_t *mask
         uint64_t now = sl_clock_now();
         if (now >= end) break;
         struct timespec ts = sl_ns_to_timespec(end - now);
-        long rc = syscall(SYS_ppoll, NULL, 0, &ts, mask, K_SIGSET_SIZE);
+        long rc = sl_syscall(SYS_ppoll, NULL, 0, &ts, mask, K_SIGSET_SIZE);
         if (rc >= 0) continue; /* the end is checked above */
         if (errno != EINTR || !sl_wait_restarts()) return -1;
     }
@@ -93,7 +94,7 @@ int sl_wait_fd_masked(int fd, short events, uint64_t deadline, const sigset_t *m
             ts = sl_ns_to_timespec(deadline - now);
             tp = &ts;
         }
-        long rc = syscall(SYS_ppoll, &p, 1, tp, mask, K_SIGSET_SIZE);
+        long rc = sl_syscall(SYS_ppoll, &p, 1, tp, mask, K_SIGSET_SIZE);
         if (rc > 0) return 0;
         if (rc == 0) continue; /* the deadline is checked above */
         if (errno != EINTR || !sl_wait_restarts()) return -1;
@@ -108,7 +109,7 @@ int sl_wait_fd(int fd, short events, uint64_t deadline)
 bool sl_fd_nonblocking(int fd)
 {
     int saved = errno;
-    long fl = syscall(SYS_fcntl, fd, F_GETFL);
+    long fl = sl_syscall(SYS_fcntl, fd, F_GETFL);
     errno = saved;
     return fl >= 0 && (fl & O_NONBLOCK);
 }
