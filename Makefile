@@ -130,13 +130,13 @@ $(NGHTTP2_SL): $(NGHTTP2_A)
 	@mkdir -p $(@D)
 	$(Q)objcopy $(foreach f,malloc calloc realloc free strdup,--redefine-sym $(f)=sl_hi_$(f)) $< $@
 
-# core/fleet/redis.lua, as the C string sl_redis_lua (core/fleet/redis.c sends it with SCRIPT LOAD).
+# core/fleet/redis.lua, as the C string sl_redis_lua (core/fleet/redis_hello.c sends it with SCRIPT LOAD).
 $(BUILD)/gen/redis_lua.h: core/fleet/redis.lua
 	@mkdir -p $(@D)
 	$(Q){ echo 'static const char sl_redis_lua[] ='; \
 	      sed 's/\\/\\\\/g; s/"/\\"/g; s/.*/    "&\\n"/' $<; echo '    ;'; } > $@
-$(BUILD)/obj/core/fleet/redis.o: $(BUILD)/gen/redis_lua.h
-$(BUILD)/obj/core/fleet/redis.o: ALL_CFLAGS += -I$(BUILD)/gen
+$(BUILD)/obj/core/fleet/redis_hello.o: $(BUILD)/gen/redis_lua.h
+$(BUILD)/obj/core/fleet/redis_hello.o: ALL_CFLAGS += -I$(BUILD)/gen
 $(LIB_OBJ): | $(HIREDIS_SL) $(SODIUM_SL) $(NGHTTP2_SL)
 
 # cli/live.html, as the C string SL_LIVE_HTML (cli/live.c serves it at /).

@@ -19,7 +19,7 @@
 
 #include "../conf/conf.h"
 #include "../core/clock.h"
-#include "../core/fleet/cluster_int.h"
+#include "../core/fleet/fleet_stats.h"
 
 int sl_cmd_keygen(int argc, char **argv);
 int sl_cmd_cluster_stats(int argc, char **argv);
@@ -125,7 +125,7 @@ int sl_cmd_cluster_stats(int argc, char **argv)
         printf("  %-24s %-6s %12s %10llu\n", p.name, p.alive ? "yes" : "no", agebuf,
                (unsigned long long)p.packets);
     }
-    sl_cluster_close(c);
+    sl_cluster_unmap(c);
     return 0;
 usage:
     fprintf(stderr, "usage: sluice cluster-stats (-c FILE | --listen ADDRESS:PORT)\n");

@@ -8,7 +8,8 @@
  * `sluice top` names them (addresses, or short hashes of request keys:
  * never a key's value); gossip peers and the Redis sender. Rates over
  * the last minute are the page's own work: it keeps the last 60 snapshots
- * and charts their differences.
+ * and charts their differences. All it reads comes from the source
+ * (metrics_source.c); the server (metrics_http.c) calls it.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -16,10 +17,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "live.h"
+
 #include "../core/clock.h"
-#include "../core/fleet/cluster_int.h"
+#include "../core/fleet/fleet_stats.h"
 #include "../core/limit/table_plans.h"
-#include "metrics.h"
+#include "metrics_source.h"
 
 #include "live_html.h" /* sl_live_html, generated from cli/live.html */
 
@@ -135,12 +138,7 @@ static void top_json(FILE *out, struct sl_metrics_source *s, const struct sl_tab
 static void gossip_json(FILE *out, const struct sl_config *cfg, uint64_t now)
 {
     fputs("\"gossip\": ", out);
-    char name[200], err[256];
-    struct sl_cluster *c = NULL;
-    if (cfg && cfg->gossip.enabled) {
-        sl_cluster_shm_name(cfg->gossip.listen, name, sizeof name);
-        c = sl_cluster_attach(name, err, sizeof err);
-    }
+    struct sl_cluster *c = sl_metrics_gossip(cfg);
     if (!c) {
         fprintf(out, "{\"enabled\": %s, \"peers\": []},\n",
                 cfg && cfg->gossip.enabled ? "true" : "false");
@@ -156,7 +154,7 @@ static void gossip_json(FILE *out, const struct sl_config *cfg, uint64_t now)
                 p.heard ? (double)p.age_ns / 1e9 : -1.0);
     }
     fputs("]},\n", out);
-    sl_cluster_close(c);
+    sl_cluster_unmap(c);
 }
 
 static void redis_json(FILE *out, const struct sl_metrics_source *s, uint64_t now)

@@ -1,44 +1,15 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* metrics.h - what `sluice metrics` reads, shared by its Prometheus text
- * (metrics.c) and its live page and JSON (live.c). */
+/* metrics.h - the Prometheus text of `sluice metrics` (metrics.c). */
 #ifndef SL_CLI_METRICS_H
 #define SL_CLI_METRICS_H
 
-#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
-#include "../core/fleet/redis_int.h"
-#include "locate.h"
-#include "top.h"
+#include "metrics_source.h"
 
-struct sl_metrics_source {
-    struct sl_place place;
-    char label[128];
-    const char *config; /* finds the program again after a restart */
-    int pid;
-    const struct sl_config *cfg; /* NULL: directions unknown */
-    struct sl_top_view top;      /* the live page's window of denials */
-    unsigned long long top_ino;  /* the table the view was read from */
-};
-
-/* Opens the source's table, finding the program again after a restart. */
-struct sl_table *sl_metrics_open(struct sl_metrics_source *s, char *err, size_t errlen);
-
-/* "in", "out", or "" when the configuration is unknown. */
-const char *sl_metrics_direction(const struct sl_metrics_source *s, const char *rule);
-
-/* The Redis sender's shared header, when the program has one. */
-bool sl_metrics_redis(const struct sl_metrics_source *s, struct sl_rhdr *h);
-
-/* The next plan entry of rule entry `rule` after *i (start at -1) with
- * its figures as of now (core/limit/table_plans.h); false after the last. */
-struct sl_plan_use;
-bool sl_metrics_next_plan(const struct sl_table *t, int rule, int *i, struct sl_plan_use *u);
-/* "day", "month" (a quota window's name). */
-const char *sl_metrics_window(enum sl_quota_window w);
-
-/* live.c: the page at /, and /stats.json, which it reads every second. */
-extern const char sl_live_page[];
-int sl_live_json(FILE *out, struct sl_metrics_source *s, char *err, size_t errlen);
+/* Writes the exposition of the source's table (and of its gossip node and
+ * Redis sender); -1 with a message in err when the table cannot be opened. */
+int sl_metrics_text(FILE *out, struct sl_metrics_source *s, char *err, size_t errlen);
 
 #endif

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "../core/fleet/redis_int.h"
+#include "../core/fleet/fleet_stats.h"
 
 /* Reads the header of pid's "sluice-redis" memory file; false without one.
  * The node list is read again while the sender rewrites it. */

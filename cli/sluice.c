@@ -17,12 +17,12 @@
 #include "../core/limit/table.h"
 #include "../core/limit/table_plans.h"
 #include "locate.h"
-#include "metrics.h"
+#include "metrics_source.h"
 #include "redis_view.h"
 
 int sl_cmd_keygen(int argc, char **argv);        /* cluster.c */
 int sl_cmd_cluster_stats(int argc, char **argv); /* cluster.c */
-int sl_cmd_metrics(int argc, char **argv);       /* metrics.c */
+int sl_cmd_metrics(int argc, char **argv);       /* metrics_http.c */
 int sl_cmd_top(int argc, char **argv);           /* top.c */
 
 #ifndef SL_VERSION_TEXT

@@ -5,7 +5,10 @@
  * Where the parts live: the window word and its exact test are window.h's
  * (shared with limit.c); the named mapping is made and judged by shm.c;
  * datagrams, the replay window and the sender thread are gossip.c's, the
- * one fleet backend so far (cluster_t.h says what a backend may call).
+ * one fleet backend so far (cluster_t.h says what a backend may call),
+ * started and elected by sender.c, which a decision calls through
+ * sl_sender_check and sl_sender_wake; opening and closing, the top, are
+ * cluster_open.c's.
  * Here: the entry table, the decision and its refund. Making and mapping
  * the state (layout, key derivation) is cluster_map.c's; the readers
  * (counters, peers, for `sluice cluster-stats`) are cluster_stats.c's.
@@ -243,13 +246,13 @@ static void send_early(struct sl_cluster *c, struct sl_centry *e, int rule, uint
     if (curr < sent + c->early[rule]) return;
     if (atomic_load_explicit(&c->hdr->urgent, memory_order_relaxed)) return;
     if (atomic_exchange_explicit(&c->hdr->urgent, 1, memory_order_relaxed)) return;
-    sl_gossip_wake(c);
+    sl_sender_wake(&c->snd);
 }
 
 void sl_cluster_decide(struct sl_cluster *c, int rule, const struct sl_rule *r,
                        const struct sl_key *k, uint64_t now, uint64_t cost, struct sl_verdict *v)
 {
-    if (c->elect) sl_gossip_check(c, now);
+    sl_sender_check(&c->snd, now);
     const uint64_t W = r->limit.period_ns;
     uint64_t wn = wall(c, now);
     uint64_t cur = wn / W, el = wn % W;

@@ -18,9 +18,14 @@
 
 struct sl_cluster;
 
-/* Opens the cluster state of a config whose gossip section is enabled.
- * Returns NULL with a message in err on failure. */
+/* Opens the cluster state of a config whose gossip section is enabled
+ * and starts this host's gossip sender, or leaves it to the process that
+ * holds it (cluster_open.c). Returns NULL with a message in err on failure. */
 struct sl_cluster *sl_cluster_open(const struct sl_config *cfg, char *err, size_t errlen);
+
+/* Stops the sender if it runs in this process, and unmaps the state (any
+ * state: opened, created or attached). */
+void sl_cluster_close(struct sl_cluster *c);
 
 /* Decides one request of a cluster-scoped rule (index `rule` in cfg). */
 void sl_cluster_decide(struct sl_cluster *c, int rule, const struct sl_rule *r,

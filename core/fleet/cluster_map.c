@@ -242,10 +242,9 @@ struct sl_cluster *sl_cluster_attach(const char *shm_name, char *err, size_t err
     return c;
 }
 
-void sl_cluster_close(struct sl_cluster *c)
+void sl_cluster_unmap(struct sl_cluster *c)
 {
     if (!c) return;
-    sl_gossip_stop(c);
     munmap(c->hdr, c->bytes);
     sodium_memzero(c->key, sizeof c->key);
     sl_free(c);

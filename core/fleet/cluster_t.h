@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 
 #include "cluster_int.h"
+#include "sender.h"
 
 #define SL_CLUSTER_MAGIC   0x534c434c55535452ull /* "SLCLUSTR" */
 #define SL_CLUSTER_VERSION 2
@@ -83,19 +84,18 @@ struct sl_cluster {
     uint64_t alone[SL_MAX_RULES]; /* the rule's limit when no peer is alive */
     uint64_t early[SL_MAX_RULES]; /* unsent own admissions that trigger a send */
 
-    /* The sender (process-local; only meaningful in the process that runs it). */
+    /* The sender (process-local; only meaningful in the process that runs
+     * it): started, elected and stopped by sender.c, its thread gossip.c's. */
+    struct sl_sender snd; /* empty (never elects) until sl_gossip_sender fills it */
+    _Atomic int running;  /* the thread runs in this process (sender.h) */
+    int fd;               /* its socket, bound to listen; -1 none */
     uint64_t boot, seq;
-    int fd;
-    pthread_t thread;
-    _Atomic int stop;
-    _Atomic int running;
     uint32_t drop_pct; /* SLUICE_TEST_GOSSIP_DROP */
     uint64_t rng;
     struct sockaddr_storage peer_sa[SL_MAX_PEERS];
     socklen_t peer_salen[SL_MAX_PEERS];
     struct sockaddr_storage self_sa; /* listen: the wake-up datagram's target */
     socklen_t self_salen;
-    bool elect; /* re-election from the decision path (sl_cluster_open only) */
 };
 
 /* ---- what a fleet backend uses ------------------------------------------

@@ -1,20 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* gossip.c - the one gossip sender per host: a thread in the program.
  *
- * Why a thread in the host and not an agent process. The sender must read
- * and write the cluster state, which lives in the program's shared memory,
- * and must live exactly as long as the limits it enforces. A thread needs
- * no second program to install, start, supervise and stop, works the same
- * for `sluice run` and for a bare LD_PRELOAD, and dies with the program, so
- * "kill the node" means what it says. What it costs, and how it is paid:
+ * Why a thread, and how it is started, elected again when its process
+ * dies, stopped and left behind by fork, is sender.c's (sender.h), shared
+ * with the Redis sender; sl_gossip_sender hands it this file's parts:
  *   - exactly one per host: the UDP bind of the `listen` address is the
- *     lock. Only the process that binds it starts the thread; others get
- *     EADDRINUSE. The socket is CLOEXEC and closed in forked children
- *     (pthread_atfork), so a child never holds it and never has the thread.
+ *     lock (bind_listen). Only the process that binds it starts the
+ *     thread; others get EADDRINUSE. The socket is CLOEXEC and closed in
+ *     forked children (sender.c's fork handler), so a child never holds it
+ *     and never has the thread.
  *   - re-election: if the sender's process dies (nginx's master, say),
- *     the heartbeat in shared memory goes stale; the next decision in any
- *     process of the program, at most once a second per host (CAS on
- *     elect_ns), tries to bind and start the thread itself.
+ *     the heartbeat in shared memory goes stale (3 intervals and 200 ms);
+ *     the next decision in any process of the program, at most once a
+ *     second per host, tries to bind and start the thread itself.
  *   - nothing held across fork: the thread takes no lock the deciders or
  *     the host could wait on; it allocates nothing after start; it uses raw
  *     system calls for its I/O so no hook of sluice's (or of another
@@ -39,7 +37,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sodium.h>
@@ -49,6 +46,7 @@
 
 #include "../clock.h"
 #include "cluster_t.h"
+#include "gossip.h"
 #include "hostport.h"
 #include "../log.h"
 #include "../sys.h"
@@ -189,9 +187,13 @@ static void send_all(void *arg, const uint8_t *pkt, size_t len)
     }
 }
 
-void sl_gossip_wake(struct sl_cluster *c)
+/* A decision in this process raised the urgent word: an empty datagram to
+ * our own socket ends the thread's wait (non-blocking, one system call,
+ * errno kept). */
+static void wake(void *arg)
 {
-    if (!atomic_load_explicit(&c->running, memory_order_relaxed) || c->fd < 0) return;
+    struct sl_cluster *c = arg;
+    if (c->fd < 0) return;
     int saved = errno;
     static const uint8_t none[1];
     sl_sys_sendto(c->fd, none, 0, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&c->self_sa,
@@ -208,7 +210,7 @@ static void *sender(void *arg)
     const uint64_t full_every = interval >= SL_NS_PER_SEC ? 1 : SL_NS_PER_SEC / interval;
     static uint8_t buf[SL_WIRE_MAX + 1];
     uint64_t next = sl_clock_now(), tick = 0, hot_until = 0;
-    while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
+    while (!sl_sender_stopping(&c->snd)) {
         uint64_t now = sl_clock_now();
         bool urgent = sl_cluster_take_urgent(c);
         if (now >= next) {
@@ -235,26 +237,13 @@ static void *sender(void *arg)
                 atomic_store_explicit(&c->hdr->rx_at, drain_start, memory_order_release);
                 break;
             }
-            if (n == 0) continue; /* a wake-up (sl_gossip_wake): send early, at the loop's top */
+            if (n == 0) continue; /* a wake-up (wake()): send early, at the loop's top */
             /* MSG_TRUNC: n is the datagram's real length, so an oversized
              * one is seen as such (the decoder reads nothing past 1200). */
             sl_cluster_receive(c, buf, (size_t)n, sl_clock_now());
         }
     }
     return NULL;
-}
-
-static struct sl_cluster *_Atomic forked_watch; /* the cluster sl_cluster_open made */
-
-static void after_fork_child(void)
-{
-    struct sl_cluster *c = atomic_load(&forked_watch);
-    if (!c || !atomic_load(&c->running)) return;
-    /* The thread did not come along; the socket must not either, or the
-     * address would stay bound after the sender's death. */
-    sl_sys_close(c->fd);
-    c->fd = -1;
-    atomic_store(&c->running, 0);
 }
 
 /* The user of the socket bound to UDP `port` (/proc/net/udp or udp6), or
@@ -287,9 +276,8 @@ static long udp_owner(const char *table, unsigned port)
  * bind is tried again at the next election. */
 static void say_squatted(struct sl_cluster *c, const struct sockaddr_storage *ss)
 {
-    uint64_t interval = c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns : 20000000ull;
     uint64_t hb = atomic_load_explicit(&c->hdr->heartbeat, memory_order_relaxed);
-    if (hb && sl_clock_now() < hb + 3 * interval + 200000000ull) return; /* ours sends */
+    if (hb && sl_clock_now() < hb + c->snd.stale_ns) return; /* ours sends */
     static _Atomic bool told;
     if (atomic_exchange(&told, true)) return;
     unsigned port = ntohs(ss->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)ss)->sin6_port
@@ -304,8 +292,11 @@ static void say_squatted(struct sl_cluster *c, const struct sockaddr_storage *ss
            c->cfg->gossip.listen, who);
 }
 
-int sl_gossip_start(struct sl_cluster *c, char *err, size_t errlen)
+/* The sender's prepare (sender.h): parses the addresses and binds the
+ * listen address, the lock. 0 bound, 1 another process holds it, -1. */
+static int bind_listen(void *arg, char *err, size_t errlen)
 {
+    struct sl_cluster *c = arg;
     const struct sl_gossip *g = &c->cfg->gossip;
     struct sockaddr_storage ss;
     socklen_t len;
@@ -341,69 +332,28 @@ int sl_gossip_start(struct sl_cluster *c, char *err, size_t errlen)
     c->rng = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull | 1;
     c->fd = fd;
     c->boot = 0; /* a new boot id at the first build */
-    atomic_store(&c->stop, 0);
-    atomic_store(&c->running, 1);
-    atomic_store_explicit(&c->hdr->heartbeat, sl_clock_now(), memory_order_relaxed);
-    atomic_store_explicit(&c->hdr->sender_pid, (int32_t)getpid(), memory_order_relaxed);
-
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&c->thread, NULL, sender, c);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        sl_sys_close(fd);
-        c->fd = -1;
-        atomic_store(&c->running, 0);
-        snprintf(err, errlen, "gossip: pthread_create: %s", strerror(rc));
-        return -1;
-    }
     return 0;
 }
 
-void sl_gossip_stop(struct sl_cluster *c)
+void sl_gossip_sender(struct sl_cluster *c)
 {
-    struct sl_cluster *self = c;
-    atomic_compare_exchange_strong(&forked_watch, &self, NULL);
-    if (!atomic_load(&c->running)) return;
-    atomic_store(&c->stop, 1);
-    pthread_join(c->thread, NULL);
-    sl_sys_close(c->fd);
-    c->fd = -1;
-    atomic_store(&c->running, 0);
-}
-
-void sl_gossip_check(struct sl_cluster *c, uint64_t now)
-{
-    if (atomic_load_explicit(&c->running, memory_order_relaxed)) return;
-    uint64_t interval = c->cfg->gossip.interval_ns ? c->cfg->gossip.interval_ns : 20000000ull;
-    uint64_t hb = atomic_load_explicit(&c->hdr->heartbeat, memory_order_relaxed);
-    if (now < hb + 3 * interval + 200000000ull) return;
-    uint64_t e = atomic_load_explicit(&c->hdr->elect_ns, memory_order_relaxed);
-    if (e && now < e + SL_NS_PER_SEC) return;
-    if (!atomic_compare_exchange_strong(&c->hdr->elect_ns, &e, now)) return;
-    char err[256];
-    if (sl_gossip_start(c, err, sizeof err) == 0)
-        sl_log(SL_LOG_INFO, "gossip: this process (%d) now sends for %s", (int)getpid(),
-               c->cfg->gossip.listen);
-    else if (*err)
-        sl_log(SL_LOG_WARN, "%s", err);
-}
-
-struct sl_cluster *sl_cluster_open(const struct sl_config *cfg, char *err, size_t errlen)
-{
-    char name[200];
-    sl_cluster_shm_name(cfg->gossip.listen, name, sizeof name);
-    struct sl_cluster *c = sl_cluster_create(cfg, name, err, errlen);
-    if (!c) return NULL;
-    struct sl_cluster *expected = NULL;
-    if (atomic_compare_exchange_strong(&forked_watch, &expected, c))
-        pthread_atfork(NULL, NULL, after_fork_child);
-    err[0] = 0;
-    if (sl_gossip_start(c, err, errlen) < 0) {
-        sl_cluster_close(c);
-        return NULL;
-    }
-    c->elect = true;
-    return c;
+    const struct sl_gossip *g = &c->cfg->gossip;
+    uint64_t interval = g->interval_ns ? g->interval_ns : 20000000ull;
+    c->snd = (struct sl_sender){
+        .name = "gossip",
+        .verb = "sends for",
+        .target = g->listen,
+        .tell_first = true,
+        .heartbeat = &c->hdr->heartbeat,
+        .elect_ns = &c->hdr->elect_ns,
+        .pid = &c->hdr->sender_pid,
+        .stale_ns = 3 * interval + 200000000ull,
+        .running = &c->running,
+        .fds = &c->fd,
+        .nfds = 1,
+        .prepare = bind_listen,
+        .run = sender,
+        .wake = wake,
+        .arg = c,
+    };
 }

@@ -21,19 +21,23 @@
  * non-blocking, raw system calls with ppoll deadlines, so no hook of
  * sluice's sees them and nothing waits past `timeout`.
  *
- * Life of the thread, as gossip.c's sender: started by the first decision
- * of a redis rule (so a program that inherits the config through exec and
- * never decides, a shell or `uname`, never connects); all signals blocked; forked children
- * close the socket and have no thread (pthread_atfork); if the sender's
- * process dies, its heartbeat goes stale and the next decision in another
- * process of the program (at most once a second, CAS on elect_ns) starts
- * one. When Redis fails, the thread reconnects with a backoff from
- * 100 ms doubling to 2 s, and logs once per change of state.
+ * Life of the thread, as gossip.c's sender (sender.c starts, elects and
+ * forks both; sl_redis_sender hands it this thread): started by the first
+ * decision of a redis rule (so a program that inherits the config through
+ * exec and never decides, a shell or `uname`, never connects); all
+ * signals blocked; forked children close the sockets and have no thread;
+ * if the sender's process dies, its heartbeat goes stale (3 intervals,
+ * the timeout and 200 ms) and the next decision in another process of the
+ * program (at most once a second) starts one. When Redis fails, the
+ * thread reconnects with a backoff from 100 ms doubling to 2 s, and logs
+ * once per change of state.
+ *
+ * Below it: a round (redis_round.c), connecting a link (redis_hello.c),
+ * Sentinel and Cluster (redis_sentinel.c, redis_cluster.c), the links
+ * (redis_link.c) and the state it writes (redis_state.c).
  */
-#include <errno.h>
 #include <hiredis/hiredis.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -42,71 +46,9 @@
 #include "../clock.h"
 #include "../log.h"
 #include "../mem.h"
-#include "redis_lua.h" /* generated from core/fleet/redis.lua: sl_redis_lua */
 #include "redis_sender.h"
 #include "../sys.h"
 #include "../limit/window.h"
-
-/* ---- connecting: AUTH, ROLE (behind Sentinel), then SCRIPT LOAD ------------ */
-
-static int on_hello(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
-{
-    struct sl_rconn *c = ctx;
-    if (r->type == REDIS_REPLY_ERROR) {
-        /* an AUTH error names no secret; keep the first words only */
-        char msg[96];
-        snprintf(msg, sizeof msg, "Redis said: %.80s", r->str);
-        return sl_rlink_fail(l, msg, 0);
-    }
-    if (r->type == REDIS_REPLY_ARRAY) { /* ROLE: a demoted primary must not be written to */
-        const redisReply *e = r->elements ? r->element[0] : NULL;
-        if (!e || e->type != REDIS_REPLY_STRING || strcmp(e->str, "master") != 0)
-            return sl_rlink_fail(l, "is not the primary (ROLE)", 0);
-    }
-    if (r->type == REDIS_REPLY_STRING && r->len == 40) {
-        memcpy(c->sha, r->str, 40);
-        c->sha[40] = 0;
-    }
-    return 0;
-}
-
-/* Connects l and makes it ready for rounds: AUTH, ROLE (behind Sentinel),
- * SCRIPT LOAD (every node of a cluster gets the script: same digest). */
-int sl_rsend_hello(struct sl_rconn *c, struct sl_rlink *l)
-{
-    const struct sl_redis *rc = &c->s->cfg->redis;
-    if (sl_rlink_connect(l) != 0) return -1;
-    uint64_t deadline = sl_clock_now() + rc->timeout_ns;
-    size_t want = 1;
-    if (*rc->password) {
-        const char *argv[3] = {"AUTH", rc->user, rc->password};
-        size_t lens[3] = {4, strlen(rc->user), strlen(rc->password)};
-        if (*rc->user) {
-            sl_rlink_append(l, 3, argv, lens);
-        } else {
-            argv[1] = rc->password;
-            lens[1] = lens[2];
-            sl_rlink_append(l, 2, argv, lens);
-        }
-        want++;
-    }
-    if (c->sentinel_mode) {
-        const char *argv[] = {"ROLE"};
-        size_t lens[] = {4};
-        sl_rlink_append(l, 1, argv, lens);
-        want++;
-    }
-    const char *argv[3] = {"SCRIPT", "LOAD", sl_redis_lua};
-    size_t lens[3] = {6, 4, sizeof sl_redis_lua - 1};
-    if (!sl_rlink_append(l, 3, argv, lens)) return sl_rlink_fail(l, "out of memory", 0);
-    c->sha[0] = 0;
-    int done = sl_rlink_exchange(l, want, deadline, on_hello, c);
-    if (l->out) explicit_bzero(l->out, l->outcap); /* it held the password */
-    if (done != 0) return -1;
-    if (!c->sha[0]) return sl_rlink_fail(l, "SCRIPT LOAD answered no digest", 0);
-    sl_redis_count(c->s, SL_RC_CONNECTS, 1);
-    return 0;
-}
 
 /* ---- the thread ------------------------------------------------------------ */
 
@@ -151,22 +93,6 @@ static void say_state(struct sl_rconn *c, int *state, int now_ok)
                                                        : "everything denied");
     if (!now_ok) c->fallback_at = fallback;
     *state = now_ok;
-}
-
-void sl_redis_set_nodes(struct sl_redis_state *s, const char (*addrs)[64], uint32_t n)
-{
-    struct sl_rhdr *h = s->hdr;
-    if (n > SL_REDIS_NODES_MAX) n = SL_REDIS_NODES_MAX;
-    atomic_fetch_add_explicit(&h->addr_seq, 1, memory_order_acq_rel); /* odd: rewriting */
-    for (uint32_t i = 0; i < n; i++) {
-        if (strcmp(h->nodes[i].addr, addrs[i]) != 0) { /* another node in this place */
-            atomic_store_explicit(&h->nodes[i].calls, 0, memory_order_relaxed);
-            atomic_store_explicit(&h->nodes[i].ok_at, 0, memory_order_relaxed);
-        }
-        snprintf(h->nodes[i].addr, sizeof h->nodes[i].addr, "%s", addrs[i]);
-    }
-    h->nnodes = n;
-    atomic_fetch_add_explicit(&h->addr_seq, 1, memory_order_release);
 }
 
 /* A new primary, from the sentinels or their +switch-master: the next
@@ -241,7 +167,7 @@ static void *sender(void *arg)
     int state = -1; /* unknown, then 0 down, 1 up */
     uint64_t backoff = BACKOFF_MIN, retry_at = 0, next = sl_clock_now(), hot_until = 0;
     uint64_t last_ok = 0; /* start of the last complete round */
-    while (atomic_load_explicit(&s->running, memory_order_relaxed)) {
+    while (!sl_sender_stopping(&s->snd)) {
         uint64_t now = sl_clock_now();
         char addr[SL_RADDR_MAX];
         if (c.sentinel_mode && sl_rsentinel_watch(&c.sentinel, now, addr, sizeof addr) &&
@@ -309,67 +235,23 @@ static void *sender(void *arg)
     return NULL;
 }
 
-static struct sl_redis_state *_Atomic forked_watch;
-
-static void after_fork_child(void)
+void sl_redis_sender(struct sl_redis_state *s)
 {
-    struct sl_redis_state *s = atomic_load(&forked_watch);
-    if (!s || !atomic_load(&s->running)) return;
-    /* The thread did not come along; its sockets must not either. The
-     * parent's readers and buffers stay allocated in this copy (a few KiB). */
-    for (int i = 0; i < SL_REDIS_FDS; i++) {
-        if (s->fds[i] >= 0) sl_sys_close(s->fds[i]);
-        s->fds[i] = -1;
-    }
-    atomic_store(&s->running, 0);
-}
-
-int sl_redis_start(struct sl_redis_state *s, char *err, size_t errlen)
-{
-    atomic_store(&s->running, 1);
-    atomic_store_explicit(&s->hdr->heartbeat, sl_clock_now(), memory_order_relaxed);
-    atomic_store_explicit(&s->hdr->sender_pid, (int32_t)getpid(), memory_order_relaxed);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&s->thread, NULL, sender, s);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        atomic_store(&s->running, 0);
-        snprintf(err, errlen, "redis: pthread_create: %s", strerror(rc));
-        return -1;
-    }
-    pthread_detach(s->thread);
-    return 0;
-}
-
-void sl_redis_check(struct sl_redis_state *s, uint64_t now)
-{
-    if (atomic_load_explicit(&s->running, memory_order_relaxed)) return;
     const struct sl_redis *rc = &s->cfg->redis;
-    uint64_t hb = atomic_load_explicit(&s->hdr->heartbeat, memory_order_relaxed);
-    if (now < hb + 3 * rc->interval_ns + rc->timeout_ns + 200000000ull) return;
-    uint64_t e = atomic_load_explicit(&s->hdr->elect_ns, memory_order_relaxed);
-    if (e && now < e + SL_NS_PER_SEC) return;
-    if (!atomic_compare_exchange_strong(&s->hdr->elect_ns, &e, now)) return;
-    int saved = errno; /* on the program's call path: leave errno as it was */
-    char err[128];
-    if (sl_redis_start(s, err, sizeof err) != 0)
-        sl_log(SL_LOG_WARN, "%s", err);
-    else if (hb) /* a sender before us died */
-        sl_log(SL_LOG_INFO, "redis: this process (%d) now syncs with %s", (int)getpid(),
-               rc->mode == SL_REDIS_SINGLE     ? rc->address
-               : rc->mode == SL_REDIS_SENTINEL ? rc->master
-                                               : "the cluster");
-    errno = saved;
-}
-
-struct sl_redis_state *sl_redis_open(const struct sl_config *cfg, char *err, size_t errlen)
-{
-    struct sl_redis_state *s = sl_redis_map(cfg, err, errlen);
-    if (!s) return NULL;
-    struct sl_redis_state *expected = NULL;
-    if (atomic_compare_exchange_strong(&forked_watch, &expected, s))
-        pthread_atfork(NULL, NULL, after_fork_child);
-    return s; /* the first decision starts the sender (sl_redis_check) */
+    s->snd = (struct sl_sender){
+        .name = "redis",
+        .verb = "syncs with",
+        .target = rc->mode == SL_REDIS_SINGLE     ? rc->address
+                  : rc->mode == SL_REDIS_SENTINEL ? rc->master
+                                                  : "the cluster",
+        .heartbeat = &s->hdr->heartbeat,
+        .elect_ns = &s->hdr->elect_ns,
+        .pid = &s->hdr->sender_pid,
+        .stale_ns = 3 * rc->interval_ns + rc->timeout_ns + 200000000ull,
+        .running = &s->running,
+        .fds = s->fds,
+        .nfds = SL_REDIS_FDS,
+        .run = sender,
+        .arg = s,
+    };
 }

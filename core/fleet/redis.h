@@ -25,6 +25,10 @@ struct sl_redis_state;
  * message in err on failure. */
 struct sl_redis_state *sl_redis_open(const struct sl_config *cfg, char *err, size_t errlen);
 
+/* Stops the sender if it runs in this process, and unmaps the state
+ * (redis_open.c). A program's state lives as long as the program. */
+void sl_redis_close(struct sl_redis_state *s);
+
 /* What a key is, for its name in Redis: the limit it counts against (the
  * rule's rate, req_rate, or a plan's), and for a request key by value
  * (header:, query:, cookie:) that value; NULL for keys by address. */

@@ -10,10 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fleet_stats.h" /* SL_REDIS_NODES_MAX: cluster primaries synced with */
 #include "redis_link.h"
 #include "../rule.h"
-
-#define SL_REDIS_NODES_MAX 16 /* cluster primaries synced with */
 
 #define SL_SLOTS   16384
 #define SL_NO_NODE 0xff

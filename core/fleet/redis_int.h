@@ -1,50 +1,25 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* redis_int.h - the shared state of the Redis backend, for redis_state.c
- * (entries, decisions) and redis.c (the sender); every shared field says
- * who writes it.
+ * (entries, decisions) and the sender (redis.c, redis_round.c); every
+ * shared field says who writes it. The head of the mapping, struct
+ * sl_rhdr, is fleet_stats.h's: `sluice metrics` reads it too.
  */
 #ifndef SL_REDIS_INT_H
 #define SL_REDIS_INT_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "fleet_stats.h" /* struct sl_rhdr, the counters */
 #include "redis.h"
-#include "redis_cluster.h" /* SL_REDIS_NODES_MAX */
+#include "sender.h"
 
 #define SL_REDIS_PROBE   8   /* entries a key may live in */
 #define SL_REDIS_KEY_MAX 152 /* "RULE:KEY" as it appears in Redis keys */
 /* the sender's sockets: the server, two to sentinels, or 16 cluster
  * primaries and one asking for the slot map */
 #define SL_REDIS_FDS 20
-
-enum sl_redis_counter {
-    SL_RC_SYNCS,     /* rounds that got every reply */
-    SL_RC_CALLS,     /* EVALSHA replies read */
-    SL_RC_FAILURES,  /* rounds or connects that failed or timed out */
-    SL_RC_CONNECTS,  /* connections made (with the script loaded) */
-    SL_RC_FALLBACK,  /* decisions made under on_backend_error */
-    SL_RC_OVERFLOW,  /* keys that found no entry */
-    SL_RC_BAD_REPLY, /* replies not of the script's shape */
-    SL_RC_EARLY,     /* rounds sent before their tick (a key ran ahead) */
-    SL_RC_FAILOVERS, /* the primary (Sentinel) or a slot's node (Cluster) changed */
-    SL_RC_MOVED,     /* MOVED redirections (Cluster): the slot map is refreshed */
-    SL_RC_ASK,       /* ASK redirections (Cluster, a slot migrating) followed */
-    /* how old the fleet's counts are when a decision reads them (the s of
-     * docs/redis.md's bound): over the complete rounds, the sum of the gaps
-     * between their starts (each capped at timeout + 2 intervals, past
-     * which decisions fall back) in us, of their squares in us^2, and of
-     * the rounds' durations in us. gap_us2 / gap_us is the interval a
-     * decision sees on average (a long gap weighs as long as it lasts);
-     * round_us / syncs the mean round. */
-    SL_RC_GAP_US,
-    SL_RC_GAP_US2,
-    SL_RC_ROUND_US,
-    SL_RC_NCOUNTERS
-};
-extern const char *const sl_redis_counter_names[SL_RC_NCOUNTERS]; /* "syncs", ... */
 
 /* One key: its name in Redis and two window words (window.h): what this
  * program admitted (own: CAS by every decider) and what the rest of the
@@ -69,27 +44,6 @@ struct sl_rentry {
     char name[SL_REDIS_KEY_MAX];
 } __attribute__((aligned(64)));
 
-struct sl_rhdr {
-    /* written by the sender each loop, read by deciders */
-    _Atomic uint64_t ok_at;     /* monotonic ns Redis last answered a round; 0 never */
-    _Atomic uint64_t heartbeat; /* monotonic ns of the sender's last loop */
-    _Atomic int64_t offset_ns;  /* realtime - monotonic */
-    _Atomic int32_t sender_pid;
-    _Atomic uint64_t elect_ns; /* last election attempt, CAS by deciders */
-    _Atomic uint32_t urgent;   /* a key ran its early share ahead: sync now */
-    _Atomic uint64_t counters[SL_RC_NCOUNTERS];
-    /* the server(s) the sender syncs with, for `sluice metrics`: the
-     * primary (single, sentinel) or the cluster's primaries, with the
-     * calls each answered; addr_seq is odd while the sender rewrites them */
-    _Atomic uint32_t addr_seq;
-    uint32_t nnodes;
-    struct sl_rnode_view {
-        char addr[64];
-        _Atomic uint64_t calls; /* script calls it answered */
-        _Atomic uint64_t ok_at; /* cluster: monotonic ns it last answered all its calls */
-    } nodes[SL_REDIS_NODES_MAX];
-} __attribute__((aligned(64)));
-
 struct sl_redis_state {
     const struct sl_config *cfg;
     struct sl_rhdr *hdr;
@@ -100,13 +54,14 @@ struct sl_redis_state {
     uint64_t secret[4];
     uint64_t stale_ns; /* Redis unheard this long: on_backend_error */
 
-    /* the sender: process-local, meaningful in the process that runs it */
-    pthread_t thread;
-    _Atomic int running;
+    /* the sender: process-local, meaningful in the process that runs it;
+     * started, elected and forked by sender.c, its thread redis.c's */
+    struct sl_sender snd;  /* empty (never elects) until sl_redis_sender fills it */
+    _Atomic int running;   /* the thread runs in this process (sender.h) */
     int fds[SL_REDIS_FDS]; /* the sender's sockets, -1 none: a forked child closes them */
 };
 
-/* Publishes the servers the sender syncs with (redis.c, redis_cluster.c). */
+/* Publishes the servers the sender syncs with (redis.c, redis_round.c). */
 void sl_redis_set_nodes(struct sl_redis_state *s, const char (*addrs)[64], uint32_t n);
 
 /* A complete round from start to end (monotonic ns), the last one's
@@ -115,18 +70,14 @@ void sl_redis_set_nodes(struct sl_redis_state *s, const char (*addrs)[64], uint3
 void sl_redis_round_timing(struct sl_redis_state *s, uint64_t *last_ok, uint64_t start,
                            uint64_t end);
 
-/* Maps the state (redis_state.c); the sender is not started. */
+/* Maps the state (redis_state.c); no sender (sl_redis_open gives it one). */
 struct sl_redis_state *sl_redis_map(const struct sl_config *cfg, char *err, size_t errlen);
-/* Unmaps a state no sender runs for (a program's lives as long as it). */
+/* Unmaps a state no sender runs for (a program's lives as long as it;
+ * sl_redis_close stops one first). */
 void sl_redis_unmap(struct sl_redis_state *s);
 
 /* Wall-clock ns at monotonic now (windows are numbered on it). */
 uint64_t sl_redis_wall(const struct sl_redis_state *s, uint64_t now);
-
-/* The sender (redis.c): started by sl_redis_open and again by a decision
- * when the heartbeat is stale (the sender's process died). */
-int sl_redis_start(struct sl_redis_state *s, char *err, size_t errlen);
-void sl_redis_check(struct sl_redis_state *s, uint64_t now);
 
 static inline void sl_redis_count(struct sl_redis_state *s, enum sl_redis_counter k, uint64_t n)
 {

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* redis_sender.h - what the Redis sender's two files share: redis.c (the
- * thread, connecting, Sentinel) and redis_round.c (one round of script
- * calls, to one server or to the primaries of a cluster). Sender thread
- * only. */
+/* redis_sender.h - what the Redis sender's files share: redis.c (the
+ * thread, Sentinel), redis_round.c (one round of script calls, to one
+ * server or to the primaries of a cluster) and redis_hello.c (a link made
+ * ready for rounds); and what redis_open.c hands the sender layer. Sender
+ * thread only, but for sl_redis_sender. Top to bottom: redis.c calls
+ * redis_round.c, both call redis_hello.c, all of them the links and the
+ * state (redis_state.c); nothing calls back up. */
 #ifndef SL_REDIS_SENDER_H
 #define SL_REDIS_SENDER_H
 
@@ -46,12 +49,19 @@ struct sl_rconn {
     bool incomplete;             /* this round missed a node or a slot */
 };
 
-/* Connects l and makes it ready for rounds (redis.c): AUTH, ROLE behind
- * Sentinel, SCRIPT LOAD. 0, or -1 with l->why. */
+/* Connects l and makes it ready for rounds (redis_hello.c): AUTH, ROLE
+ * behind Sentinel, SCRIPT LOAD. 0, or -1 with l->why. */
 int sl_rsend_hello(struct sl_rconn *c, struct sl_rlink *l);
 
 /* One round (redis_round.c): every live key's call, to the server or to
  * each key's cluster primary; 0 when every call was answered. */
 int sl_rsend_round(struct sl_rconn *c, uint64_t now);
+
+/* Fills s->snd (sender.h) with the Redis sender (redis.c): the header's
+ * heartbeat, elect_ns and sender_pid words, stale after 3 intervals, the
+ * timeout and 200 ms; the thread; its sockets s->fds. No prepare (any
+ * process may sync for the program) and no wake (a hot thread looks at
+ * the urgent word every millisecond). */
+void sl_redis_sender(struct sl_redis_state *s);
 
 #endif

@@ -203,7 +203,7 @@ void sl_redis_decide(struct sl_redis_state *s, int rule, const struct sl_rule *r
                      const struct sl_redis_what *w, const struct sl_key *k, uint64_t now,
                      uint64_t cost, struct sl_verdict *v)
 {
-    sl_redis_check(s, now);
+    sl_sender_check(&s->snd, now);
     const struct sl_limit *l = w->limit;
     const uint64_t W = l->period_ns;
     uint64_t wn = sl_redis_wall(s, now), cur = wn / W, el = wn % W;
@@ -278,6 +278,24 @@ void sl_redis_round_timing(struct sl_redis_state *s, uint64_t *last_ok, uint64_t
     }
     sl_redis_count(s, SL_RC_ROUND_US, end > start ? (end - start) / 1000 : 0);
     *last_ok = start;
+}
+
+/* ---- what the sender publishes ---------------------------------------------- */
+
+void sl_redis_set_nodes(struct sl_redis_state *s, const char (*addrs)[64], uint32_t n)
+{
+    struct sl_rhdr *h = s->hdr;
+    if (n > SL_REDIS_NODES_MAX) n = SL_REDIS_NODES_MAX;
+    atomic_fetch_add_explicit(&h->addr_seq, 1, memory_order_acq_rel); /* odd: rewriting */
+    for (uint32_t i = 0; i < n; i++) {
+        if (strcmp(h->nodes[i].addr, addrs[i]) != 0) { /* another node in this place */
+            atomic_store_explicit(&h->nodes[i].calls, 0, memory_order_relaxed);
+            atomic_store_explicit(&h->nodes[i].ok_at, 0, memory_order_relaxed);
+        }
+        snprintf(h->nodes[i].addr, sizeof h->nodes[i].addr, "%s", addrs[i]);
+    }
+    h->nnodes = n;
+    atomic_fetch_add_explicit(&h->addr_seq, 1, memory_order_release);
 }
 
 /* ---- the mapping ----------------------------------------------------------- */

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 
+#include "../../core/fleet/gossip.h"
 #include "../../core/fleet/wire.h"
 #include "cluster_util.h"
 #include "testutil.h"
@@ -538,7 +539,8 @@ static void the_sender_sends_early_when_woken_or_hot(void **st)
     struct sl_config *cfg = cu_config(0, 2, 100, W, 10 * SEC, 4096);
     struct sl_cluster *c = sl_cluster_create(cfg, NULL, err, sizeof err);
     assert_non_null(c);
-    assert_int_equal(sl_gossip_start(c, err, sizeof err), 0);
+    sl_gossip_sender(c);
+    assert_int_equal(sl_sender_start(&c->snd, err, sizeof err), 0);
     for (int i = 0; i < 1000 && sl_cluster_counter(c, SL_CC_TX_PACKETS) == 0; i++) {
         struct timespec ts = {0, 1000000}; /* its first tick, which would take the word */
         nanosleep(&ts, NULL);
@@ -565,11 +567,13 @@ static void two_sender_threads_on_loopback_hear_each_other(void **st)
         cfg[i] = cu_config(i, 2, 100, W, 20 * MS, 4096);
         c[i] = sl_cluster_create(cfg[i], NULL, err, sizeof err);
         assert_non_null(c[i]);
-        assert_int_equal(sl_gossip_start(c[i], err, sizeof err), 0);
+        sl_gossip_sender(c[i]);
+        assert_int_equal(sl_sender_start(&c[i]->snd, err, sizeof err), 0);
     }
     /* a second sender for the same address loses the bind */
     struct sl_cluster *again = sl_cluster_create(cfg[0], NULL, err, sizeof err);
-    assert_int_equal(sl_gossip_start(again, err, sizeof err), 1);
+    sl_gossip_sender(again);
+    assert_int_equal(sl_sender_start(&again->snd, err, sizeof err), 1);
     sl_cluster_close(again);
     struct sl_cluster_peer_info info = {0};
     for (int i = 0; i < 200 && !info.alive; i++) {
