@@ -7,7 +7,8 @@
 #                   TSan, fuzz smoke, integration); ends with "N passed, N failed"
 #   make unit       unit tests only (SAN=asan or SAN=tsan for a sanitizer build)
 #   make contract   the held-call contract: each case bare and under the shim
-#   make boundary   fails if core/ or conf/ calls a name the shim interposes
+#   make boundary   fails if core/ or conf/ calls a name the shim interposes, or if
+#                   source files call each other in a circle (tests/check-calls.py)
 #   make bench      benchmarks; writes BENCH.md
 #   make bench-insn the instruction counts alone (callgrind, ~90 s), printed
 #   make install    PREFIX=/usr/local DESTDIR= : bin/sluice, lib/sluice/libsluice.so, man
@@ -184,8 +185,10 @@ contract: all $(BUILD)/tests/contract
 unit: $(UNIT_BIN)
 	$(Q)tests/run-unit.sh $(UNIT_BIN)
 
-boundary: $(LIB_OBJ)
+boundary: $(LIB_OBJ) $(SHIM_OBJ) $(call obj,$(CLI_SRC))
 	$(Q)tests/check-boundary.sh $(BUILD) core conf
+	$(Q)tests/check-calls.py --self-test
+	$(Q)tests/check-calls.py $(BUILD)
 
 deps:
 	$(Q)scripts/deps.sh

@@ -31,6 +31,9 @@ stage build make -j"$jobs" all
 # the shim interposes (checked separately: conf is its own stage).
 stage boundary-core tests/check-boundary.sh build core
 stage boundary-conf tests/check-boundary.sh build conf
+# No circle of calls between files, read from the objects (and the check
+# itself refuses a circle made on purpose).
+stage calls sh -c "tests/check-calls.py --self-test && tests/check-calls.py build"
 stage unit make -j"$jobs" unit; count_cmocka "$log"
 stage unit-asan-ubsan env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     make -j"$jobs" SAN=asan unit; count_cmocka "$log"
