@@ -9,6 +9,7 @@
 #define SL_CONF_INT_H
 
 #include <confuse.h>
+#include <string.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -69,7 +70,10 @@ cfg_opt_t *conf_opt(cfg_t *sec, const char *name);
 cfg_t *conf_cfg_new(void);
 int conf_section_line(cfg_t *sec);
 bool conf_opt_is_list(const char *name);
-enum sl_dir conf_section_dir(const cfg_t *sec);
+static inline enum sl_dir conf_section_dir(const cfg_t *sec)
+{
+    return strcmp(sec->name, "outbound") == 0 ? SL_OUT : SL_IN;
+}
 
 /* values.c: value parsers. Each returns NULL, or the words that end the
  * message "'<value>' <words>". */
@@ -198,6 +202,7 @@ void conf_buf_puts(struct conf_buf *b, const char *s);
 /* Request options (reqopts.c). */
 #include <stdio.h>
 extern const char *const conf_per_missing_names[];
+extern const char *const conf_per_copy_names[];
 extern const char *const conf_on_odd_names[];
 bool conf_req_per(const char *text, enum sl_req_per *kind, const char **name);
 const char *conf_parse_req_per_name(const char *name);

@@ -114,6 +114,7 @@ static const struct conf_enum action_enum = {conf_action_names, action_where};
 static const struct conf_enum on_error_enum = {conf_on_error_names, NULL};
 static const struct conf_enum on_full_enum = {conf_on_full_names, NULL};
 static const struct conf_enum per_missing_enum = {conf_per_missing_names, NULL};
+static const struct conf_enum per_copy_enum = {conf_per_copy_names, NULL};
 static const struct conf_enum on_odd_enum = {conf_on_odd_names, NULL};
 static const struct conf_enum backend_error_enum = {conf_backend_error_names, NULL};
 static const struct conf_enum log_enum = {conf_log_names, NULL};
@@ -122,6 +123,8 @@ static const struct conf_enum log_level_enum = {conf_log_level_names, NULL};
 #define NOLIMIT LONG_MAX
 #define MSEC    1000000L /* durations' bounds are in ns */
 #define SEC     1000000000L
+
+#define LEARN_MAX (366L * 86400 * SEC) /* core/http/learn.h: SL_LEARN_ABSURD_NS */
 
 /* clang-format off */
 static const struct option options[] = {
@@ -153,6 +156,7 @@ static const struct option options[] = {
     {"method",       LIST, NULL,     RULE,        0,        0,              SL_MAX_METHODS, check_method,   NULL,            NULL},          /* {}: every method */
     {"host",         LIST, NULL,     RULE,        0,        0,              SL_MAX_REQ_HOSTS, check_req_host, NULL,          NULL},          /* {}: any Host */
     {"per_missing",  STR,  "peer",   RULE,        0,        0,              0,            check_enum,       &per_missing_enum, NULL},        /* a request without the per key */
+    {"per_copy",     STR,  "each",   RULE,        0,        0,              0,            check_enum,       &per_copy_enum,  NULL},          /* a key given more than once: each, first, last */
     {"on_odd",       STR,  "count",  RULE,        0,        0,              0,            check_enum,       &on_odd_enum,    NULL},          /* a head read by the rule of doubt: count, deny */
     {"quota_offset", STR,  NULL,     RULE,        0,        0,              0,            check_utc_offset, NULL,            NULL},          /* quota windows from UTC midnight: +5:30, -8; 0 */
     {"plans",        STR,  NULL,     RULE,        0,        0,              0,            NULL,             NULL,            NULL},          /* a plans file (any size); none. Unloadable under on_error = open: the rule's own limits */
@@ -165,6 +169,8 @@ static const struct option options[] = {
     {"action",       STR,  NULL,     RULE,        0,        0,              0,            check_enum,       &action_enum,    NULL},          /* inbound reject, outbound delay; outbound reply (req_rate rules): the request is not sent, the client reads a 429 (HTTP/1.1; HTTP/2 requests are rejected) */
     {"reply",        STR,  NULL,     IN,          0,        0,              0,            check_reply,      NULL,            NULL},          /* none: built-in 429 */
     {"max_delay",    STR,  "10s",    RULE,        0,        0,              0,            check_duration,   NULL,            NULL},
+    {"learn",        BOOL, "no",     OUT,         0,        0,              0,            NULL,             NULL,            NULL},          /* outbound req_rate rules: hold the key's calls as the vendor's 429s and RateLimit fields say */
+    {"learn_max",    STR,  "10m",    OUT,         1,        LEARN_MAX,      0,            check_duration,   NULL,            NULL},          /* the longest hold learned */
     {"errno",        STR,  NULL,     OUT,         0,        0,              0,            check_errno,      NULL,            NULL},          /* ETIMEDOUT (delay), ECONNREFUSED (reject) */
     {"dry_run",      BOOL, "no",     RULE|GLOBAL, 0,        0,              0,            NULL,             NULL,            NULL},          /* in a rule: the global one */
     /* global */
@@ -209,11 +215,6 @@ bool conf_opt_is_list(const char *name)
 {
     const struct option *o = find_option(name);
     return o && o->type == LIST;
-}
-
-enum sl_dir conf_section_dir(const cfg_t *sec)
-{
-    return strcmp(sec->name, "outbound") == 0 ? SL_OUT : SL_IN;
 }
 
 /* ---- the checks the table names ----------------------------------------- */

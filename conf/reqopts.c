@@ -14,6 +14,8 @@
 
 static const char *const req_per_prefix[] = {NULL, "header:", "query:", "cookie:"};
 const char *const conf_per_missing_names[] = {"peer", "rule", "deny", NULL};
+/* In the order of enum sl_per_copy. */
+const char *const conf_per_copy_names[] = {"each", "first", "last", NULL};
 const char *const conf_on_odd_names[] = {"count", "deny", NULL};
 
 bool conf_req_per(const char *text, enum sl_req_per *kind, const char **name)
@@ -119,7 +121,7 @@ bool conf_is_request_rule(cfg_t *sec)
 {
     static const char *const opts[] = {"req_rate", "req_burst", "cost",        "route",
                                        "method",   "host",      "per_missing", "quota",
-                                       "ramp_to",  "ramp_from", "ramp_over"};
+                                       "ramp_to",  "ramp_from", "ramp_over",   "per_copy"};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         if (given(sec, opts[i])) return true;
     const char *per = cfg_getstr(sec, "per");
@@ -313,9 +315,32 @@ static int build_ramp(cfg_t *sec, struct sl_rule *r, int line)
     return 0;
 }
 
+/* learn, learn_max (outbound only: options.c refuses them inbound). A
+ * learned hold moves the key's GCRA bucket in this host's table
+ * (core/http/learn.h), so the rule needs one. */
+static int conf_build_learn(cfg_t *sec, struct sl_rule *r, int line)
+{
+    if (conf_section_dir(sec) != SL_OUT || !cfg_getbool(sec, "learn")) return 0;
+    const char *why = NULL;
+    if (!r->request || !cfg_getstr(sec, "req_rate"))
+        why = "needs req_rate: what is learned holds the key's requests";
+    else if (strcmp(cfg_getstr(sec, "algorithm"), "gcra") != 0)
+        why = "needs algorithm = gcra (the hold moves the key's bucket)";
+    else if (r->scope != SL_SCOPE_LOCAL)
+        why = "needs scope = local (the hold is kept in this host's table)";
+    if (why) {
+        conf_fail(sec, line, "learn", "yes", "%s", why);
+        return -1;
+    }
+    r->learn = true;
+    conf_parse_duration(cfg_getstr(sec, "learn_max"), &r->learn_max_ns);
+    return 0;
+}
+
 int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
 {
     r->request = conf_is_request_rule(sec);
+    if (conf_build_learn(sec, r, line) != 0) return -1;
     if (!r->request) return 0;
     const char *rate = cfg_getstr(sec, "req_rate");
     if (rate) {
@@ -371,6 +396,9 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
     int pm = 0;
     conf_parse_enum(cfg_getstr(sec, "per_missing"), conf_per_missing_names, &pm);
     r->per_missing = (enum sl_per_missing)pm;
+    int pc = 0;
+    conf_parse_enum(cfg_getstr(sec, "per_copy"), conf_per_copy_names, &pc);
+    r->per_copy = (enum sl_per_copy)pc;
     int oo = 0;
     conf_parse_enum(cfg_getstr(sec, "on_odd"), conf_on_odd_names, &oo);
     r->on_odd = (enum sl_on_odd)oo;
@@ -454,8 +482,18 @@ void conf_print_request(FILE *out, const struct sl_rule *r)
     put_list(out, "host", &r->req_hosts[0][0], SL_HOST_MAX, r->nreq_hosts);
     put(out, "per_missing");
     fprintf(out, "%s\n", conf_per_missing_names[r->per_missing]);
+    put(out, "per_copy");
+    fprintf(out, "%s\n", conf_per_copy_names[r->per_copy]);
     put(out, "on_odd");
     fprintf(out, "%s\n", conf_on_odd_names[r->on_odd]);
+    if (r->learn) {
+        char d[32];
+        conf_format_duration(r->learn_max_ns, d, sizeof d);
+        put(out, "learn");
+        fprintf(out, "yes\n");
+        put(out, "learn_max");
+        fprintf(out, "%s\n", d);
+    }
     if (r->quota) {
         put(out, "quota");
         fprintf(out, "\"%s\"\n", r->quota_text);

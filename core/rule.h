@@ -52,6 +52,17 @@ enum sl_per_missing {
     SL_MISSING_DENY, /* denied, as if its limit were 0 */
 };
 
+/* Which copies of a request key are charged when a request carries it more
+ * than once (`per_copy`, core/http/reqkey.h: a header on two lines or
+ * joined "A, B", a query parameter or a cookie given twice, names servers
+ * fold together): every distinct one (the default; more than
+ * SL_REQ_COPIES_MAX count as without a key), the first, or the last. */
+enum sl_per_copy {
+    SL_COPY_EACH,
+    SL_COPY_FIRST,
+    SL_COPY_LAST,
+};
+
 /* What a request head sluice could only read by the rule of doubt does
  * (`on_odd`, core/http/http1.h): counted like any request, or denied. */
 enum sl_on_odd {
@@ -148,6 +159,9 @@ struct sl_rule {
     size_t reply_len;
     char reply_path[256];  /* for printing */
     uint64_t max_delay_ns; /* outbound delay */
+    bool learn;            /* outbound request rule: holds what the vendor's responses say
+                              (core/http/learn.h) */
+    uint64_t learn_max_ns; /* the longest hold learned */
     int err;               /* outbound errno on denial */
     bool dry_run;
 
@@ -174,6 +188,7 @@ struct sl_rule {
     enum sl_req_per req_per;                       /* SL_REQ_PER_ADDRESS: as `per` says */
     char req_per_name[SL_REQ_NAME_MAX];            /* the header, parameter or cookie name */
     enum sl_per_missing per_missing;
+    enum sl_per_copy per_copy; /* which copies of a repeated key count */
     enum sl_on_odd on_odd;
     uint64_t quota; /* requests (by cost) per calendar window; 0: none */
     enum sl_quota_window quota_window;

@@ -72,12 +72,12 @@ bool sl_h1fast_key_init(struct sl_h1fast_key *k, const char *name, size_t len, b
                 ok = false;
                 break;
             }
-            k->name[i] = (char)c;
+            k->name[i] = (char)(c == '_' ? '-' : c); /* one name to servers (key_is) */
         }
         if (ok) {
             k->len = (uint8_t)len;
             for (size_t i = 0; i < len && i < sizeof k->folded; i++)
-                k->folded[i] = (char)(name[i] | 0x20);
+                k->folded[i] = (char)(k->name[i] | 0x20);
         }
     }
     key_gen(k);
@@ -208,6 +208,28 @@ static inline bool name_is(const struct name *nm, const char *lit16, size_t len)
 
 #define IS(nm, lit) name_is(nm, (const char[16]){lit}, sizeof lit - 1)
 
+/* The name is the key's, as servers fold names (core/http/reqkey.h: any
+ * case, '_' as '-'; the key's name is kept with '-'). Only for a name of
+ * the key's length: a few more vector operations on that line alone. */
+static inline bool key_is(const struct name *nm, const struct sl_h1fast_key *k)
+{
+#if defined(__SSE2__)
+    if (nm->vec) { /* a folded '_' is 0x7f: made '-' (0x2d), which folding keeps */
+        __m128i us = _mm_cmpeq_epi8(nm->f, _mm_set1_epi8(0x7f));
+        __m128i f = _mm_xor_si128(nm->f, _mm_and_si128(us, _mm_set1_epi8(0x7f ^ 0x2d)));
+        __m128i l = _mm_loadu_si128((const __m128i *)(const void *)k->folded);
+        uint32_t eq = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(f, l));
+        uint32_t want = (1u << k->len) - 1;
+        return (eq & want) == want;
+    }
+#endif
+    for (size_t i = 0; i < nm->c; i++) {
+        uint8_t c = name_chr[(uint8_t)nm->p[i]];
+        if ((c == '_' ? '-' : c) != (uint8_t)k->name[i]) return false;
+    }
+    return true;
+}
+
 /* The name at p, up to its ':' (false: not a plain name and colon). */
 static bool name_read(const char *p, size_t n, size_t room, struct name *nm)
 {
@@ -300,10 +322,12 @@ static bool header_line(const char *buf, size_t ls, size_t n, size_t lim,
     /* http-parser takes any name that begins with Transfer-Encoding for
      * one (it sets the flag once the name's first 17 bytes match) */
     if (c >= 17 && name_eq(p, 17, "transfer-encoding", 17)) return false;
-    /* then the field it feeds, in core/http/http1.c's order: the key (the
-     * first wins), a Cookie line, Host, Idempotency-Key */
-    if (k->len == c && (nm.vec ? name_is(&nm, k->folded, c) : name_eq(p, c, k->name, c))) {
-        if (!out->key.present) out->key = val;
+    /* then the field it feeds, in core/http/http1.c's order: the key (a
+     * second line of it, under any name servers fold with it, is a second
+     * copy: http1.c joins them), a Cookie line, Host, Idempotency-Key */
+    if (k->len == c && key_is(&nm, k)) {
+        if (out->key.present) return false;
+        out->key = val;
         return true;
     }
     if (c == 6 && k->cookies && IS(&nm, "cookie")) return false;

@@ -11,7 +11,8 @@
  * high bytes, Transfer-Encoding, Upgrade, Proxy-Connection, Connection
  * other than keep-alive, a repeated Content-Length, an empty value, a
  * head not complete in the buffer or over SL_H1FAST_MAX, a Cookie line
- * when cookies are wanted) declines, and http1.c runs http-parser, the
+ * when cookies are wanted, a second line of the key header under any
+ * name servers fold with it: X-API-Key, x_api_key) declines, and http1.c runs http-parser, the
  * reference. tests/fuzz/fuzz_h1fast.c holds both to the same result.
  *
  * No allocation, no clock. The result depends only on the head's bytes
@@ -35,7 +36,7 @@
 
 /* What a connection knows once: the key's header name, lowercased. */
 struct sl_h1fast_key {
-    char name[64];   /* lowercase; len 0: no header key */
+    char name[64];   /* lowercase, '_' as '-'; len 0: no header key */
     char folded[16]; /* a name under 16 bytes with every byte | 0x20 (zero-padded) */
     uint8_t len;
     bool cookies; /* cookies are wanted: a Cookie line declines */

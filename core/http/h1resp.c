@@ -24,9 +24,60 @@ static void put(uint64_t *set, uint64_t i, bool on)
         set[i / 64] &= ~(1ull << (i % 64));
 }
 
+static void append(char *buf, size_t cap, uint16_t *len, bool *longer, const char *at, size_t n)
+{
+    if (n > cap - *len) {
+        *longer = true;
+        n = cap - *len;
+    }
+    memcpy(buf + *len, at, n);
+    *len = (uint16_t)(*len + n);
+}
+
+/* The header just read, to the learned fields. */
+static void header_done(struct sl_h1resp *r)
+{
+    if (!r->in_value) return;
+    r->in_value = false;
+    if (!r->name_long)
+        sl_learn_header(&r->fields, r->name, r->nlen, r->value, r->value_long ? 0 : r->vlen);
+    r->nlen = r->vlen = 0;
+    r->name_long = r->value_long = false;
+}
+
+static int on_message_begin(http_parser *p)
+{
+    struct sl_h1resp *r = of(p);
+    sl_learn_resp_init(&r->fields, 0);
+    r->nlen = r->vlen = 0;
+    r->in_value = r->name_long = r->value_long = false;
+    return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t n)
+{
+    struct sl_h1resp *r = of(p);
+    header_done(r);
+    append(r->name, sizeof r->name, &r->nlen, &r->name_long, at, n);
+    return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t n)
+{
+    struct sl_h1resp *r = of(p);
+    r->in_value = true;
+    append(r->value, sizeof r->value, &r->vlen, &r->value_long, at, n);
+    return 0;
+}
+
 static int on_headers_complete(http_parser *p)
 {
     struct sl_h1resp *r = of(p);
+    if (r->on_head && p->status_code >= 200) {
+        header_done(r);
+        r->fields.status = p->status_code;
+        if (r->fields.any && r->done < r->sent) r->on_head(r->arg, r->done, &r->fields);
+    }
     if (p->status_code >= 100 && p->status_code < 200) return 0; /* interim: no body */
     if (r->done < r->sent && bit(r->connect, r->done) && p->status_code < 300) {
         r->lost = true; /* a tunnel: bytes from here on are not HTTP */
@@ -50,10 +101,26 @@ static const http_parser_settings settings = {
     .on_message_complete = on_message_complete,
 };
 
+static const http_parser_settings settings_learn = {
+    .on_message_begin = on_message_begin,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_message_complete = on_message_complete,
+};
+
 void sl_h1resp_init(struct sl_h1resp *r)
 {
     memset(r, 0, sizeof *r);
     http_parser_init(&r->parser, HTTP_RESPONSE);
+}
+
+void sl_h1resp_learn(struct sl_h1resp *r,
+                     void (*on_head)(void *arg, uint64_t index, const struct sl_learn_resp *f),
+                     void *arg)
+{
+    r->on_head = on_head;
+    r->arg = arg;
 }
 
 void sl_h1resp_sent(struct sl_h1resp *r, const char *method)
@@ -68,7 +135,7 @@ void sl_h1resp_feed(struct sl_h1resp *r, const void *buf, size_t n)
 {
     if (r->lost || n == 0) return;
     r->parser.data = r;
-    size_t used = http_parser_execute(&r->parser, &settings, buf, n);
+    size_t used = http_parser_execute(&r->parser, r->on_head ? &settings_learn : &settings, buf, n);
     if (HTTP_PARSER_ERRNO(&r->parser) != HPE_OK || used != n) r->lost = true;
     /* a response the server sent before any request (or a second one to
      * the same request) is not one the program is owed */
@@ -79,7 +146,7 @@ void sl_h1resp_eof(struct sl_h1resp *r)
 {
     if (r->lost) return;
     r->parser.data = r;
-    http_parser_execute(&r->parser, &settings, NULL, 0);
+    http_parser_execute(&r->parser, r->on_head ? &settings_learn : &settings, NULL, 0);
 }
 
 uint64_t sl_h1resp_outstanding(const struct sl_h1resp *r)

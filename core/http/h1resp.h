@@ -12,6 +12,11 @@
  * been read. A response delimited by the end of the stream is counted at
  * sl_h1resp_eof.
  *
+ * Outbound `learn` (core/http/learn.h): with sl_h1resp_learn, the
+ * rate-limit fields of each final response head are read too and handed
+ * to a callback with the index of the request the response answers (0 for
+ * the first sl_h1resp_sent). The bytes are only read, never changed.
+ *
  * Fixed size, no allocation, not thread-safe.
  */
 #ifndef SL_H1RESP_H
@@ -22,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "learn.h"
+
 #define SL_H1RESP_RING 64 /* requests in flight whose methods are remembered */
 
 struct sl_h1resp {
@@ -31,9 +38,23 @@ struct sl_h1resp {
     uint64_t head[SL_H1RESP_RING / 64];    /* bit i % RING: request i was HEAD */
     uint64_t connect[SL_H1RESP_RING / 64]; /* bit i % RING: request i was CONNECT */
     bool lost;
+    /* learn: the head being read (a header's name and value as far as they
+     * fit; a longer value is read as unreadable) */
+    void (*on_head)(void *arg, uint64_t index, const struct sl_learn_resp *f);
+    void *arg;
+    struct sl_learn_resp fields;
+    char name[48], value[160];
+    uint16_t nlen, vlen;
+    bool in_value, name_long, value_long;
 };
 
 void sl_h1resp_init(struct sl_h1resp *r);
+
+/* Reads the rate-limit fields of every final response from now on:
+ * on_head(arg, index, fields) once per response head that has any. */
+void sl_h1resp_learn(struct sl_h1resp *r,
+                     void (*on_head)(void *arg, uint64_t index, const struct sl_learn_resp *f),
+                     void *arg);
 
 /* One more request was sent (in order); `method` as in its head. */
 void sl_h1resp_sent(struct sl_h1resp *r, const char *method);

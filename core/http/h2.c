@@ -22,6 +22,7 @@
 
 #include "hpack_pre.h"
 #include "../mem.h"
+#include "reqkey.h"
 
 static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 #define PREFACE_LEN (sizeof preface - 1)
@@ -138,9 +139,17 @@ static void on_header(struct sl_h2 *s, const nghttp2_nv *nv)
         sl_h1_text_append(h->cookie, sizeof h->cookie, &h->cookie_info, (const char *)nv->value,
                           nv->valuelen);
     }
-    if (s->key_kind == SL_H1_KEY_HEADER && len == s->key_name_len &&
-        strncasecmp((const char *)n, s->key_name, len) == 0)
-        set_once(h->key, sizeof h->key, &h->key_info, nv);
+    /* every field of the key, under the names servers fold with it, joined
+     * by ", " (its copies, core/http/reqkey.h); copies cut off: missing */
+    if (s->key_kind == SL_H1_KEY_HEADER &&
+        sl_req_header_name_eq((const char *)n, len, s->key_name, s->key_name_len)) {
+        if (h->key_info.present) {
+            s->key_cut |= h->key_info.truncated;
+            sl_h1_text_append(h->key, sizeof h->key, &h->key_info, ", ", 2);
+        }
+        sl_h1_text_append(h->key, sizeof h->key, &h->key_info, (const char *)nv->value,
+                          nv->valuelen);
+    }
     if (s->key_kind == SL_H1_KEY_COOKIE && name_is(n, len, "cookie") && !h->key_info.present) {
         const char *v;
         size_t vl;
@@ -156,6 +165,7 @@ static void head_begin(struct sl_h2 *s)
     memset(h, 0, offsetof(struct sl_h1_head, method));
     h->method[0] = h->url[0] = h->host[0] = h->key[0] = h->idem[0] = '\0';
     h->url_info = h->host_info = h->key_info = h->idem_info = (struct sl_h1_text){0};
+    s->key_cut = false;
     h->cookie[0] = '\0';
     h->cookie_info = (struct sl_h1_text){0};
     h->odd = SL_H1_ODD_NONE;
@@ -178,6 +188,10 @@ static void head_end(struct sl_h2 *s)
         h->query_len = strcspn(h->url + end + 1, "#");
     }
     if (s->key_kind == SL_H1_KEY_QUERY) sl_h1_query_key(h, s->key_name, s->key_name_len);
+    if (s->key_kind == SL_H1_KEY_HEADER && h->key_info.truncated &&
+        (s->key_cut || memchr(h->key, ',', h->key_info.len)))
+        h->key_info = (struct sl_h1_text){0}, h->key[0] = '\0';
+    s->key_cut = false;
     sl_h1_text_seal(h->key, sizeof h->key, &h->key_info);
     sl_h1_text_seal(h->idem, sizeof h->idem, &h->idem_info);
     if (s->big) h->odd = SL_H1_ODD_LONG;

@@ -99,6 +99,7 @@ struct sl_h2 {
     uint32_t hold_cap; /* bytes allocated */
     bool hold_pass;    /* the string is fed as it comes (too long, no memory) */
     bool want_cookie;  /* collect cookie fields into head.cookie */
+    bool key_cut;      /* the key header's copies were cut (h2.c: missing) */
     struct sl_h1_head head;
 };
 

@@ -63,6 +63,7 @@
 
 #include "../log.h"
 #include "../mem.h"
+#include "reqkey.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,10 +255,13 @@ static enum target target_of(const struct sl_h1 *s)
     if (s->field_long) return T_NONE;
     const char *f = field_of(s);
     size_t n = s->field_len;
-    /* The first of repeated headers wins (host, key, idempotency key). */
-    if (s->key_kind == SL_H1_KEY_HEADER && n == s->key_name_len &&
-        strncasecmp(f, s->key_name, n) == 0)
-        return s->head->key_info.present ? T_NONE : T_KEY;
+    /* The key's every line, under every name servers fold with it
+     * (X-API-Key, X_API_KEY: core/http/reqkey.h), joined by ", " as node
+     * and PHP join them: each is a copy. Of other repeated headers the
+     * first wins (host, idempotency key). */
+    if (s->key_kind == SL_H1_KEY_HEADER &&
+        sl_req_header_name_eq(f, n, s->key_name, s->key_name_len))
+        return T_KEY;
     if ((s->want_cookie || s->key_kind == SL_H1_KEY_COOKIE) && name_is(f, n, "cookie"))
         return T_COOKIE;
     if (s->rd_cb && name_is(f, n, "content-length")) return T_LENGTH; /* the line reader's */
@@ -275,6 +279,7 @@ static void fields_begin(struct sl_h1 *s)
     text_reset(h->idem, &h->idem_info);
     text_reset(h->cookie, &h->cookie_info);
     h->path_off = h->path_len = h->query_off = h->query_len = 0;
+    s->key_lines = 0;
     s->nlens = 0;
     s->rd_len = 0;
     s->rd_len_bad = false;
@@ -380,6 +385,11 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
         text_append(h->host, sizeof h->host, &h->host_info, at, n);
         break;
     case T_KEY:
+        if (!s->cookie_more) { /* a line of the key begins */
+            if (s->key_lines < UINT8_MAX) s->key_lines++;
+            if (h->key_info.present) text_append(h->key, sizeof h->key, &h->key_info, ", ", 2);
+        }
+        s->cookie_more = true;
         text_append(h->key, sizeof h->key, &h->key_info, at, n);
         break;
     case T_IDEM:
@@ -469,6 +479,12 @@ static void keys_done(struct sl_h1 *s)
         else if (name_is(s->key_name, s->key_name_len, "idempotency-key") && h->idem_info.present)
             sl_h1_text_set(h->key, sizeof h->key, &h->key_info, h->idem, h->idem_info.len);
     }
+    /* copies cut off (two lines, or a list, longer than the buffer): the
+     * last ones are not there to charge, so the key is missing (the rule
+     * of doubt: per_missing) rather than a hash an attacker varies */
+    if (s->key_kind == SL_H1_KEY_HEADER && h->key_info.truncated &&
+        (s->key_lines > 1 || memchr(h->key, ',', h->key_info.len)))
+        text_reset(h->key, &h->key_info);
     sl_h1_text_seal(h->key, sizeof h->key, &h->key_info);
     sl_h1_text_seal(h->idem, sizeof h->idem, &h->idem_info);
 }
@@ -1221,6 +1237,7 @@ static void fast_fill(struct sl_h1 *s)
     h->path_len = f->path_len;
     h->query_off = f->query_off;
     h->query_len = f->query_len;
+    s->key_lines = f->key.present; /* the fast path reads one line of the key */
     keys_done(s);
     s->nlens = 0;
     memcpy(h->method, f->method, 8); /* NUL-padded: one move */

@@ -106,7 +106,9 @@ struct sl_h1_head {
     size_t query_off, query_len; /* the query inside url (after '?'), len 0 when none */
     char host[SL_H1_HOST_MAX];   /* absolute-form: the URL's host (as servers use it); else Host */
     struct sl_h1_text host_info;
-    char key[SL_H1_VALUE_MAX]; /* the configured key's value; present=false: missing */
+    char key[SL_H1_VALUE_MAX]; /* the configured key's value; present=false: missing.
+                                  A header key's lines are joined by ", " (its
+                                  copies, core/http/reqkey.h); cut copies: missing */
     struct sl_h1_text key_info;
     char idem[SL_H1_VALUE_MAX]; /* Idempotency-Key */
     struct sl_h1_text idem_info;
@@ -175,8 +177,9 @@ struct sl_h1 {
     size_t field_len; /* its name is in the slow readers' block (http1.c) */
     bool field_long;
     bool in_value;
-    bool cookie_more; /* the Cookie value being read has begun */
-    int target;       /* enum in http1.c: which buffer the current value goes to */
+    bool cookie_more;  /* the Cookie (or key) value being read has begun */
+    uint8_t key_lines; /* lines of the key header in the head (saturating) */
+    int target;        /* enum in http1.c: which buffer the current value goes to */
     /* the fast path (core/http/h1fast.h): the key's name once per connection;
      * `fresh`: http-parser is where a new request begins (it has not been
      * fed since init or since a kept-alive message ended), so a head the

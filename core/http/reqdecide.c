@@ -21,6 +21,7 @@
 #include "../fleet/redis.h"
 #include "reqkey.h"
 #include "reqmatch.h"
+#include "../limit/limit_gcra.h"
 #include "../limit/limit_log.h"
 #include "../limit/table.h"
 #include "../limit/table_plans.h"
@@ -30,13 +31,13 @@
 
 /* Whether rule r is decided by its rate alone, from a key it always has or
  * goes without: one GCRA bucket in the shared table, no route, method or
- * host to match, no plan, quota, ramp or dry run, a cost, keyed by a header
+ * host to match, no plan, quota, ramp, dry run or learn, a cost, keyed by a header
  * or by the address (the general path decides a request without the
  * header's value: per_missing). Such a rule, alone on a connection, is
  * decided by solo_decide without the general loop. */
 static bool plain_rule(const struct sl_rule *r)
 {
-    return r->req_limit.count && r->req_limit.alg == SL_ALG_GCRA && r->cost &&
+    return r->req_limit.count && r->req_limit.alg == SL_ALG_GCRA && r->cost && !r->learn &&
            r->scope != SL_SCOPE_REDIS && !r->dry_run && !r->plans && !r->quota && !r->ramp.steps &&
            !r->nroutes && !r->nmethods && !r->nreq_hosts &&
            (r->req_per == SL_REQ_PER_HEADER || r->req_per == SL_REQ_PER_ADDRESS);
@@ -52,7 +53,8 @@ void sl_req_rules_entries(struct sl_req_rules *x)
         x->entry[i] = (int8_t)x->rt->table_rule[i];
         if (!(x->match >> i & 1)) continue;
         if (c->rules[i].req_per == SL_REQ_PER_HEADER && *x->header &&
-            strcasecmp(c->rules[i].req_per_name, x->header) == 0)
+            sl_req_header_name_eq(c->rules[i].req_per_name, strlen(c->rules[i].req_per_name),
+                                  x->header, strlen(x->header)))
             x->by_header |= 1ull << i;
         char name[SL_NAME_MAX];
         snprintf(name, sizeof name, "%.*s:req", SL_NAME_MAX - 5, c->rules[i].name);
@@ -75,6 +77,7 @@ struct grant {
     int32_t plan;         /* the plan's counters in the table (table_plans.h); -1: none */
     uint32_t quota_used, quota_limit; /* of the quota (< 2^28), for the plan's counters */
     uint64_t wait_ns;
+    bool copy; /* another copy of the key the rule's grant before this one charged */
 };
 
 struct idem_op {
@@ -122,29 +125,32 @@ static void quota_key(struct sl_key *k, const struct sl_key *bucket)
     k->extra |= SL_REQ_KEY_QUOTA;
 }
 
-/* The rule's key value in the request, if it has one. qbuf holds a
- * decoded query value. */
-static bool key_value(const struct sl_req_rules *x, const struct sl_rule *r,
-                      const struct sl_req_head *h, char *qbuf, size_t qlen, const char **v,
-                      size_t *vlen)
+/* The copies of the rule's key in the request that its per_copy charges
+ * (core/http/reqkey.h); none: the key is missing. qbuf holds decoded query
+ * values. More than SL_REQ_COPIES_MAX distinct copies, or more than
+ * `room` of them: none (the rule of doubt: per_missing applies). */
+static void key_copies(const struct sl_req_rules *x, const struct sl_rule *r,
+                       const struct sl_req_head *h, char *qbuf, size_t qlen, unsigned room,
+                       struct sl_req_copies *c)
 {
+    c->n = 0;
+    c->many = false;
     switch (r->req_per) {
     case SL_REQ_PER_ADDRESS:
-        return false;
+        break;
     case SL_REQ_PER_HEADER:
-        if (!h->header || !(x->by_header >> (r - x->rt->cfg->rules) & 1)) return false;
-        *v = h->header;
-        *vlen = h->header_len;
-        return true;
+        if (h->header && x->by_header >> (r - x->rt->cfg->rules) & 1)
+            sl_header_copies(h->header, h->header_len, r->per_copy, c);
+        break;
     case SL_REQ_PER_QUERY:
-        if (!h->query || !sl_query_value(h->query, h->query_len, r->req_per_name, qbuf, qlen, vlen))
-            return false;
-        *v = qbuf;
-        return true;
+        if (h->query)
+            sl_query_copies(h->query, h->query_len, r->req_per_name, r->per_copy, qbuf, qlen, c);
+        break;
     case SL_REQ_PER_COOKIE:
-        return h->cookie && sl_cookie_value(h->cookie, h->cookie_len, r->req_per_name, v, vlen);
+        if (h->cookie) sl_cookie_copies(h->cookie, h->cookie_len, r->req_per_name, r->per_copy, c);
+        break;
     }
-    return false;
+    if (c->many || c->n > room) c->n = 0;
 }
 
 static bool request_matches(const struct sl_rule *r, const struct sl_req_head *h, char *path,
@@ -285,18 +291,16 @@ static struct sl_reply_policy rate_policy(const char *name, const struct sl_limi
         .name = name, .quota = rate->count, .window_s = window_seconds(rate->period_ns)};
 }
 
-/* One rule against the request: fills g (what it took) and v. */
+/* One rule against the request, charging the copy val[0..vlen) of its key
+ * (val NULL: the key is missing): fills g (what it took) and v. */
 static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_head *h,
-                       uint64_t now, struct grant *g, struct sl_verdict *v,
-                       struct sl_reply_policy *pol)
+                       const char *val, size_t vlen, uint64_t now, struct grant *g,
+                       struct sl_verdict *v, struct sl_reply_policy *pol)
 {
     struct sl_runtime *rt = x->rt;
     const struct sl_rule *r = &rt->cfg->rules[i];
     const uint64_t *secret = sl_table_secret(rt->table);
     int e = x->entry[i];
-    char qbuf[SL_REQ_VALUE_MAX + 1];
-    const char *val = NULL;
-    size_t vlen = 0;
     const struct sl_plan *plan = NULL;
 
     /* the fields read whatever happens (the rest only under the flag or
@@ -306,7 +310,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
     g->quota_end = g->mark_end = g->wait_ns = 0;
     g->plan = -1;
     *v = (struct sl_verdict){.allowed = true};
-    if (key_value(x, r, h, qbuf, sizeof qbuf, &val, &vlen)) {
+    if (val) {
         sl_req_key_value(&g->key, r, val, vlen, secret);
         plan = sl_plans_find(r->plans, val, vlen);
     } else if (r->req_per == SL_REQ_PER_ADDRESS || r->per_missing == SL_MISSING_PEER) {
@@ -436,7 +440,9 @@ static inline __attribute__((always_inline)) bool solo_key(const struct sl_req_r
         sl_req_key_addr(key, r, &x->peer);
         *hash = sl_key_hash(key, secret);
     } else {
-        if (!h->header || !(x->by_header >> x->solo & 1)) return false;
+        /* a list ("a, b": lines joined, or node's join) has copies */
+        if (!h->header || !(x->by_header >> x->solo & 1) || memchr(h->header, ',', h->header_len))
+            return false;
         *hash = sl_req_key_value_hash(key, r, h->header, h->header_len, secret);
     }
     return true;
@@ -513,9 +519,29 @@ void sl_req_settle_again(const struct sl_req_rules *x, const struct sl_req_head 
     solo_settle(x, h, &key, hash, v, now, d);
 }
 
-/* Every rule of the connection in turn. Out of line: its frame (a grant
- * per rule, a normalised path) is not set up for the single rule's
- * decision. */
+/* Grants for the copies of a key past a rule's first, in one request
+ * (each rule charges up to SL_REQ_COPIES_MAX): a rule whose copies would
+ * not fit counts the request as without its key (the rule of doubt). */
+#define COPY_GRANTS 16
+
+/* The bucket a rule with `learn` took the request from: where what its
+ * response teaches is held (core/http/request.c). */
+static void learn_target(const struct sl_req_rules *x, const struct grant *g,
+                         struct sl_req_decision *d)
+{
+    const struct sl_rule *r = &x->rt->cfg->rules[g->rule];
+    uint64_t cost_ns = sl_gcra_cost_ns(&g->rate, r->cost);
+    d->learn_rule = g->rule;
+    d->learn_hash = sl_key_hash(&g->key, sl_table_secret(x->rt->table));
+    d->learn_gap_ns = g->rate.burst_ns > cost_ns ? g->rate.burst_ns - cost_ns : 0;
+    sl_req_key_short(&g->key, d->learn_key);
+}
+
+/* Every rule of the connection in turn, each copy of a rule's key as a
+ * key of its own (per_copy = each): the request passes only if every
+ * copy's budget lets it, and a denial gives back what the others took.
+ * Out of line: its frame (a grant per rule and copy, a normalised path)
+ * is not set up for the single rule's decision. */
 static __attribute__((noinline)) void decide_all(const struct sl_req_rules *x,
                                                  const struct sl_req_head *h, uint64_t now,
                                                  struct sl_req_decision *d)
@@ -523,48 +549,59 @@ static __attribute__((noinline)) void decide_all(const struct sl_req_rules *x,
     struct sl_runtime *rt = x->rt;
     const struct sl_config *c = rt->cfg;
     d->key_hash = 0;
-    struct grant granted[SL_MAX_RULES];
-    int ngranted = 0;
+    struct grant granted[SL_MAX_RULES + COPY_GRANTS];
+    int ngranted = 0, copies = 0;
     char path[PATH_MAX_NORMAL];
     bool normalised = false;
+    char qbuf[SL_REQ_VALUE_MAX + 1]; /* a rule's decoded query values */
 
     d->allowed = true; /* v and policy are filled only on a denial (reqdecide.h) */
     d->wait_ns = 0;
     d->rule = -1;
+    d->learn_rule = -1;
     for (int i = 0; i < c->nrules && i < SL_MAX_RULES; i++) {
         if (!(x->match >> i & 1)) continue;
         const struct sl_rule *r = &c->rules[i];
         if (!request_matches(r, h, path, &normalised)) continue;
-        struct grant *gp = &granted[ngranted]; /* filled in place: no copy when it is kept */
-        struct sl_verdict v;
-        struct sl_reply_policy pol = {.name = r->name, .window_s = 1};
-        apply_rule(x, i, h, now, gp, &v, &pol);
-        if (v.allowed) {
-            ngranted++;
-            continue;
-        }
-        struct grant g = *gp;
-        sl_table_note_denial(rt->table, x->entry[i] | (r->dry_run ? SL_DENIAL_DRY : 0), &g.key,
-                             now);
-        if (r->dry_run) {
-            sl_table_count(rt->table, x->entry[i], SL_C_WOULD_LIMIT, 1);
-            log_request(c, r, h, &x->peer, &g.key, &v, true);
-            continue;
-        }
-        for (int j = 0; j < ngranted; j++)
-            give_back(rt, x, &granted[j], now, h);
-        refuse(x, i, h, &g.key, &v, &pol, d);
-        return;
+        struct sl_req_copies cp;
+        key_copies(x, r, h, qbuf, sizeof qbuf, 1u + COPY_GRANTS - (unsigned)copies, &cp);
+        unsigned k = 0;
+        do {
+            struct grant *gp = &granted[ngranted]; /* filled in place: no copy when it is kept */
+            struct sl_verdict v;
+            struct sl_reply_policy pol = {.name = r->name, .window_s = 1};
+            apply_rule(x, i, h, cp.n ? cp.v[k] : NULL, cp.n ? cp.len[k] : 0, now, gp, &v, &pol);
+            gp->copy = k > 0;
+            if (v.allowed) {
+                ngranted++;
+                copies += k > 0;
+                continue;
+            }
+            struct grant g = *gp;
+            sl_table_note_denial(rt->table, x->entry[i] | (r->dry_run ? SL_DENIAL_DRY : 0), &g.key,
+                                 now);
+            if (r->dry_run) { /* counted once, whichever copy */
+                sl_table_count(rt->table, x->entry[i], SL_C_WOULD_LIMIT, 1);
+                log_request(c, r, h, &x->peer, &g.key, &v, true);
+                break;
+            }
+            for (int j = 0; j < ngranted; j++)
+                give_back(rt, x, &granted[j], now, h);
+            refuse(x, i, h, &g.key, &v, &pol, d);
+            return;
+        } while (++k < cp.n);
     }
     for (int j = 0; j < ngranted; j++) {
         int e = x->entry[granted[j].rule];
-        admitted(rt, e, granted[j].wait_ns, now);
+        if (!granted[j].copy) admitted(rt, e, granted[j].wait_ns, now); /* a request, once */
         if (granted[j].quota_end) /* admitted against its plan's quota only now it passes */
             sl_table_plan_admit(rt->table, granted[j].plan, granted[j].quota_used,
                                 c->rules[granted[j].rule].cost, granted[j].quota_limit,
                                 /* the window's end, monotonic to wall seconds */
                                 (granted[j].quota_end + (uint64_t)x->wall_offset) / SL_NS_PER_SEC);
         if (granted[j].wait_ns > d->wait_ns) d->wait_ns = granted[j].wait_ns;
+        if (d->learn_rule < 0 && c->rules[granted[j].rule].learn && granted[j].took_rate)
+            learn_target(x, &granted[j], d);
         log_grant(c, granted[j].rule, &granted[j].key, &x->peer, granted[j].wait_ns, now);
     }
 }

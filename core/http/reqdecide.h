@@ -53,6 +53,13 @@ struct sl_req_decision {
     struct sl_reply_policy policy; /* denied: what the RateLimit fields describe (idem) */
     uint64_t key_hash;             /* decided by the single rule alone (solo): its key's
                                       table hash; 0 otherwise */
+    /* allowed, by the general path: the first rule with `learn` that took
+     * from its bucket (-1: none), its key's table hash, the bucket's burst
+     * less the request's cost in ns (sl_table_hold) and the key's short
+     * hash for the log. A rule with `learn` is never the single rule. */
+    int learn_rule;
+    uint64_t learn_hash, learn_gap_ns;
+    char learn_key[7];
 };
 
 /* Fills the rest of x for a connection whose rt, peer and match are set:

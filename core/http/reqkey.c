@@ -33,10 +33,68 @@ static size_t decode(const char *s, size_t len, char *out, size_t outlen)
     return n;
 }
 
-bool sl_query_value(const char *q, size_t len, const char *name, char *out, size_t outlen,
-                    size_t *outn)
+/* What copy_add did with a copy. */
+enum copy_step {
+    COPY_MORE, /* kept: look for more */
+    COPY_SAME, /* a copy already kept (each): its bytes may be reused */
+    COPY_DONE, /* nothing more is wanted (first; or too many) */
+};
+
+/* Copy v[0..len) of a key, under `how`. */
+static enum copy_step copy_add(struct sl_req_copies *c, enum sl_per_copy how, const char *v,
+                               size_t len)
 {
-    char pname[SL_REQ_NAME_MAX];
+    if (how != SL_COPY_EACH) { /* the first, or the last so far: one slot */
+        c->v[0] = v;
+        c->len[0] = len;
+        c->n = 1;
+        return how == SL_COPY_FIRST ? COPY_DONE : COPY_MORE;
+    }
+    for (unsigned i = 0; i < c->n; i++)
+        if (c->len[i] == len && memcmp(c->v[i], v, len) == 0) return COPY_SAME;
+    if (c->n == SL_REQ_COPIES_MAX) {
+        c->many = true;
+        return COPY_DONE;
+    }
+    c->v[c->n] = v;
+    c->len[c->n++] = len;
+    return COPY_MORE;
+}
+
+/* The name s[0..n) as PHP registers a query parameter
+ * (php_register_variable_ex): leading spaces dropped; up to the first '['
+ * (and a NUL ends the name), ' ' and '.' become '_'; a '[' with a ']'
+ * after it makes an array (-1: never a key), one without becomes '_' and
+ * the rest is kept as sent. Into out; its length, -1 when longer. */
+static int php_name(const char *s, size_t n, char *out, size_t outlen)
+{
+    size_t i = 0, o = 0;
+    while (i < n && s[i] == ' ')
+        i++;
+    for (; i < n && s[i]; i++) {
+        char c = s[i];
+        if (c == '[') {
+            size_t rest = n - i - 1;
+            if (memchr(s + i + 1, ']', rest)) return -1;
+            if (o + 1 + rest > outlen) return -1;
+            out[o++] = '_';
+            memcpy(out + o, s + i + 1, rest);
+            return (int)(o + rest);
+        }
+        if (o == outlen) return -1;
+        out[o++] = c == ' ' || c == '.' ? '_' : c;
+    }
+    return (int)o;
+}
+
+void sl_query_copies(const char *q, size_t len, const char *name, enum sl_per_copy how, char *buf,
+                     size_t buflen, struct sl_req_copies *c)
+{
+    char pname[SL_REQ_NAME_MAX], want[SL_REQ_NAME_MAX], got[SL_REQ_NAME_MAX];
+    *c = (struct sl_req_copies){0};
+    int wn = php_name(name, strlen(name), want, sizeof want);
+    if (wn <= 0 || buflen == 0) return;
+    size_t used = 0;
     for (size_t i = 0; i < len;) {
         size_t end = i;
         while (end < len && q[end] != '&' && q[end] != ';')
@@ -44,14 +102,22 @@ bool sl_query_value(const char *q, size_t len, const char *name, char *out, size
         const char *eq = memchr(q + i, '=', end - i);
         size_t nlen = eq ? (size_t)(eq - (q + i)) : end - i;
         size_t pn = decode(q + i, nlen, pname, sizeof pname);
-        if (pn == strlen(name) && memcmp(pname, name, pn) == 0 && nlen < sizeof pname) {
+        int gn = nlen < sizeof pname ? php_name(pname, pn, got, sizeof got) : -1;
+        if (gn == wn && memcmp(got, want, (size_t)wn) == 0) {
             const char *v = eq ? eq + 1 : q + end;
-            *outn = decode(v, (size_t)(q + end - v), out, outlen);
-            return true;
+            size_t raw = (size_t)(q + end - v);
+            if (how == SL_COPY_LAST) used = 0; /* the one slot's bytes */
+            if (buflen - used < raw + 1) {     /* decoding never grows: it might not fit */
+                c->many = true;
+                return;
+            }
+            size_t n = decode(v, raw, buf + used, buflen - used);
+            enum copy_step st = copy_add(c, how, buf + used, n);
+            if (st == COPY_DONE) return;
+            if (st == COPY_MORE) used += n + 1;
         }
         i = end + 1;
     }
-    return false;
 }
 
 static bool blank(char c)
@@ -59,9 +125,11 @@ static bool blank(char c)
     return c == ' ' || c == '\t';
 }
 
-bool sl_cookie_value(const char *h, size_t len, const char *name, const char **v, size_t *vlen)
+void sl_cookie_copies(const char *h, size_t len, const char *name, enum sl_per_copy how,
+                      struct sl_req_copies *c)
 {
     size_t want = strlen(name);
+    *c = (struct sl_req_copies){0};
     for (size_t i = 0; i < len;) {
         while (i < len && (blank(h[i]) || h[i] == ';'))
             i++;
@@ -80,14 +148,42 @@ bool sl_cookie_value(const char *h, size_t len, const char *name, const char **v
                 while (e > s && blank(e[-1]))
                     e--;
                 if (e - s >= 2 && *s == '"' && e[-1] == '"') s++, e--; /* a quoted cookie-value */
-                *v = s;
-                *vlen = (size_t)(e - s);
-                return true;
+                if (copy_add(c, how, s, (size_t)(e - s)) == COPY_DONE) return;
             }
         }
         i = end + 1;
     }
-    return false;
+}
+
+void sl_header_copies(const char *v, size_t len, enum sl_per_copy how, struct sl_req_copies *c)
+{
+    *c = (struct sl_req_copies){0};
+    for (size_t i = 0; i < len;) {
+        const char *comma = memchr(v + i, ',', len - i);
+        size_t end = comma ? (size_t)(comma - v) : len, s = i, e = end;
+        while (s < e && blank(v[s]))
+            s++;
+        while (e > s && blank(v[e - 1]))
+            e--;
+        if (e > s && copy_add(c, how, v + s, e - s) == COPY_DONE) return;
+        i = end + 1;
+    }
+    if (c->n == 0) copy_add(c, how, v, 0); /* an empty value is one, as it always was */
+}
+
+/* A header name byte as servers compare them: lowercase, '_' as '-'. */
+static inline char header_fold(char c)
+{
+    if (c >= 'A' && c <= 'Z') return (char)(c + 32);
+    return c == '_' ? '-' : c;
+}
+
+bool sl_req_header_name_eq(const char *a, size_t alen, const char *b, size_t blen)
+{
+    if (alen != blen) return false;
+    for (size_t i = 0; i < alen; i++)
+        if (header_fold(a[i]) != header_fold(b[i])) return false;
+    return true;
 }
 
 /* The last value this thread hashed, and its hash; and the last table

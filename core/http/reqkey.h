@@ -12,6 +12,22 @@
  * read them, so one key spelled two ways is still one key. Header and
  * cookie values are compared as sent, without surrounding blanks.
  *
+ * Copies. A request may carry its key more than once, and applications
+ * read different copies: PHP takes the last of `?api_key=a&api_key=b` and
+ * maps `X-API-Key` and `X_API_KEY` to one variable (HTTP_X_API_KEY, the
+ * last line winning), python's SimpleCookie takes the last of
+ * `sid=a; sid=b`, node joins repeated header lines as "a, b". So the
+ * copies of a key are every occurrence under every name servers fold
+ * together: a header's lines (names equal ignoring case, '-' and '_'
+ * alike: CGI's mapping), each split at its commas (a list, RFC 9110
+ * 5.3, blanks trimmed, empty elements dropped); a query parameter's
+ * occurrences under PHP's name mangling (leading spaces dropped, ' ' and
+ * '.' read as '_', a '[' without a later ']' as '_'; a name with
+ * "[...]" is an array, never the key); a cookie's occurrences in every
+ * Cookie line. A rule's `per_copy` says which count (enum sl_per_copy):
+ * the first, the last, or each distinct one, up to SL_REQ_COPIES_MAX
+ * (more are the rule of doubt's: the request counts as without a key).
+ *
  * Each thread remembers the last value it hashed (and the secret), so a
  * keep-alive client repeating its API key costs a compare, not a SipHash.
  *
@@ -32,14 +48,38 @@
  * values over 255 bytes come sealed with a hash of the whole (http1.h). */
 #define SL_REQ_VALUE_MAX 2048
 
-/* The value of query parameter `name` in query string q[0..len) (without
- * the '?'), percent-decoded into out (NUL-terminated, cut at outlen - 1).
- * Returns false when the parameter is absent. */
-bool sl_query_value(const char *q, size_t len, const char *name, char *out, size_t outlen,
-                    size_t *outn);
+/* At most this many distinct copies of one key are charged (each); more:
+ * `many`, and the request counts as without a key (per_missing). */
+#define SL_REQ_COPIES_MAX 4
 
-/* The value of cookie `name` in a Cookie header's value. */
-bool sl_cookie_value(const char *h, size_t len, const char *name, const char **v, size_t *vlen);
+/* The copies of a key in one request that a rule charges, in order of
+ * appearance (values point into the request's bytes, or into the buffer
+ * a query's decoded values were written to). */
+struct sl_req_copies {
+    unsigned n; /* 0: the key is missing */
+    bool many;  /* more distinct copies than SL_REQ_COPIES_MAX (each), or
+                   decoded values that did not fit the buffer */
+    const char *v[SL_REQ_COPIES_MAX];
+    size_t len[SL_REQ_COPIES_MAX];
+};
+
+/* Header names a and b are one name to servers: equal ignoring case, with
+ * '-' and '_' alike (CGI and PHP map both to HTTP_X_API_KEY). */
+bool sl_req_header_name_eq(const char *a, size_t alen, const char *b, size_t blen);
+
+/* The copies in a header's value v[0..len) (its lines joined by ", "); a
+ * value with no element (empty, blanks, commas) is one empty copy. */
+void sl_header_copies(const char *v, size_t len, enum sl_per_copy how, struct sl_req_copies *c);
+
+/* The copies of query parameter `name` in q[0..len) (without the '?'),
+ * percent-decoded into buf (each NUL-terminated). */
+void sl_query_copies(const char *q, size_t len, const char *name, enum sl_per_copy how, char *buf,
+                     size_t buflen, struct sl_req_copies *c);
+
+/* The copies of cookie `name` in a Cookie header's value (several lines
+ * joined by "; "). */
+void sl_cookie_copies(const char *h, size_t len, const char *name, enum sl_per_copy how,
+                      struct sl_req_copies *c);
 
 /* The bucket key of a value for rule r. */
 void sl_req_key_value(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,

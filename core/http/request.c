@@ -62,13 +62,22 @@ struct swallow {
 
 #define SL_REQ_INJECT_MAX (4 * SL_REPLY_MAX)
 
-/* What only an outbound connection with a `reply` rule needs (~7 KB):
- * allocated at init for those alone. */
+/* The bucket a request's response may hold (a rule with `learn`): its
+ * rule (-1: none), key hash, gap (reqdecide.h) and short hash. */
+struct learn_target {
+    uint64_t hash, gap_ns;
+    int8_t rule;
+    char key[7];
+};
+
+/* What only an outbound connection with a `reply` or `learn` rule needs
+ * (~8.5 KB): allocated at init for those alone. */
 struct replies {
     struct swallow sw[SL_REQ_AHEAD];
-    size_t inj_len;              /* queued 429 bytes not yet read */
-    struct sl_h1resp resp;       /* the responses the program has read */
-    char inj[SL_REQ_INJECT_MAX]; /* the queued 429s */
+    size_t inj_len;                            /* queued 429 bytes not yet read */
+    struct sl_h1resp resp;                     /* the responses the program has read */
+    char inj[SL_REQ_INJECT_MAX];               /* the queued 429s */
+    struct learn_target learn[SL_H1RESP_RING]; /* by request, as sl_h1resp counts them */
 };
 
 /* Memory (issue 23): what every connection carries is this struct and
@@ -82,6 +91,7 @@ struct sl_req_conn {
     struct sl_req_rules rules;
     bool out;     /* outbound: the program writes these requests */
     bool replies; /* outbound with a `reply` rule: swallowed requests are answered */
+    bool learn;   /* outbound with a `learn` rule: the responses' fields are read */
     bool denied;
     bool pass;      /* not HTTP from its first bytes: nothing more is limited */
     bool cookies;   /* a rule keys on a cookie: the scanners collect Cookie lines */
@@ -143,6 +153,42 @@ static int64_t wall_offset(void)
     return wall_offset_hook ? wall_offset_hook() : sl_clock_wall_offset();
 }
 
+/* What a response head taught (core/http/learn.h), for the bucket of the
+ * request it answers: held in the table, said once per change. Read by
+ * the response parser (h1resp.c) as the program reads the bytes. */
+static void learned(void *arg, uint64_t index, const struct sl_learn_resp *f)
+{
+    static uint64_t ignored_total; /* touched only with __atomic builtins */
+    struct sl_req_conn *c = arg;
+    const struct learn_target *lt = &c->rp->learn[index % SL_H1RESP_RING];
+    if (lt->rule < 0) return;
+    struct sl_runtime *rt = c->rules.rt;
+    const struct sl_rule *r = &rt->cfg->rules[lt->rule];
+    uint64_t now = sl_clock_now();
+    struct sl_learned out;
+    bool hold = sl_learn_decide(f, (int64_t)now + wall_offset(), r->learn_max_ns, &out);
+    if (out.ignored) {
+        static const char *const why[] = {"", "unreadable", "in the past", "absurd"};
+        uint64_t total = __atomic_add_fetch(&ignored_total, out.ignored, __ATOMIC_RELAXED);
+        sl_log(SL_LOG_INFO,
+               "rule \"%s\": learn: ignored %s (%s) in a %d response for key #%s (%llu ignored "
+               "in all)",
+               r->name, out.ignored_field, why[out.why], f->status, lt->key,
+               (unsigned long long)total);
+    }
+    int e = c->rules.entry[lt->rule];
+    if (!hold || e < 0 ||
+        !sl_table_hold(rt->table, e, lt->hash, &r->req_limit, now + out.wait_ns, lt->gap_ns, now))
+        return;
+    char cap[96] = "";
+    if (out.capped)
+        snprintf(cap, sizeof cap, " (capped at learn_max: it asked %llu s)",
+                 (unsigned long long)(out.asked_ns / SL_NS_PER_SEC));
+    sl_log(SL_LOG_INFO,
+           "rule \"%s\": learned from %s in a %d response: key #%s held until %.3f s from now%s",
+           r->name, out.field, f->status, lt->key, (double)out.wait_ns / 1e9, cap);
+}
+
 bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir dir,
                       const struct sl_addr *local, const struct sl_addr *peer, uint64_t now)
 {
@@ -155,7 +201,7 @@ bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum s
 {
     const struct sl_config *cfg = rt->cfg;
     uint64_t match = 0;
-    bool quota = false, replies = false;
+    bool quota = false, replies = false, learn = false;
     const char *header = NULL;
     bool cookies = false;
     for (int i = 0; i < cfg->nrules && i < SL_MAX_RULES; i++) {
@@ -166,13 +212,17 @@ bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum s
         if (!header && r->req_per == SL_REQ_PER_HEADER) header = r->req_per_name;
         cookies |= r->req_per == SL_REQ_PER_COOKIE;
         replies |= dir == SL_OUT && r->action == SL_ACT_REPLY;
+        learn |= dir == SL_OUT && r->learn;
     }
     if (!match) return false;
     memset(c, 0, sizeof *c);
-    if (replies && !(c->rp = sl_alloc(sizeof *c->rp))) return false; /* no memory: untracked */
+    if ((replies || learn) && !(c->rp = sl_alloc(sizeof *c->rp)))
+        return false; /* no memory: untracked */
     c->out = dir == SL_OUT;
     c->replies = replies;
-    if (replies) sl_h1resp_init(&c->rp->resp);
+    c->learn = learn;
+    if (c->rp) sl_h1resp_init(&c->rp->resp);
+    if (learn) sl_h1resp_learn(&c->rp->resp, learned, c);
     c->rules.rt = rt;
     c->rules.peer = *peer;
     c->rules.match = match;
@@ -507,7 +557,16 @@ static bool act(struct sl_req_conn *c, const struct found *h1, const struct sl_r
         deny(c, h1->start, d);
         return false;
     }
-    if (c->replies) sl_h1resp_sent(&c->rp->resp, h1->method);
+    if (c->rp) {
+        struct learn_target *lt = &c->rp->learn[c->rp->resp.sent % SL_H1RESP_RING];
+        lt->rule = (int8_t)(c->learn ? d->learn_rule : -1);
+        if (lt->rule >= 0) {
+            lt->hash = d->learn_hash;
+            lt->gap_ns = d->learn_gap_ns;
+            memcpy(lt->key, d->learn_key, sizeof lt->key);
+        }
+        sl_h1resp_sent(&c->rp->resp, h1->method);
+    }
     /* no memory to remember a hold: the head passes now (fail open) */
     if (d->wait_ns && (c->ahead || (c->ahead = sl_alloc(SL_REQ_AHEAD * sizeof *c->ahead))))
         c->ahead[c->nahead++] = (struct ahead){.off = h1->start, .release_at = now + d->wait_ns};
@@ -544,7 +603,7 @@ static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t no
          * since the last feed). One fast head that was the whole read and
          * passed at once by the single rule opens the lane. */
         if (scan_pos(c) >= c->pos + len) {
-            if (fd.serial && d.key_hash && !d.wait_ns && !c->replies && fd.start == c->pos &&
+            if (fd.serial && d.key_hash && !d.wait_ns && !c->rp && fd.start == c->pos &&
                 fd.end == c->pos + len) {
                 c->lane_serial = fd.serial;
                 c->lane_hash = d.key_hash;
@@ -727,12 +786,13 @@ void sl_req_inject_take(struct sl_req_conn *c, size_t n)
 
 bool sl_req_replies(const struct sl_req_conn *c)
 {
-    return c->replies;
+    return c->replies || c->learn;
 }
 
 void sl_req_responses(struct sl_req_conn *c, const void *buf, size_t n)
 {
-    if (!c->replies) return;
+    if (!c->rp) return;
+    c->rp->resp.arg = c; /* where the connection is now */
     if (n == 0)
         sl_h1resp_eof(&c->rp->resp);
     else

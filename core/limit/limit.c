@@ -169,9 +169,9 @@ uint64_t sl_limit_take(const struct sl_limit *l, uint64_t tat, uint64_t now, uin
 uint64_t sl_limit_refund(const struct sl_limit *l, uint64_t s, uint64_t now, uint64_t cost)
 {
     switch (l->alg) {
-    case SL_ALG_GCRA: {
+    case SL_ALG_GCRA: { /* a held TAT stays held (the bit is far above c) */
         uint64_t c = sl_gcra_cost_ns(l, cost);
-        return s > c ? s - c : 0;
+        return (s & ~SL_GCRA_HELD) > c ? s - c : 0;
     }
     case SL_ALG_SLIDING: {
         uint64_t prev, curr;
@@ -197,7 +197,7 @@ bool sl_limit_idle(const struct sl_limit *l, uint64_t s, uint64_t now)
     if (s == 0) return true;
     switch (l->alg) {
     case SL_ALG_GCRA:
-        return s <= now;
+        return (s & ~SL_GCRA_HELD) <= now;
     case SL_ALG_SLIDING: {
         int64_t d = sl_win_diff(now / l->period_ns, sl_win_index(s));
         return d != 0 && d != 1;

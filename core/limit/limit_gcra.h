@@ -9,6 +9,22 @@
 
 #include "limit.h"
 
+/* A TAT pushed forward by what a vendor said (sl_gcra_hold): the top bit
+ * marks it, so the step does not clamp it as it clamps a TAT from a clock
+ * read later than ours; the rest is the TAT. A TAT is ns of the monotonic
+ * clock, far below 2^63. The first request allowed past it writes a plain
+ * TAT again. */
+#define SL_GCRA_HELD (1ull << 63)
+
+/* The state that makes the next request of cost c pass no sooner than
+ * `until` (gap_ns: burst_ns less c's cost), if that is later than what
+ * `old` allows already; else old. */
+static inline uint64_t sl_gcra_hold(uint64_t old, uint64_t until, uint64_t gap_ns)
+{
+    uint64_t tat = until + gap_ns;
+    return (old & ~SL_GCRA_HELD) >= tat ? old : tat | SL_GCRA_HELD;
+}
+
 /* A request's cost in nanoseconds, never 0: a rate above one per
  * nanosecond is held to one per nanosecond rather than not limited. */
 static inline uint64_t sl_gcra_cost_ns(const struct sl_limit *l, uint64_t cost)
@@ -22,6 +38,22 @@ static inline uint64_t sl_gcra_cost_ns(const struct sl_limit *l, uint64_t cost)
     unsigned __int128 ns = (unsigned __int128)cost * l->interval_ps / 1000;
     if (ns == 0 && cost) ns = 1;
     return ns > UINT64_MAX / 4 ? UINT64_MAX / 4 : (uint64_t)ns;
+}
+
+/* A held TAT beyond the horizon: denied until the bucket's time comes,
+ * whatever the slack; nothing is published. Out of the common path. */
+static inline void sl_gcra_held(const struct sl_limit *l, uint64_t tat, uint64_t now, uint64_t cost,
+                                uint64_t *next, struct sl_verdict *v)
+{
+    uint64_t real = tat & ~SL_GCRA_HELD, allow_at = real + sl_gcra_cost_ns(l, cost);
+    allow_at = allow_at > l->burst_ns ? allow_at - l->burst_ns : 0;
+    v->limit = l->burst;
+    v->allowed = false;
+    v->wait_ns = 0;
+    v->retry_ns = allow_at > now ? allow_at - now : 1;
+    v->reset_ns = real > now ? real - now : 0;
+    v->remaining = 0;
+    *next = tat;
 }
 
 /* How many whole requests fit in `room` ns: floor(room * 1000 / interval_ps)
@@ -47,7 +79,16 @@ sl_gcra_step_ex(const struct sl_limit *l, uint64_t tat, uint64_t now, uint64_t c
                 uint64_t *next, struct sl_verdict *v, bool remaining)
 {
     uint64_t horizon = now + l->burst_ns + slack;
-    if (tat > horizon) tat = horizon; /* backwards clock: no worse than empty */
+    if (__builtin_expect(tat > horizon, 0)) {
+        if (!(tat & SL_GCRA_HELD)) {
+            tat = horizon; /* backwards clock: no worse than empty */
+        } else if ((tat & ~SL_GCRA_HELD) > horizon) {
+            sl_gcra_held(l, tat, now, cost, next, v);
+            return;
+        } else {
+            tat &= ~SL_GCRA_HELD; /* the hold is within reach: an ordinary TAT */
+        }
+    }
     uint64_t base = tat > now ? tat : now;
     uint64_t new_tat = base + sl_gcra_cost_ns(l, cost);
     uint64_t allow_at = new_tat > l->burst_ns ? new_tat - l->burst_ns : 0;

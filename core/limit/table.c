@@ -532,6 +532,7 @@ static uint32_t slot_share(struct sl_table *t, uint64_t i, uint64_t now, uint64_
     uint64_t s = *state = atomic_load_explicit(&t->slots[i].state, memory_order_relaxed);
     uint64_t alg = meta & 3, used;
     if (s == 0) return 0;
+    if (alg == SL_ALG_GCRA) s &= ~SL_GCRA_HELD; /* a learned hold: the TAT (limit_gcra.h) */
     if (alg == SL_ALG_GCRA || alg == META_QUOTA) {
         if (s <= now) return 0; /* a TAT or a window end in the past: idle */
         if (alg == META_QUOTA) {
@@ -814,6 +815,20 @@ void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k, const
         if (tag == 0) break;
     }
     if (t->on_full == SL_FULL_SHARED) refund_word(&t->rules[rule].overflow_state, l, now, cost);
+}
+
+bool sl_table_hold(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
+                   uint64_t until, uint64_t gap_ns, uint64_t now)
+{
+    int64_t i = find_slot_h(t, rule, h, l, 0, now);
+    if (i < 0) return false; /* a full table: the hold is not kept (fail open) */
+    _Atomic uint64_t *w = &t->slots[i].state;
+    uint64_t s = atomic_load_explicit(w, memory_order_relaxed), next;
+    do {
+        if ((next = sl_gcra_hold(s, until, gap_ns)) == s) return false;
+    } while (!atomic_compare_exchange_weak_explicit(w, &s, next, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    return true;
 }
 
 bool sl_table_apply(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,

@@ -120,6 +120,16 @@ uint32_t sl_table_conns(struct sl_table *t, int rule, const struct sl_key *k,
 void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
                      uint64_t now, uint64_t cost);
 
+/* A learned hold (core/http/learn.h): the GCRA bucket of the key of hash
+ * h (limit l) moves so that its next request passes no sooner than
+ * `until` (gap_ns: l's burst_ns less that request's cost), by the same
+ * compare-and-swap as a decision, so every process sharing the table
+ * holds it. Only ever later: true when this call moved it (a hold as late
+ * or later was there: false). Claims the key's slot if it has none; false
+ * when the table has no room for it. */
+bool sl_table_hold(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
+                   uint64_t until, uint64_t gap_ns, uint64_t now);
+
 /* Applies `step` to the key's state word, compare-and-swap until it holds
  * (step may run more than once): for the quota words of core/limit/quota.c,
  * `quota` their limit (by which a full table judges whether the key may

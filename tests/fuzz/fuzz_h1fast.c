@@ -3,7 +3,9 @@
  * its one-pass fast path (core/http/h1fast.c) against http-parser alone.
  *
  * The first input byte picks the key (none, one of several header names,
- * a query parameter, a cookie) and whether cookies are wanted; the rest is
+ * a query parameter, a cookie; "X_Api-Key" is one name with "x-api-key",
+ * and heads with two lines of the key, under folded names, are seeds) and
+ * whether cookies are wanted; the rest is
  * the stream. For every split of the stream into two reads (of a stream
  * over 512 bytes, 256 of them), both scanners
  * are fed the same reads and must return the same thing from every call
@@ -44,7 +46,7 @@ static bool same_head(const struct sl_h1_head *a, const struct sl_h1_head *b)
 static void init(struct sl_h1 *s, uint8_t sel, bool slow)
 {
     static const char *headers[] = {"x-api-key", "Host", "Idempotency-Key", "content-length",
-                                    "X_Key",     "a",    "Cookie",          "x api"};
+                                    "X_Api-Key", "a",    "Cookie",          "x api"};
     int kind = sel & 3;
     const char *name = kind == SL_H1_KEY_HEADER   ? headers[(sel >> 2) & 7]
                        : kind == SL_H1_KEY_QUERY  ? "key"

@@ -381,6 +381,63 @@ static void keys_of_one_name_share_the_threads_memory(void **unused)
     assert_false(f->key.present);
 }
 
+/* Issue 31 item 7: CGI and PHP map X-API-Key and X_API_KEY to one
+ * variable (the last line wins), so the fast path reads either spelling
+ * as the key, in any case, by the vector compare (names under 16 bytes)
+ * and the byte loop (longer ones); and a second line of the key, under
+ * any spelling, is a second copy: declined, for http1.c to join. */
+static void a_folded_key_name_is_the_key_and_a_second_copy_declines(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *key, *head, *want; /* want NULL: declined */
+    } cases[] = {
+        {"X-API-Key", "GET / HTTP/1.1\r\nX_API_KEY: R\r\n\r\n", "R"},
+        {"x_api_key", "GET / HTTP/1.1\r\nX-Api-Key: R\r\n\r\n", "R"},
+        {"X-Forwarded-Api-Key", "GET / HTTP/1.1\r\nx_forwarded_api_KEY: R\r\n\r\n", "R"},
+        {"X-API-Key", "GET / HTTP/1.1\r\nX-API-Key: rand-1\r\nX_API_KEY: R\r\n\r\n", NULL},
+        {"X-API-Key", "GET / HTTP/1.1\r\nx-api-key: rand-1\r\nX-Api-Key: R\r\n\r\n", NULL},
+        {"X-Forwarded-Api-Key",
+         "GET / HTTP/1.1\r\nX-Forwarded-Api-Key: a\r\nX_FORWARDED_API_KEY: R\r\n\r\n", NULL},
+        {"X-API-Key", "GET / HTTP/1.1\r\nX-API-Key: a, R\r\n\r\n", "a, R"}, /* one line */
+        {"X-API-Key", "GET / HTTP/1.1\r\nX-API-Kez: a\r\nX-API-Key: R\r\n\r\n", "R"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct sl_h1fast f;
+        bool read = scan(cases[i].head, cases[i].key, false, &f);
+        if (read != (cases[i].want != NULL))
+            fail_msg("%s: %s by the fast path", cases[i].head, read ? "read" : "declined");
+        if (read) slice_is(cases[i].head, f.key, cases[i].want);
+    }
+}
+
+/* The scanner with the fast path and http-parser alone give one key for
+ * heads with copies of it: the lines joined by ", " in order. */
+static void copies_of_the_key_are_joined_alike_by_both_readers(void **unused)
+{
+    (void)unused;
+    const char *req = "GET /a HTTP/1.1\r\nX-API-Key: rand-1\r\nX_API_KEY: R\r\n\r\n"
+                      "GET /b HTTP/1.1\r\nx_api_key: R\r\n\r\n"
+                      "GET /c HTTP/1.1\r\nX-API-Key: a, b\r\nHost: h\r\nx-api-key: c\r\n\r\n";
+    static const char *const want[] = {"rand-1, R", "R", "a, b, c"};
+    struct sl_h1 fast, ref;
+    struct rec rf, rr;
+    sl_h1_init(&fast, SL_H1_KEY_HEADER, "X-API-Key");
+    sl_h1_init(&ref, SL_H1_KEY_HEADER, "X-API-Key");
+    sl_h1_slow_only(&ref);
+    feed_all(&fast, req, strlen(req), &rf);
+    feed_all(&ref, req, strlen(req), &rr);
+    assert_int_equal(rf.heads, 3);
+    assert_int_equal(rr.heads, 3);
+    assert_int_equal(fast.fast_heads, 1); /* /b: one copy */
+    for (int i = 0; i < 3; i++) {
+        same_head(&rf.head[i], &rr.head[i]);
+        assert_string_equal(rf.head[i].key, want[i]);
+    }
+    sl_h1_fini(&fast);
+    sl_h1_fini(&ref);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -394,6 +451,8 @@ int main(void)
         cmocka_unit_test(a_value_slice_says_its_length_without_trailing_blanks),
         cmocka_unit_test(a_head_copied_after_another_streams_read_is_its_own),
         cmocka_unit_test(keys_of_one_name_share_the_threads_memory),
+        cmocka_unit_test(a_folded_key_name_is_the_key_and_a_second_copy_declines),
+        cmocka_unit_test(copies_of_the_key_are_joined_alike_by_both_readers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

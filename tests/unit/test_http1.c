@@ -167,7 +167,7 @@ static void a_header_key_is_found_case_insensitively_even_in_pieces(void **unuse
     struct scan r;
     scan_split(&r, SL_H1_KEY_HEADER, "X-API-Key", req, strlen(req), &seed);
     assert_int_equal(r.heads, 1);
-    assert_string_equal(r.last.key, "secret-1");
+    assert_string_equal(r.last.key, "secret-1, second"); /* both copies (issue 31 item 7) */
     assert_string_equal(r.last.idem, "abc");
     assert_string_equal(r.last.host, "h");
 }
@@ -231,6 +231,57 @@ static void a_long_value_is_truncated_and_flagged(void **unused)
     scan_split(&r, SL_H1_KEY_HEADER, "x-key", req, strlen(req), NULL);
     assert_true(r.last.key_info.truncated);
     assert_int_equal(r.last.key_info.len, SL_H1_VALUE_MAX - 1);
+}
+
+/* Issue 31 item 7: PHP reads the last of X-API-Key and X_API_KEY (one
+ * variable), node joins repeated lines as "A, B": every line of the key,
+ * under every name servers fold with it, is kept, joined by ", " in
+ * order (core/http/reqkey.c splits the copies), however the head is
+ * split. Before the fix: "rand-1" (the first line only). */
+static void every_line_of_the_key_under_folded_names_is_kept(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *head, *want;
+    } cases[] = {
+        {"GET / HTTP/1.1\r\nX-API-Key: rand-1\r\nX_API_KEY: R\r\n\r\n", "rand-1, R"},
+        {"GET / HTTP/1.1\r\nx_api_key:  R \r\n\r\n", "R"},
+        {"GET / HTTP/1.1\r\nx-api-key: a\r\nHost: h\r\nX-Api-Key: b, c\r\n\r\n", "a, b, c"},
+        {"GET / HTTP/1.1\r\nX-API-Key: a, R\r\n\r\n", "a, R"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (uint64_t seed = 0; seed < 8; seed++) {
+            struct scan r;
+            uint64_t s = seed + 1;
+            scan_split(&r, SL_H1_KEY_HEADER, "X-API-Key", cases[i].head, strlen(cases[i].head),
+                       seed ? &s : NULL);
+            assert_int_equal(r.heads, 1);
+            assert_true(r.last.key_info.present);
+            assert_string_equal(r.last.key, cases[i].want);
+        }
+    }
+}
+
+/* Copies cut off by the key's buffer cannot be charged: a second line or
+ * a list past the cut makes the key missing (per_missing), not a hash of
+ * the whole that an attacker varies with a junk first copy. One long
+ * value is still cut and hashed. Before the fix: a present, cut key. */
+static void copies_cut_off_by_the_buffer_make_the_key_missing(void **unused)
+{
+    (void)unused;
+    char val[300], req[1200];
+    memset(val, 'v', sizeof val - 1);
+    val[sizeof val - 1] = '\0';
+    struct scan r;
+    snprintf(req, sizeof req, "GET / HTTP/1.1\r\nX-Key: %s\r\nX_KEY: R\r\n\r\n", val);
+    scan_split(&r, SL_H1_KEY_HEADER, "x-key", req, strlen(req), NULL);
+    assert_false(r.last.key_info.present);
+    snprintf(req, sizeof req, "GET / HTTP/1.1\r\nX-Key: a, %s, R\r\n\r\n", val);
+    scan_split(&r, SL_H1_KEY_HEADER, "x-key", req, strlen(req), NULL);
+    assert_false(r.last.key_info.present);
+    snprintf(req, sizeof req, "GET / HTTP/1.1\r\nX-Key: %s\r\n\r\n", val);
+    scan_split(&r, SL_H1_KEY_HEADER, "x-key", req, strlen(req), NULL);
+    assert_true(r.last.key_info.present && r.last.key_info.truncated);
 }
 
 /* Issue 24.5: only the peer's 101 makes a tunnel; a request carrying
@@ -642,6 +693,8 @@ int main(void)
         cmocka_unit_test(the_http2_preface_is_reported_and_look_alikes_are_http1),
         cmocka_unit_test(a_chunked_body_servers_frame_differently_is_read_for_heads),
         cmocka_unit_test(random_splits_report_what_one_whole_scan_reports),
+        cmocka_unit_test(every_line_of_the_key_under_folded_names_is_kept),
+        cmocka_unit_test(copies_cut_off_by_the_buffer_make_the_key_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }

@@ -98,12 +98,115 @@ static void a_key_from_another_secret_differs(void **unused)
     assert_true(a.hi != b.hi || a.lo != b.lo);
 }
 
+/* c holds exactly the copies want[0..n), in order. */
+static void copies_are(const struct sl_req_copies *c, const char *const *want, unsigned n)
+{
+    assert_false(c->many);
+    assert_int_equal(c->n, n);
+    for (unsigned i = 0; i < n; i++) {
+        assert_int_equal(c->len[i], strlen(want[i]));
+        assert_memory_equal(c->v[i], want[i], c->len[i]);
+    }
+}
+
+#define COPIES(c, ...)                                                                             \
+    copies_are(c, (const char *const[]){__VA_ARGS__},                                              \
+               sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+
+/* Issue 31 item 7: a header's lines joined "a, b" (node's join, or two
+ * lines) are copies; first, last, or each distinct one; more than
+ * SL_REQ_COPIES_MAX distinct: many (the rule of doubt). */
+static void a_header_list_gives_its_copies_first_last_or_each(void **unused)
+{
+    (void)unused;
+    struct sl_req_copies c;
+    const char *v = "rand-1, R ,, R,\tx";
+    sl_header_copies(v, strlen(v), SL_COPY_EACH, &c);
+    COPIES(&c, "rand-1", "R", "x");
+    sl_header_copies(v, strlen(v), SL_COPY_FIRST, &c);
+    COPIES(&c, "rand-1");
+    sl_header_copies(v, strlen(v), SL_COPY_LAST, &c);
+    COPIES(&c, "x");
+    sl_header_copies("k", 1, SL_COPY_EACH, &c);
+    COPIES(&c, "k");
+    sl_header_copies("", 0, SL_COPY_EACH, &c); /* an empty value: one empty copy, as before */
+    COPIES(&c, "");
+    v = "a, b, c, d, e";
+    sl_header_copies(v, strlen(v), SL_COPY_EACH, &c);
+    assert_true(c.many);
+    sl_header_copies(v, strlen(v), SL_COPY_LAST, &c);
+    COPIES(&c, "e");
+    v = "a, b, a, b, a, b"; /* repeats are one copy each */
+    sl_header_copies(v, strlen(v), SL_COPY_EACH, &c);
+    COPIES(&c, "a", "b");
+}
+
+/* CGI/PHP: X-API-Key and X_API_KEY are one variable. */
+static void header_names_fold_case_and_dash_with_underscore(void **unused)
+{
+    (void)unused;
+    assert_true(sl_req_header_name_eq("X-API-Key", 9, "x_api_key", 9));
+    assert_true(sl_req_header_name_eq("X_API_KEY", 9, "x-api-key", 9));
+    assert_false(sl_req_header_name_eq("X-API-Key", 9, "X-API-Kex", 9));
+    assert_false(sl_req_header_name_eq("X-API-Key", 9, "X-API-Keys", 10));
+}
+
+/* PHP's mangling of query names: `api.key`, `api key` (and `api+key`,
+ * `api%20key`), ` api_key` and `api[key` are all $_GET['api_key'], which
+ * reads the last; `api_key[]` is an array, never the key. Values decode. */
+static void query_copies_follow_phps_names_and_take_every_occurrence(void **unused)
+{
+    (void)unused;
+    char buf[256];
+    struct sl_req_copies c;
+    const char *q = "api_key=rand-1&api.key=R&api+key=b%2C&%20api_key=c&api[key=d&api_key[]=no&"
+                    "apikey=no&api_key=R";
+    sl_query_copies(q, strlen(q), "api_key", SL_COPY_EACH, buf, sizeof buf, &c);
+    assert_true(c.many); /* rand-1, R, "b,", c, d: five */
+    q = "api_key=rand-1&api.key=R&api%20key=R&api_key[x]=no";
+    sl_query_copies(q, strlen(q), "api_key", SL_COPY_EACH, buf, sizeof buf, &c);
+    COPIES(&c, "rand-1", "R");
+    sl_query_copies(q, strlen(q), "api_key", SL_COPY_FIRST, buf, sizeof buf, &c);
+    COPIES(&c, "rand-1");
+    sl_query_copies(q, strlen(q), "api_key", SL_COPY_LAST, buf, sizeof buf, &c);
+    COPIES(&c, "R");
+    q = "x=1&api[key=d%41";
+    sl_query_copies(q, strlen(q), "api.key", SL_COPY_EACH, buf, sizeof buf,
+                    &c); /* the rule's too */
+    COPIES(&c, "dA");
+    q = "x=1";
+    sl_query_copies(q, strlen(q), "api_key", SL_COPY_EACH, buf, sizeof buf, &c);
+    assert_int_equal(c.n, 0);
+    q = "api_key=0123456789&api_key=abcdefghij"; /* decoded values that do not fit: doubt */
+    sl_query_copies(q, strlen(q), "api_key", SL_COPY_EACH, buf, 16, &c);
+    assert_true(c.many);
+}
+
+/* Cookies: a name twice in one line, or across Cookie lines (joined by
+ * "; "), are copies (PHP reads the first, python's SimpleCookie the last). */
+static void cookie_copies_in_one_line_and_across_lines(void **unused)
+{
+    (void)unused;
+    struct sl_req_copies c;
+    const char *h = "sid=rand-1; theme=dark; sid=\"R\"; xsid=no; sid=R";
+    sl_cookie_copies(h, strlen(h), "sid", SL_COPY_EACH, &c);
+    COPIES(&c, "rand-1", "R");
+    sl_cookie_copies(h, strlen(h), "sid", SL_COPY_FIRST, &c);
+    COPIES(&c, "rand-1");
+    sl_cookie_copies(h, strlen(h), "sid", SL_COPY_LAST, &c);
+    COPIES(&c, "R");
+}
+
 int main(void)
 {
     if (sodium_init() < 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_repeated_value_keeps_its_key_and_a_change_of_anything_changes_it),
         cmocka_unit_test(a_key_from_another_secret_differs),
+        cmocka_unit_test(a_header_list_gives_its_copies_first_last_or_each),
+        cmocka_unit_test(header_names_fold_case_and_dash_with_underscore),
+        cmocka_unit_test(query_copies_follow_phps_names_and_take_every_occurrence),
+        cmocka_unit_test(cookie_copies_in_one_line_and_across_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
