@@ -152,6 +152,21 @@ struct slot {
 static struct slot slots[SL_FD_MAX];
 _Atomic uint8_t sl_ready_maybe[SL_FD_MAX];
 
+/* epoll.h: once set, plain() no longer sends a wait straight to the
+ * kernel, so that every wait that may block is counted in its set's slot
+ * (fast(), or wait_events) and its set has a waker: bytes held later wake
+ * it, whichever thread announces them or adds the descriptor to the set
+ * (apache's event MPM: a worker reads a denial's end of file, then adds
+ * the connection to the set its listener thread is blocked on). Set at
+ * the first request connection (reqin.c) and at the first announcement;
+ * a wait already in the kernel then is not counted (ready.h). */
+_Atomic uint8_t sl_epoll_counted;
+
+void sl_epoll_count_waits(void)
+{
+    atomic_store(&sl_epoll_counted, 1);
+}
+
 static void mark(int fd)
 {
     if ((unsigned)fd < SL_FD_MAX)
@@ -490,6 +505,8 @@ static void held_disarm(int fd)
 void sl_epoll_held(int fd, uint64_t at, bool read)
 {
     if (!at && !atomic_load_explicit(&nheld_hint, memory_order_relaxed)) return;
+    if (at && !atomic_load_explicit(&sl_epoll_counted, memory_order_relaxed))
+        sl_epoll_count_waits();
     take();
     uint32_t i = 0;
     while (i < nheld && held[i].fd != fd)
@@ -782,12 +799,14 @@ static int wait_events(enum kind k, int epfd, struct epoll_event *evs, int max, 
     return rc;
 }
 
-/* Nothing registered in a shadowed set: the program's call goes straight
- * to the kernel. Inline, without the thread-local guard (the slow half
- * looks at it), so that this costs a few loads and no stack frame. */
+/* Nothing registered in a shadowed set, and nothing can be held yet (see
+ * sl_epoll_counted): the program's call goes straight to the kernel.
+ * Inline, without the thread-local guard (the slow half looks at it), so
+ * that this costs a few loads and no stack frame. */
 static inline bool plain(void)
 {
-    return !sl_watching() || !atomic_load_explicit(&nregs_hint, memory_order_relaxed);
+    return !sl_watching() || !(atomic_load_explicit(&nregs_hint, memory_order_relaxed) |
+                               atomic_load_explicit(&sl_epoll_counted, memory_order_relaxed));
 }
 
 /* The program's own call, as it made it. */

@@ -15,6 +15,12 @@
  * descriptor costs one load (ready.h: sl_ready_forget). */
 extern _Atomic uint8_t sl_ready_maybe[SL_FD_MAX] __attribute__((visibility("hidden")));
 
+/* Set once this process may hold bytes (a request connection, an
+ * announcement): from then on every epoll wait is counted in its set's
+ * slot and has a waker, so that held bytes can wake it (epoll.c). */
+extern _Atomic uint8_t sl_epoll_counted __attribute__((visibility("hidden")));
+void sl_epoll_count_waits(void);
+
 void sl_epoll_throttle(int fd, uint64_t now);
 void sl_epoll_forget(int fd); /* keeps errno */
 void sl_epoll_held(int fd, uint64_t at, bool read);

@@ -12,7 +12,8 @@
 #include "hold.h"
 #include "ready.h"
 
-void sl_gate_denied(struct sl_gate *g, const struct sl_req_verdict *v)
+void sl_gate_denied(struct sl_gate *g, int fd, struct sl_fd *e, const struct sl_req_verdict *v,
+                    uint64_t now)
 {
     g->phase = v->action == SL_ACT_REJECT ? SL_GATE_RESET : SL_GATE_ENDED;
     /* memory for it only now: most connections are never denied */
@@ -20,6 +21,9 @@ void sl_gate_denied(struct sl_gate *g, const struct sl_req_verdict *v)
         memcpy(g->reply, v->reply, v->reply_len);
         g->reply_len = v->reply_len;
     }
+    /* the end (or the reset) is there to read from now on, however often
+     * the program reads it, until the close forgets it (ready.h) */
+    sl_ready_held_read(fd, e, now);
 }
 
 static bool stash_room(struct sl_gate *g)
@@ -173,9 +177,8 @@ ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transpo
             return give(g, fd, e, buf, num, ok, peek, &v, now);
         }
         if (v.status == SL_REQ_DENY) {
-            sl_gate_denied(g, &v);
+            sl_gate_denied(g, fd, e, &v, now);
             sl_gate_drop(g);
-            sl_ready_held_read(fd, e, 0);
             if (g->phase == SL_GATE_RESET) return *how = SL_TLS_RESET, errno = ECONNRESET, -1;
             errno = saved;
             return *how = SL_TLS_EOF, 0;

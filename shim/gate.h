@@ -122,9 +122,16 @@ static inline struct sl_gate *sl_gate_out(const struct sl_fd *e)
     return e->gate && e->gate->dir == SL_OUT ? e->gate : NULL;
 }
 
-/* A denial decided v: the phase ends (reply) or resets (reject), and its
- * response is kept for the end (no memory: none is written). */
-void sl_gate_denied(struct sl_gate *g, const struct sl_req_verdict *v);
+/* A denial decided v at `now` on descriptor fd (its entry e): the phase
+ * ends (reply) or resets (reject), and its response is kept for the end
+ * (no memory: none is written). The end is announced readable from then
+ * on until the close (ready.h: sl_ready_held_read), as the kernel reports
+ * a peer's end or reset for ever: an event loop that took the end-of-file
+ * for "nothing more yet" and waits for the descriptor again (apache's
+ * event MPM hands it to its listener's epoll set, puma to its reactor)
+ * hears of it at once, and closes, which lets the 429 out. */
+void sl_gate_denied(struct sl_gate *g, int fd, struct sl_fd *e, const struct sl_req_verdict *v,
+                    uint64_t now);
 
 /* Reads up to num bytes the program may have into buf through t (peek:
  * they stay): > 0, or 0 (end of stream), or -1 with errno; *how says what

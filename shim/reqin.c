@@ -91,6 +91,7 @@ void sl_reqin_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
     r->reads = sock_read;
     if ((r->has_local = local != NULL)) r->local = *local;
     e->gate = &r->g;
+    sl_ready_requests(); /* its bytes may be held: every epoll wait from now on can be woken */
     errno = saved;
 }
 
@@ -160,7 +161,7 @@ static ssize_t look(int fd, struct sl_fd *e, struct sl_reqin_conn *r, size_t len
             return (ssize_t)(ok < len ? ok : len);
         }
         if (v.status == SL_REQ_DENY) {
-            sl_gate_denied(&r->g, &v);
+            sl_gate_denied(&r->g, fd, e, &v, now);
             if (r->g.phase == SL_GATE_RESET) return errno = ECONNRESET, -1;
             errno = saved;
             return 0;
