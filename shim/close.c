@@ -39,7 +39,8 @@ static void forget(int fd)
 static __attribute__((noinline)) int close_slow(int fd)
 {
     struct sl_fd *e = sl_fd_get(fd);
-    bool linger = e && sl_gate_in(e) && sl_reqin_close(fd, e); /* a 429 to write first */
+    /* a 429 to write first, at the connection's last descriptor */
+    bool linger = e && sl_gate_in(e) && !sl_gate_shared(e) && sl_reqin_close(fd, e);
     forget(fd); /* before the descriptor can be closed by linger.c and reused */
     if (!linger) return REAL(close)(fd);
     sl_linger_add(fd);
@@ -86,10 +87,17 @@ SL_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
     return rc;
 }
 
+/* fd2 is a copy of fd: its limits, places and request gate come along. */
+static void copied(int fd, int fd2)
+{
+    sl_fd_dup(fd, fd2);
+    if (fd != fd2) sl_gate_share(sl_fd_get(fd), sl_fd_get(fd2));
+}
+
 SL_EXPORT int dup(int fd)
 {
     int n = REAL(dup)(fd);
-    if (n >= 0) sl_fd_dup(fd, n);
+    if (n >= 0) copied(fd, n);
     return n;
 }
 
@@ -98,7 +106,7 @@ SL_EXPORT int dup2(int fd, int fd2)
     int n = REAL(dup2)(fd, fd2);
     if (n >= 0 && fd != fd2) {
         forget(fd2);
-        sl_fd_dup(fd, fd2);
+        copied(fd, fd2);
     }
     return n;
 }
@@ -108,7 +116,7 @@ SL_EXPORT int dup3(int fd, int fd2, int flags)
     int n = REAL(dup3)(fd, fd2, flags);
     if (n >= 0) {
         forget(fd2);
-        sl_fd_dup(fd, fd2);
+        copied(fd, fd2);
     }
     return n;
 }
@@ -119,7 +127,7 @@ SL_EXPORT int dup3(int fd, int fd2, int flags)
 static __attribute__((noinline)) int fcntl_dup(int fd, int cmd, void *arg)
 {
     int n = REAL(fcntl)(fd, cmd, arg);
-    if (n >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) sl_fd_dup(fd, n);
+    if (n >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) copied(fd, n);
     return n;
 }
 

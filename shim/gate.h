@@ -101,7 +101,40 @@ struct sl_gate {
     bool replied;            /* the 429 was written */
     size_t reply_len;
     char *reply; /* the 429 a denial keeps (allocated then, NUL-terminated), or NULL */
+    _Atomic unsigned copies; /* other descriptors that share this gate (dup, dup2, dup3,
+                                F_DUPFD: one connection): freed with the last one */
 };
+
+/* fd2 is a copy of fd (dup and its family): one connection, so one gate,
+ * whose requests are counted as one stream whichever copy writes or
+ * reads. */
+static inline void sl_gate_share(struct sl_fd *from, struct sl_fd *to)
+{
+    if (!from || !to || !from->gate || to->gate) return;
+    atomic_fetch_add_explicit(&from->gate->copies, 1, memory_order_relaxed);
+    to->gate = from->gate;
+}
+
+/* A copy of the descriptor is going: true when others still share the gate
+ * (this copy lets go of it, e->gate NULL), false for the last, which frees
+ * it. */
+static inline bool sl_gate_let_go(struct sl_fd *e)
+{
+    unsigned c = atomic_load_explicit(&e->gate->copies, memory_order_relaxed);
+    while (c && !atomic_compare_exchange_weak_explicit(&e->gate->copies, &c, c - 1,
+                                                       memory_order_acq_rel,
+                                                       memory_order_relaxed)) {
+    }
+    if (!c) return false;
+    e->gate = NULL;
+    return true;
+}
+
+/* Whether other descriptors share e's gate (its close is not the last). */
+static inline bool sl_gate_shared(const struct sl_fd *e)
+{
+    return e->gate && atomic_load_explicit(&e->gate->copies, memory_order_relaxed) > 0;
+}
 
 /* What the program's call to a TLS library's error function must then say. */
 enum sl_tls_how {

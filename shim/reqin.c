@@ -266,7 +266,7 @@ bool sl_reqin_close(int fd, struct sl_fd *e)
 void sl_reqin_free(struct sl_fd *e)
 {
     struct sl_reqin_conn *r = REQ(e);
-    if (!sl_gate_in(e)) return;
+    if (!sl_gate_in(e) || sl_gate_let_go(e)) return;
     static _Atomic bool told;
     if (r->hello && socket_reads(r) && !r->lib && r->cipher) sl_tlsin_say(r->cipher);
     if (r->hello && socket_reads(r) && !r->lib && !r->cipher && !atomic_exchange(&told, true)) {

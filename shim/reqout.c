@@ -98,7 +98,8 @@ static bool name_step(struct sl_fd *e, const void *buf, size_t len, bool tls)
                        : sl_name_host(buf, len, name, sizeof name);
     if (len == 0 || (tls != o->tls) || (hello && !found)) return false; /* not yet */
     o->naming = false;
-    if (!found) return false;
+    /* the state grows (moves): not while copies of the descriptor share it */
+    if (!found || sl_gate_shared(e)) return false;
     struct sl_reqout_conn *big = sl_realloc(o, sizeof *o + sl_req_conn_size());
     if (!big) return false;
     o = big;
@@ -403,7 +404,7 @@ ssize_t sl_reqout_tls_write(struct sl_fd *e, const struct sl_transport *t, const
 void sl_reqout_free(struct sl_fd *e)
 {
     struct sl_reqout_conn *o = OUT(e);
-    if (!sl_gate_out(e)) return;
+    if (!sl_gate_out(e) || sl_gate_let_go(e)) return;
     e->gate = NULL;
     sl_free(o->kept);
     sl_bursts_close(o->rec);
