@@ -100,7 +100,7 @@ struct sl_gate {
     uint64_t (*clock)(void); /* NULL: sl_clock_now (unit tests inject theirs) */
     bool replied;            /* the 429 was written */
     size_t reply_len;
-    char *reply; /* the 429 a denial keeps (allocated then, NUL-terminated), or NULL */
+    char *reply;             /* the 429 a denial keeps (allocated then, NUL-terminated), or NULL */
     _Atomic unsigned copies; /* other descriptors that share this gate (dup, dup2, dup3,
                                 F_DUPFD: one connection): freed with the last one */
 };
@@ -121,9 +121,8 @@ static inline void sl_gate_share(struct sl_fd *from, struct sl_fd *to)
 static inline bool sl_gate_let_go(struct sl_fd *e)
 {
     unsigned c = atomic_load_explicit(&e->gate->copies, memory_order_relaxed);
-    while (c && !atomic_compare_exchange_weak_explicit(&e->gate->copies, &c, c - 1,
-                                                       memory_order_acq_rel,
-                                                       memory_order_relaxed)) {
+    while (c && !atomic_compare_exchange_weak_explicit(
+                    &e->gate->copies, &c, c - 1, memory_order_acq_rel, memory_order_relaxed)) {
     }
     if (!c) return false;
     e->gate = NULL;
