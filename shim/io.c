@@ -66,6 +66,7 @@
 #include "../core/mem.h"
 #include "fd.h"
 #include "hold.h"
+#include "passed.h"
 #include "pending.h"
 #include "reqin.h"
 #include "reqout.h"
@@ -793,8 +794,15 @@ static SLOW ssize_t recvmsg_slow(struct sl_fd *e, int fd, struct msghdr *msg, in
 SL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
     struct sl_fd *e = watched(fd);
-    if (__builtin_expect(!e && sl_real.recvmsg != NULL, 1)) return sl_real.recvmsg(fd, msg, flags);
-    return recvmsg_slow(e, fd, msg, flags);
+    ssize_t n;
+    if (__builtin_expect(!e && sl_real.recvmsg != NULL, 1))
+        n = sl_real.recvmsg(fd, msg, flags);
+    else
+        n = recvmsg_slow(e, fd, msg, flags);
+    /* descriptors passed with it (SCM_RIGHTS): their requests are read too */
+    if (__builtin_expect(n >= 0 && msg && msg->msg_controllen, 0) && sl_watching())
+        sl_passed_received(msg);
+    return n;
 }
 
 static SLOW ssize_t read_call(struct sl_runtime *rt, struct sl_fd *e, int fd, void *buf, size_t len)
