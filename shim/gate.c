@@ -7,8 +7,14 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "../core/clock.h"
 #include "../core/mem.h"
+#include "../core/sys.h"
 #include "hold.h"
 #include "ready.h"
 
@@ -313,4 +319,40 @@ ssize_t sl_gate_read_replies(struct sl_gate *g, struct sl_fd *e, const struct sl
     }
     errno = saved;
     return r;
+}
+
+/* Whether thread `tid` is one of this process's (tgkill with signal 0
+ * tests it): a lock held by a thread that is not (a fork copied the lock
+ * but not its holder) is free. */
+static bool ours(uint32_t tid)
+{
+    return sl_syscall(SYS_tgkill, getpid(), (long)tid, 0) == 0 || errno != ESRCH;
+}
+
+bool sl_gate_lock(struct sl_gate *g)
+{
+    uint32_t me = (uint32_t)sl_syscall(SYS_gettid), held = 0;
+    int saved = errno;
+    while (!atomic_compare_exchange_strong(&g->writer, &held, me)) {
+        if (held == me) { /* a signal handler writing in the holder's thread */
+            errno = saved;
+            return false;
+        }
+        if (!ours(held)) continue; /* CAS again from the stale holder */
+        /* sleeps while the holder holds it; 100 ms at most, then looks again */
+        struct timespec ts = {0, 100000000};
+        sl_syscall(SYS_futex, &g->writer, FUTEX_WAIT_PRIVATE, held, &ts);
+        held = 0;
+    }
+    errno = saved;
+    return true;
+}
+
+void sl_gate_unlock(struct sl_gate *g, bool taken)
+{
+    if (!taken) return;
+    int saved = errno;
+    atomic_store(&g->writer, 0);
+    sl_syscall(SYS_futex, &g->writer, FUTEX_WAKE_PRIVATE, 1);
+    errno = saved;
 }

@@ -101,6 +101,8 @@ struct sl_gate {
     bool replied;            /* the 429 was written */
     size_t reply_len;
     char *reply;             /* the 429 a denial keeps (allocated then, NUL-terminated), or NULL */
+    _Atomic uint32_t writer; /* the thread writing the connection's requests now (0: none):
+                                sl_gate_lock */
     _Atomic unsigned copies; /* other descriptors that share this gate (dup, dup2, dup3,
                                 F_DUPFD: one connection): freed with the last one */
 };
@@ -225,5 +227,16 @@ void sl_gate_drop(struct sl_gate *g);
 
 /* The connection ends: the stash and the 429 are freed. */
 void sl_gate_end(struct sl_gate *g);
+
+/* The program's writes of one connection's requests, one thread at a
+ * time: a request is read, let go (or held) and written before another
+ * thread's request on the same connection is read, so two threads
+ * sharing a connection are counted exactly. Returns whether this call
+ * took the lock (a signal handler's write in the thread that holds it
+ * goes on without: false); the kernel serialises the writes of a stream
+ * socket the same way. A lock left by a thread that is gone (its process
+ * forked) is taken over. */
+bool sl_gate_lock(struct sl_gate *g);
+void sl_gate_unlock(struct sl_gate *g, bool taken);
 
 #endif

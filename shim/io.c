@@ -711,8 +711,15 @@ static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum 
         return request_read(rt, e, c);
     case W_REPLIES:
         return reply_read(rt, e, g, c);
-    case W_REQUESTS_OUT:
-        return request_write(rt, e, c);
+    case W_REQUESTS_OUT: {
+        /* one thread at a time once the state is whole (a state waiting for
+         * a name still grows, and moves, at its first write) */
+        struct sl_gate *out = e->gate;
+        bool taken = sl_reqout_live(e) && sl_gate_lock(out);
+        ssize_t n = request_write(rt, e, c);
+        sl_gate_unlock(out, taken);
+        return n;
+    }
     case W_NONE:
         break;
     }

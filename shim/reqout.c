@@ -261,6 +261,11 @@ void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls)
     if (OUT(e)->live && OUT(e)->tls == tls) sl_req_passed(CONN(OUT(e)), buf, n);
 }
 
+bool sl_reqout_live(const struct sl_fd *e)
+{
+    return OUT(e)->live;
+}
+
 bool sl_reqout_bio(struct sl_fd *e)
 {
     return OUT(e)->bio;

@@ -99,6 +99,10 @@ void sl_reqout_tls_flush(struct sl_fd *e, const struct sl_transport *t);
  * through tlsbio.h's transport. */
 bool sl_reqout_bio(struct sl_fd *e);
 
+/* io.c: the connection's requests are counted (its state is whole: it no
+ * longer grows or moves). */
+bool sl_reqout_live(const struct sl_fd *e);
+
 /* fd.c: the entry is forgotten. */
 void sl_reqout_free(struct sl_fd *e);
 
