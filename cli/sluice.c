@@ -18,6 +18,7 @@
 #include "../core/limit/table_plans.h"
 #include "locate.h"
 #include "metrics_source.h"
+#include "proxy.h"
 #include "redis_view.h"
 
 int sl_cmd_keygen(int argc, char **argv);        /* cluster.c */
@@ -46,7 +47,9 @@ static const char usage[] =
     "[--token FILE]\n"
     "       sluice version\n"
     "\n"
-    "  run     runs COMMAND with libsluice.so preloaded and the rules given\n"
+    "  run     runs COMMAND with libsluice.so preloaded and the rules given (a Go or static\n"
+    "          COMMAND under outbound rules: through a local proxy, named in HTTPS_PROXY,\n"
+    "          HTTP_PROXY and ALL_PROXY, that runs under the rules)\n"
     "  check   validates the rules and prints them as understood (exit 1 on error)\n"
     "  stats   prints the per-rule counters of a running program's table\n"
     "  ps      lists the programs running under sluice, and named tables left by ended ones\n"
@@ -211,9 +214,9 @@ static int find_library(char *out, size_t len)
  * reported once, here, before the program starts (the library in the
  * program then finds it reported: conf/errors.c). Returns 78 when
  * on_error = closed refuses to start, else 0. */
-static int validate_for_run(const char *file, const char *rules, bool *requests)
+static int validate_for_run(const char *file, const char *rules, bool *requests, bool *outbound)
 {
-    *requests = false;
+    *requests = *outbound = false;
     if (!file && !rules) return 0;
     char err[1024];
     enum sl_on_error on_error;
@@ -221,8 +224,10 @@ static int validate_for_run(const char *file, const char *rules, bool *requests)
     struct sl_config *cfg = sl_conf_load(file, rules, &on_error, err, sizeof err);
     if (cfg) {
         sl_conf_report_degraded(cfg);
-        for (int i = 0; i < cfg->nrules; i++)
+        for (int i = 0; i < cfg->nrules; i++) {
             *requests = *requests || cfg->rules[i].request;
+            *outbound = *outbound || cfg->rules[i].dir == SL_OUT;
+        }
         sl_conf_free(cfg);
         return 0;
     }
@@ -250,8 +255,12 @@ static bool find_program(const char *cmd, char *out, size_t len)
 }
 
 /* Before exec: says once what sluice will not see in the program (a Go or
- * static binary, TLS in the binary), and tells the library it was said. */
-static void say_unseen(const char *cmd, bool requests, bool any_rule)
+ * static binary, TLS in the binary), and tells the library it was said.
+ * A program that makes its system calls itself gets, under outbound rules,
+ * the proxy of proxy.h in its environment (preload: what the proxy runs
+ * with), said in the same line. */
+static void say_unseen(const char *cmd, bool requests, bool any_rule, bool outbound,
+                       const char *preload)
 {
     char path[PATH_MAX];
     if (!any_rule || !find_program(cmd, path, sizeof path)) return;
@@ -259,7 +268,24 @@ static void say_unseen(const char *cmd, bool requests, bool any_rule)
     sl_elf_kind_file(path, &k);
     const char *why = sl_elf_kind_unseen(&k, requests);
     if (!why) return;
-    fprintf(stderr, "sluice: warning: %s: %s\n", path, why);
+    char url[64], kept[1024] = "", err[256] = "", proxy[2048] = "";
+    if (outbound && (k.go || !k.dynamic)) {
+        if (!sl_proxy_unset_vars())
+            snprintf(proxy, sizeof proxy,
+                     "; no proxy started: HTTPS_PROXY, HTTP_PROXY and ALL_PROXY are already set "
+                     "and left as they are (requests through them are not limited)");
+        else if (sl_proxy_start(preload, url, sizeof url, err, sizeof err) != 0)
+            snprintf(proxy, sizeof proxy, "; the proxy that would pace it did not start: %s", err);
+        else {
+            sl_proxy_name(url, kept, sizeof kept);
+            snprintf(proxy, sizeof proxy,
+                     "; sluice started a proxy at %s under the same rules, named in "
+                     "HTTPS_PROXY, HTTP_PROXY and ALL_PROXY (and lowercase)%s%s%s: %s",
+                     url, *kept ? " where not already set (" : "", kept,
+                     *kept ? " already set: left as it is)" : "", sl_proxy_covers);
+        }
+    }
+    fprintf(stderr, "sluice: warning: %s: %s%s\n", path, why, proxy);
     setenv("SLUICE_SEEN_EXE", path, 1);
 }
 
@@ -283,10 +309,10 @@ static int cmd_run(int argc, char **argv)
         setenv("SLUICE_CONFIG", realpath(a.config, abs) ? abs : a.config, 1);
     }
     if (*a.rules) setenv("SLUICE_RULES", a.rules, 1);
-    bool requests;
-    int refused = validate_for_run(getenv("SLUICE_CONFIG"), *a.rules ? a.rules : NULL, &requests);
+    bool requests, outbound;
+    int refused =
+        validate_for_run(getenv("SLUICE_CONFIG"), *a.rules ? a.rules : NULL, &requests, &outbound);
     if (refused) return refused;
-    say_unseen(argv[first], requests, getenv("SLUICE_CONFIG") || *a.rules);
     /* Ours goes last, so a sanitizer runtime the user preloads stays first.
      * SLUICE_PRELOAD_FIRST puts one in front for this command only (the
      * tests run the ASan-built library this way). */
@@ -294,6 +320,7 @@ static int cmd_run(int argc, char **argv)
     char preload[3 * PATH_MAX];
     snprintf(preload, sizeof preload, "%s%s%s%s%s", front && *front ? front : "",
              front && *front ? " " : "", pre && *pre ? pre : "", pre && *pre ? " " : "", lib);
+    say_unseen(argv[first], requests, getenv("SLUICE_CONFIG") || *a.rules, outbound, preload);
     setenv("LD_PRELOAD", preload, 1);
     execvp(argv[first], argv + first);
     fprintf(stderr, "sluice: %s: %s\n", argv[first], strerror(errno));
@@ -314,8 +341,9 @@ static void say_clients_unseen(const struct sl_config *cfg)
         if (r->dir != SL_OUT) continue;
         fprintf(stderr,
                 "sluice: note: outbound \"%s\" does not see Go programs or statically linked ones "
-                "(raw system calls: `sluice run` warns about them)%s\n",
-                r->name,
+                "(raw system calls: `sluice run` warns about them and starts a local proxy under "
+                "the same rules, named in HTTPS_PROXY, HTTP_PROXY and ALL_PROXY: %s)%s\n",
+                r->name, sl_proxy_covers,
                 r->request ? "; and over TLS it cannot read the requests of OpenSSL inside the "
                              "program's binary (node's own build), rustls or Java's JSSE: it "
                              "counts them as write bursts, approximately when h2 is offered (the "
@@ -573,6 +601,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "keygen")) return sl_cmd_keygen(argc - 1, argv + 1);
     if (!strcmp(cmd, "cluster-stats")) return sl_cmd_cluster_stats(argc - 1, argv + 1);
     if (!strcmp(cmd, "metrics")) return sl_cmd_metrics(argc - 1, argv + 1);
+    if (!strcmp(cmd, "proxy-serve")) return sl_cmd_proxy_serve(argc - 1, argv + 1);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("sluice %s\n", SL_VERSION_TEXT);
         return 0;
