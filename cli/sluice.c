@@ -18,6 +18,7 @@
 #include "../core/limit/table_plans.h"
 #include "locate.h"
 #include "metrics_source.h"
+#include "places.h"
 #include "proxy.h"
 #include "redis_view.h"
 
@@ -361,6 +362,7 @@ static int cmd_check(int argc, char **argv)
     if (!cfg) return 1;
     sl_conf_print(cfg, stdout);
     say_clients_unseen(cfg);
+    sl_say_places(cfg);
     sl_conf_free(cfg);
     return 0;
 }

@@ -7,7 +7,8 @@ process of mine sends", said nothing, and the node neither sent its
 counts nor heard its peers (three nodes admitted 76-95 where 59-70 were
 due). Here a UDP socket of this test (uid 0, not under the shim) holds
 127.0.0.2:P; a node under the shim with `listen = "127.0.0.2:P"` starts:
-its log says once that the address is bound by another program (uid 0),
+`sluice check` says the port is bound and by whom; its log says once that
+the address is bound by another program (uid 0),
 that cluster rules count on this host alone, and the node still serves
 (its rule still limits: 2 of 10 connections under rate=1/m burst=2,
 counted on this host).
@@ -36,6 +37,10 @@ inbound "api" {{
     scope = cluster
 }}
 """)
+    r = run([SLUICE, "check", "-c", conf])
+    check(r.returncode == 0 and f"UDP port {gport}" in r.stderr and "(uid 0)" in r.stderr,
+          f"sluice check does not say the port is taken: {r.stderr}")
+    print("ok: sluice check names the port's holder")
     srv = Proc(sluice_argv([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
                            config=conf), cwd=SERVE_DIR)
     try:

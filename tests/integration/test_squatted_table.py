@@ -4,7 +4,8 @@ defect 5).
 
 A local user (nobody) creates /dev/shm/sluice.NAME before the service
 starts. The service (python's http.server under `shared = "NAME"`, rule
-`rate=1/m burst=2` on its port) refuses that file, as before. Before the
+`rate=1/m burst=2` on its port) refuses that file, as before (and `sluice
+check` says so before it starts, naming the owner). Before the
 fix, with the default `on_error = open`, it then ran with no limits: 10 of
 10 connections answered (bound 2), one log line. Now it logs the refusal
 naming the owner and that it counts in a table of its own, and answers
@@ -29,6 +30,10 @@ with TempDir() as tmp:
         port = free_port()
         conf = tmp.write("squat.conf", f'shared = "{name}"\n'
                          f"inbound \"web\" {{ port = {port} rate = 1/m burst = 2 }}\n")
+        r = run([SLUICE, "check", "-c", conf])
+        check(r.returncode == 0 and "owned by nobody" in r.stderr and "table of its own" in r.stderr,
+              f"sluice check does not say the name is taken: {r.stderr}")
+        print("ok: sluice check names the squatter")
         srv = Proc(sluice_argv([sys.executable, "-m", "http.server", str(port), "--bind",
                                 "127.0.0.1"], config=conf), cwd=SERVE_DIR)
         try:
