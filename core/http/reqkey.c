@@ -172,20 +172,6 @@ void sl_header_copies(const char *v, size_t len, enum sl_per_copy how, struct sl
 }
 
 /* A header name byte as servers compare them: lowercase, '_' as '-'. */
-static inline char header_fold(char c)
-{
-    if (c >= 'A' && c <= 'Z') return (char)(c + 32);
-    return c == '_' ? '-' : c;
-}
-
-bool sl_req_header_name_eq(const char *a, size_t alen, const char *b, size_t blen)
-{
-    if (alen != blen) return false;
-    for (size_t i = 0; i < alen; i++)
-        if (header_fold(a[i]) != header_fold(b[i])) return false;
-    return true;
-}
-
 /* The last value this thread hashed, and its hash; and the last table
  * hash of a key made of it (sl_key_hash of the rule, the value's hash and
  * `extra`, under the same secret). A keep-alive client sends the same API

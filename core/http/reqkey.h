@@ -65,7 +65,16 @@ struct sl_req_copies {
 
 /* Header names a and b are one name to servers: equal ignoring case, with
  * '-' and '_' alike (CGI and PHP map both to HTTP_X_API_KEY). */
-bool sl_req_header_name_eq(const char *a, size_t alen, const char *b, size_t blen);
+static inline bool sl_req_header_name_eq(const char *a, size_t alen, const char *b, size_t blen)
+{
+    if (alen != blen) return false;
+    for (size_t i = 0; i < alen; i++) {
+        char x = a[i] >= 'A' && a[i] <= 'Z' ? (char)(a[i] + 32) : a[i] == '_' ? '-' : a[i];
+        char y = b[i] >= 'A' && b[i] <= 'Z' ? (char)(b[i] + 32) : b[i] == '_' ? '-' : b[i];
+        if (x != y) return false;
+    }
+    return true;
+}
 
 /* The copies in a header's value v[0..len) (its lines joined by ", "); a
  * value with no element (empty, blanks, commas) is one empty copy. */
