@@ -495,6 +495,22 @@ static size_t gather(const struct iovec *iov, int n, size_t at, char *out, size_
 #define GATHER_STACK 2048
 #define GATHER_MAX   (64 * 1024)
 
+/* The span a write's bytes are read into before they go: `stack`
+ * (GATHER_STACK bytes) for a small write, else up to GATHER_MAX of
+ * sluice's heap (the stack when none is left). Returns its room; *heap is
+ * what to free. Keeps errno. */
+static size_t span_for(size_t len, char *stack, char **span, char **heap)
+{
+    *span = stack;
+    *heap = NULL;
+    if (len <= GATHER_STACK) return GATHER_STACK;
+    size_t want = len < GATHER_MAX ? len : GATHER_MAX;
+    int saved = errno;
+    if ((*heap = sl_alloc(want))) *span = *heap;
+    errno = saved;
+    return *heap ? want : GATHER_STACK;
+}
+
 /* Up to max of the bytes a sendfile or splice of c would move next, copied
  * into out without moving them: the file's, read at its offset (sendfile
  * reads files only), or the pipe's, duplicated with tee into a pipe of our
@@ -526,11 +542,9 @@ static ssize_t peek_moved(const struct call *c, char *out, size_t max)
  * into: ENOMEM, which splice may return. */
 static ssize_t request_moved(struct sl_runtime *rt, struct sl_fd *e, struct call *c)
 {
-    char stack[GATHER_STACK], *heap = NULL, *span = stack;
-    size_t room = sizeof stack;
+    char stack[GATHER_STACK], *heap, *span;
+    size_t room = span_for(c->len, stack, &span, &heap);
     int saved = errno, nb = -1;
-    if (c->len > room && (heap = sl_alloc(c->len < GATHER_MAX ? c->len : GATHER_MAX)))
-        span = heap, room = c->len < GATHER_MAX ? c->len : GATHER_MAX;
     bool pipe_in = c->k == K_SPLICE && !c->off_in;
     uint64_t deadline = 0;
     ssize_t n;
@@ -590,14 +604,8 @@ static ssize_t request_write(struct sl_runtime *rt, struct sl_fd *e, struct call
     if (c->k != K_SENDMSG && c->k != K_WRITEV) return request_piece(rt, e, c, c->cbuf, c->len, 0);
     const struct iovec *iov = c->k == K_WRITEV ? c->iov : c->cmsg->msg_iov;
     int n = c->k == K_WRITEV ? c->iovcnt : (int)c->cmsg->msg_iovlen;
-    char stack[GATHER_STACK], *heap = NULL, *span = stack;
-    size_t room = sizeof stack;
-    if (c->len > room) {
-        size_t want = c->len < GATHER_MAX ? c->len : GATHER_MAX;
-        int saved = errno;
-        if ((heap = sl_alloc(want))) span = heap, room = want;
-        errno = saved;
-    }
+    char stack[GATHER_STACK], *heap, *span;
+    size_t room = span_for(c->len, stack, &span, &heap);
     size_t done = 0;
     ssize_t k = 0;
     int entry = errno;
