@@ -11,7 +11,10 @@
  * Twin connections on twin tables read the same stream: one as the gate
  * reads (sl_req_admit_all, sl_req_admit when it says no), one by
  * sl_req_admit alone, which never takes the lane. Every read must pass the
- * same bytes with the same verdict, and the tables' counters must agree. */
+ * same bytes with the same verdict, and the tables' counters must agree.
+ * The twins' tables hash with one secret: each table draws its own, and with
+ * two the twins place keys differently, so once inputs have filled a table
+ * they would evict different keys and disagree for that alone. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,7 @@
 
 #include "../../core/http/request.h"
 #include "../../core/limit/table.h"
+#include "../../core/limit/table_int.h"
 #include "../../core/log.h"
 #include "../unit/reqrule.h"
 
@@ -59,6 +63,9 @@ static void setup(void)
     for (int k = 0; k < NRULES; k++) {
         start(&twins[k][0], k);
         start(&twins[k][1], k);
+        struct sl_table *a = twins[k][0].table, *b = twins[k][1].table;
+        memcpy(b->hdr->secret, a->hdr->secret, sizeof a->secret);
+        memcpy(b->secret, a->secret, sizeof a->secret);
     }
     start(&other, 0);
 }
