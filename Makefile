@@ -217,13 +217,14 @@ DOC = $(DESTDIR)$(PREFIX)/share/doc/sluice
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/sluice \
 		$(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
-		$(DOC)/examples/monitoring $(DOC)/examples/systemd \
+		$(DOC)/examples/monitoring $(DOC)/examples/systemd $(DOC)/docs \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 0755 $(BUILD)/sluice $(DESTDIR)$(PREFIX)/bin/sluice
 	install -m 0755 $(BUILD)/libsluice.so $(DESTDIR)$(PREFIX)/lib/sluice/libsluice.so
 	install -m 0644 docs/sluice.1 $(DESTDIR)$(PREFIX)/share/man/man1/sluice.1
 	install -m 0644 docs/sluice.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/sluice.conf.5
 	install -m 0644 README.md $(DOC)/README.md
+	install -m 0644 docs/*.md docs/*.txt $(DOC)/docs/
 	install -m 0644 examples/*.conf examples/*.txt $(DOC)/examples/
 	install -m 0644 examples/monitoring/* $(DOC)/examples/monitoring/
 	install -m 0644 examples/systemd/* $(DOC)/examples/systemd/

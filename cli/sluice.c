@@ -60,7 +60,7 @@ static const char usage[] =
     "  reload  publishes an edited FILE (or new inline rules) to the running program\n"
     "  metrics prints a table's counters for Prometheus, or serves them (--listen)\n"
     "\n"
-    "  -c, --config FILE   configuration file (libconfuse syntax, see README)\n"
+    "  -c, --config FILE   configuration file (libconfuse syntax, see sluice.conf(5))\n"
     "  --in RULE           an inbound rule as key=value words: 'port=8080 rate=20/s burst=10'\n"
     "  --out RULE          an outbound rule: 'to=api.example port=443 rate=50/m action=delay'\n"
     "  --dry-run           decide and count, log what would be limited, enforce nothing\n"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Regenerates the client coverage table: runs
 tests/integration/test_client_coverage.py with SLUICE_COVERAGE_WRITE=1,
-which rewrites README.md's section between <!-- coverage:begin --> and
+which rewrites docs/clients.md's section between <!-- coverage:begin --> and
 <!-- coverage:end --> and docs/coverage.md from what it measured.
 Needs a built tree (make all) and the clients of scripts/deps.sh."""
 import os

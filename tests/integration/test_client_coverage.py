@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The client coverage table (issue 24, item 9): which real HTTP clients
-sluice paces, refuses or cannot see, measured, and the README's table
+sluice paces, refuses or cannot see, measured, and docs/clients.md's table
 checked against it so the two never drift.
 
 One nginx on loopback, a TLS port (`ssl http2`, a certificate the test
@@ -34,7 +34,7 @@ budget, and nginx tells them apart by a path prefix of their own.
   it counted approximately (TLS it cannot decrypt, h2 offered).
 
 The table (cells are categories only, so it does not move with the
-machine's speed) is compared with the README's, between
+machine's speed) is compared with docs/clients.md's, between
 `<!-- coverage:begin -->` and `<!-- coverage:end -->`, and with
 docs/coverage.md: a difference fails the test. SLUICE_COVERAGE_WRITE=1
 (scripts/gen-coverage.py) rewrites both instead, with the measured spans
@@ -67,7 +67,7 @@ ONLY = os.environ.get("SLUICE_COVERAGE_ONLY", "")
 # keeps counting a request that carries Upgrade until a real 101 (Java's h2c
 # was one). A row added here shows as "not seen (silent)" in the table.
 KNOWN_SILENT = {}
-README = os.path.join(ROOT, "README.md")
+CLIENTS = os.path.join(ROOT, "docs", "clients.md")
 DOC = os.path.join(ROOT, "docs", "coverage.md")
 BEGIN, END = "<!-- coverage:begin -->", "<!-- coverage:end -->"
 
@@ -555,10 +555,10 @@ def main():
         lines = table(rows)
         inner = "\n".join(lines) + "\n"
         if not WRITE:
-            # README and docs/coverage.md show what was measured, row by row
+            # docs/clients.md and docs/coverage.md show what was measured, row by row
             # (a client not installed here is not compared)
             want = table_rows(inner)
-            for path in (README, DOC):
+            for path in (CLIENTS, DOC):
                 have = table_rows(between(path)[1])
                 for name, ok, _ in cl:
                     if ok and have.get(name) != want[name]:
@@ -572,7 +572,7 @@ def main():
         print(f"took {time.monotonic() - t_start:.1f} s")
         check(not problems, f"{len(problems)} problem(s), above")
         if WRITE:
-            rewrite(README, "\n" + inner + "\n")
+            rewrite(CLIENTS, "\n" + inner + "\n")
             detail = ["| client | scheme | action | result | measured | run took |",
                       "|---|---|---|---|---|---|"]
             for (name, scheme, action), (cat, note, took) in measured.items():
@@ -582,7 +582,7 @@ on {time.strftime('%Y-%m-%d', time.gmtime())} (nginx's span between the first an
 12 requests it served; paced: {DUE:.1f} s):
 
 """ + "\n".join(detail) + "\n\n")
-            print(f"wrote {README} and {DOC}")
+            print(f"wrote {CLIENTS} and {DOC}")
             return
     print("ok")
 

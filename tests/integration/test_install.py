@@ -36,6 +36,7 @@ with TempDir() as tmp:
     for f in ("usr/bin/sluice", "usr/lib/sluice/libsluice.so", "usr/share/man/man1/sluice.1",
               "usr/share/man/man5/sluice.conf.5", "usr/share/doc/sluice/examples/api-keys.conf",
               "usr/share/doc/sluice/examples/systemd/sluice.conf",
+              "usr/share/doc/sluice/docs/configuration.md",
               "usr/share/doc/sluice/examples/monitoring/prometheus.yml"):
         check(os.path.isfile(tmp.join(f)), f"make install: {f} is missing")
     sluice = tmp.join("usr/bin/sluice")

@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""README has one option table: every option of conf/options.c is a row,
-once, in the tables of "Global options", "Rule options" and the gossip and
-redis sections (`per` was once described in two tables, and the gossip
+"""docs/configuration.md has one option table: every option of
+conf/options.c is a row, once, in the tables of "Global options", "Rule
+options" and the gossip and redis sections (the reference moved there from
+README.md, issue 33 item 7) (`per` was once described in two tables, and the gossip
 options in none). sluice.conf(5) is generated from the same option table
-(test_man.py). The Configuration example passes `sluice check`."""
+(test_man.py). The Configuration example, in README.md and on that page, passes `sluice
+check`."""
 import re
 
 from lib import *
@@ -12,8 +14,9 @@ src = open(os.path.join(ROOT, "conf", "options.c")).read()
 names = re.findall(r'^\s*\{"(\w+)",\s*\w+,', src, re.M)
 check(len(names) > 40, f"option table not found: {names}")
 readme = open(os.path.join(ROOT, "README.md")).read()
+reference = open(os.path.join(ROOT, "docs", "configuration.md")).read()
 rows = {}
-for line in readme.splitlines():
+for line in reference.splitlines():
     m = re.match(r"^\| ((?:`\w+`(?:, )?)+) \|", line)
     if not m:
         continue
@@ -24,15 +27,16 @@ for line in readme.splitlines():
 twice = {"dry_run", "interval", "key_file"}
 bad = [f"{n}: {rows.get(n, 0)} rows" for n in dict.fromkeys(names)
        if rows.get(n, 0) == 0 or (rows[n] > 1 and n not in twice) or rows[n] > 2]
-check(not bad, "options without exactly one README row: " + ", ".join(bad))
-print(f"{len(set(names))} options, each a row of README's option tables")
+check(not bad, "options without exactly one row in docs/configuration.md: " + ", ".join(bad))
+print(f"{len(set(names))} options, each a row of docs/configuration.md's option tables")
 
 # The Configuration example is a valid file, and its paid API is paced by
 # requests (a connection `rate` there once left keep-alive calls unlimited).
-conf = readme.split("## Configuration", 1)[1].split("```", 2)[1]
-check('req_rate  = "50/m"' in conf, "the outbound example must use req_rate")
-with TempDir() as tmp:
-    r = run([SLUICE, "check", "-c", tmp.write("readme.conf", conf)])
-    check(r.returncode == 0 and 'outbound "vendor"' in r.stdout, f"{r.stdout}{r.stderr}")
-print("the Configuration example passes sluice check")
+for where, text in (("README.md", readme), ("docs/configuration.md", reference)):
+    conf = text.split("# Configuration", 1)[1].split("```", 2)[1]
+    check('req_rate  = "50/m"' in conf, f"{where}: the outbound example must use req_rate")
+    with TempDir() as tmp:
+        r = run([SLUICE, "check", "-c", tmp.write("readme.conf", conf)])
+        check(r.returncode == 0 and 'outbound "vendor"' in r.stdout, f"{where}: {r.stdout}{r.stderr}")
+    print(f"{where}: the Configuration example passes sluice check")
 print("ok")
