@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""docs/configuration.md has one option table: every option of
-conf/options.c is a row, once, in the tables of "Global options", "Rule
-options" and the gossip and redis sections (the reference moved there from
-README.md, issue 33 item 7) (`per` was once described in two tables, and the gossip
-options in none). sluice.conf(5) is generated from the same option table
-(test_man.py). The Configuration example, in README.md and on that page, passes `sluice
-check`."""
+"""The reference has one option table: every option of conf/options.c is
+a row, once, in the tables of "Global options" and "Rule options"
+(docs/configuration.md) and of the gossip and redis sections
+(docs/fleet.md), where the reference moved from README.md (issue 33 item
+7). `per` was once described in two tables, and the gossip options in
+none. sluice.conf(5) is generated from the same option table
+(test_man.py). The Configuration example, in README.md and on that page,
+passes `sluice check`."""
 import re
 
 from lib import *
@@ -15,8 +16,9 @@ names = re.findall(r'^\s*\{"(\w+)",\s*\w+,', src, re.M)
 check(len(names) > 40, f"option table not found: {names}")
 readme = open(os.path.join(ROOT, "README.md")).read()
 reference = open(os.path.join(ROOT, "docs", "configuration.md")).read()
+fleet = open(os.path.join(ROOT, "docs", "fleet.md")).read()
 rows = {}
-for line in reference.splitlines():
+for line in (reference + fleet).splitlines():
     m = re.match(r"^\| ((?:`\w+`(?:, )?)+) \|", line)
     if not m:
         continue
@@ -27,8 +29,8 @@ for line in reference.splitlines():
 twice = {"dry_run", "interval", "key_file"}
 bad = [f"{n}: {rows.get(n, 0)} rows" for n in dict.fromkeys(names)
        if rows.get(n, 0) == 0 or (rows[n] > 1 and n not in twice) or rows[n] > 2]
-check(not bad, "options without exactly one row in docs/configuration.md: " + ", ".join(bad))
-print(f"{len(set(names))} options, each a row of docs/configuration.md's option tables")
+check(not bad, "options without exactly one row in docs/configuration.md and docs/fleet.md: " + ", ".join(bad))
+print(f"{len(set(names))} options, each a row of the option tables")
 
 # The Configuration example is a valid file, and its paid API is paced by
 # requests (a connection `rate` there once left keep-alive calls unlimited).
