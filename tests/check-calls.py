@@ -19,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 
+from graphs import components
+
 
 def symbols(obj):
     defs, uses = set(), set()
@@ -45,44 +47,7 @@ def circles(objs):
         for u in uses[o]:
             if u in owner and owner[u] != o:
                 calls[o][owner[u]].add(u)
-    index, low, stack, on, found, n = {}, {}, [], set(), [], [0]
-
-    def visit(v):  # Tarjan, iterative over an explicit stack of iterators
-        work = [(v, iter(calls[v]))]
-        index[v] = low[v] = n[0]
-        n[0] += 1
-        stack.append(v)
-        on.add(v)
-        while work:
-            node, it = work[-1]
-            nxt = next(it, None)
-            if nxt is not None:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = n[0]
-                    n[0] += 1
-                    stack.append(nxt)
-                    on.add(nxt)
-                    work.append((nxt, iter(calls[nxt])))
-                elif nxt in on:
-                    low[node] = min(low[node], index[nxt])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                group = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    group.append(w)
-                    if w == node:
-                        break
-                if len(group) > 1:
-                    found.append(sorted(group))
-
-    for o in sorted(objs):
-        if o not in index:
-            visit(o)
+    found = components({o: set(calls[o]) for o in objs})
     return [(g, {(a, b): sorted(calls[a][b]) for a in g for b in g if calls[a][b]})
             for g in found]
 

@@ -14,6 +14,8 @@ import os
 import re
 import sys
 
+from graphs import components
+
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 dirs = sys.argv[1:] or ["shim", "core"]
 inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -60,38 +62,6 @@ for m, deps in graph.items():
             fdeps.add(os.path.dirname(t))
 
 
-def components(g):
-    """strongly connected components (Tarjan); those of more than one node are circles"""
-    index, low, stack, on, circles = {}, {}, [], set(), []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in sorted(g.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                circles.append(sorted(comp))
-
-    for v in sorted(g):
-        if v not in index:
-            visit(v)
-    return circles
-
-
-sys.setrecursionlimit(10000)
 circles = components(graph)
 for c in circles:
     print("cycles: a circle of %d modules: %s" % (len(c), " ".join(c)))
