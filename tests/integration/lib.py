@@ -421,6 +421,57 @@ http {{
                   "-g", "daemon off;"]
 
 
+def nginx_logged_site(tmp, server, fields, files=("index.html",)):
+    """A private nginx (nginx_config) serving `files`, each "ok\n", from
+    tmp/www, and logging each request's `fields` (an nginx log_format, e.g.
+    '$remote_addr $status $uri') to tmp/access.log. `server` is the text of
+    its server {} block less its root. Returns (argv, log path)."""
+    www = tmp.join("www")
+    os.makedirs(www, exist_ok=True)
+    os.chmod(www, 0o755)
+    for name in files:
+        with open(os.path.join(www, name), "w") as f:
+            f.write("ok\n")
+    log = tmp.join("access.log")
+    _, argv = nginx_config(tmp, f"""
+    log_format who '{fields}';
+    access_log {log} who;
+    server {{
+        root {www};
+{server}
+    }}""")
+    return argv, log
+
+
+def talk(port, data, source="127.0.0.1", tls=None, timeout=4.0, alpn=None):
+    """One connection from `source` (over TLS with context `tls`, server
+    name localhost, checking the ALPN protocol when `alpn` is given): sends
+    data and reads until the server closes or `timeout` passes. A reset
+    or a TLS error ends the reading; what was read stays. Returns it."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0))
+    if tls:
+        s = tls.wrap_socket(s, server_hostname="localhost")
+        if alpn:
+            check(s.selected_alpn_protocol() == alpn, f"ALPN: {s.selected_alpn_protocol()}")
+    got = b""
+    deadline = time.monotonic() + timeout
+    try:
+        s.sendall(data)
+        while time.monotonic() < deadline:
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            got += chunk
+    except OSError:  # a reset after a 429, ssl.SSLError: what was read stays
+        pass
+    finally:
+        s.close()
+    return got
+
+
 def nginx_sendfile_site(tmp, port, files):
     """A private nginx (epoll, sendfile on) serving `files` ({name: size},
     incompressible) from tmp/www on 127.0.0.1:port. Returns its argv."""

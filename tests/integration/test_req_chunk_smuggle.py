@@ -69,29 +69,6 @@ def payload():
     return data + b"\r\n0\r\n\r\n", hidden
 
 
-def talk(port, data, timeout=5.0):
-    """Sends data on one connection, reads until the server closes
-    (bounded). Returns the bytes read."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    got = b""
-    deadline = time.monotonic() + timeout
-    try:
-        s.sendall(data)
-        while time.monotonic() < deadline:
-            try:
-                chunk = s.recv(65536)
-            except socket.timeout:
-                break
-            if not chunk:
-                break
-            got += chunk
-    except OSError:  # reset after a 429: what was read stays
-        pass
-    finally:
-        s.close()
-    return got
-
-
 def ran(log, port):
     """The requests nginx ran on `port` (200 and 405 answers; 400 is the
     payload's end, a request nginx refused)."""
@@ -102,23 +79,11 @@ def ran(log, port):
 
 with TempDir() as tmp:
     p_bare, p_count, p_deny = (free_port() for _ in range(3))
-    www = tmp.join("www")
-    os.mkdir(www)
-    for name in ("h", "p", "sep"):
-        with open(os.path.join(www, name), "w") as f:
-            f.write("ok\n")
-    os.chmod(www, 0o755)
-    log = tmp.join("access.log")
-    _, ng_argv = nginx_config(tmp, f"""
-    log_format who '$server_port $status "$request"';
-    access_log {log} who;
-    keepalive_requests 100000;
-    server {{
+    ng_argv, log = nginx_logged_site(tmp, f"""
         listen 127.0.0.1:{p_bare};
         listen 127.0.0.1:{p_count};
         listen 127.0.0.1:{p_deny};
-        root {www};
-    }}""")
+        keepalive_requests 100000;""", '$server_port $status "$request"', files=("h", "p", "sep"))
     shared = f"it-chunk-{os.getpid()}"
     rule = ('req_rate = "1/m"\n    req_burst = 2\n    per = "header:X-API-Key"\n'
             '    action = reply')
@@ -140,7 +105,7 @@ inbound "deny" {{
         for p in (p_bare, p_count, p_deny):
             wait_listen(p)
 
-        out = talk(p_bare, data)
+        out = talk(p_bare, data, timeout=5.0)
         bare = ran(log, p_bare)
         gets = sum(1 for l in bare if '"GET /h ' in l)
         print(f"bare nginx: {len(bare)} requests ran ({gets} of {hidden} hidden GETs), "
@@ -148,7 +113,7 @@ inbound "deny" {{
         check(gets == hidden, f"bare nginx ran {gets} of the {hidden} hidden GETs: the payload "
               f"no longer smuggles, the test proves nothing:\n{''.join(bare[-5:])}")
 
-        out = talk(p_count, data)
+        out = talk(p_count, data, timeout=5.0)
         got = ran(log, p_count)
         print(f"under sluice (1/m, burst 2): {len(got)} requests ran, answers "
               f"{out.count(b'HTTP/1.1 200')} x 200, {out.count(b'HTTP/1.1 405')} x 405, "
@@ -156,7 +121,7 @@ inbound "deny" {{
         check(len(got) <= 2, f"nginx ran {len(got)} requests, the bound is 2:\n{''.join(got[:10])}")
         check(b"HTTP/1.1 429" in out, f"no 429: {out[-300:]!r}")
 
-        out = talk(p_deny, data)
+        out = talk(p_deny, data, timeout=5.0)
         got = ran(log, p_deny)
         print(f"on_odd=deny: {len(got)} requests ran, {out.count(b'HTTP/1.1 429')} x 429")
         check(len(got) == 1 and '"POST /p ' in got[0], f"on_odd=deny: {got}")

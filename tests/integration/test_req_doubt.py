@@ -110,31 +110,6 @@ srv.serve_forever()
 CTX = ssl._create_unverified_context()
 
 
-def talk(port, data, source, tls=False, timeout=4.0):
-    """Sends data on one connection from `source`, reads until the server
-    closes or `timeout` passes. Returns the bytes read."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0))
-    if tls:
-        s = CTX.wrap_socket(s, server_hostname="localhost")
-    got = b""
-    deadline = time.monotonic() + timeout
-    try:
-        s.sendall(data)
-        while time.monotonic() < deadline:
-            try:
-                chunk = s.recv(65536)
-            except socket.timeout:
-                break
-            if not chunk:
-                break
-            got += chunk
-    except (ConnectionResetError, BrokenPipeError, ssl.SSLError, OSError):
-        pass
-    finally:
-        s.close()
-    return got
-
-
 def lines_from(text, source):
     return [l for l in text.splitlines() if l.startswith("SERVED ") and l.split()[1] == source]
 
@@ -142,25 +117,13 @@ def lines_from(text, source):
 with TempDir() as tmp:
     crt, key = make_cert(tmp)
     p_ng, p_ngs, p_py, p_pys, p_node = (free_port() for _ in range(5))
-    www = tmp.join("www")
-    os.mkdir(www)
-    os.chmod(www, 0o755)
-    for name in ("p", "n", "s", "export", "a", "c") + tuple(f"h{i}" for i in range(20)):
-        with open(os.path.join(www, name), "w") as f:
-            f.write("ok\n")
-    os.chmod(www, 0o755)
-    log = tmp.join("access.log")
-    _, ng_argv = nginx_config(tmp, f"""
-    log_format who '$remote_addr $status "$request"';
-    access_log {log} who;
-    server {{
+    ng_argv, log = nginx_logged_site(tmp, f"""
         listen 127.0.0.1:{p_ng};
         listen 127.0.0.1:{p_ngs} ssl;
         ssl_certificate {crt};
         ssl_certificate_key {key};
-        root {www};
-        keepalive_requests 1000;
-    }}""")
+        keepalive_requests 1000;""", '$remote_addr $status "$request"',
+                                     files=("p", "n", "s", "export", "a", "c") + tuple(f"h{i}" for i in range(20)))
     conf = tmp.write("sluice.conf", f"""
 shared = "it-doubt-{os.getpid()}"
 inbound "api" {{
@@ -191,7 +154,7 @@ inbound "api" {{
                 source = f"127.0.{ip // 250}.{ip % 250 + 2}"
                 data = poison.replace(b"KEYH", f"h{ip}".encode())
                 data += b"".join(req("/n", f"k{ip}") for _ in range(NORMAL))
-                talk(port, data, source, tls=tls)
+                talk(port, data, source, tls=CTX if tls else None)
                 if server.startswith("nginx"):
                     with open(log) as f:
                         n = sum(1 for l in f if l.split()[0] == source and l.split()[1] in ("200", "404"))
@@ -233,22 +196,11 @@ inbound "api" {{
 # and on_odd = deny, against nginx.
 with TempDir() as tmp:
     port = free_port()
-    www = tmp.join("www")
-    os.mkdir(www)
-    os.chmod(www, 0o755)
-    for name in ("export", "other"):
-        with open(os.path.join(www, name), "w") as f:
-            f.write("ok\n")
-    log = tmp.join("access.log")
-    _, ng_argv = nginx_config(tmp, f"""
-    log_format who '$remote_addr $status $uri $host';
-    access_log {log} who;
-    server {{
+    ng_argv, log = nginx_logged_site(tmp, f"""
         listen 127.0.0.1:{port};
         server_name api.example.com other.example;
-        root {www};
-        keepalive_requests 1000;
-    }}""")
+        keepalive_requests 1000;""", '$remote_addr $status $uri $host',
+                                     files=("export", "other"))
     # one rule per case, each for clients of its own 127.0.N.0/24:
     # name, what it matches, its limit, what it counts by, N
     one_a_minute = 'req_rate = "1/m"\n    req_burst = 1'

@@ -155,50 +155,19 @@ PADDED_CASES = [("route=/export, :path /export + one 0xff", "path", False, 5, 30
                 ("host=api.example, :authority + one 0xff", "host", False, 8, 30)]
 
 
-def talk(port, data, source, tls, timeout=4.0):
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0))
-    if tls:
-        s = CTX.wrap_socket(s, server_hostname="localhost")
-        check(s.selected_alpn_protocol() == "h2", "no h2 by ALPN")
-    deadline = time.monotonic() + timeout
-    try:
-        s.sendall(data)
-        while time.monotonic() < deadline:
-            try:
-                if not s.recv(65536):
-                    break
-            except socket.timeout:
-                break
-    except (ConnectionResetError, BrokenPipeError, ssl.SSLError, OSError):
-        pass
-    finally:
-        s.close()
-
-
 with TempDir() as tmp:
     crt, key = make_cert(tmp, cn="localhost")
     p_c, p_t = free_port(), free_port()
     p_r, p_rt = free_port(), free_port()  # issue 31 rules
-    www = tmp.join("www")
-    os.mkdir(www)
-    os.chmod(www, 0o755)
-    for name in ("index.html", "export", "other"):
-        with open(os.path.join(www, name), "w") as f:
-            f.write("ok\n")
-    log = tmp.join("access.log")
-    _, ng_argv = nginx_config(tmp, f"""
-    log_format who '$remote_addr $status $http_x_api_key $uri $host';
-    access_log {log} who;
-    server {{
+    ng_argv, log = nginx_logged_site(tmp, f"""
         listen 127.0.0.1:{p_c} http2;
         listen 127.0.0.1:{p_t} ssl http2;
         listen 127.0.0.1:{p_r} http2;
         listen 127.0.0.1:{p_rt} ssl http2;
         ssl_certificate {crt};
         ssl_certificate_key {key};
-        root {www};
-        http2_max_requests 1000;
-    }}""")
+        http2_max_requests 1000;""", '$remote_addr $status $http_x_api_key $uri $host',
+                                     files=("index.html", "export", "other"))
     conf = tmp.write("sluice.conf", f"""
 inbound "api" {{
     port = {{ {p_c}, {p_t} }}
@@ -243,7 +212,7 @@ inbound "{name}" {{
                 a, b, pk = f"a{ip}", f"b{ip}", f"p{ip}"
                 if poison is not None:
                     poison = dict(poisons(tls, pk))[name]
-                talk(port, conn_bytes(poison or b"", (a, b), tls), src, tls)
+                talk(port, conn_bytes(poison or b"", (a, b), tls), src, CTX if tls else None, alpn="h2")
                 got = handled(src)
                 want = {a: 2, b: 2}
                 if poison is not None:
