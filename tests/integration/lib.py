@@ -607,3 +607,53 @@ class NginxVendor:
         while len(self.served(tag)) < n and time.monotonic() < deadline:
             time.sleep(0.02)
         return self.served(tag)
+
+
+# One Go HTTP client for the tests that need one (test_go_proxy.py,
+# test_client_coverage.py): `goclient URL N [h1]` GETs URL0..URL(N-1) one
+# after another and prints each status (or "ERR ..."); the proxy comes from
+# the environment (Go never proxies loopback literals or localhost); h2 is
+# offered over TLS unless "h1" is given.
+GO_CLIENT = """package main
+
+import (
+\t"crypto/tls"
+\t"fmt"
+\t"io"
+\t"net/http"
+\t"os"
+\t"strconv"
+\t"time"
+)
+
+func main() {
+\tn, _ := strconv.Atoi(os.Args[2])
+\tfmt.Fprintln(os.Stderr, "env HTTPS_PROXY="+os.Getenv("HTTPS_PROXY"), "HTTP_PROXY="+os.Getenv("HTTP_PROXY"))
+\tt := http.DefaultTransport.(*http.Transport).Clone() // Proxy: http.ProxyFromEnvironment
+\tt.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+\tt.ForceAttemptHTTP2 = len(os.Args) < 4 || os.Args[3] != "h1"
+\tc := &http.Client{Timeout: 20 * time.Second, Transport: t}
+\tfor i := 0; i < n; i++ {
+\t\tr, err := c.Get(os.Args[1] + strconv.Itoa(i))
+\t\tif err != nil {
+\t\t\tfmt.Println("ERR", err)
+\t\t\tcontinue
+\t\t}
+\t\tio.Copy(io.Discard, r.Body)
+\t\tr.Body.Close()
+\t\tfmt.Println(r.StatusCode)
+\t}
+}
+"""
+
+
+def go_client_build(tmp):
+    """(argv, env, path) that build GO_CLIENT into tmp/goclient, with a Go
+    cache that outlives the test (a cold build of net/http takes a
+    minute)."""
+    os.makedirs(tmp.join("gop"), exist_ok=True)
+    src = tmp.write("gop/main.go", GO_CLIENT)
+    cache = os.path.join(tempfile.gettempdir(), "sluice-test-gocache")
+    env = {"GOCACHE": cache, "GOPATH": tmp.join("gopath"), "HOME": tmp.path,
+           "CGO_ENABLED": "1", "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
+    return ["go", "build", "-o", tmp.join("goclient"), src], env, tmp.join("goclient")

@@ -247,36 +247,6 @@ for my $i (0 .. $n - 1) {
 }
 """
 
-GO = """package main
-
-import (
-\t"crypto/tls"
-\t"fmt"
-\t"io"
-\t"net/http"
-\t"os"
-\t"strconv"
-\t"time"
-)
-
-func main() {
-\tn, _ := strconv.Atoi(os.Args[2])
-\tc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-\t\tTLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
-\tfor i := 0; i < n; i++ {
-\t\tr, err := c.Get(os.Args[1] + strconv.Itoa(i))
-\t\tif err != nil {
-\t\t\tfmt.Println("ERR", err)
-\t\t\tcontinue
-\t\t}
-\t\tio.Copy(io.Discard, r.Body)
-\t\tr.Body.Close()
-\t\tfmt.Println(r.StatusCode)
-\t}
-}
-"""
-
-
 def py_has(module):
     return run([PY, "-c", f"import {module}"]).returncode == 0
 
@@ -347,14 +317,8 @@ def build(tmp):
         src = tmp.write("java/Cov.java", JAVA)
         jobs.append(("java", ["javac", "-d", tmp.join("java"), src], {}, tmp.join("java")))
     if has("go"):
-        os.makedirs(tmp.join("gop"))
-        src = tmp.write("gop/main.go", GO)
-        # a cache that outlives the test: a cold build of net/http takes a minute
-        cache = os.path.join(tempfile.gettempdir(), "sluice-test-gocache")
-        env = {"GOCACHE": cache, "GOPATH": tmp.join("gopath"), "HOME": tmp.path,
-               "CGO_ENABLED": "1", "GOFLAGS": "-mod=mod"}
-        jobs.append(("go", ["go", "build", "-o", tmp.join("goclient"), src], env,
-                     tmp.join("goclient")))
+        argv, env, path = go_client_build(tmp)
+        jobs.append(("go", argv, env, path))
 
     def one(job):
         name, argv, env, result = job

@@ -38,54 +38,16 @@ has a `vendor` line (root and unshare(1)); neither: SKIP.
 """
 from lib import *
 
-GO = """package main
-
-import (
-\t"crypto/tls"
-\t"fmt"
-\t"io"
-\t"net/http"
-\t"os"
-\t"strconv"
-\t"time"
-)
-
-func main() {
-\tn, _ := strconv.Atoi(os.Args[2])
-\tfmt.Fprintln(os.Stderr, "env HTTPS_PROXY="+os.Getenv("HTTPS_PROXY"), "HTTP_PROXY="+os.Getenv("HTTP_PROXY"))
-\tt := http.DefaultTransport.(*http.Transport).Clone() // Proxy: http.ProxyFromEnvironment
-\tt.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
-\tt.ForceAttemptHTTP2 = false
-\tc := &http.Client{Timeout: 20 * time.Second, Transport: t}
-\tfor i := 0; i < n; i++ {
-\t\tr, err := c.Get(os.Args[1] + strconv.Itoa(i))
-\t\tif err != nil {
-\t\t\tfmt.Println("ERR", err)
-\t\t\tcontinue
-\t\t}
-\t\tio.Copy(io.Discard, r.Body)
-\t\tr.Body.Close()
-\t\tfmt.Println(r.StatusCode)
-\t}
-}
-"""
-
 N = 12
 DUE = (N - 1) / 5  # 2.2 s at 5/s, burst 1
 FLOOR = DUE - 0.2  # the docstring says why
 
 
 def build_go(tmp):
-    os.makedirs(tmp.join("gop"))
-    src = tmp.write("gop/main.go", GO)
-    # the cache test_client_coverage.py keeps: a cold build of net/http takes a minute
-    cache = os.path.join(tempfile.gettempdir(), "sluice-test-gocache")
-    env = {"GOCACHE": cache, "GOPATH": tmp.join("gopath"), "HOME": tmp.path,
-           "CGO_ENABLED": "1", "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
-    r = run(["go", "build", "-o", tmp.join("goclient"), src], env=env, timeout=240,
-            cwd=tmp.join("gop"))
+    argv, env, path = go_client_build(tmp)
+    r = run(argv, env=env, timeout=240, cwd=tmp.join("gop"))
     check(r.returncode == 0, f"go build: {r.stderr}")
-    return tmp.join("goclient")
+    return path
 
 
 def vendor_name(tmp):
@@ -108,7 +70,7 @@ def vendor_name(tmp):
 def paced_run(name, wrap, env, goclient, url, port, vendor, tag, extra_env=None):
     rule = f"to=127.0.0.1 port={port} req_rate=5/s req_burst=1 action=delay"
     t0 = time.monotonic()
-    r = run(wrap + sluice_argv([goclient, url, str(N)], outs=[rule]),
+    r = run(wrap + sluice_argv([goclient, url, str(N), "h1"], outs=[rule]),
             env=dict(env, **(extra_env or {})), timeout=60)
     wall = time.monotonic() - t0
     codes = r.stdout.split()
