@@ -49,18 +49,51 @@ static void need_root(void)
     if (geteuid() != 0) skip();
 }
 
-/* Runs fn in a child that is `nobody`; returns its exit status. */
-static int as_nobody(void (*fn)(void))
+static int inherited_fd; /* the table's descriptor a child is handed */
+static int holder_pid;   /* the process that holds the table */
+
+/* Runs fn in a forked child, as `nobody` when drop; returns its exit
+ * status (100: it did not exit). */
+static int in_child(void (*fn)(void), bool drop)
 {
     pid_t pid = fork();
     if (pid == 0) {
-        if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0) _exit(99);
+        if (drop && (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0))
+            _exit(99);
         fn();
         _exit(0);
     }
     int st;
     waitpid(pid, &st, 0);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 100;
+}
+
+static int as_nobody(void (*fn)(void))
+{
+    return in_child(fn, true);
+}
+
+/* sl_table_open_inherited for a 64-slot table; note has 256 bytes. */
+static struct sl_table *open_inherited(int inherited, int holder, int *fd, char *note)
+{
+    char err[256];
+    *fd = -1;
+    return sl_table_open_inherited(64, SL_FULL_SHARED, inherited, holder, fd, note, 256, err,
+                                   sizeof err);
+}
+
+/* The child side, as nobody, after what it was handed was tried: sluice's
+ * own open gives it a table of its own, with a note naming both users.
+ * Exit codes say which failed. */
+static void nobody_counts_in_a_table_of_its_own(int holder)
+{
+    char note[256];
+    int fd;
+    struct sl_table *t = open_inherited(inherited_fd, holder, &fd, note);
+    if (!t) _exit(4);
+    if (!strstr(note, "not writable by this process (uid 65534")) _exit(5);
+    if (!strstr(note, "its user: uid 0")) _exit(6);
+    sl_table_count(t, 0, SL_C_ALLOWED, 1000); /* its own table: the program's stays */
 }
 
 static void nobody_opens_a_small_table(void)
@@ -210,11 +243,8 @@ static void a_cluster_state_made_by_another_user_is_refused(void **unused)
  * before, the descriptor was read-write, and a child running as another
  * user (setpriv, su, a dropped worker) could reload or rewrite the root
  * program's table. */
-static int inherited_fd;
-
-/* The child side, as nobody: sluice's own open gives a table of its own
- * with a note, and neither a write open through /proc nor a writable
- * mapping of the inherited descriptor is had. Exit codes say which failed. */
+/* The child side, as nobody: neither a writable mapping of the inherited
+ * descriptor nor a write open through /proc is had. */
 static void nobody_inherits_the_table(void)
 {
     void *w = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, inherited_fd, 0);
@@ -222,24 +252,16 @@ static void nobody_inherits_the_table(void)
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", inherited_fd);
     if (open(proc, O_RDWR) >= 0) _exit(3);
-    char note[256], err[256];
-    int fd = -1;
-    struct sl_table *t = sl_table_open_inherited(64, SL_FULL_SHARED, inherited_fd, -1, &fd, note,
-                                                 sizeof note, err, sizeof err);
-    if (!t) _exit(4);
-    if (!strstr(note, "not writable by this process (uid 65534")) _exit(5);
-    if (!strstr(note, "its user: uid 0")) _exit(6);
-    sl_table_count(t, 0, SL_C_ALLOWED, 1000); /* its own table: the program's stays */
+    nobody_counts_in_a_table_of_its_own(-1);
 }
 
 static void an_inherited_table_is_writable_by_its_user_alone(void **unused)
 {
     (void)unused;
     need_root();
-    int fd = -1;
-    char note[256], err[256];
-    struct sl_table *t = sl_table_open_inherited(64, SL_FULL_SHARED, -1, -1, &fd, note, sizeof note,
-                                                 err, sizeof err);
+    int fd;
+    char note[256];
+    struct sl_table *t = open_inherited(-1, -1, &fd, note);
     assert_non_null(t);
     assert_int_not_equal(fd, -1);
     assert_string_equal(note, "");
@@ -249,9 +271,8 @@ static void an_inherited_table_is_writable_by_its_user_alone(void **unused)
     assert_int_equal(fstat(fd, &st), 0);
     assert_int_equal(st.st_mode & 07777, 0600);
     /* its own user's child shares it, read-write */
-    int fd2 = -1;
-    struct sl_table *same = sl_table_open_inherited(64, SL_FULL_SHARED, fd, -1, &fd2, note,
-                                                    sizeof note, err, sizeof err);
+    int fd2;
+    struct sl_table *same = open_inherited(fd, -1, &fd2, note);
     assert_non_null(same);
     assert_int_equal(fd2, fd);
     assert_string_equal(note, "");
@@ -271,15 +292,12 @@ static void an_inherited_table_is_writable_by_its_user_alone(void **unused)
  * through the process that handed it down (issue 34, item 3); before, it
  * made a table of its own and the workers' budgets were separate. Another
  * user's child still gets none of it. */
-static int holder_pid;
-
 static void child_finds_the_table_through_its_holder(void)
 {
     close(inherited_fd);
-    char note[256], err[256];
-    int fd = -1;
-    struct sl_table *t = sl_table_open_inherited(64, SL_FULL_SHARED, inherited_fd, holder_pid, &fd,
-                                                 note, sizeof note, err, sizeof err);
+    char note[256];
+    int fd;
+    struct sl_table *t = open_inherited(inherited_fd, holder_pid, &fd, note);
     if (!t || *note) _exit(1);
     sl_table_count(t, 0, SL_C_ALLOWED, 7);
     if (fd < 0 || (fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDONLY) _exit(2); /* for its children */
@@ -289,32 +307,20 @@ static void child_finds_the_table_through_its_holder(void)
 static void nobody_finds_no_table_through_the_holder(void)
 {
     close(inherited_fd);
-    char note[256], err[256];
-    int fd = -1;
-    struct sl_table *t = sl_table_open_inherited(64, SL_FULL_SHARED, inherited_fd, holder_pid, &fd,
-                                                 note, sizeof note, err, sizeof err);
-    if (!t) _exit(1);
-    if (!strstr(note, "not writable by this process (uid 65534")) _exit(2);
-    sl_table_count(t, 0, SL_C_ALLOWED, 1000);
+    nobody_counts_in_a_table_of_its_own(holder_pid);
 }
 
 static void a_closed_inherited_descriptor_is_found_through_its_holder(void **unused)
 {
     (void)unused;
     need_root();
-    int fd = -1;
-    char note[256], err[256];
-    struct sl_table *t = sl_table_open_inherited(64, SL_FULL_SHARED, -1, -1, &fd, note, sizeof note,
-                                                 err, sizeof err);
+    int fd;
+    char note[256];
+    struct sl_table *t = open_inherited(-1, -1, &fd, note);
     assert_non_null(t);
     inherited_fd = fd;
     holder_pid = (int)getpid();
-    pid_t pid = fork();
-    if (pid == 0) child_finds_the_table_through_its_holder();
-    int st;
-    waitpid(pid, &st, 0);
-    assert_true(WIFEXITED(st));
-    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_int_equal(in_child(child_finds_the_table_through_its_holder, false), 0);
     assert_int_equal(sl_table_counter(t, 0, SL_C_ALLOWED), 7);
     assert_int_equal(as_nobody(nobody_finds_no_table_through_the_holder), 0);
     assert_int_equal(sl_table_counter(t, 0, SL_C_ALLOWED), 7);
