@@ -10,9 +10,8 @@
  * for the next block. Padding and priority bytes of HEADERS are skipped
  * before the fragment reaches it.
  *
- * nghttp2 allocates through an nghttp2_mem over core/mem.h, so the host's
- * allocator never sees the table; mem.h has no realloc, so each block
- * carries its size in front.
+ * nghttp2 allocates through an nghttp2_mem over core/mem.h (h2mem.h), so
+ * the host's allocator never sees the table.
  */
 #include "h2.h"
 
@@ -20,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "h2mem.h"
 #include "hpack_pre.h"
 #include "../mem.h"
 #include "reqkey.h"
@@ -30,42 +30,6 @@ static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 enum { DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW, CONT };
 enum { END_STREAM = 0x1, END_HEADERS = 0x4, PADDED = 0x8, PRIO = 0x20 };
 
-#define SIZE_HDR 16 /* keeps max_align_t alignment */
-
-static void *mem_malloc(size_t n, void *unused)
-{
-    (void)unused;
-    if (n > SIZE_MAX - SIZE_HDR) return NULL;
-    size_t *p = sl_alloc(n + SIZE_HDR);
-    if (!p) return NULL;
-    *p = n;
-    return (char *)p + SIZE_HDR;
-}
-
-static void mem_free(void *ptr, void *unused)
-{
-    (void)unused;
-    if (ptr) sl_free((char *)ptr - SIZE_HDR);
-}
-
-static void *mem_calloc(size_t nmemb, size_t size, void *unused)
-{
-    if (size && nmemb > SIZE_MAX / size) return NULL;
-    return mem_malloc(nmemb * size, unused); /* sl_alloc zeroes */
-}
-
-static void *mem_realloc(void *ptr, size_t n, void *unused)
-{
-    void *p = mem_malloc(n, unused);
-    if (p && ptr) {
-        size_t old = *(size_t *)((char *)ptr - SIZE_HDR);
-        memcpy(p, ptr, old < n ? old : n);
-    }
-    if (p) mem_free(ptr, unused);
-    return p;
-}
-
-static nghttp2_mem mem = {NULL, mem_malloc, mem_free, mem_calloc, mem_realloc};
 
 void sl_h2_init(struct sl_h2 *s, enum sl_h1_key_kind kind, const char *name, uint64_t pos,
                 bool preface_seen)
@@ -388,7 +352,7 @@ static void frame_begin(struct sl_h2 *s)
             return;
         }
         if (!s->inflater && !s->blind) {
-            if (nghttp2_hd_inflate_new2(&s->inflater, &mem) != 0)
+            if (nghttp2_hd_inflate_new2(&s->inflater, sl_h2_mem()) != 0)
                 blind(s);
             else if (nghttp2_hd_inflate_change_table_size(s->inflater, SL_H2_TABLE_MAX) != 0)
                 blind(s);
