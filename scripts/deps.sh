@@ -16,8 +16,8 @@ tests=(libcmocka-dev clang libclang-rt-14-dev python3 curl nginx-light wrk procp
        php-cli php-curl golang-go python3-aiohttp python3-httpx
        ruby libwww-perl liblwp-protocol-https-perl openjdk-17-jdk-headless
        memcached haproxy lighttpd socat nghttp2-client libpython3.11-testsuite nghttp2-server
-       python3-uvicorn
-       apache2 puma
+       python3-uvicorn python3-uvloop
+       apache2 puma gunicorn lighttpd-mod-openssl
        )
 pkgs=("${build[@]}" "${tests[@]}")
 missing=()
