@@ -35,61 +35,18 @@ loopback port, run in the foreground:
 """
 from denylib import *
 
-APACHE = shutil.which("apache2") or "/usr/sbin/apache2"
-check(os.path.exists(APACHE), "apache2 is not installed (apt-get install apache2)")
-MODULES = "/usr/lib/apache2/modules"
+import servers
 
 
-def apache_argv(tmp, port, log):
-    """A private apache (event MPM) on 127.0.0.1:port serving index.html."""
-    os.chmod(tmp.path, 0o755)
-    for d in ("www", "run", "logs"):
-        os.makedirs(tmp.join(d), exist_ok=True)
-        os.chmod(tmp.join(d), 0o755)
-    tmp.write("www/index.html", "ok\n")
-    conf = tmp.write("httpd.conf", f"""
-ServerRoot {tmp.path}
-ServerName localhost
-Listen 127.0.0.1:{port}
-PidFile {tmp.join('run', 'httpd.pid')}
-DefaultRuntimeDir {tmp.join('run')}
-ErrorLog {tmp.join('logs', 'error.log')}
-LogLevel warn
-LoadModule mpm_event_module {MODULES}/mod_mpm_event.so
-LoadModule authz_core_module {MODULES}/mod_authz_core.so
-LoadModule mime_module {MODULES}/mod_mime.so
-TypesConfig /etc/mime.types
-User nobody
-Group nogroup
-DocumentRoot {tmp.join('www')}
-KeepAlive On
-KeepAliveTimeout 15
-MaxKeepAliveRequests 1000
-StartServers 1
-ServerLimit 1
-ThreadsPerChild 4
-MaxRequestWorkers 4
-LogFormat "%s %U" brief
-CustomLog {log} brief
-<Directory {tmp.join('www')}>
-    Require all granted
-</Directory>
-""")
-    return [APACHE, "-f", conf, "-DFOREGROUND"]
-
-
-def logged(log):
+def logged(st):
     time.sleep(0.2)  # apache writes its log line after the response
-    if not os.path.exists(log):
-        return []
-    with open(log) as f:
-        return [l.split() for l in f if l.strip()]
+    return st.served()
 
 
 with TempDir() as tmp:
     port = free_port()
-    log = tmp.join("logs", "access.log")
-    argv = apache_argv(tmp, port, log)
+    st = servers.apache(tmp, port, tls=False)  # event MPM, one child of 4 threads
+    argv, log = st.argv, st.log
 
     with Proc(argv) as ap:
         wait_listen(port)
@@ -104,7 +61,7 @@ with TempDir() as tmp:
         served = check_limited("keep-alive", *key_run(port, "key-keep", keep=True))
         served += check_limited("pipelined pairs", *key_run(port, "key-pair", depth=2))
         served += check_limited("new connections", *key_run(port, "key-new", keep=False))
-        got = logged(log)
+        got = logged(st)
         check(len(got) == served, f"apache logged {len(got)} requests, the clients saw {served}")
         check(all(l[0] == "200" for l in got), f"apache logged only 200s: {got}")
         check(ap.p.poll() is None, f"apache is still running\n{ap.stderr()}")

@@ -31,33 +31,18 @@ what it serves in a file) on a loopback port:
 """
 from denylib import *
 
-PUMA = shutil.which("puma") or "/usr/bin/puma"
-check(os.path.exists(PUMA), "puma is not installed (apt-get install puma)")
-
-APP = """
-log = File.open(ENV.fetch("SERVED_LOG"), "a")
-log.sync = true
-run lambda { |env|
-  log.write("200 #{env['PATH_INFO']}\\n")
-  [200, {"Content-Type" => "text/plain", "Content-Length" => "3"}, ["ok\\n"]]
-}
-"""
+import servers
 
 
-def app_served(log):
+def app_served(st):
     time.sleep(0.1)
-    if not os.path.exists(log):
-        return []
-    with open(log) as f:
-        return [l.split() for l in f if l.strip()]
+    return st.served()
 
 
 with TempDir() as tmp:
     port = free_port()
-    log = tmp.join("served.log")
-    ru = tmp.write("config.ru", APP)
-    argv = [PUMA, "-e", "production", "-b", f"tcp://127.0.0.1:{port}", "-t", "1:4", ru]
-    env = {"SERVED_LOG": log}
+    st = servers.puma(tmp, port, tls=False)  # single mode, 1-4 threads
+    argv, env, log = st.argv, st.env, st.log
 
     with Proc(argv, env=env, cwd=tmp.path) as pm:
         wait_listen(port, timeout=30)
@@ -72,7 +57,7 @@ with TempDir() as tmp:
         served = check_limited("keep-alive", *key_run(port, "key-keep", keep=True))
         served += check_limited("pipelined pairs", *key_run(port, "key-pair", depth=2))
         served += check_limited("new connections", *key_run(port, "key-new", keep=False))
-        got = app_served(log)
+        got = app_served(st)
         check(len(got) == served, f"puma's app served {len(got)} requests, the clients saw {served}")
         check(pm.p.poll() is None, f"puma is still running\n{pm.stderr()}")
 print("ok")
