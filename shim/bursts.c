@@ -19,6 +19,7 @@
 #include "hold.h"
 #include "reload.h"
 #include "shim.h"
+#include "tiein.h"
 
 struct sl_bursts_out {
     struct sl_tlsrec rec;
@@ -213,6 +214,17 @@ void sl_tlsin_say(const struct sl_tlsin *t)
 {
     static _Atomic bool told;
     if (atomic_exchange(&told, true)) return;
+    const char *why = sl_tiein_why(); /* the program's OpenSSL over a BIO of its own: untied */
+    if (why) {
+        sl_log(SL_LOG_WARN,
+               "a connection to port %u that an inbound request rule matches speaks TLS that the "
+               "program decrypts with OpenSSL over a BIO that is not a socket, and sluice could "
+               "not tie its session to the connection (%s): its requests are counted per "
+               "address, as the client's record bursts, one per burst after each answer, as "
+               "requests GET / to %s; a denial resets the connection (said once)",
+               t->port, why, t->sni);
+        return;
+    }
     sl_log(SL_LOG_WARN,
            "a connection to port %u that an inbound request rule matches speaks TLS that sluice "
            "cannot decrypt (the program does not use OpenSSL 3's SSL_read: linked statically, as "

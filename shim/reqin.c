@@ -18,6 +18,7 @@
 #include "reload.h"
 #include "shim.h"
 #include "bursts.h"
+#include "tiein.h"
 
 /* What one peek looks at: a whole head of the largest size the scanner
  * reads, plus one byte, so a head that does not fit is known to be too
@@ -31,9 +32,13 @@ struct sl_reqin_conn {
     struct sl_runtime *rt;
     struct sl_addr local, peer;
     bool has_local;
-    bool first;              /* the first byte from the peer has been seen */
-    bool hello;              /* ... and it opened a TLS handshake */
-    bool lib;                /* an interposed TLS library's handshake ran on it (tls.c) */
+    bool first;        /* the first byte from the peer has been seen */
+    bool hello;        /* ... and it opened a TLS handshake */
+    bool lib;          /* an interposed TLS library's handshake ran on it (tls.c) */
+    int fd;            /* the socket, as accepted */
+    bool hello_kept;   /* its ClientHello's random is remembered for fd (tiein.h) */
+    uint8_t hello_got; /* ... gathered so far into hello_head */
+    unsigned char hello_head[SL_TIEIN_HEAD];
     struct sl_tlsin *cipher; /* TLS read by no library sluice sees: bursts (bursts.h) */
     /* what the requests are read through, as the read of its transport:
      * the socket's (from the accept), or a TLS library's from the
@@ -89,6 +94,7 @@ void sl_reqin_accept(struct sl_runtime *rt, int fd, const struct sl_addr *local,
     r->g.conn = CONN(r);
     r->peer = *peer;
     r->reads = sock_read;
+    r->fd = fd;
     if ((r->has_local = local != NULL)) r->local = *local;
     e->gate = &r->g;
     sl_ready_requests(); /* its bytes may be held: every epoll wait from now on can be woken */
@@ -109,14 +115,47 @@ static void fresh(struct sl_reqin_conn *r)
     fresh_of(r, sl_runtime_now());
 }
 
-/* The first bytes from the peer: a TLS handshake that no library sluice
- * sees may follow (bursts.h: its record bursts are then the requests). */
+/* The first bytes from the peer: a TLS handshake that no library
+ * sluice sees may follow (bursts.h: its record bursts are then the
+ * requests), unless a session over a BIO that is not a socket turns out to
+ * be the one whose hello this is (tiein.h). */
 static void first_bytes(struct sl_reqin_conn *r, const void *buf, size_t n)
 {
     r->first = true;
     r->hello = ((const unsigned char *)buf)[0] == 0x16; /* a TLS handshake record */
-    if (r->hello && !r->lib)
-        r->cipher = sl_tlsin_open(r->rt, r->has_local ? &r->local : NULL, &r->peer, buf, n);
+    if (!r->hello || r->lib) return;
+    r->cipher = sl_tlsin_open(r->rt, r->has_local ? &r->local : NULL, &r->peer, buf, n);
+}
+
+/* The ClientHello's head, gathered over the first reads (haproxy reads the
+ * record's header alone first): its random is then remembered for the
+ * socket (tiein.h). */
+static void hello_more(struct sl_reqin_conn *r, const void *buf, size_t n)
+{
+    size_t k = sizeof r->hello_head - r->hello_got;
+    memcpy(r->hello_head + r->hello_got, buf, n < k ? n : k);
+    r->hello_got += (uint8_t)(n < k ? n : k);
+    if (r->hello_got < sizeof r->hello_head) return;
+    sl_tiein_hello(r->fd, r->hello_head, sizeof r->hello_head);
+    r->hello_kept = true;
+    memset(r->hello_head, 0, sizeof r->hello_head);
+}
+
+/* A read of the socket as bare (the requests decided: TLS, or done), the
+ * ClientHello's head gathered from it. */
+static ssize_t bare_recv(struct sl_reqin_conn *r, int fd, void *buf, size_t len, int flags)
+{
+    ssize_t n = REAL(recv)(fd, buf, len, flags);
+    if (n > 0 && r->hello && !r->lib && r->hello_got < sizeof r->hello_head && !(flags & MSG_PEEK))
+        hello_more(r, buf, (size_t)n);
+    return n;
+}
+
+/* n bytes of the peer's the program took from the socket (not peeked). */
+static void taken(struct sl_reqin_conn *r, const void *buf, size_t n)
+{
+    if (r->cipher) sl_tlsin_taken(r->cipher, buf, n);
+    if (r->hello && !r->lib && r->hello_got < sizeof r->hello_head) hello_more(r, buf, n);
 }
 
 /* TLS that no library sluice interposes reads: the client's record
@@ -219,7 +258,7 @@ void sl_reqin_after_read(struct sl_fd *e, const struct iovec *iov, int iovcnt, s
         size_t n = iov[i].iov_len < got ? iov[i].iov_len : got;
         if (n && !r->first) first_bytes(r, iov[i].iov_base, n); /* as sock_read's */
         sl_req_passed(CONN(r), iov[i].iov_base, n);
-        if (r->cipher) sl_tlsin_taken(r->cipher, iov[i].iov_base, n);
+        taken(r, iov[i].iov_base, n);
         got -= n;
     }
 }
@@ -268,15 +307,26 @@ void sl_reqin_free(struct sl_fd *e)
     struct sl_reqin_conn *r = REQ(e);
     if (!sl_gate_in(e) || sl_gate_let_go(e)) return;
     static _Atomic bool told;
+    if (r->hello_kept) sl_tiein_forget(r->fd);
+    /* TLS no interposed library read: the trackers say it (bursts.c, the
+     * cause included); without one, the requests were not limited at all */
     if (r->hello && socket_reads(r) && !r->lib && r->cipher) sl_tlsin_say(r->cipher);
     if (r->hello && socket_reads(r) && !r->lib && !r->cipher && !atomic_exchange(&told, true)) {
         char addr[64];
+        const char *why = sl_tiein_why();
         sl_addr_format(r->peer.a, addr, sizeof addr);
-        sl_log(SL_LOG_WARN,
-               "a connection from %s that an inbound request rule matches spoke TLS, and the "
-               "program decrypted it without OpenSSL 3's SSL_read (linked statically, or another "
-               "TLS library): its requests were not limited (said once)",
-               addr);
+        if (why)
+            sl_log(SL_LOG_WARN,
+                   "a connection from %s that an inbound request rule matches spoke TLS, and "
+                   "the program's OpenSSL session over a BIO that is not a socket could not be "
+                   "tied to it (%s): its requests were not limited (said once)",
+                   addr, why);
+        else
+            sl_log(SL_LOG_WARN,
+                   "a connection from %s that an inbound request rule matches spoke TLS, and the "
+                   "program decrypted it without OpenSSL 3's SSL_read (linked statically, or "
+                   "another TLS library): its requests were not limited (said once)",
+                   addr);
     }
     e->gate = NULL;
     sl_tlsin_close(r->cipher);
@@ -292,7 +342,7 @@ static ssize_t sock_read(const struct sl_transport *t, void *buf, size_t n)
     struct sl_reqin_conn *r = t->ctx;
     ssize_t got = REAL(recv)(t->fd, buf, n, t->flags);
     if (got > 0 && !r->first) first_bytes(r, buf, (size_t)got);
-    if (got > 0 && r->cipher) sl_tlsin_taken(r->cipher, buf, (size_t)got);
+    if (got > 0) taken(r, buf, (size_t)got);
     return got;
 }
 
@@ -300,7 +350,7 @@ static ssize_t sock_more(const struct sl_transport *t, void *buf, size_t n)
 {
     struct sl_reqin_conn *r = t->ctx;
     ssize_t got = REAL(recv)(t->fd, buf, n, t->flags | MSG_DONTWAIT);
-    if (got > 0 && r->cipher) sl_tlsin_taken(r->cipher, buf, (size_t)got);
+    if (got > 0) taken(r, buf, (size_t)got);
     return got;
 }
 
@@ -316,10 +366,12 @@ ssize_t sl_reqin_read(int fd, struct sl_fd *e, void *buf, size_t len, int flags)
     if (ciphertext(r)) {
         bool reset;
         ssize_t n = sl_tlsin_read(r->cipher, fd, e, buf, len, flags, &reset);
+        if (n > 0 && !(flags & MSG_PEEK) && r->hello_got < sizeof r->hello_head)
+            hello_more(r, buf, (size_t)n);
         if (reset) r->g.phase = SL_GATE_RESET; /* the close resets it (sl_reqin_close) */
         return n;
     }
-    if (r->g.stash_len == 0 && sl_req_done(CONN(r))) return REAL(recv)(fd, buf, len, flags);
+    if (r->g.stash_len == 0 && sl_req_done(CONN(r))) return bare_recv(r, fd, buf, len, flags);
     fresh(r);
     struct sl_transport t = sock_of(r, fd, flags & ~MSG_PEEK);
     enum sl_tls_how how;
@@ -334,14 +386,14 @@ ssize_t sl_reqin_recv(struct sl_runtime *rt, int fd, struct sl_fd *e, void *buf,
     /* anything but an open gate with an empty stash: the general read */
     if (r->g.phase != SL_GATE_OPEN || r->g.stash_len || ciphertext(r))
         return sl_reqin_read(fd, e, buf, len, flags);
-    if (sl_req_done(CONN(r))) return REAL(recv)(fd, buf, len, flags);
+    if (sl_req_done(CONN(r))) return bare_recv(r, fd, buf, len, flags);
     fresh_of(r, rt);
     ssize_t n = REAL(recv)(fd, buf, len, flags);
     if (n <= 0) return n;
     if (!r->first || r->cipher) { /* as sock_read's, errno kept as the gate's read keeps it */
         int saved = errno;
         if (!r->first) first_bytes(r, buf, (size_t)n);
-        if (r->cipher) sl_tlsin_taken(r->cipher, buf, (size_t)n);
+        taken(r, buf, (size_t)n);
         errno = saved;
     }
     if ((n = sl_gate_took(&r->g, e, fd, buf, (size_t)n)) != SL_GATE_MORE) return n;
@@ -357,6 +409,8 @@ void sl_reqin_tls_library(struct sl_fd *e)
     r->lib = true;
     sl_tlsin_close(r->cipher); /* its records are not counted: SSL_read shows the requests */
     r->cipher = NULL;
+    if (r->hello_kept) sl_tiein_forget(r->fd);
+    r->hello_kept = false;
 }
 
 bool sl_reqin_plain(const struct sl_fd *e)

@@ -11,8 +11,9 @@
 
 /* Sessions over a BIO of the program's own (curl's), which SSL_get_wfd
  * cannot name, tied to the socket their handshake's first nested send
- * reached (sl_tls_tie). A few hundred at once; beyond that, not seen. */
-#define TIES 256
+ * reached (sl_tls_tie), and inbound sessions tied by their ClientHello
+ * (tiein.h). A thousand at once; beyond that, not seen. */
+#define TIES 1024
 static struct {
     const void *_Atomic ssl;
     _Atomic int fd;

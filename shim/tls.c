@@ -16,9 +16,29 @@
  *   - SSL_get_shutdown: the client's close_notify "received" after a
  *     denial (python reads end-of-file only then);
  *   - SSL_set_shutdown, SSL_shutdown, SSL_free: the 429 due is written
- *     through the session first, after every response the program wrote.
- * The session is tied to its socket by SSL_get_rfd: a session over a
- * memory BIO (python's asyncio) has none and is not seen.
+ *     through the session first, after every response the program wrote;
+ *   - SSL_want (puma asks SSL_want_read before SSL_get_error): what
+ *     SSL_get_error says, as a state;
+ *   - SSL_shutdown is a new call: SSL_get_error then says the library's
+ *     own (python's unwrap asks it, and a denial's zero-return there would
+ *     fail the shutdown before the 429 left).
+ * The session is tied to its socket by SSL_get_rfd. A server that runs
+ * OpenSSL over a BIO of its own (apache's mod_ssl, haproxy) or over memory
+ * BIOs (puma's MiniSSL, python's asyncio and uvloop: uvicorn) reads the
+ * socket itself and the session has no descriptor: it is tied to the
+ * socket whose first bytes were its ClientHello (tiein.h: reqin.c
+ * remembers the hello's client random per socket, tlsown.c compares
+ * SSL_get_client_random once the library has read the hello, at the end
+ * of a handshake step or at an SSL_read), and read as any other from then
+ * on; its 429 is written through it (SSL_write into the program's BIO)
+ * before the library's close_notify, and the program sends both. A
+ * server session that matches no socket is marked untied, its connection
+ * counted as TLS records per address (bursts.h), and said once with the
+ * cause. So are sessions over memory BIOs while an inbound rule delays
+ * (tlsown.c): python's loops would never read a held request at its
+ * turn. A held request of a session over the program's own BIO is
+ * followed by a peek that meets the socket's end (tlsown.c), or haproxy
+ * would ask again at once until the turn.
  *
  * The real functions are found lazily, at the first call: a program that
  * never loads libssl never gets here, and one that loads it later with
@@ -74,6 +94,7 @@
 #include "shim.h"
 #include "tie.h"
 #include "tlsbio.h"
+#include "tlsown.h"
 #include "unseen.h"
 #include "wait.h"
 
@@ -97,6 +118,7 @@ static struct {
     void (*free)(SSL *);
     int (*read_early_data)(SSL *, void *, size_t, size_t *);
     int (*set_max_early_data)(SSL *, uint32_t);
+    int (*want)(const SSL *);
 } real;
 
 #define REAL_SSL(field, name, ours)                                                                \
@@ -112,9 +134,10 @@ static _Thread_local struct {
     int err; /* SL_TLS_RESET: the errno to report (0: ECONNRESET) */
 } last;
 
-/* The descriptor entry of a session (inbound: its read side; outbound: its
- * write side, or the socket it was tied to), when a rule of that direction
- * counts requests; the gate is checked by the caller. */
+/* The descriptor entry of a session (inbound: its read side, or the socket
+ * it was tied to; outbound: its write side, or the socket it was tied to),
+ * when a rule of that direction counts requests; the gate is checked by
+ * the caller. */
 static struct sl_fd *session_entry(const SSL *ssl, enum sl_dir dir, int *fd)
 {
     struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
@@ -124,7 +147,9 @@ static struct sl_fd *session_entry(const SSL *ssl, enum sl_dir dir, int *fd)
     if (!get_fd) return NULL;
     int saved = errno;
     *fd = get_fd(ssl);
-    if (*fd < 0 && dir == SL_OUT) *fd = sl_tls_tied_fd(ssl); /* curl: its own BIO */
+    if (*fd < 0)
+        *fd = dir == SL_OUT ? sl_tls_tied_fd(ssl) /* curl: its own BIO */
+                            : sl_tlsown_fd(ssl);  /* apache, puma: tlsown.h */
     errno = saved;
     return *fd >= 0 ? sl_fd_get(*fd) : NULL;
 }
@@ -200,6 +225,7 @@ static int read_through(SSL *ssl, void *buf, size_t num, size_t *got,
     enum sl_tls_how how;
     int n = (int)sl_reqin_tls_read(e, &t, buf, num > INT_MAX ? INT_MAX : num, &how);
     if (how != SL_TLS_REAL) last.ssl = ssl, last.how = how, last.err = 0;
+    if (how == SL_TLS_WANT_READ) sl_tlsown_drain(ssl); /* haproxy: tlsown.c */
     *got = n > 0 ? (size_t)n : 0;
     return n;
 }
@@ -245,6 +271,11 @@ static int handshake(SSL *ssl, int (*real_call)(SSL *))
     struct sl_fd *in = rt && rt->any_req_in ? session_entry(ssl, SL_IN, &in_fd) : NULL;
     if (in && sl_gate_in(in)) sl_reqin_tls_library(in); /* its SSL_read shows the requests */
     int rc = real_call(ssl);
+    if (rt && rt->any_req_in && !in) {
+        int saved = errno;
+        session_entry(ssl, SL_IN, &in_fd); /* a server's own BIO: tied once the hello was read */
+        errno = saved;
+    }
     if (tie) sl_tls_tying = NULL;
     if (tie && sl_tls_tied_fd(ssl) < 0) sl_tlsbio_remember(ssl); /* memory BIOs: tlsbio.h */
     return rc;
@@ -442,6 +473,18 @@ SL_EXPORT int SSL_get_error(const SSL *ssl, int ret)
     return REAL_SSL(get_error, "SSL_get_error", SSL_get_error)(ssl, ret);
 }
 
+/* SSL_want (SSL_want_read is a macro over it; puma asks it before
+ * SSL_get_error): what the last call answered for the library. */
+SL_EXPORT int SSL_want(const SSL *ssl)
+{
+    if (last.ssl && last.ssl == ssl) {
+        if (last.how == SL_TLS_WANT_READ) return SSL_READING;
+        if (last.how == SL_TLS_WANT_WRITE) return SSL_WRITING;
+        if (last.how == SL_TLS_EOF || last.how == SL_TLS_RESET) return SSL_NOTHING;
+    }
+    return REAL_SSL(want, "SSL_want", SSL_want)(ssl);
+}
+
 SL_EXPORT int SSL_get_shutdown(const SSL *ssl)
 {
     int mode = REAL_SSL(get_shutdown, "SSL_get_shutdown", SSL_get_shutdown)(ssl);
@@ -469,6 +512,9 @@ SL_EXPORT void SSL_set_shutdown(SSL *ssl, int mode)
 
 SL_EXPORT int SSL_shutdown(SSL *ssl)
 {
+    /* a new call: its errors are the library's (python's unwrap asks
+     * SSL_get_error of it, and a denial's zero-return there fails it) */
+    if (last.ssl == ssl) last.ssl = NULL;
     ending(ssl);
     return REAL_SSL(shutdown, "SSL_shutdown", SSL_shutdown)(ssl);
 }

@@ -19,6 +19,8 @@ static struct {
     void *(*get_wbio)(const void *);
     uint64_t (*number_written)(void *);
     int (*write_ex)(void *, const void *, size_t, size_t *);
+    void *(*get_rbio)(const void *);
+    int (*method_type)(const void *);
 } real;
 
 #define REAL_FN(field, name, lib)                                                                  \
@@ -32,6 +34,14 @@ void sl_tlsbio_remember(const void *ssl)
     unsigned char r[SL_TLS_RANDOM_LEN], zero[SL_TLS_RANDOM_LEN] = {0};
     if (!cr || cr(ssl, r, sizeof r) != sizeof r || !memcmp(r, zero, sizeof r)) return;
     sl_tls_wait_hello(ssl, r);
+}
+
+bool sl_tlsbio_memory(const void *ssl)
+{
+    void *(*rbio)(const void *) = REAL_FN(get_rbio, "SSL_get_rbio", "libssl.so.3");
+    int (*type)(const void *) = REAL_FN(method_type, "BIO_method_type", "libcrypto.so.3");
+    void *b = rbio ? rbio(ssl) : NULL;
+    return b && type && type(b) == (1 | 0x0400); /* BIO_TYPE_MEM */
 }
 
 void sl_tlsbio_forget(const void *ssl)

@@ -29,6 +29,9 @@
 /* tls.c: a handshake step of a session with no socket ended. */
 void sl_tlsbio_remember(const void *ssl);
 
+/* tls.c: the session reads through a memory BIO (BIO_s_mem). */
+bool sl_tlsbio_memory(const void *ssl);
+
 /* tls.c: the session is freed. */
 void sl_tlsbio_forget(const void *ssl);
 

@@ -8,6 +8,7 @@ connection each, and what it saw: every
 status, when each answer came, the 429s' fields; then the checks that a
 denial reaches the client at once and the count is what the rule allows."""
 import socket
+import ssl
 import time
 
 from lib import *
@@ -33,8 +34,10 @@ class Conn:
     """A client connection that reads answers one at a time (pipelined
     ones may come in one segment)."""
 
-    def __init__(self, port):
+    def __init__(self, port, tls=False):
         self.s = socket.create_connection(("127.0.0.1", port), timeout=ANSWER_TIMEOUT)
+        if tls:  # the server's own certificate, self-signed: not verified
+            self.s = ssl._create_unverified_context().wrap_socket(self.s)
         self.buf = b""
 
     def more(self):
@@ -72,12 +75,13 @@ class Conn:
         self.s.close()
 
 
-def key_run(port, key, n=15, keep=True, depth=1, path="/index.html"):
+def key_run(port, key, n=15, keep=True, depth=1, path="/index.html", tls=False):
     """n GETs with key, as fast as the answers come: on one keep-alive
     connection `depth` at a time (2: pipelined in pairs), or each on a new
     connection (keep=False). A 429 says `Connection: close`: the client
     goes on with a new connection, and sends again what that connection
-    left unanswered, as HTTP clients do. Returns (elapsed, [(status,
+    left unanswered, as HTTP clients do. tls: over TLS (the answers, 429s
+    included, read through it). Returns (elapsed, [(status,
     latency from sending the request's batch to reading its whole answer,
     headers or why)])."""
     req = f"GET {path} HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\n\r\n".encode()
@@ -86,7 +90,7 @@ def key_run(port, key, n=15, keep=True, depth=1, path="/index.html"):
     t0 = time.monotonic()
     while len(out) < n:
         if s is None:
-            s = Conn(port)
+            s = Conn(port, tls)
         k = min(depth if keep else 1, n - len(out))
         a = time.monotonic()
         ended = not keep

@@ -190,15 +190,19 @@ def deb_python_has(module):
     return run([DEB_PY, "-c", f"import {module}"]).returncode == 0
 
 
-def uvicorn(tmp, port, tls, workers=2):
-    """uvicorn (Debian's python3-uvicorn) with `workers` worker processes,
-    an ASGI app that logs what it serves."""
+def uvicorn(tmp, port, tls, workers=2, loop=None, http=None):
+    """uvicorn (Debian's python3-uvicorn) with `workers` worker processes
+    (None: one process, no supervisor), its `--loop` and `--http` when
+    given, an ASGI app that logs what it serves."""
     if not deb_python_has("uvicorn"):
         raise Missing("python3-uvicorn is not installed")
     log = tmp.join("served.log")
     tmp.write("app.py", ASGI_APP)
     argv = [DEB_PY, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port),
-            "--log-level", "warning", "--workers", str(workers)]
+            "--log-level", "warning"]
+    argv += ["--workers", str(workers)] if workers else []
+    argv += ["--loop", loop] if loop else []
+    argv += ["--http", http] if http else []
     if tls:
         crt, key = make_cert(tmp)
         argv += ["--ssl-keyfile", key, "--ssl-certfile", crt]
@@ -370,10 +374,8 @@ class _Backend(BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.served.append(["200", self.path])
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"ok\n")
+        # one write: headers and body apart would meet Nagle and delayed ACKs
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
 
     def log_message(self, *a):
         pass
