@@ -78,6 +78,32 @@ static void expose_gossip(FILE *out, const struct sl_config *cfg)
 /* Decisions waiting for their turn (action = delay), per rule: how many
  * hold a turn still to come, the longest of their waits, and the time
  * waited in total (with the delayed outcome: the average wait). */
+/* What outbound request rules with `learn` took from the vendor's answers
+ * (core/http/learn.h), per rule: holds (a 429's Retry-After, nothing
+ * left before a reset), spreads (N left for T), waits cut to learn_max,
+ * values ignored (unreadable, in the past, absurd). */
+static void expose_learned(FILE *out, const struct sl_table *t)
+{
+    static const char *const what[] = {"hold", "spread", "capped", "ignored"};
+    fputs("# HELP sluice_learned_total What learn rules took from the vendor's answers: holds, "
+          "spreads, waits capped at learn_max, values ignored.\n"
+          "# TYPE sluice_learned_total counter\n",
+          out);
+    uint64_t id;
+    char rule[SL_NAME_MAX];
+    for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
+        size_t n = strlen(rule);
+        if (n <= 4 || strcmp(rule + n - 4, ":req") != 0) continue;
+        rule[n - 4] = 0;
+        for (int c = SL_C_LEARNED; c <= SL_C_LEARN_IGNORED; c++) {
+            fputs("sluice_learned_total{rule=\"", out);
+            label(out, rule);
+            fprintf(out, "\",what=\"%s\"} %llu\n", what[c - SL_C_LEARNED],
+                    (unsigned long long)sl_table_counter(t, r, (enum sl_counter)c));
+        }
+    }
+}
+
 static void expose_queues(FILE *out, const struct sl_metrics_source *s, const struct sl_table *t)
 {
     static const char *const head[3] = {
@@ -252,7 +278,7 @@ int sl_metrics_text(FILE *out, struct sl_metrics_source *s, char *err, size_t er
     uint64_t id;
     char rule[SL_NAME_MAX];
     for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++)
-        for (int c = SL_C_OVERFLOW; c < SL_NCOUNTERS; c++) {
+        for (int c = SL_C_OVERFLOW; c < SL_C_LEARNED; c++) {
             if (c == SL_C_REUSED || c == SL_C_CLAIMED || c == SL_C_ODD) continue;
             fputs("sluice_table_problems_total{rule=\"", out);
             label(out, rule);
@@ -271,6 +297,7 @@ int sl_metrics_text(FILE *out, struct sl_metrics_source *s, char *err, size_t er
         label(out, rule);
         fprintf(out, "\"} %llu\n", (unsigned long long)sl_table_counter(t, r, SL_C_ODD));
     }
+    expose_learned(out, t);
     fprintf(
         out,
         "# HELP sluice_table_slots Slots in the shared table.\n# TYPE sluice_table_slots gauge\n"

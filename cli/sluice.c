@@ -454,6 +454,8 @@ static int cmd_reload(int argc, char **argv)
  * in the table under "NAME:req", shown under their own name). */
 static void print_rules(const struct sl_table *t, bool req)
 {
+    /* what `learn` learned (learned .. learn_ignored): request rules only */
+    int ncounters = req ? SL_NCOUNTERS : SL_C_LEARNED;
     uint64_t id;
     char rule[SL_NAME_MAX];
     bool any = false;
@@ -465,13 +467,13 @@ static void print_rules(const struct sl_table *t, bool req)
         if (!any) {
             if (req) printf("\nrequests (HTTP requests decided by req_rate rules)\n");
             printf("%-24s", "rule");
-            for (int c = 0; c < SL_NCOUNTERS; c++)
+            for (int c = 0; c < ncounters; c++)
                 printf(" %12s", sl_counter_names[c]);
             printf(" %8s %12s\n", "waiting", "longest_ms");
             any = true;
         }
         printf("%-24s", rule);
-        for (int c = 0; c < SL_NCOUNTERS; c++)
+        for (int c = 0; c < ncounters; c++)
             printf(" %12llu", (unsigned long long)sl_table_counter(t, r, (enum sl_counter)c));
         uint32_t waiting;
         uint64_t longest, total;

@@ -218,6 +218,10 @@ bool conf_is_request_rule(cfg_t *sec);
  * on_error = closed; under open, conf_degrade() and the rule's own limits). */
 int conf_build_request(cfg_t *sec, struct sl_rule *r, int line);
 void conf_print_request(FILE *out, const struct sl_rule *r);
+/* answers.c: count_status ("401" to *status; status may be NULL) */
+const char *conf_parse_status(const char *text, uint16_t *status);
+int conf_build_answers(cfg_t *sec, struct sl_rule *r, int line);
+void conf_print_answers(FILE *out, const struct sl_rule *r);
 const char *conf_per_text(const struct sl_rule *r, char *buf, size_t len);
 
 #endif

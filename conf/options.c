@@ -99,6 +99,7 @@ static const char *check_utc_offset(const struct option *o, const char *v, enum 
 static const char *check_method(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_utc_time(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_req_host(const struct option *o, const char *v, enum sl_dir dir);
+static const char *check_status(const struct option *o, const char *v, enum sl_dir dir);
 static const char *count_dests(cfg_opt_t *opt, const char *last);
 static const char *no_peer_twice(cfg_opt_t *opt, const char *last);
 
@@ -169,6 +170,8 @@ static const struct option options[] = {
     {"action",       STR,  NULL,     RULE,        0,        0,              0,            check_enum,       &action_enum,    NULL},          /* inbound reject, outbound delay; outbound reply (req_rate rules): the request is not sent, the client reads a 429 (HTTP/1.1; HTTP/2 requests are rejected) */
     {"reply",        STR,  NULL,     IN,          0,        0,              0,            check_reply,      NULL,            NULL},          /* none: built-in 429 */
     {"max_delay",    STR,  "10s",    RULE,        0,        0,              0,            check_duration,   NULL,            NULL},
+    {"req_conns",    INT,  NULL,     RULE,        0,        CONF_CONNS_MAX, 0,            NULL,             NULL,            NULL},          /* requests in flight at once per key (head to end of response); 0: no limit */
+    {"count_status", LIST, NULL,     IN,          0,        0,              SL_MAX_STATUSES, check_status,  NULL,            NULL},          /* inbound req_rate rules: only responses of these statuses take a token, {401, 403}; {}: every request */
     {"learn",        BOOL, "no",     OUT,         0,        0,              0,            NULL,             NULL,            NULL},          /* outbound req_rate rules: hold the key's calls as the vendor's 429s and RateLimit fields say */
     {"learn_max",    STR,  "10m",    OUT,         1,        LEARN_MAX,      0,            check_duration,   NULL,            NULL},          /* the longest hold learned */
     {"errno",        STR,  NULL,     OUT,         0,        0,              0,            check_errno,      NULL,            NULL},          /* ETIMEDOUT (delay), ECONNREFUSED (reject) */
@@ -272,6 +275,11 @@ static const char *check_method(const struct option *o, const char *v, enum sl_d
 static const char *check_req_host(const struct option *o, const char *v, enum sl_dir dir)
 {
     return conf_parse_req_host(v);
+}
+
+static const char *check_status(const struct option *o, const char *v, enum sl_dir dir)
+{
+    return conf_parse_status(v, NULL);
 }
 
 static const char *check_rate(const struct option *o, const char *v, enum sl_dir dir)

@@ -119,9 +119,10 @@ static bool given(cfg_t *sec, const char *name)
 
 bool conf_is_request_rule(cfg_t *sec)
 {
-    static const char *const opts[] = {"req_rate", "req_burst", "cost",        "route",
-                                       "method",   "host",      "per_missing", "quota",
-                                       "ramp_to",  "ramp_from", "ramp_over",   "per_copy"};
+    static const char *const opts[] = {"req_rate",     "req_burst", "cost",        "route",
+                                       "method",       "host",      "per_missing", "quota",
+                                       "ramp_to",      "ramp_from", "ramp_over",   "per_copy",
+                                       "count_status", "req_conns"};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         if (given(sec, opts[i])) return true;
     const char *per = cfg_getstr(sec, "per");
@@ -317,17 +318,18 @@ static int build_ramp(cfg_t *sec, struct sl_rule *r, int line)
 
 /* learn, learn_max (outbound only: options.c refuses them inbound). A
  * learned hold moves the key's GCRA bucket in this host's table
- * (core/http/learn.h), so the rule needs one. */
+ * (core/http/learn.h), so a local rule needs one; with scope = redis it
+ * is kept beside the key's counts, for every host (core/fleet/redis.h). */
 static int conf_build_learn(cfg_t *sec, struct sl_rule *r, int line)
 {
     if (conf_section_dir(sec) != SL_OUT || !cfg_getbool(sec, "learn")) return 0;
     const char *why = NULL;
     if (!r->request || !cfg_getstr(sec, "req_rate"))
         why = "needs req_rate: what is learned holds the key's requests";
-    else if (strcmp(cfg_getstr(sec, "algorithm"), "gcra") != 0)
+    else if (r->scope == SL_SCOPE_LOCAL && strcmp(cfg_getstr(sec, "algorithm"), "gcra") != 0)
         why = "needs algorithm = gcra (the hold moves the key's bucket)";
-    else if (r->scope != SL_SCOPE_LOCAL)
-        why = "needs scope = local (the hold is kept in this host's table)";
+    else if (r->scope != SL_SCOPE_LOCAL && r->scope != SL_SCOPE_REDIS)
+        why = "needs scope = local or redis (where the hold is kept)";
     if (why) {
         conf_fail(sec, line, "learn", "yes", "%s", why);
         return -1;
@@ -430,7 +432,7 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
         }
         r->plans = ps;
     }
-    return 0;
+    return conf_build_answers(sec, r, line);
 }
 
 static void put(FILE *out, const char *key)
@@ -510,6 +512,7 @@ void conf_print_request(FILE *out, const struct sl_rule *r)
             fprintf(out, "    # plan %s: %u keys\n", sl_plans_get(r->plans, i)->name,
                     sl_plans_keys(r->plans, i));
     }
+    conf_print_answers(out, r);
 }
 
 /* `per` as printed: a request key, or the address enumeration. */

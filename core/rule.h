@@ -18,6 +18,7 @@
 #define SL_MAX_PORTS     16
 #define SL_MAX_CIDRS     32
 #define SL_MAX_HOSTS     4
+#define SL_MAX_STATUSES  16 /* count_status entries */
 #define SL_MAX_HOST_ADDR 32 /* addresses kept per host name, load-time and learned */
 #define SL_NAME_MAX      48
 #define SL_HOST_MAX      256
@@ -196,6 +197,16 @@ struct sl_rule {
     char quota_text[32];          /* "10000/d" */
     const struct sl_plans *plans; /* key value -> plan; NULL: none */
     char plans_path[256];         /* for printing */
+    /* inbound: only responses with these statuses take from req_rate's
+     * bucket (at the response); a request is refused while the key's
+     * bucket has nothing left (core/http/reqdecide.h). 0 entries: every
+     * request takes its token as it comes. */
+    uint16_t count_status[SL_MAX_STATUSES];
+    int ncount_status;
+    /* requests in flight at once per key, from the head to the end of its
+     * response, in every process (the table's connection places); 0: no
+     * limit */
+    uint32_t req_conns;
 };
 
 #define SL_MAX_PEERS 16

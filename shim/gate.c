@@ -321,6 +321,21 @@ ssize_t sl_gate_read_replies(struct sl_gate *g, struct sl_fd *e, const struct sl
     return r;
 }
 
+/* ---- inbound: the program's responses (count_status, req_conns) ---- */
+
+void sl_gate_wrote(struct sl_gate *g, const struct iovec *iov, int cnt, size_t n)
+{
+    int saved = errno;
+    uint64_t now = sl_gate_now(g);
+    if (!iov) sl_req_responses_unread(g->conn);
+    for (int i = 0; iov && i < cnt && n > 0; i++) {
+        size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
+        if (k) sl_req_responses_at(g->conn, iov[i].iov_base, k, now);
+        n -= k;
+    }
+    errno = saved;
+}
+
 /* Whether thread `tid` is one of this process's (tgkill with signal 0
  * tests it): a lock held by a thread that is not (a fork copied the lock
  * but not its holder) is free. */

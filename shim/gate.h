@@ -105,6 +105,8 @@ struct sl_gate {
                                 sl_gate_lock */
     _Atomic unsigned copies; /* other descriptors that share this gate (dup, dup2, dup3,
                                 F_DUPFD: one connection): freed with the last one */
+    uint8_t answers;         /* inbound: 0 not asked yet, 1 no, 2 the program's writes are
+                                its responses, read (sl_gate_answers) */
 };
 
 /* fd2 is a copy of fd (dup and its family): one connection, so one gate,
@@ -221,6 +223,23 @@ ssize_t sl_gate_write(struct sl_gate *g, struct sl_fd *e, int fd, const void *bu
  * Returns as the transport's read. */
 ssize_t sl_gate_read_replies(struct sl_gate *g, struct sl_fd *e, const struct sl_transport *t,
                              const struct iovec *iov, int cnt, bool peek, bool *own);
+
+/* Inbound: whether the program's writes must be shown to sl_gate_wrote
+ * (a `count_status` or `req_conns` rule matches the connection: the
+ * statuses are counted, a request is in flight until the end of its
+ * response). Asked once: the
+ * answer is kept, so a connection without one pays a load per write. */
+static inline bool sl_gate_answers(struct sl_gate *g)
+{
+    if (__builtin_expect(g->answers == 0, 0)) g->answers = sl_req_answers(g->conn) ? 2 : 1;
+    return g->answers == 2;
+}
+
+/* Inbound: the program wrote these n bytes (its responses, in order; a
+ * gathered write as its buffers, iov of cnt); read, never changed. iov
+ * NULL: n bytes went that cannot be read (a splice from a pipe): the
+ * responses are no longer counted on the connection. */
+void sl_gate_wrote(struct sl_gate *g, const struct iovec *iov, int cnt, size_t n);
 
 /* Forgets what the stash holds (a request's secrets: zeroed). */
 void sl_gate_drop(struct sl_gate *g);

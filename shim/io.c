@@ -680,10 +680,12 @@ static inline struct sl_fd *watched(int fd)
  * plain requests an outbound gate writes, or none (a TLS library's own
  * socket calls carry ciphertext: its requests are seen where the library
  * is called, tls.c and gnutls.c). */
-enum work { W_NONE, W_REQUESTS_IN, W_REPLIES, W_REQUESTS_OUT };
+enum work { W_NONE, W_REQUESTS_IN, W_REPLIES, W_REQUESTS_OUT, W_ANSWERS };
 
 static inline enum work work_of(struct sl_fd *e, enum sl_io io, struct sl_gate **g)
 {
+    if (io == SL_IO_SEND && sl_gate_in(e))
+        return sl_gate_answers(e->gate) && sl_reqin_plain(e) ? W_ANSWERS : W_NONE;
     if (io == SL_IO_SEND) return sl_gate_out(e) && sl_reqout_plain(e) ? W_REQUESTS_OUT : W_NONE;
     if (sl_gate_in(e) && sl_reqin_plain(e)) return W_REQUESTS_IN;
     if (sl_gate_out(e) && (*g = sl_reqout_replying(e, false))) return W_REPLIES;
@@ -709,6 +711,45 @@ static inline bool sends(struct sl_fd *e)
     return !e || passes(e, SL_IO_SEND);
 }
 
+/* The program's write of its responses on an inbound connection a
+ * `count_status` or `req_conns` rule matches: made as it would be, then
+ * what went is
+ * read (gate.h, sl_gate_wrote). A sendfile's bytes are read back from
+ * the file at the offset they were sent from; a splice's cannot be
+ * (they came from a pipe and are gone): the count stops there
+ * (h1resp.h, lost). */
+static ssize_t answer_write(struct sl_runtime *rt, struct sl_fd *e, struct call *c)
+{
+    off_t from = 0;
+    if (c->k == K_SENDFILE) from = c->off ? *c->off : lseek(c->in_fd, 0, SEEK_CUR);
+    ssize_t n =
+        e->bytes_rule[SL_IO_SEND] >= 0 ? limited(rt, e, c, SL_IO_SEND) : real_call(c, c->len);
+    if (n <= 0) return n;
+    int saved = errno;
+    struct iovec one = {.iov_base = (void *)c->cbuf, .iov_len = (size_t)n};
+    if (c->k == K_WRITEV) {
+        sl_gate_wrote(e->gate, c->iov, c->iovcnt, (size_t)n);
+    } else if (c->k == K_SENDMSG) {
+        sl_gate_wrote(e->gate, c->cmsg->msg_iov, (int)c->cmsg->msg_iovlen, (size_t)n);
+    } else if (c->k == K_SPLICE || (c->k == K_SENDFILE && from < 0)) {
+        sl_gate_wrote(e->gate, NULL, 0, (size_t)n);
+    } else if (c->k != K_SENDFILE) {
+        sl_gate_wrote(e->gate, &one, 1, (size_t)n);
+    } else {
+        char buf[4096];
+        for (size_t done = 0; done < (size_t)n;) {
+            size_t want = (size_t)n - done < sizeof buf ? (size_t)n - done : sizeof buf;
+            ssize_t k = pread(c->in_fd, buf, want, from + (off_t)done);
+            struct iovec got = {.iov_base = buf, .iov_len = k > 0 ? (size_t)k : 0};
+            sl_gate_wrote(e->gate, k > 0 ? &got : NULL, 1, k > 0 ? (size_t)k : (size_t)n - done);
+            if (k <= 0) break;
+            done += (size_t)k;
+        }
+    }
+    errno = saved;
+    return n;
+}
+
 static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum sl_io io)
 {
     rt = sl_reload_check(rt);
@@ -719,6 +760,8 @@ static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum 
         return request_read(rt, e, c);
     case W_REPLIES:
         return reply_read(rt, e, g, c);
+    case W_ANSWERS:
+        return answer_write(rt, e, c);
     case W_REQUESTS_OUT: {
         /* one thread at a time once the state is whole (a state waiting for
          * a name still grows, and moves, at its first write) */

@@ -11,6 +11,7 @@
 #ifndef SL_REDIS_H
 #define SL_REDIS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,5 +49,15 @@ void sl_redis_decide(struct sl_redis_state *s, int rule, const struct sl_rule *r
 void sl_redis_refund(struct sl_redis_state *s, int rule, const struct sl_rule *r,
                      const struct sl_redis_what *w, const struct sl_key *k, uint64_t now,
                      uint64_t cost);
+
+/* A learned hold (core/http/learn.h) of a redis-scoped request rule with
+ * `learn`: key k's calls pass no sooner than monotonic `until`, in every
+ * process of this program at once and, from the sender's next round
+ * (urgent: within about a millisecond), on every host whose entry for the
+ * key is live (kept in Redis as PREFIX{RULE:req:KEY}:hold, redis.lua).
+ * Only ever later: true when this call moved it. False when the key has
+ * no entry here (its request was decided elsewhere). */
+bool sl_redis_hold(struct sl_redis_state *s, int rule, const struct sl_rule *r,
+                   const struct sl_key *k, uint64_t now, uint64_t until);
 
 #endif

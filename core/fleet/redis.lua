@@ -10,8 +10,14 @@
 --          "set": the node's counts are ARGV[3] (this window) and
 --          ARGV[4] (the previous one): each field keeps its maximum.
 -- ARGV[7]: the keys' lifetime in ms (at least 2 W).
+-- KEYS[3], optional: PREFIX.."{"..RULE..":"..KEY.."}:hold", a learned hold
+--          (outbound rules with learn, core/http/learn.h): the UNIX time in
+--          ms before which no call of the key should leave. ARGV[8]: the
+--          node's hold (0: none), kept when later than the one stored, the
+--          key then living ARGV[9] ms (until the hold is over).
 -- Returns {allowed (1/0), this window's total, the previous window's
--- total, the node's own count in this window, in the previous one}.
+-- total, the node's own count in this window, in the previous one}, and
+-- with KEYS[3] a sixth element: the hold stored (0: none).
 local node, op, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local function total(key)
   local t = 0
@@ -45,4 +51,12 @@ else
   return redis.error_reply('sluice: ARGV[2] must be add or set')
 end
 if own > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[7]) end
+if KEYS[3] then
+  local hold, mine = tonumber(redis.call('GET', KEYS[3]) or 0), tonumber(ARGV[8] or 0)
+  if mine > hold then
+    redis.call('SET', KEYS[3], ARGV[8], 'PX', ARGV[9])
+    hold = mine
+  end
+  return {ok, curr, prev, own, ownp, hold}
+end
 return {ok, curr, prev, own, ownp}

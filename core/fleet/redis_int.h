@@ -41,6 +41,10 @@ struct sl_rentry {
     _Atomic uint64_t synced; /* own as the sender last sent it (early rounds) */
     _Atomic uint32_t node;   /* cluster: 1 + the primary the sender last sent it to; 0 none */
     _Atomic uint64_t missed; /* cluster: monotonic ns since its calls get no counts; 0 none */
+    /* a learned hold (rules with learn, core/http/learn.h): UNIX ms before
+     * which no call of the key passes, this program's or the fleet's as
+     * Redis said (max by CAS: sl_redis_hold, the sender); 0 none */
+    _Atomic uint64_t held;
     char name[SL_REDIS_KEY_MAX];
 } __attribute__((aligned(64)));
 
@@ -87,10 +91,22 @@ static inline void sl_redis_count(struct sl_redis_state *s, enum sl_redis_counte
 /* What one reply of the script says (redis_reply.c). */
 struct sl_redis_counts {
     int64_t allowed, curr, prev, own_curr, own_prev;
+    int64_t hold_ms; /* the learned hold Redis keeps (a sixth element), 0 none */
 };
 
+/* Raises e->held to at least ms (CAS); true when it moved. */
+static inline bool sl_redis_raise_hold(struct sl_rentry *e, uint64_t ms)
+{
+    uint64_t h = atomic_load_explicit(&e->held, memory_order_relaxed);
+    while (ms > h)
+        if (atomic_compare_exchange_weak_explicit(&e->held, &h, ms, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return true;
+    return false;
+}
+
 /* Reads a reply of core/fleet/redis.lua (a hiredis redisReply): 0, or -1 when it
- * is not an array of five non-negative integers. */
+ * is not an array of five (or six) non-negative integers. */
 int sl_redis_reply_counts(const void *reply, struct sl_redis_counts *out);
 
 #endif

@@ -3,6 +3,8 @@
  * in the last two windows) becomes one EVALSHA of core/fleet/redis.lua ("set":
  * this program's counts of the current and previous window), pipelined;
  * each reply's fleet totals become the key's `rest` word (redis_state.c).
+ * A key of a rule with `learn` carries its learned hold too (KEYS[3]),
+ * and the reply's, the latest any program wrote, raises the key's own.
  * To one server, all calls go in one write; in a cluster each primary
  * gets its keys' calls (slot of the key's hash tag), all primaries at
  * once (sl_rlink_exchange_all), MOVED refreshes the
@@ -89,6 +91,8 @@ static int on_counts(struct sl_rlink *l, void *ctx, size_t i, redisReply *r)
     atomic_store_explicit(
         &x->e->rest, sl_win_pack(x->window, sub0(k.prev, k.own_prev), sub0(k.curr, k.own_curr)),
         memory_order_relaxed);
+    if (x->learn && k.hold_ms > 0)
+        sl_redis_raise_hold(x->e, (uint64_t)k.hold_ms); /* a host's hold */
     return 0;
 }
 
@@ -102,18 +106,33 @@ static void call_keys(const struct sl_rconn *c, const struct sl_rcall *x, char *
     snprintf(k2, len, "%s{%s}:%llu", pre, x->e->name, (unsigned long long)(x->window - 1));
 }
 
+/* A rule with learn adds its key's hold (KEYS[3], ARGV[8] and [9] of
+ * redis.lua): what this program learned, and the reply brings what the
+ * fleet did. The key lives until the hold is over, a second more. */
 static bool format_call(struct sl_rconn *c, struct sl_rlink *l, const struct sl_rcall *x)
 {
-    char k1[256], k2[256], a3[24], a4[24], ttl[24];
+    char k1[256], k2[256], k3[256], a3[24], a4[24], ttl[24], held[24], hold_ttl[24];
     call_keys(c, x, k1, k2, sizeof k1);
     snprintf(a3, sizeof a3, "%llu", (unsigned long long)x->oc);
     snprintf(a4, sizeof a4, "%llu", (unsigned long long)x->op);
     snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)(2 * x->e->period_ns / 1000000 + 1000));
-    const char *argv[] = {"EVALSHA", c->sha, "2", k1, k2, c->node, "set", a3, a4, "0", "0", ttl};
+    snprintf(k3, sizeof k3, "%s{%s}:hold", c->s->cfg->redis.prefix, x->e->name);
+    snprintf(held, sizeof held, "%llu", (unsigned long long)x->held);
+    uint64_t wall_ms = sl_redis_wall(c->s, sl_clock_now()) / 1000000;
+    snprintf(hold_ttl, sizeof hold_ttl, "%llu",
+             (unsigned long long)((x->held > wall_ms ? x->held - wall_ms : 0) + 1000));
+    const char *argv[] = {
+        "EVALSHA", c->sha,  x->learn ? "3" : "2", k1, k2, k3, c->node, "set", a3, a4, "0", "0", ttl,
+        held,      hold_ttl};
+    int n = (int)(sizeof argv / sizeof argv[0]);
+    if (!x->learn) { /* the five-element call a service makes too: no KEYS[3] */
+        memmove(&argv[5], &argv[6], 7 * sizeof argv[0]);
+        n -= 3;
+    }
     size_t lens[sizeof argv / sizeof argv[0]];
-    for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++)
+    for (int i = 0; i < n; i++)
         lens[i] = strlen(argv[i]);
-    return sl_rlink_append(l, (int)(sizeof argv / sizeof argv[0]), argv, lens);
+    return sl_rlink_append(l, n, argv, lens);
 }
 
 /* A live entry (counted in the last two windows) becomes a call. */
@@ -129,10 +148,15 @@ static void add_call(struct sl_rconn *c, struct sl_rentry *e, uint64_t wn)
     uint64_t own = atomic_load_explicit(&e->own, memory_order_relaxed);
     uint64_t rest = atomic_load_explicit(&e->rest, memory_order_relaxed);
     bool live = (own && sl_win_diff(cur, sl_win_index(own)) <= 1) ||
-                (rest && sl_win_diff(cur, sl_win_index(rest)) <= 1);
+                (rest && sl_win_diff(cur, sl_win_index(rest)) <= 1) ||
+                atomic_load_explicit(&e->held, memory_order_relaxed) > wn / 1000000;
     if (!live || c->ncalls >= ROUND_MAX) return;
     struct sl_rcall *x = &c->calls[c->ncalls];
-    *x = (struct sl_rcall){.e = e, .tag = tag, .window = cur};
+    *x = (struct sl_rcall){.e = e,
+                           .tag = tag,
+                           .window = cur,
+                           .learn = r->learn && e->req,
+                           .held = atomic_load_explicit(&e->held, memory_order_relaxed)};
     sl_win_counts(own, cur, &x->op, &x->oc);
     c->ncalls++;
     atomic_store_explicit(&e->synced, own, memory_order_relaxed);

@@ -31,6 +31,8 @@ struct sl_rcall {
     uint32_t next;   /* the next call on the same link (its replies' order) */
     uint8_t node;    /* cluster: the primary it went to */
     bool ask;        /* cluster: ASK sent it to `node`; sent again with ASKING */
+    bool learn;      /* a rule with learn: the call carries the key's hold (KEYS[3]) */
+    uint64_t held;   /* the hold sent (UNIX ms, 0 none) */
 };
 
 struct sl_rconn {

@@ -28,6 +28,11 @@
  * holds nothing and is reused; with none, keys share the rule's overflow
  * entry (on_full = shared) or on_full decides. Memory never grows.
  *
+ * Learned holds (rules with `learn`, core/http/learn.h): a key's `held`
+ * word, UNIX ms, raised by CAS (sl_redis_hold here, the sender from a
+ * reply); a decision of such a rule refuses the key until then, before
+ * the counts, so a program whose Redis is silent keeps the holds it has.
+ *
  * Memory order: tag is published with release after meta and name, and
  * loaded with acquire; the words need atomicity only. ok_at is stored with
  * release by the sender after the round's rest words, loaded with acquire.
@@ -107,7 +112,8 @@ static bool entry_idle(const struct sl_redis_state *s, struct sl_rentry *e, uint
                      atomic_load_explicit(&e->rest, memory_order_relaxed)};
     for (int i = 0; i < 2; i++)
         if (w[i] && sl_win_diff(cur, sl_win_index(w[i])) <= 1) return false;
-    return true;
+    /* a learned hold still to come keeps its key */
+    return atomic_load_explicit(&e->held, memory_order_relaxed) <= wn / 1000000;
 }
 
 static void setup(const struct sl_redis_state *s, struct sl_rentry *e, int rule,
@@ -118,6 +124,7 @@ static void setup(const struct sl_redis_state *s, struct sl_rentry *e, int rule,
     atomic_store_explicit(&e->rest, 0, memory_order_relaxed);
     atomic_store_explicit(&e->node, 0, memory_order_relaxed);
     atomic_store_explicit(&e->missed, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->held, 0, memory_order_relaxed);
     e->req = is_req(k);
     e->period_ns = w->limit->period_ns;
     key_name(s, r, w, k, e->name, sizeof e->name);
@@ -218,6 +225,14 @@ void sl_redis_decide(struct sl_redis_state *s, int rule, const struct sl_rule *r
         }
         e = &s->ovf[rule + (is_req(k) ? SL_MAX_RULES : 0)];
     }
+    if (r->learn) { /* a learned hold (sl_redis_hold): refused until its time, whatever Redis */
+        uint64_t held = atomic_load_explicit(&e->held, memory_order_relaxed) * 1000000;
+        if (held > wn) {
+            *v = (struct sl_verdict){
+                .allowed = false, .limit = n, .retry_ns = held - wn, .reset_ns = held - wn};
+            return;
+        }
+    }
     if (backend_ok(s, e, now)) {
         sl_win_counts(atomic_load_explicit(&e->rest, memory_order_relaxed), cur, &P, &C);
     } else {
@@ -258,6 +273,20 @@ void sl_redis_refund(struct sl_redis_state *s, int rule, const struct sl_rule *r
                                                   memory_order_relaxed))
             return;
     }
+}
+
+bool sl_redis_hold(struct sl_redis_state *s, int rule, const struct sl_rule *r,
+                   const struct sl_key *k, uint64_t now, uint64_t until)
+{
+    /* the entry its request was decided in: found, never claimed (a claim
+     * would need the key's value to name it) */
+    const struct sl_redis_what w = {.limit = &r->req_limit};
+    struct sl_rentry *e = find(s, rule, r, &w, k, sl_redis_wall(s, now), false);
+    if (!e) return false;
+    uint64_t wall = sl_redis_wall(s, until);
+    if (!sl_redis_raise_hold(e, (wall + 999999) / 1000000)) return false;
+    atomic_store_explicit(&s->hdr->urgent, 1, memory_order_relaxed); /* the fleet hears it now */
+    return true;
 }
 
 /* ---- how stale the counts are ---------------------------------------------- */

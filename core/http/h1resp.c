@@ -78,6 +78,8 @@ static int on_headers_complete(http_parser *p)
         r->fields.status = p->status_code;
         if (r->fields.any && r->done < r->sent) r->on_head(r->arg, r->done, &r->fields);
     }
+    if (r->on_status && p->status_code >= 200 && r->done < r->sent)
+        r->on_status(r->arg, r->done, p->status_code);
     if (p->status_code >= 100 && p->status_code < 200) return 0; /* interim: no body */
     if (r->done < r->sent && bit(r->connect, r->done) && p->status_code < 300) {
         r->lost = true; /* a tunnel: bytes from here on are not HTTP */
@@ -92,6 +94,7 @@ static int on_message_complete(http_parser *p)
     struct sl_h1resp *r = of(p);
     if (p->status_code == 101) r->lost = true;
     if (p->status_code >= 100 && p->status_code < 200) return 0;
+    if (r->on_done && r->done < r->sent) r->on_done(r->arg, r->done);
     r->done++;
     return 0;
 }
@@ -123,6 +126,19 @@ void sl_h1resp_learn(struct sl_h1resp *r,
     r->arg = arg;
 }
 
+void sl_h1resp_statuses(struct sl_h1resp *r,
+                        void (*on_status)(void *arg, uint64_t index, int status), void *arg)
+{
+    r->on_status = on_status;
+    r->arg = arg;
+}
+
+void sl_h1resp_ends(struct sl_h1resp *r, void (*on_done)(void *arg, uint64_t index), void *arg)
+{
+    r->on_done = on_done;
+    r->arg = arg;
+}
+
 void sl_h1resp_sent(struct sl_h1resp *r, const char *method)
 {
     if (r->sent - r->done >= SL_H1RESP_RING) r->lost = true; /* its method would be forgotten */
@@ -140,6 +156,11 @@ void sl_h1resp_feed(struct sl_h1resp *r, const void *buf, size_t n)
     /* a response the server sent before any request (or a second one to
      * the same request) is not one the program is owed */
     if (r->done > r->sent) r->lost = true;
+}
+
+void sl_h1resp_lose(struct sl_h1resp *r)
+{
+    r->lost = true;
 }
 
 void sl_h1resp_eof(struct sl_h1resp *r)

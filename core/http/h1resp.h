@@ -17,6 +17,11 @@
  * to a callback with the index of the request the response answers (0 for
  * the first sl_h1resp_sent). The bytes are only read, never changed.
  *
+ * Inbound `count_status` (core/http/request.h): with sl_h1resp_statuses,
+ * the status of each final response is handed to a callback with the
+ * index of the request it answers, whatever its fields (the status line
+ * alone is read: no header is copied).
+ *
  * Fixed size, no allocation, not thread-safe.
  */
 #ifndef SL_H1RESP_H
@@ -42,6 +47,8 @@ struct sl_h1resp {
      * fit; a longer value is read as unreadable) */
     void (*on_head)(void *arg, uint64_t index, const struct sl_learn_resp *f);
     void *arg;
+    void (*on_status)(void *arg, uint64_t index, int status); /* count_status */
+    void (*on_done)(void *arg, uint64_t index);               /* req_conns */
     struct sl_learn_resp fields;
     char name[48], value[160];
     uint16_t nlen, vlen;
@@ -56,11 +63,23 @@ void sl_h1resp_learn(struct sl_h1resp *r,
                      void (*on_head)(void *arg, uint64_t index, const struct sl_learn_resp *f),
                      void *arg);
 
+/* Hands the status of every final response from now on to
+ * on_status(arg, index, status) (arg as sl_h1resp_learn's: one for both). */
+void sl_h1resp_statuses(struct sl_h1resp *r,
+                        void (*on_status)(void *arg, uint64_t index, int status), void *arg);
+
+/* Calls on_done(arg, index) at the end of every final response from now
+ * on (req_conns: the request is no longer in flight). */
+void sl_h1resp_ends(struct sl_h1resp *r, void (*on_done)(void *arg, uint64_t index), void *arg);
+
 /* One more request was sent (in order); `method` as in its head. */
 void sl_h1resp_sent(struct sl_h1resp *r, const char *method);
 
 /* The program read these n bytes from the server. */
 void sl_h1resp_feed(struct sl_h1resp *r, const void *buf, size_t n);
+
+/* Bytes of the stream went by unread: nothing more is counted. */
+void sl_h1resp_lose(struct sl_h1resp *r);
 
 /* The program read the end of the stream. */
 void sl_h1resp_eof(struct sl_h1resp *r);

@@ -422,10 +422,14 @@ static const struct field {
 
 #define NFIELDS (sizeof fields / sizeof *fields)
 
-/* The field names a wait came from, per family's reset (for the log). */
+/* The field names a wait came from, per family's reset or remaining
+ * count (for the log). */
 static const char *const fam_reset_name[SL_FAM_N] = {
     "ratelimit", "ratelimit-reset", "x-ratelimit-reset-requests",
     "anthropic-ratelimit-requests-reset", "x-ratelimit-reset"};
+static const char *const fam_remaining_name[SL_FAM_N] = {
+    "ratelimit", "ratelimit-remaining", "x-ratelimit-remaining-requests",
+    "anthropic-ratelimit-requests-remaining", "x-ratelimit-remaining"};
 
 void sl_learn_resp_init(struct sl_learn_resp *f, int status)
 {
@@ -543,7 +547,42 @@ static void consider(struct sl_learned *o, const struct sl_learn_when *w, int64_
     if (ahead > 0 && (uint64_t)ahead > o->asked_ns) {
         o->asked_ns = (uint64_t)ahead;
         o->field = field;
+        o->spread = false;
     }
+}
+
+/* N left until a reset: the next call no sooner than T/N from now, so
+ * the N are spread over the T instead of going at once (learn.h). Kept
+ * when it asks for more than the candidates already in o; a hold (nothing
+ * left, Retry-After) asks for more whenever both apply, as it should. */
+static void spread(struct sl_learned *o, int64_t left, const struct sl_learn_when *w, int64_t now,
+                   const char *field)
+{
+    struct sl_learned one = {0};
+    consider(&one, w, now, field);
+    o->ignored += one.ignored;
+    if (one.ignored) {
+        o->why = one.why;
+        o->ignored_field = one.ignored_field;
+    }
+    if (!one.asked_ns) return;
+    uint64_t gap = one.asked_ns / (uint64_t)left;
+    if (gap > o->asked_ns) {
+        o->asked_ns = gap;
+        o->field = field;
+        o->spread = true;
+        o->left = left;
+        o->window_ns = one.asked_ns;
+    }
+}
+
+bool sl_learn_spread_needed(const struct sl_learned *o, uint64_t at_once, uint64_t count,
+                            uint64_t period_ns, uint64_t cost)
+{
+    if (!o->spread || o->left <= 0) return o->spread;
+    unsigned __int128 can = at_once;
+    if (period_ns) can += (unsigned __int128)o->window_ns * count / period_ns;
+    return can / (cost ? cost : 1) > (uint64_t)o->left;
 }
 
 bool sl_learn_decide(const struct sl_learn_resp *f, int64_t now_wall_ns, uint64_t cap_ns,
@@ -557,9 +596,12 @@ bool sl_learn_decide(const struct sl_learn_resp *f, int64_t now_wall_ns, uint64_
         else
             consider(out, &f->retry_after, now_wall_ns, "retry-after");
     }
-    for (int i = 0; i < SL_FAM_N; i++)
+    for (int i = 0; i < SL_FAM_N; i++) {
         if (f->fam[i].remaining == 0)
             consider(out, &f->fam[i].reset, now_wall_ns, fam_reset_name[i]);
+        else if (f->fam[i].remaining > 0)
+            spread(out, f->fam[i].remaining, &f->fam[i].reset, now_wall_ns, fam_remaining_name[i]);
+    }
     out->wait_ns = out->asked_ns;
     if (out->wait_ns > cap_ns) {
         out->wait_ns = cap_ns;

@@ -19,10 +19,25 @@
  *
  * What is learned (sl_learn_decide): a 429 or 503 with Retry-After (or
  * retry-after-ms) means no call before then; any response saying 0
- * requests remain, with a reset, means none before the reset. The latest
- * of these wins. A value that cannot be read, a time in the past, or one
- * more than SL_LEARN_ABSURD_NS ahead (an epoch written as a delay) is
- * ignored and counted; a wait beyond the caller's cap is capped.
+ * requests remain, with a reset, means none before the reset; a response
+ * saying N > 0 remain for T more (the same fields) spreads them: the next
+ * call no sooner than T/N after this answer. The latest of these wins.
+ *
+ * Why a gap from the answer, and not a bucket refilled N over T: the
+ * table keeps one word per key, the GCRA time of the rule's own rate, and
+ * a hold can only push that time, not change the rate. Every answer
+ * carries the vendor's fresh N and T, so a gap per answer tracks the
+ * vendor's window as it goes (N-1 for T-T/N after the next call: the same
+ * gap again), with no new state; measured from the answer rather than
+ * from the call, it is longer by the round trip, never shorter (only ever
+ * stricter). Calls already in flight when an answer arrives were let go
+ * before it: k processes calling at once go about k at a time per gap.
+ * A spread of T/N below the rule's own gap changes nothing.
+ *
+ * A value that cannot be read, a time in the past, or one more than
+ * SL_LEARN_ABSURD_NS ahead (an epoch written as a delay) is ignored and
+ * counted; a wait beyond the caller's cap (learn_max) is capped, a
+ * spread's as a hold's.
  *
  * Pure functions: no clock, no allocation; the wall time is a parameter.
  */
@@ -82,7 +97,10 @@ struct sl_learned {
     uint64_t asked_ns; /* what the field asked for, before the cap */
     bool capped;
     const char *field; /* the header the wait came from */
-    uint32_t ignored;  /* fields ignored (unreadable, past, absurd) */
+    bool spread;       /* the wait is a spread: `left` remain for window_ns, wait = window/left */
+    int64_t left;
+    uint64_t window_ns;
+    uint32_t ignored; /* fields ignored (unreadable, past, absurd) */
     enum sl_learn_ignored why;
     const char *ignored_field; /* one of them, for the log */
 };
@@ -91,6 +109,15 @@ struct sl_learned {
  * capped at cap_ns. True when out->wait_ns is set (> 0). */
 bool sl_learn_decide(const struct sl_learn_resp *f, int64_t now_wall_ns, uint64_t cap_ns,
                      struct sl_learned *out);
+
+/* Whether a spread (o->spread) says more than the rule's own limit does:
+ * false when the rule cannot send more than the N left within the T
+ * anyway (`at_once` requests at once, its burst or a fresh window's
+ * count, then `count` per `period_ns`, each call costing `cost`). Such a
+ * spread is not held: a hold gives up the rule's burst, and a vendor
+ * saying plenty is left must not make the rule stricter than it is. */
+bool sl_learn_spread_needed(const struct sl_learned *o, uint64_t at_once, uint64_t count,
+                            uint64_t period_ns, uint64_t cost);
 
 /* The value parsers (tests, fuzzing). Each reads exactly the n bytes. */
 bool sl_learn_parse_count(const char *v, size_t n, int64_t *count);

@@ -21,6 +21,7 @@
 #include "../fleet/redis.h"
 #include "reqkey.h"
 #include "reqmatch.h"
+#include "../limit/answer.h"
 #include "../limit/limit_gcra.h"
 #include "../limit/limit_log.h"
 #include "../limit/table.h"
@@ -38,9 +39,9 @@
 static bool plain_rule(const struct sl_rule *r)
 {
     return r->req_limit.count && r->req_limit.alg == SL_ALG_GCRA && r->cost && !r->learn &&
-           r->scope != SL_SCOPE_REDIS && !r->dry_run && !r->plans && !r->quota && !r->ramp.steps &&
-           !r->nroutes && !r->nmethods && !r->nreq_hosts &&
-           (r->req_per == SL_REQ_PER_HEADER || r->req_per == SL_REQ_PER_ADDRESS);
+           !r->ncount_status && !r->req_conns && r->scope != SL_SCOPE_REDIS && !r->dry_run &&
+           !r->plans && !r->quota && !r->ramp.steps && !r->nroutes && !r->nmethods &&
+           !r->nreq_hosts && (r->req_per == SL_REQ_PER_HEADER || r->req_per == SL_REQ_PER_ADDRESS);
 }
 
 void sl_req_rules_entries(struct sl_req_rules *x)
@@ -77,7 +78,10 @@ struct grant {
     int32_t plan;         /* the plan's counters in the table (table_plans.h); -1: none */
     uint32_t quota_used, quota_limit; /* of the quota (< 2^28), for the plan's counters */
     uint64_t wait_ns;
-    bool copy; /* another copy of the key the rule's grant before this one charged */
+    bool copy;        /* another copy of the key the rule's grant before this one charged */
+    bool peeked;      /* count_status: looked at the bucket, took nothing (its answer will) */
+    int32_t inflight; /* req_conns: the place taken (a connection record); -1: none */
+    bool place_wait;  /* req_conns under delay: every place taken, the request waits */
 };
 
 struct idem_op {
@@ -230,6 +234,57 @@ static void give_back(struct sl_runtime *rt, const struct sl_req_rules *x, const
         struct idem_op op = {.opened = g->mark_end, .unmark = true};
         idem_apply(rt, e, &g->key, h, now, &op);
     }
+    if (g->inflight >= 0) sl_table_conn_release(rt->table, g->inflight);
+}
+
+/* The bucket a place in flight claims its slot with when the rule has no
+ * rate (the slot's state stays 0: a key holding places is never evicted,
+ * one holding none is idle). */
+static const struct sl_limit place_limit = {
+    .alg = SL_ALG_GCRA, .count = 1, .period_ns = 1, .burst = 1, .burst_ns = 1};
+
+/* How often a request waiting for a place in flight looks again. */
+#define PLACE_POLL_NS (SL_NS_PER_SEC / 200)
+
+void sl_req_place_key(struct sl_key *k, const struct sl_key *bucket)
+{
+    *k = *bucket;
+    k->extra |= SL_REQ_KEY_INFLIGHT;
+}
+
+int32_t sl_req_place_take(struct sl_runtime *rt, int rule, int e, const struct sl_key *k,
+                          uint64_t now)
+{
+    const struct sl_rule *r = &rt->cfg->rules[rule];
+    const struct sl_limit *l = r->req_limit.count ? &r->req_limit : &place_limit;
+    return sl_table_conn_acquire(rt->table, e, k, l, r->req_conns, now);
+}
+
+/* Rule i's place in flight for the request apply_rule let through (g):
+ * taken (g->inflight), or waited for (delay), or none to take: then the
+ * rule denies (v, pol) and what apply_rule took is given back. No record
+ * free: fail open. */
+static void take_place(const struct sl_req_rules *x, int i, const struct sl_req_head *h,
+                       uint64_t now, struct grant *g, struct sl_verdict *v,
+                       struct sl_reply_policy *pol)
+{
+    struct sl_runtime *rt = x->rt;
+    const struct sl_rule *r = &rt->cfg->rules[i];
+    struct sl_key k;
+    sl_req_place_key(&k, &g->key);
+    int32_t rec = sl_req_place_take(rt, i, x->entry[i], &k, now);
+    if (rec >= 0) g->inflight = rec;
+    if (rec != -1) return;
+    if (r->action == SL_ACT_DELAY && !r->dry_run && r->max_delay_ns) {
+        g->place_wait = true;
+        if (g->wait_ns < PLACE_POLL_NS) g->wait_ns = PLACE_POLL_NS;
+        return;
+    }
+    give_back(rt, x, g, now, h);
+    g->took_rate = false;
+    g->quota_end = g->mark_end = 0;
+    *v = (struct sl_verdict){.allowed = false, .retry_ns = SL_NS_PER_SEC, .limit = r->req_conns};
+    *pol = (struct sl_reply_policy){.name = r->name, .quota = r->req_conns, .window_s = 1};
 }
 
 /* Under action = delay, a request over its quota whose window renews
@@ -306,7 +361,8 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
     /* the fields read whatever happens (the rest only under the flag or
      * end that says it was filled): no 130-byte clear per request */
     g->rule = i;
-    g->took_rate = false;
+    g->took_rate = g->peeked = g->place_wait = false;
+    g->inflight = -1;
     g->quota_end = g->mark_end = g->wait_ns = 0;
     g->plan = -1;
     *v = (struct sl_verdict){.allowed = true};
@@ -350,6 +406,10 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
                 sl_log_step(rate, lg, now, slack, v);
             else /* no room in the log region: fail open, counted */
                 sl_table_count(rt->table, e, SL_C_ERRORS, 1);
+        } else if (r->ncount_status) { /* the answer takes, if its status counts */
+            sl_answer_peek(rt->table, e, sl_key_hash(&g->key, secret), rate, now, r->cost, slack,
+                           v);
+            g->peeked = v->allowed;
         } else if (r->scope == SL_SCOPE_REDIS && rt->redis) {
             /* a value (header:, query:, cookie:) names the key in Redis */
             struct sl_redis_what w = {rate, val, vlen};
@@ -359,7 +419,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
         }
         if (!v->allowed) *pol = rate_policy(pname, rate); /* only a denial needs it */
         if (v->allowed) {
-            g->took_rate = rate->alg != SL_ALG_LOG; /* a stamp is not given back */
+            g->took_rate = rate->alg != SL_ALG_LOG && !g->peeked; /* a stamp is not given back */
             g->rate = *rate;
             g->wait_ns = v->wait_ns;
         }
@@ -479,6 +539,8 @@ static void solo_settle(const struct sl_req_rules *x, const struct sl_req_head *
     d->allowed = true;
     d->rule = -1;
     d->wait_ns = v->wait_ns;
+    d->nanswers = d->ninflight = 0;
+    d->place_rule = -1;
     log_grant(rt->cfg, x->solo, key, &x->peer, v->wait_ns, now);
 }
 
@@ -533,6 +595,7 @@ static void learn_target(const struct sl_req_rules *x, const struct grant *g,
     uint64_t cost_ns = sl_gcra_cost_ns(&g->rate, r->cost);
     d->learn_rule = g->rule;
     d->learn_hash = sl_key_hash(&g->key, sl_table_secret(x->rt->table));
+    d->learn_k = g->key;
     d->learn_gap_ns = g->rate.burst_ns > cost_ns ? g->rate.burst_ns - cost_ns : 0;
     sl_req_key_short(&g->key, d->learn_key);
 }
@@ -559,6 +622,8 @@ static __attribute__((noinline)) void decide_all(const struct sl_req_rules *x,
     d->wait_ns = 0;
     d->rule = -1;
     d->learn_rule = -1;
+    d->nanswers = d->ninflight = 0;
+    d->place_rule = -1;
     for (int i = 0; i < c->nrules && i < SL_MAX_RULES; i++) {
         if (!(x->match >> i & 1)) continue;
         const struct sl_rule *r = &c->rules[i];
@@ -571,6 +636,7 @@ static __attribute__((noinline)) void decide_all(const struct sl_req_rules *x,
             struct sl_verdict v;
             struct sl_reply_policy pol = {.name = r->name, .window_s = 1};
             apply_rule(x, i, h, cp.n ? cp.v[k] : NULL, cp.n ? cp.len[k] : 0, now, gp, &v, &pol);
+            if (v.allowed && r->req_conns) take_place(x, i, h, now, gp, &v, &pol);
             gp->copy = k > 0;
             if (v.allowed) {
                 ngranted++;
@@ -602,6 +668,19 @@ static __attribute__((noinline)) void decide_all(const struct sl_req_rules *x,
         if (granted[j].wait_ns > d->wait_ns) d->wait_ns = granted[j].wait_ns;
         if (d->learn_rule < 0 && c->rules[granted[j].rule].learn && granted[j].took_rate)
             learn_target(x, &granted[j], d);
+        if (granted[j].inflight >= 0 && d->ninflight < SL_REQ_ANSWERS)
+            d->inflight_rec[d->ninflight++] = granted[j].inflight;
+        else if (granted[j].inflight >= 0) /* no room to remember it: fail open */
+            sl_table_conn_release(rt->table, granted[j].inflight);
+        if (granted[j].place_wait && d->place_rule < 0) { /* the first: a second goes on (open) */
+            d->place_rule = granted[j].rule;
+            sl_req_place_key(&d->place_key, &granted[j].key);
+        }
+        if (granted[j].peeked && d->nanswers < SL_REQ_ANSWERS) {
+            d->answer_rule[d->nanswers] = (int8_t)granted[j].rule;
+            d->answer_hash[d->nanswers++] =
+                sl_key_hash(&granted[j].key, sl_table_secret(rt->table));
+        }
         log_grant(c, granted[j].rule, &granted[j].key, &x->peer, granted[j].wait_ns, now);
     }
 }

@@ -11,6 +11,16 @@
  * the request up to max_delay (its turn is booked now, first come first
  * served); beyond that it denies.
  *
+ * A rule with req_conns takes one of its key's places in flight (the
+ * table's connection records, shared by every process and given back
+ * when a holder dies); all taken, its action applies (a delay waits for
+ * a place, polling, within max_delay).
+ *
+ * A rule with count_status takes nothing from a request: it refuses one
+ * (by its action) while the key's bucket has nothing left, and the
+ * response, when its status is one of the list, takes the request's cost
+ * (core/limit/answer.h; the decision says which buckets).
+ *
  * Idempotency-Key: a retry of the same request (method and target) with
  * the same key from the same client within SL_IDEM_WINDOW_NS of the
  * charged attempt is not charged again, at most SL_IDEM_FREE times
@@ -45,6 +55,8 @@ struct sl_req_rules {
     int8_t solo; /* the one matching rule when it is plain (reqdecide.c: plain_rule), else -1 */
 };
 
+#define SL_REQ_ANSWERS 4 /* count_status buckets one response is charged to */
+
 struct sl_req_decision {
     bool allowed;
     uint64_t wait_ns;              /* allowed: how long it must be held first (delay) */
@@ -59,12 +71,38 @@ struct sl_req_decision {
      * hash for the log. A rule with `learn` is never the single rule. */
     int learn_rule;
     uint64_t learn_hash, learn_gap_ns;
+    struct sl_key learn_k; /* the key itself: a redis rule's hold (core/fleet/redis.h) */
     char learn_key[7];
+    /* allowed: the buckets of rules with count_status that looked at the
+     * request (their rule and key's table hash): the response's status is
+     * charged to them (core/http/request.c). Past SL_REQ_ANSWERS of them,
+     * the first ones. */
+    int nanswers;
+    int8_t answer_rule[SL_REQ_ANSWERS];
+    uint64_t answer_hash[SL_REQ_ANSWERS];
+    /* allowed: the places in flight the request took (req_conns: the
+     * table's connection records), to give back at the end of its
+     * response (core/http/request.c); past SL_REQ_ANSWERS, none taken */
+    int ninflight;
+    int32_t inflight_rec[SL_REQ_ANSWERS];
+    /* allowed with wait_ns: a rule with req_conns and action delay found
+     * every place taken: the request waits for one (place_key, in rule
+     * place_rule's entry; -1: none), polling every wait_ns, up to the
+     * rule's max_delay (request.c) */
+    int place_rule;
+    struct sl_key place_key;
 };
 
 /* Fills the rest of x for a connection whose rt, peer and match are set:
  * registers the rules' request entries in the table (see reqdecide.c). */
 void sl_req_rules_entries(struct sl_req_rules *x);
+
+/* Places in flight (req_conns): the key of a request's place from its
+ * bucket's key, and one place taken for rule `rule` (table entry e):
+ * a record (>= 0), -1 all taken, -2 none to record it (fail open). */
+void sl_req_place_key(struct sl_key *k, const struct sl_key *bucket);
+int32_t sl_req_place_take(struct sl_runtime *rt, int rule, int e, const struct sl_key *k,
+                          uint64_t now);
 
 void sl_req_decide(const struct sl_req_rules *x, const struct sl_req_head *h, uint64_t now,
                    struct sl_req_decision *d);

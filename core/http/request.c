@@ -39,13 +39,21 @@
 #include "http1.h"
 #include "reply.h"
 #include "reqdecide.h"
+#include "../limit/answer.h"
 #include "../limit/table.h"
+#include "../fleet/redis.h"
 
 #define SL_REQ_AHEAD 16
 
 struct ahead {
     uint64_t off;        /* the head's first byte */
     uint64_t release_at; /* monotonic ns it may pass (0: now) */
+    /* req_conns under delay: the place in flight the head waits for (rule
+     * -1: none), looked for again at release_at until `until`; the
+     * request's index among those sl_h1resp counts */
+    int place_rule;
+    uint64_t until, index;
+    struct sl_key place_key;
 };
 
 /* A request an outbound `reply` rule denied: [start, end) is swallowed
@@ -66,18 +74,31 @@ struct swallow {
  * rule (-1: none), key hash, gap (reqdecide.h) and short hash. */
 struct learn_target {
     uint64_t hash, gap_ns;
+    struct sl_key k; /* scope = redis: the key (sl_redis_hold) */
     int8_t rule;
     char key[7];
 };
 
-/* What only an outbound connection with a `reply` or `learn` rule needs
- * (~8.5 KB): allocated at init for those alone. */
+/* The buckets a request's response is charged to when its status is one
+ * a rule with count_status counts (reqdecide.h). */
+struct answer_target {
+    uint8_t n;
+    int8_t rule[SL_REQ_ANSWERS];
+    uint64_t hash[SL_REQ_ANSWERS];
+    uint8_t nrec; /* req_conns: the places in flight it holds */
+    int32_t rec[SL_REQ_ANSWERS];
+};
+
+/* What only an outbound connection with a `reply` or `learn` rule, or an
+ * inbound one with a `count_status` rule, needs (~11 KB): allocated at
+ * init for those alone. */
 struct replies {
     struct swallow sw[SL_REQ_AHEAD];
     size_t inj_len;                            /* queued 429 bytes not yet read */
     struct sl_h1resp resp;                     /* the responses the program has read */
     char inj[SL_REQ_INJECT_MAX];               /* the queued 429s */
     struct learn_target learn[SL_H1RESP_RING]; /* by request, as sl_h1resp counts them */
+    struct answer_target ans[SL_H1RESP_RING];  /* the same, count_status */
 };
 
 /* Memory (issue 23): what every connection carries is this struct and
@@ -89,9 +110,15 @@ struct replies {
  * (fail open) or is reset (a denial with no room for its 429). */
 struct sl_req_conn {
     struct sl_req_rules rules;
-    bool out;     /* outbound: the program writes these requests */
-    bool replies; /* outbound with a `reply` rule: swallowed requests are answered */
-    bool learn;   /* outbound with a `learn` rule: the responses' fields are read */
+    bool out;          /* outbound: the program writes these requests */
+    bool replies;      /* outbound with a `reply` rule: swallowed requests are answered */
+    bool learn;        /* outbound with a `learn` rule: the responses' fields are read */
+    bool answers;      /* inbound with a `count_status` rule: the responses' statuses are read */
+    bool inflight;     /* a `req_conns` rule: each request holds places until its response ends */
+    bool resp_seen;    /* response bytes were shown (sl_req_responses): else a request's
+                          places are given back at the next head (request.c: act) */
+    uint64_t resp_now; /* the time of the responses being read (sl_req_responses_at; 0: read
+                          the clock) */
     bool denied;
     bool pass;      /* not HTTP from its first bytes: nothing more is limited */
     bool cookies;   /* a rule keys on a cookie: the scanners collect Cookie lines */
@@ -154,11 +181,13 @@ static int64_t wall_offset(void)
 }
 
 /* What a response head taught (core/http/learn.h), for the bucket of the
- * request it answers: held in the table, said once per change. Read by
- * the response parser (h1resp.c) as the program reads the bytes. */
+ * request it answers: held in the table, said once per change, counted
+ * per rule (SL_C_LEARN*). Read by the response parser (h1resp.c) as the
+ * program reads the bytes. A spread moves the key at every answer: said
+ * when its gap changes by a quarter or more (per process), not each time. */
 static void learned(void *arg, uint64_t index, const struct sl_learn_resp *f)
 {
-    static uint64_t ignored_total; /* touched only with __atomic builtins */
+    static uint64_t ignored_total, spread_said; /* touched only with __atomic builtins */
     struct sl_req_conn *c = arg;
     const struct learn_target *lt = &c->rp->learn[index % SL_H1RESP_RING];
     if (lt->rule < 0) return;
@@ -167,26 +196,86 @@ static void learned(void *arg, uint64_t index, const struct sl_learn_resp *f)
     uint64_t now = sl_clock_now();
     struct sl_learned out;
     bool hold = sl_learn_decide(f, (int64_t)now + wall_offset(), r->learn_max_ns, &out);
+    int e = c->rules.entry[lt->rule];
     if (out.ignored) {
         static const char *const why[] = {"", "unreadable", "in the past", "absurd"};
         uint64_t total = __atomic_add_fetch(&ignored_total, out.ignored, __ATOMIC_RELAXED);
+        if (e >= 0) sl_table_count(rt->table, e, SL_C_LEARN_IGNORED, out.ignored);
         sl_log(SL_LOG_INFO,
                "rule \"%s\": learn: ignored %s (%s) in a %d response for key #%s (%llu ignored "
                "in all)",
                r->name, out.ignored_field, why[out.why], f->status, lt->key,
                (unsigned long long)total);
     }
-    int e = c->rules.entry[lt->rule];
-    if (!hold || e < 0 ||
-        !sl_table_hold(rt->table, e, lt->hash, &r->req_limit, now + out.wait_ns, lt->gap_ns, now))
+    const struct sl_limit *l = &r->req_limit;
+    if (hold && out.spread &&
+        !sl_learn_spread_needed(&out, l->burst ? l->burst : l->count, l->count, l->period_ns,
+                                r->cost))
+        hold = false; /* the rule alone cannot send more than is left */
+    if (!hold || e < 0) return;
+    if (r->scope == SL_SCOPE_REDIS
+            ? !rt->redis || !sl_redis_hold(rt->redis, lt->rule, r, &lt->k, now, now + out.wait_ns)
+            : !sl_table_hold(rt->table, e, lt->hash, &r->req_limit, now + out.wait_ns, lt->gap_ns,
+                             now))
         return;
+    sl_table_count(rt->table, e, out.spread ? SL_C_LEARN_SPREAD : SL_C_LEARNED, 1);
+    if (out.capped) sl_table_count(rt->table, e, SL_C_LEARN_CAPPED, 1);
     char cap[96] = "";
     if (out.capped)
         snprintf(cap, sizeof cap, " (capped at learn_max: it asked %llu s)",
                  (unsigned long long)(out.asked_ns / SL_NS_PER_SEC));
+    if (out.spread) {
+        uint64_t said = __atomic_load_n(&spread_said, __ATOMIC_RELAXED);
+        if (said && out.wait_ns < said + said / 4 && out.wait_ns + said / 4 > said) return;
+        __atomic_store_n(&spread_said, out.wait_ns, __ATOMIC_RELAXED);
+        sl_log(SL_LOG_INFO,
+               "rule \"%s\": learned from %s in a %d response: %lld left for %.3f s, key #%s "
+               "spread %.3f s apart%s",
+               r->name, out.field, f->status, (long long)out.left, (double)out.window_ns / 1e9,
+               lt->key, (double)out.wait_ns / 1e9, cap);
+        return;
+    }
     sl_log(SL_LOG_INFO,
            "rule \"%s\": learned from %s in a %d response: key #%s held until %.3f s from now%s",
            r->name, out.field, f->status, lt->key, (double)out.wait_ns / 1e9, cap);
+}
+
+/* The status of the response the program wrote to request `index`: each
+ * bucket of a rule with count_status that looked at the request is
+ * charged its cost when the status is one the rule counts. Called by the
+ * response parser (h1resp.c) as the program writes the bytes. */
+static void answered(void *arg, uint64_t index, int status)
+{
+    struct sl_req_conn *c = arg;
+    const struct answer_target *at = &c->rp->ans[index % SL_H1RESP_RING];
+    struct sl_runtime *rt = c->rules.rt;
+    uint64_t now = c->resp_now;
+    for (int k = 0; k < at->n; k++) {
+        const struct sl_rule *r = &rt->cfg->rules[at->rule[k]];
+        int e = c->rules.entry[at->rule[k]], i = 0;
+        while (i < r->ncount_status && r->count_status[i] != status)
+            i++;
+        if (i == r->ncount_status || e < 0) continue;
+        if (!now) now = sl_clock_now();
+        if (!sl_answer_charge(rt->table, e, at->hash[k], &r->req_limit, now, r->cost))
+            sl_table_count(rt->table, e, SL_C_OVERFLOW, 1); /* no room: not counted */
+    }
+}
+
+/* Gives back the places in flight request `index` holds (req_conns). */
+static void places_free(struct sl_req_conn *c, uint64_t index)
+{
+    struct answer_target *at = &c->rp->ans[index % SL_H1RESP_RING];
+    for (int k = 0; k < at->nrec; k++)
+        sl_table_conn_release(c->rules.rt->table, at->rec[k]);
+    at->nrec = 0;
+}
+
+/* The end of the response to request `index` (h1resp.c): it is no longer
+ * in flight. */
+static void ended(void *arg, uint64_t index)
+{
+    places_free(arg, index);
 }
 
 bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir dir,
@@ -201,7 +290,7 @@ bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum s
 {
     const struct sl_config *cfg = rt->cfg;
     uint64_t match = 0;
-    bool quota = false, replies = false, learn = false;
+    bool quota = false, replies = false, learn = false, answers = false, inflight = false;
     const char *header = NULL;
     bool cookies = false;
     for (int i = 0; i < cfg->nrules && i < SL_MAX_RULES; i++) {
@@ -213,16 +302,24 @@ bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum s
         cookies |= r->req_per == SL_REQ_PER_COOKIE;
         replies |= dir == SL_OUT && r->action == SL_ACT_REPLY;
         learn |= dir == SL_OUT && r->learn;
+        answers |= dir == SL_IN && r->ncount_status;
+        inflight |= r->req_conns != 0;
     }
     if (!match) return false;
     memset(c, 0, sizeof *c);
-    if ((replies || learn) && !(c->rp = sl_alloc(sizeof *c->rp)))
+    if ((replies || learn || answers || inflight) && !(c->rp = sl_alloc(sizeof *c->rp)))
         return false; /* no memory: untracked */
     c->out = dir == SL_OUT;
     c->replies = replies;
     c->learn = learn;
+    c->answers = answers;
+    c->inflight = inflight;
     if (c->rp) sl_h1resp_init(&c->rp->resp);
     if (learn) sl_h1resp_learn(&c->rp->resp, learned, c);
+    if (answers) sl_h1resp_statuses(&c->rp->resp, answered, c);
+    /* every connection that pairs responses gives places back at their end:
+     * a reload may give one of its rules req_conns */
+    if (c->rp) sl_h1resp_ends(&c->rp->resp, ended, c);
     c->rules.rt = rt;
     c->rules.peer = *peer;
     c->rules.match = match;
@@ -557,19 +654,52 @@ static bool act(struct sl_req_conn *c, const struct found *h1, const struct sl_r
         deny(c, h1->start, d);
         return false;
     }
+    if (!c->rp) /* no responses paired (a reload gave a rule req_conns): not held */
+        for (int k = 0; k < d->ninflight; k++)
+            sl_table_conn_release(c->rules.rt->table, d->inflight_rec[k]);
     if (c->rp) {
         struct learn_target *lt = &c->rp->learn[c->rp->resp.sent % SL_H1RESP_RING];
         lt->rule = (int8_t)(c->learn ? d->learn_rule : -1);
         if (lt->rule >= 0) {
             lt->hash = d->learn_hash;
             lt->gap_ns = d->learn_gap_ns;
+            lt->k = d->learn_k;
             memcpy(lt->key, d->learn_key, sizeof lt->key);
         }
-        sl_h1resp_sent(&c->rp->resp, h1->method);
+        struct sl_h1resp *resp = &c->rp->resp;
+        /* responses never shown (TLS written by a library sluice does not
+         * read): a request's places last until the next head, the end of
+         * its response for a client that waits for it */
+        if (c->inflight && !c->resp_seen)
+            for (uint64_t i = resp->done; i < resp->sent; i++)
+                places_free(c, i);
+        places_free(c, resp->sent); /* a request's whose response was never counted */
+        struct answer_target *at = &c->rp->ans[resp->sent % SL_H1RESP_RING];
+        at->n = c->answers ? (uint8_t)d->nanswers : 0;
+        for (int k = 0; k < at->n; k++) {
+            at->rule[k] = d->answer_rule[k];
+            at->hash[k] = d->answer_hash[k];
+        }
+        /* HTTP/2 streams are not paired with their responses: not held */
+        at->nrec = c->is_h2 ? 0 : (uint8_t)d->ninflight;
+        for (int k = 0; k < d->ninflight; k++)
+            if (c->is_h2)
+                sl_table_conn_release(c->rules.rt->table, d->inflight_rec[k]);
+            else
+                at->rec[k] = d->inflight_rec[k];
+        sl_h1resp_sent(resp, h1->method);
     }
     /* no memory to remember a hold: the head passes now (fail open) */
-    if (d->wait_ns && (c->ahead || (c->ahead = sl_alloc(SL_REQ_AHEAD * sizeof *c->ahead))))
-        c->ahead[c->nahead++] = (struct ahead){.off = h1->start, .release_at = now + d->wait_ns};
+    if (d->wait_ns && (c->ahead || (c->ahead = sl_alloc(SL_REQ_AHEAD * sizeof *c->ahead)))) {
+        struct ahead *a = &c->ahead[c->nahead++];
+        *a = (struct ahead){.off = h1->start, .release_at = now + d->wait_ns, .place_rule = -1};
+        if (d->place_rule >= 0 && c->rp && !c->is_h2) {
+            a->place_rule = d->place_rule;
+            a->place_key = d->place_key;
+            a->index = c->rp->resp.sent - 1;
+            a->until = now + c->rules.rt->cfg->rules[d->place_rule].max_delay_ns;
+        }
+    }
     return true;
 }
 
@@ -663,6 +793,42 @@ static enum lane lane(struct sl_req_conn *c, const char *buf, size_t len, uint64
     return LANE_STOP;
 }
 
+/* A head waiting for a place in flight (req_conns under delay), whose
+ * time to look again has come: true when it may go on (a place taken,
+ * or none to record: fail open), or must wait again (release_at moved);
+ * false when its max_delay ran out: the head is denied. */
+static bool place_found(struct sl_req_conn *c, struct ahead *a, uint64_t now)
+{
+    struct sl_runtime *rt = c->rules.rt;
+    int rule = a->place_rule, e = c->rules.entry[rule];
+    int32_t rec = e >= 0 ? sl_req_place_take(rt, rule, e, &a->place_key, now) : -2;
+    if (rec != -1) {
+        a->place_rule = -1;
+        struct answer_target *at = &c->rp->ans[a->index % SL_H1RESP_RING];
+        if (rec >= 0 && at->nrec < SL_REQ_ANSWERS && c->rp->resp.done <= a->index)
+            at->rec[at->nrec++] = rec;
+        else if (rec >= 0) /* no room, or its response already ended */
+            sl_table_conn_release(rt->table, rec);
+        return true;
+    }
+    if (now < a->until) {
+        a->release_at = now + SL_NS_PER_SEC / 200 < a->until ? now + SL_NS_PER_SEC / 200 : a->until;
+        return true;
+    }
+    const struct sl_rule *r = &rt->cfg->rules[rule];
+    struct sl_req_decision d = {.allowed = false, .rule = rule};
+    d.v = (struct sl_verdict){.retry_ns = SL_NS_PER_SEC, .limit = r->req_conns};
+    d.policy = (struct sl_reply_policy){.name = r->name, .quota = r->req_conns, .window_s = 1};
+    if (e >= 0) sl_table_count(rt->table, e, SL_C_LIMITED, 1);
+    sl_log(SL_LOG_INFO,
+           "rule \"%s\": limited a request: %u in flight for its key, none ended "
+           "within max_delay",
+           r->name, (unsigned)r->req_conns);
+    a->place_rule = -1;
+    deny(c, a->off, &d);
+    return false;
+}
+
 size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now,
                     struct sl_req_verdict *v)
 {
@@ -679,7 +845,9 @@ size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t
         }
     }
     for (int i = 0; i < c->nahead; i++) {
-        const struct ahead *a = &c->ahead[i];
+        struct ahead *a = &c->ahead[i];
+        if (a->place_rule >= 0 && a->release_at <= now && a->off < limit && !place_found(c, a, now))
+            limit = a->off; /* no place before its time ran out: denied there */
         if (a->release_at <= now || a->off >= limit) continue;
         limit = a->off;
         *v = (struct sl_req_verdict){
@@ -786,17 +954,35 @@ void sl_req_inject_take(struct sl_req_conn *c, size_t n)
 
 bool sl_req_replies(const struct sl_req_conn *c)
 {
-    return c->replies || c->learn;
+    return c->replies || c->learn || (c->out && c->inflight);
+}
+
+bool sl_req_answers(const struct sl_req_conn *c)
+{
+    return c->answers || (!c->out && c->inflight);
 }
 
 void sl_req_responses(struct sl_req_conn *c, const void *buf, size_t n)
 {
     if (!c->rp) return;
     c->rp->resp.arg = c; /* where the connection is now */
+    c->resp_seen |= n > 0;
     if (n == 0)
         sl_h1resp_eof(&c->rp->resp);
     else
         sl_h1resp_feed(&c->rp->resp, buf, n);
+}
+
+void sl_req_responses_at(struct sl_req_conn *c, const void *buf, size_t n, uint64_t now)
+{
+    c->resp_now = now;
+    sl_req_responses(c, buf, n);
+    c->resp_now = 0;
+}
+
+void sl_req_responses_unread(struct sl_req_conn *c)
+{
+    if (c->rp) sl_h1resp_lose(&c->rp->resp);
 }
 
 void sl_req_conn_rebind(struct sl_req_conn *c, struct sl_runtime *rt)
@@ -818,6 +1004,9 @@ void sl_req_conn_fini(struct sl_req_conn *c)
     sl_free(c->h2);
     c->h2 = NULL;
     sl_h1_fini(&c->scan);
+    if (c->rp) /* the requests still in flight end with the connection */
+        for (uint64_t i = 0; i < SL_H1RESP_RING; i++)
+            places_free(c, i);
     sl_free(c->rp);
     c->rp = NULL;
     sl_free(c->reply);

@@ -122,8 +122,23 @@ void sl_req_inject_take(struct sl_req_conn *c, size_t n);
  * program's reads must then be shown to sl_req_responses. */
 bool sl_req_replies(const struct sl_req_conn *c);
 
-/* The program read n bytes the server sent (n 0: the end of the stream). */
+/* True when some inbound `count_status` or `req_conns` rule matches the
+ * connection: the program's writes (its responses) must then be shown to
+ * sl_req_responses_at. (sl_req_replies is true outbound with `req_conns`
+ * too: a request is in flight until the program has read its response.) */
+bool sl_req_answers(const struct sl_req_conn *c);
+
+/* Outbound: the program read n bytes the server sent; inbound: the
+ * program wrote n bytes to its client (n 0: the end of the stream). */
 void sl_req_responses(struct sl_req_conn *c, const void *buf, size_t n);
+
+/* sl_req_responses at time `now` (what the responses charge is charged
+ * then: inbound count_status). */
+void sl_req_responses_at(struct sl_req_conn *c, const void *buf, size_t n, uint64_t now);
+
+/* Bytes of the responses went that could not be read: they are no longer
+ * counted on the connection (h1resp.h, lost). */
+void sl_req_responses_unread(struct sl_req_conn *c);
 
 /* True once nothing more will be limited on the connection (passed
  * through, see sl_req_admit): the caller may stop calling. */

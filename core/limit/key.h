@@ -97,9 +97,10 @@ uint64_t sl_name_hash(const char *s);
 
 /* Tags in a key's `extra` that keep request-rule keys (core/http/reqkey.c)
  * apart from connection and byte keys of the same rule and address. */
-#define SL_REQ_KEY_BUCKET (1ull << 61) /* a request-rate bucket */
-#define SL_REQ_KEY_QUOTA  (1ull << 60) /* a quota word */
-#define SL_REQ_KEY_IDEM   (1ull << 59) /* an Idempotency-Key mark */
-#define SL_REQ_KEY_VALUE  (1ull << 58) /* keyed by a value, not an address */
+#define SL_REQ_KEY_BUCKET   (1ull << 61) /* a request-rate bucket */
+#define SL_REQ_KEY_QUOTA    (1ull << 60) /* a quota word */
+#define SL_REQ_KEY_IDEM     (1ull << 59) /* an Idempotency-Key mark */
+#define SL_REQ_KEY_VALUE    (1ull << 58) /* keyed by a value, not an address */
+#define SL_REQ_KEY_INFLIGHT (1ull << 57) /* requests in flight (req_conns) */
 
 #endif

@@ -72,8 +72,8 @@
 #include "window.h"
 
 const char *const sl_counter_names[SL_NCOUNTERS] = {
-    "allowed", "limited", "delayed", "would_limit", "overflow",
-    "reused",  "claimed", "errors",  "odd_heads",
+    "allowed", "limited",   "delayed", "would_limit",  "overflow",     "reused",        "claimed",
+    "errors",  "odd_heads", "learned", "learn_spread", "learn_capped", "learn_ignored",
 };
 
 static uint32_t conn_records(uint32_t nslots)
@@ -836,6 +836,19 @@ bool sl_table_apply(struct sl_table *t, int rule, const struct sl_key *k, const 
                     void *arg)
 {
     int64_t i = sl_table_find_slot(t, rule, k, l, quota, now);
+    if (i < 0) return false;
+    _Atomic uint64_t *w = &t->slots[i].state;
+    uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(w, &s, step(s, arg), memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+    return true;
+}
+
+bool sl_table_apply_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
+                      uint64_t now, uint64_t (*step)(uint64_t old, void *arg), void *arg)
+{
+    int64_t i = find_slot_h(t, rule, h, l, 0, now);
     if (i < 0) return false;
     _Atomic uint64_t *w = &t->slots[i].state;
     uint64_t s = atomic_load_explicit(w, memory_order_relaxed);

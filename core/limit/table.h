@@ -34,6 +34,11 @@ enum sl_counter {
     SL_C_CLAIMED,     /* empty slots given to a new key */
     SL_C_ERRORS,      /* failures inside the shim for this rule (fail open) */
     SL_C_ODD,         /* request heads read under the rule of doubt (core/http/http1.h) */
+    /* what `learn` rules learned from the vendor's answers (core/http/learn.h) */
+    SL_C_LEARNED,       /* holds that moved a key's time: Retry-After, nothing left */
+    SL_C_LEARN_SPREAD,  /* spreads that moved it: N left for T, the next T/N later */
+    SL_C_LEARN_CAPPED,  /* waits asked beyond learn_max, cut to it */
+    SL_C_LEARN_IGNORED, /* values ignored: unreadable, in the past, absurd */
     SL_NCOUNTERS
 };
 
@@ -138,6 +143,11 @@ bool sl_table_hold(struct sl_table *t, int rule, uint64_t h, const struct sl_lim
 bool sl_table_apply(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
                     uint64_t quota, uint64_t now, uint64_t (*step)(uint64_t old, void *arg),
                     void *arg);
+
+/* sl_table_apply for the key of hash h = sl_key_hash(k, sl_table_secret(t))
+ * and a bucket of limit l (core/limit/answer.c). */
+bool sl_table_apply_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
+                      uint64_t now, uint64_t (*step)(uint64_t old, void *arg), void *arg);
 
 /* The table's secret (4 words), for keyed hashes of values that become
  * keys: every process sharing the table makes the same keys. */

@@ -25,6 +25,10 @@ static void check_decide(const struct sl_learn_resp *f, int64_t now, uint64_t ca
     if (o.capped && (o.asked_ns <= cap || o.wait_ns != cap)) abort();
     if (held && (!o.field || o.asked_ns > SL_LEARN_ABSURD_NS)) abort();
     if (o.ignored && !o.ignored_field) abort();
+    /* a spread: N > 0 left for a window, the wait its N-th part (before the cap) */
+    if (o.spread &&
+        (o.left <= 0 || o.window_ns == 0 || o.asked_ns != o.window_ns / (uint64_t)o.left))
+        abort();
 }
 
 static void on_head(void *arg, uint64_t index, const struct sl_learn_resp *f)

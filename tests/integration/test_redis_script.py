@@ -3,7 +3,10 @@
 sharing the budget would call it (docs/redis.md): "add" counts a request
 only when the sliding estimate stays within the limit, "set" keeps each
 node's count at its maximum (so a repeated or late call counts nothing
-twice), totals cover every node, keys expire, a wrong call is an error."""
+twice), totals cover every node, keys expire, a wrong call is an error.
+With a third key (a learned hold, rules with learn): the later of the
+stored hold and ARGV[8] is kept, living ARGV[9] ms, and comes back as a
+sixth element; the counts are as without it."""
 from redis_fleet import *
 
 with TempDir() as tmp:
@@ -36,6 +39,23 @@ with TempDir() as tmp:
         check(0 < ttl <= 3000, f"the window's key expires ({ttl} ms)")
         err = redis.cli("EVALSHA", sha, "2", cur, prev, "x", "bogus", "1", "0", "0", "0", "1000")
         check("add or set" in err, f"a wrong call is an error: {err!r}")
+
+        # a learned hold: KEYS[3], ARGV[8] (UNIX ms), ARGV[9] (its lifetime)
+        hold = "sluice:{web:10.0.0.1}:hold"
+
+        def held(node, mine, keep=5000):
+            out = redis.cli("EVALSHA", sha, "3", cur, prev, hold, node, "set", "0", "0", "0", "0",
+                            "3000", str(mine), str(keep))
+            return [int(x) for x in out.split()]
+
+        check(held("a", 0) == [1, 9, 4, 5, 4, 0], "no hold: 0, counts unchanged")
+        check(redis.cli("EXISTS", hold).strip() == "0", "no hold: no key")
+        check(held("a", 1700000003000) == [1, 9, 4, 5, 4, 1700000003000], "a hold is kept")
+        check(held("b", 1700000001000)[5] == 1700000003000, "an earlier one changes nothing")
+        check(held("b", 0)[5] == 1700000003000, "another node reads it")
+        check(held("b", 1700000009000)[5] == 1700000009000, "a later one wins")
+        ttl = int(redis.cli("PTTL", hold))
+        check(0 < ttl <= 5000, f"the hold's key expires ({ttl} ms)")
     finally:
         redis.stop()
 print("ok")

@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "../../core/http/h1resp.h"
@@ -214,7 +215,9 @@ static void zero_remaining_with_a_reset_holds_in_every_vendors_form(void **unuse
     assert_int_equal(o.wait_ns, 1500 * MS);
     const char *openai_left[] = {"x-ratelimit-remaining-requests", "3",
                                  "x-ratelimit-reset-requests", "1.5s", NULL};
-    assert_false(teach(200, openai_left, T2024, CAP, &o));
+    assert_true(teach(200, openai_left, T2024, CAP, &o)); /* 3 left: a spread, not a hold */
+    assert_int_equal(o.wait_ns, 500 * MS);
+    assert_true(o.spread);
     const char *anthropic[] = {"anthropic-ratelimit-requests-remaining", "0",
                                "anthropic-ratelimit-requests-reset", "2024-05-01T12:00:30Z", NULL};
     assert_true(teach(429, anthropic, T2024, CAP, &o));
@@ -265,6 +268,77 @@ static void past_absurd_and_unreadable_values_are_ignored_and_counted(void **unu
     assert_int_equal(o.asked_ns, 561635ull * S);
     const char *other[] = {"Content-Type", "text/plain", NULL};
     assert_false(teach(429, other, T2024, CAP, &o));
+}
+
+static void n_left_for_t_spreads_them_t_over_n_apart(void **unused)
+{
+    (void)unused;
+    struct sl_learned o;
+    const char *openai[] = {"x-ratelimit-remaining-requests", "10", "x-ratelimit-reset-requests",
+                            "5s", NULL};
+    assert_true(teach(200, openai, T2024, CAP, &o));
+    assert_int_equal(o.wait_ns, 500 * MS);
+    assert_true(o.spread);
+    assert_int_equal(o.left, 10);
+    assert_int_equal(o.window_ns, 5 * S);
+    assert_string_equal(o.field, "x-ratelimit-remaining-requests");
+    /* held only where the rule itself could send more than the 10 in 5 s */
+    assert_true(sl_learn_spread_needed(&o, 100, 100, S, 1)); /* 100/s, burst 100 */
+    assert_false(sl_learn_spread_needed(&o, 1, 1, S, 1));    /* 1/s: at most 6 in 5 s */
+    assert_true(sl_learn_spread_needed(&o, 1, 2, S, 1));     /* 2/s: 11 */
+    assert_false(sl_learn_spread_needed(&o, 4, 2, S, 2));    /* cost 2: 7 */
+    const char *plenty[] = {"x-ratelimit-remaining-requests", "10000", "x-ratelimit-reset-requests",
+                            "1s", NULL};
+    assert_true(teach(200, plenty, T2024, CAP, &o));
+    assert_false(sl_learn_spread_needed(&o, 100, 100, S, 1)); /* the burst is kept */
+    /* every vendor's form: IETF, the older pair, Anthropic's time, GitHub's epoch */
+    const char *ietf[] = {"RateLimit", "\"default\";r=4;t=2", NULL};
+    assert_true(teach(200, ietf, T2024, CAP, &o));
+    assert_int_equal(o.wait_ns, 500 * MS);
+    const char *pair[] = {"RateLimit-Remaining", "2", "RateLimit-Reset", "3", NULL};
+    assert_true(teach(200, pair, T2024, CAP, &o));
+    assert_int_equal(o.wait_ns, 1500 * MS);
+    const char *anthropic[] = {"anthropic-ratelimit-requests-remaining", "30",
+                               "anthropic-ratelimit-requests-reset", "2024-05-01T12:00:30Z", NULL};
+    assert_true(teach(200, anthropic, T2024, CAP, &o));
+    assert_int_equal(o.wait_ns, S);
+    const char *github[] = {"x-ratelimit-remaining", "4", "x-ratelimit-reset", "1714564860", NULL};
+    assert_true(teach(200, github, T2024, CAP, &o));
+    assert_int_equal(o.wait_ns, 15 * S);
+    assert_string_equal(o.field, "x-ratelimit-remaining");
+    /* the strictest of several families; a hold beats a spread */
+    const char *two[] = {"x-ratelimit-remaining-requests",
+                         "10",
+                         "x-ratelimit-reset-requests",
+                         "5s",
+                         "RateLimit",
+                         "\"x\";r=1;t=2",
+                         NULL};
+    assert_true(teach(200, two, T2024, CAP, &o));
+    assert_int_equal(o.wait_ns, 2 * S);
+    assert_string_equal(o.field, "ratelimit");
+    const char *held[] = {
+        "Retry-After", "1", "x-ratelimit-remaining-requests", "10", "x-ratelimit-reset-requests",
+        "5s",          NULL};
+    assert_true(teach(429, held, T2024, CAP, &o));
+    assert_int_equal(o.wait_ns, S);
+    assert_false(o.spread);
+    /* capped by learn_max */
+    const char *hour[] = {"x-ratelimit-remaining", "1", "x-ratelimit-reset", "1714568400", NULL};
+    assert_true(teach(200, hour, T2024, 2 * S, &o));
+    assert_int_equal(o.wait_ns, 2 * S);
+    assert_true(o.capped && o.spread);
+    assert_int_equal(o.asked_ns, 3600 * S);
+    /* a past reset beside N left: ignored and counted, nothing spread */
+    const char *past[] = {"x-ratelimit-remaining", "5", "x-ratelimit-reset", "1714564700", NULL};
+    assert_false(teach(200, past, T2024, CAP, &o));
+    assert_int_equal(o.ignored, 1);
+    assert_int_equal(o.why, SL_IGN_PAST);
+    /* no reset, or a reset of 0: nothing to spread over */
+    const char *noreset[] = {"x-ratelimit-remaining-requests", "10", NULL};
+    assert_false(teach(200, noreset, T2024, CAP, &o));
+    const char *now[] = {"RateLimit", "\"x\";r=3;t=0", NULL};
+    assert_false(teach(200, now, T2024, CAP, &o));
 }
 
 static uint64_t seen_index;
@@ -364,6 +438,61 @@ static void a_learned_hold_delays_the_key_then_the_rate_resumes(void **unused)
     sl_table_close(t);
 }
 
+/* A vendor allowing 10 calls per 5 s window from the first, and one
+ * client calling as fast as sluice lets it (a delay rule, 100/s, burst
+ * 100): each answer's "N left, reset in T" spreads the window's calls
+ * over it, where the rule alone would send all 10 at once. The clock is
+ * the test's: a call leaves at the time its decision says, its answer
+ * comes 20 ms later, and the hold is made then. */
+static void a_spread_sends_the_windows_calls_over_the_window(void **unused)
+{
+    (void)unused;
+    char err[128];
+    struct sl_table *t = sl_table_open(1024, NULL, SL_FULL_SHARED, err, sizeof err);
+    assert_non_null(t);
+    int rule = sl_table_rule(t, 0x78, "api:req");
+    struct sl_limit l;
+    assert_int_equal(sl_limit_init(&l, SL_ALG_GCRA, 100, S, 100), 0);
+    struct sl_key k = {.rule = 0x78, .lo = 9};
+    uint64_t h = sl_key_hash(&k, sl_table_secret(t)), gap = l.burst_ns - l.cost1_ns;
+    const uint64_t rtt = 20 * MS, window = 5 * S;
+    uint64_t now = T0, sent[10];
+    for (int i = 0; i < 10; i++) {
+        struct sl_verdict v;
+        sl_table_decide(t, rule, &k, &l, now, 1, 10 * S, &v); /* max_delay 10 s */
+        assert_true(v.allowed);
+        now += v.wait_ns;
+        sent[i] = now;
+        now += rtt; /* the answer: the vendor's count and its window's end */
+        char left[8], reset[32];
+        snprintf(left, sizeof left, "%d", 10 - (i + 1));
+        uint64_t end = T0 + window > now ? T0 + window - now : 0;
+        snprintf(reset, sizeof reset, "%.3fs", (double)end / S);
+        const char *hv[] = {"x-ratelimit-remaining-requests", left, "x-ratelimit-reset-requests",
+                            reset, NULL};
+        struct sl_learned o;
+        if (teach(200, hv, (int64_t)now, CAP, &o)) /* the wall clock is now too, here */
+            sl_table_hold(t, rule, h, &l, now + o.wait_ns, gap, now);
+    }
+    for (int i = 1; i < 10; i++) /* each gap: what was left of the window over the calls left */
+        assert_true(sent[i] - sent[i - 1] >= 450 * MS);
+    assert_true(sent[9] - sent[0] >= 4 * S); /* not all at once */
+    /* the gaps start at the answers, so the last call leaves at the end of
+     * the window plus about one round trip: never before the vendor allows */
+    assert_true(sent[9] - sent[0] >= window - rtt && sent[9] - sent[0] <= window + 2 * rtt);
+
+    /* a rule stricter than the spread: the hold moves nothing */
+    struct sl_limit slow;
+    assert_int_equal(sl_limit_init(&slow, SL_ALG_GCRA, 1, S, 1), 0);
+    struct sl_key k2 = {.rule = 0x78, .lo = 10};
+    uint64_t h2 = sl_key_hash(&k2, sl_table_secret(t));
+    struct sl_verdict v;
+    sl_table_decide(t, rule, &k2, &slow, T0, 1, 0, &v);
+    assert_true(v.allowed);
+    assert_false(sl_table_hold(t, rule, h2, &slow, T0 + 500 * MS, 0, T0));
+    sl_table_close(t);
+}
+
 static void a_held_bucket_is_idle_only_once_its_time_is_past(void **unused)
 {
     (void)unused;
@@ -399,8 +528,10 @@ int main(void)
         cmocka_unit_test(a_429_with_retry_after_holds_and_a_200_does_not),
         cmocka_unit_test(zero_remaining_with_a_reset_holds_in_every_vendors_form),
         cmocka_unit_test(past_absurd_and_unreadable_values_are_ignored_and_counted),
+        cmocka_unit_test(n_left_for_t_spreads_them_t_over_n_apart),
         cmocka_unit_test(the_response_counter_reads_the_fields_split_anywhere),
         cmocka_unit_test(a_learned_hold_delays_the_key_then_the_rate_resumes),
+        cmocka_unit_test(a_spread_sends_the_windows_calls_over_the_window),
         cmocka_unit_test(a_held_bucket_is_idle_only_once_its_time_is_past),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;

@@ -254,6 +254,52 @@ static void only_replies_of_the_scripts_shape_are_read(void **st)
     assert_int_equal(read_reply("*5\r\n:1\r\n:-7\r\n:2\r\n:3\r\n:0\r\n", &k), -1);
     assert_int_equal(read_reply("*5\r\n:1\r\n:2\r\n:2\r\n:3\r\n:0\r\n", &k), -1); /* own > total */
     assert_int_equal(read_reply("*-1\r\n", &k), -1);
+    /* with a learned hold (KEYS[3]): a sixth element */
+    assert_int_equal(read_reply("*6\r\n:1\r\n:7\r\n:2\r\n:3\r\n:0\r\n:1714564803000\r\n", &k), 0);
+    assert_int_equal(k.hold_ms, 1714564803000ll);
+    assert_int_equal(read_reply("*5\r\n:1\r\n:7\r\n:2\r\n:3\r\n:0\r\n", &k), 0);
+    assert_int_equal(k.hold_ms, 0);
+    assert_int_equal(read_reply("*6\r\n:1\r\n:7\r\n:2\r\n:3\r\n:0\r\n:-1\r\n", &k), -1);
+    assert_int_equal(read_reply("*7\r\n:1\r\n:7\r\n:2\r\n:3\r\n:0\r\n:0\r\n:0\r\n", &k), -1);
+}
+
+/* A learned hold (sl_redis_hold, core/http/learn.h) of a rule with learn:
+ * this program's own, or the fleet's as the sender stores it from a
+ * reply, refuses the key until its time, whatever the counts; only ever
+ * later; another key, or a rule without learn, is not held. */
+static void a_learned_hold_refuses_the_key_until_its_time(void **st)
+{
+    struct sl_config *cfg = config(60, SL_BACKEND_LOCAL);
+    struct sl_rule *r = &cfg->rules[0];
+    r->learn = true;
+    struct sl_redis_state *s = state(cfg);
+    struct sl_key k = peer_key(cfg, "10.0.0.1"), other = peer_key(cfg, "10.0.0.2");
+    atomic_store(&s->hdr->ok_at, T0);
+    assert_false(sl_redis_hold(s, 0, r, &k, T0, T0 + 3 * SEC)); /* no entry yet: never decided */
+    assert_int_equal(admit(s, cfg, &k, T0 + MS, 1), 1);
+    assert_int_equal(admit(s, cfg, &other, T0 + MS, 1), 1);
+    assert_true(sl_redis_hold(s, 0, r, &k, T0 + MS, T0 + 3 * SEC));
+    assert_int_equal(atomic_load(&s->hdr->urgent), 1); /* the sender is told at once */
+    assert_false(sl_redis_hold(s, 0, r, &k, T0 + MS, T0 + 2 * SEC)); /* only ever later */
+    struct sl_rentry *e = entry_named(s, "web:10.0.0.1");
+    assert_int_equal(atomic_load(&e->held), (T0 + 3 * SEC) / MS); /* UNIX ms: what Redis keeps */
+    struct sl_verdict v;
+    atomic_store(&s->hdr->ok_at, T0 + 2 * SEC);
+    sl_redis_decide(s, 0, r, &(struct sl_redis_what){.limit = &r->limit}, &k, T0 + 2 * SEC, 1, &v);
+    assert_false(v.allowed);
+    assert_int_equal(v.retry_ns, SEC);
+    assert_int_equal(admit(s, cfg, &other, T0 + 2 * SEC, 1), 1);
+    atomic_store(&s->hdr->ok_at, T0 + 3 * SEC);
+    assert_int_equal(admit(s, cfg, &k, T0 + 3 * SEC, 1), 1); /* its time has come */
+
+    /* the fleet's hold, as a reply's sixth element brings it */
+    struct sl_rentry *o = entry_named(s, "web:10.0.0.2");
+    assert_true(sl_redis_raise_hold(o, (T0 + 5 * SEC) / MS));
+    assert_false(sl_redis_raise_hold(o, (T0 + 4 * SEC) / MS));
+    assert_int_equal(admit(s, cfg, &other, T0 + 3 * SEC, 1), 0);
+    r->learn = false; /* a rule without learn reads no hold */
+    assert_int_equal(admit(s, cfg, &other, T0 + 3 * SEC, 1), 1);
+    free(cfg);
 }
 
 /* A reply announcing a huge array fails as out of memory (core/fleet/redis_alloc.c
@@ -313,6 +359,7 @@ int main(void)
         cmocka_unit_test(keys_are_named_as_docs_redis_md_says),
         cmocka_unit_test(threads_deciding_on_one_key_admit_exactly_the_limit_minus_the_rest),
         cmocka_unit_test(only_replies_of_the_scripts_shape_are_read),
+        cmocka_unit_test(a_learned_hold_refuses_the_key_until_its_time),
         cmocka_unit_test(round_gaps_give_the_interval_decisions_see),
     };
     return cmocka_run_group_tests(tests, NULL, unmap_all);
