@@ -423,6 +423,19 @@ static void note_memory_bio(const SSL *ssl)
     errno = saved;
 }
 
+/* The program's n bytes of plaintext written through an inbound session:
+ * its responses, read for count_status and req_conns (gate.h), never
+ * changed. */
+static void answered_in(SSL *ssl, const void *buf, size_t n)
+{
+    int fd, saved = errno;
+    struct sl_fd *e = tracked(ssl, &fd);
+    struct sl_gate *g = e ? sl_gate_in(e) : NULL;
+    if (g && sl_gate_answers(g))
+        sl_gate_wrote(g, &(struct iovec){.iov_base = (void *)buf, .iov_len = n}, 1, n);
+    errno = saved;
+}
+
 SL_EXPORT int SSL_write(SSL *ssl, const void *buf, int num)
 {
     int fd;
@@ -431,7 +444,9 @@ SL_EXPORT int SSL_write(SSL *ssl, const void *buf, int num)
     int (*w)(SSL *, const void *, int) = REAL_SSL(write, "SSL_write", SSL_write);
     if (!e) {
         if (num > 0) note_memory_bio(ssl);
-        return w(ssl, buf, num);
+        int r = w(ssl, buf, num);
+        if (r > 0) answered_in(ssl, buf, (size_t)r);
+        return r;
     }
     ssize_t n = write_out(ssl, fd, e, buf, (size_t)num, write_ex_of_write);
     return n > 0 ? (int)n : -1;
@@ -446,7 +461,11 @@ SL_EXPORT int SSL_write_ex(SSL *ssl, const void *buf, size_t num, size_t *writte
         REAL_SSL(write_ex, "SSL_write_ex", SSL_write_ex);
     if (!e) {
         if (num > 0) note_memory_bio(ssl);
-        return w(ssl, buf, num, written);
+        size_t got = 0;
+        int r = w(ssl, buf, num, &got);
+        if (r > 0 && got) answered_in(ssl, buf, got);
+        if (written) *written = got;
+        return r;
     }
     ssize_t n = write_out(ssl, fd, e, buf, num, write_ex_real);
     if (written) *written = n > 0 ? (size_t)n : 0;

@@ -33,8 +33,12 @@ test, so the counts are exact, whatever the machine's load):
    own, still gets nginx's 200 and 401. nginx's access log has no 429:
    the refused request never reached it.
 6. the configuration refuses count_status without req_rate, and outbound.
+7. over TLS the server terminates itself (python's ssl module): the
+   responses written through SSL_write are read as the plain ones (before,
+   they were not: alice's fourth login answered 200).
 """
 import socket
+import ssl
 
 from lib import *
 
@@ -59,7 +63,13 @@ class H(BaseHTTPRequestHandler):
         sys.stderr.flush()
     def log_message(self, *a):
         pass
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+srv = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+if len(sys.argv) > 3:  # over TLS: python's ssl module, SSL_write on a socket BIO
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()
 """
 
 
@@ -94,17 +104,19 @@ class Client:
     """One user's keep-alive connection; a new one after the server (or a
     429) closes it."""
 
-    def __init__(self, port, user):
-        self.port, self.user, self.s = port, user, None
+    def __init__(self, port, user, tls=False):
+        self.port, self.user, self.s, self.tls = port, user, None, tls
 
     def login(self, password, path="/login"):
         if self.s is None:
             self.s = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+            if self.tls:
+                self.s = ssl._create_unverified_context().wrap_socket(self.s)
             self.f = self.s.makefile("rb")
         try:
             self.s.sendall(request(self.user, password, path))
             r = read_response(self.f)
-        except (ConnectionResetError, BrokenPipeError):
+        except (ConnectionResetError, BrokenPipeError, ssl.SSLError):
             r = None
         if r is None or r == 429:
             self.s.close()
@@ -112,9 +124,9 @@ class Client:
         return r
 
 
-def serve(port, rule):
+def serve(port, rule, tls=()):
     tmp = TempDir()
-    p = Proc(sluice_argv([sys.executable, "-c", SERVER, str(port)], ins=[rule]),
+    p = Proc(sluice_argv([sys.executable, "-c", SERVER, str(port), *tls], ins=[rule]),
              stderr_path=tmp.join("server.log"))
     wait_port(port)
     return p
@@ -147,6 +159,18 @@ with serve(port, f"port={port} req_rate=3/h per=header:X-User count_status=401 a
     check(seen.count(["/login", "alice"]) == 3, f"alice's 429s never reached the server: {seen}")
     check(seen.count(["/login", "bob"]) == 8, f"every one of bob's reached it: {seen}")
     check(seen.count(["/login", "carol"]) == 3, f"carol's fourth did not: {seen}")
+
+# 7. over TLS
+with TempDir() as tmp:
+    port = free_port()
+    with serve(port, f"port={port} req_rate=3/h per=header:X-User count_status=401 action=reply",
+               tls=make_cert(tmp)) as srv:
+        alice, bob = Client(port, "alice", tls=True), Client(port, "bob", tls=True)
+        a = [alice.login("wrong") for _ in range(3)] + [alice.login("right")]
+        b = [bob.login("right"), bob.login("wrong")]
+        print(f"over TLS: alice: {a}; bob: {b}")
+        check(a == [401, 401, 401, 429], f"over TLS: alice: three 401s, then 429: {a}")
+        check(b == [200, 401], f"over TLS: bob: the server's own answers: {b}")
 
 # 4. per peer, two statuses
 port = free_port()
