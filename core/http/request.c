@@ -36,6 +36,7 @@
 #include "../log.h"
 #include "../mem.h"
 #include "h2.h"
+#include "h2resp.h"
 #include "http1.h"
 #include "reply.h"
 #include "reqdecide.h"
@@ -75,6 +76,7 @@ struct swallow {
 struct learn_target {
     uint64_t hash, gap_ns;
     struct sl_key k; /* scope = redis: the key (sl_redis_hold) */
+    uint32_t stream; /* HTTP/2: the request's stream, which its response names */
     int8_t rule;
     char key[7];
 };
@@ -98,6 +100,7 @@ struct replies {
     struct sl_h1resp resp;                     /* the responses the program has read */
     char inj[SL_REQ_INJECT_MAX];               /* the queued 429s */
     struct learn_target learn[SL_H1RESP_RING]; /* by request, as sl_h1resp counts them */
+    struct sl_h2resp *h2r;                     /* HTTP/2 with `learn`: the response heads */
     struct answer_target ans[SL_H1RESP_RING];  /* the same, count_status */
 };
 
@@ -185,11 +188,10 @@ static int64_t wall_offset(void)
  * per rule (SL_C_LEARN*). Read by the response parser (h1resp.c) as the
  * program reads the bytes. A spread moves the key at every answer: said
  * when its gap changes by a quarter or more (per process), not each time. */
-static void learned(void *arg, uint64_t index, const struct sl_learn_resp *f)
+static void learn_from(struct sl_req_conn *c, const struct learn_target *lt,
+                       const struct sl_learn_resp *f)
 {
     static uint64_t ignored_total, spread_said; /* touched only with __atomic builtins */
-    struct sl_req_conn *c = arg;
-    const struct learn_target *lt = &c->rp->learn[index % SL_H1RESP_RING];
     if (lt->rule < 0) return;
     struct sl_runtime *rt = c->rules.rt;
     const struct sl_rule *r = &rt->cfg->rules[lt->rule];
@@ -238,6 +240,29 @@ static void learned(void *arg, uint64_t index, const struct sl_learn_resp *f)
     sl_log(SL_LOG_INFO,
            "rule \"%s\": learned from %s in a %d response: key #%s held until %.3f s from now%s",
            r->name, out.field, f->status, lt->key, (double)out.wait_ns / 1e9, cap);
+}
+
+/* An HTTP/1 response head, for request `index` (h1resp.c). */
+static void learned(void *arg, uint64_t index, const struct sl_learn_resp *f)
+{
+    struct sl_req_conn *c = arg;
+    learn_from(c, &c->rp->learn[index % SL_H1RESP_RING], f);
+}
+
+/* An HTTP/2 response head, for the request of its stream among the last
+ * SL_H1RESP_RING sent (h2resp.c); an older one is not found and teaches
+ * nothing. */
+static void learned_h2(void *arg, uint32_t stream, const struct sl_learn_resp *f)
+{
+    struct sl_req_conn *c = arg;
+    uint64_t sent = c->rp->resp.sent;
+    for (uint64_t i = 0; i < sent && i < SL_H1RESP_RING; i++) {
+        const struct learn_target *lt = &c->rp->learn[(sent - 1 - i) % SL_H1RESP_RING];
+        if (lt->stream == stream) {
+            learn_from(c, lt, f);
+            return;
+        }
+    }
 }
 
 /* The status of the response the program wrote to request `index`: each
@@ -660,6 +685,7 @@ static bool act(struct sl_req_conn *c, const struct found *h1, const struct sl_r
     if (c->rp) {
         struct learn_target *lt = &c->rp->learn[c->rp->resp.sent % SL_H1RESP_RING];
         lt->rule = (int8_t)(c->learn ? d->learn_rule : -1);
+        lt->stream = c->is_h2 ? sl_h2_stream(c->h2) : 0;
         if (lt->rule >= 0) {
             lt->hash = d->learn_hash;
             lt->gap_ns = d->learn_gap_ns;
@@ -962,9 +988,27 @@ bool sl_req_answers(const struct sl_req_conn *c)
     return c->answers || (!c->out && c->inflight);
 }
 
+/* HTTP/2 responses, with `learn`: their heads (h2resp.h). Their ends are
+ * not followed (count_status and req_conns do not pair HTTP/2 streams). */
+static void h2_responses(struct sl_req_conn *c, const void *buf, size_t n)
+{
+    struct replies *rp = c->rp;
+    if (!c->learn || n == 0) return;
+    if (!rp->h2r) { /* no memory: nothing learned (only ever stricter) */
+        if (!(rp->h2r = sl_alloc(sizeof *rp->h2r))) return;
+        sl_h2resp_init(rp->h2r, learned_h2, c);
+    }
+    rp->h2r->arg = c; /* where the connection is now */
+    sl_h2resp_feed(rp->h2r, buf, n);
+}
+
 void sl_req_responses(struct sl_req_conn *c, const void *buf, size_t n)
 {
     if (!c->rp) return;
+    if (c->is_h2) {
+        h2_responses(c, buf, n);
+        return;
+    }
     c->rp->resp.arg = c; /* where the connection is now */
     c->resp_seen |= n > 0;
     if (n == 0)
@@ -1007,6 +1051,10 @@ void sl_req_conn_fini(struct sl_req_conn *c)
     if (c->rp) /* the requests still in flight end with the connection */
         for (uint64_t i = 0; i < SL_H1RESP_RING; i++)
             places_free(c, i);
+    if (c->rp && c->rp->h2r) {
+        sl_h2resp_fini(c->rp->h2r);
+        sl_free(c->rp->h2r);
+    }
     sl_free(c->rp);
     c->rp = NULL;
     sl_free(c->reply);
