@@ -10,28 +10,12 @@
 #include <unistd.h>
 
 #include "../conf/conf.h"
+#include "../core/fleet/udpowner.h"
 
 static void user_name(unsigned uid, char *out, size_t len)
 {
     struct passwd *pw = getpwuid(uid);
     snprintf(out, len, "%s (uid %u)", pw ? pw->pw_name : "a user", uid);
-}
-
-/* The user of a UDP socket bound to `port` (/proc/net/udp or udp6), or -1. */
-static long udp_owner(const char *table, unsigned port)
-{
-    FILE *f = fopen(table, "re");
-    if (!f) return -1;
-    char line[512], local[64];
-    long uid, found = -1;
-    unsigned p;
-    while (found < 0 && fgets(line, sizeof line, f))
-        if (sscanf(line, "%*s %63s %*s %*s %*s %*s %*s %ld", local, &uid) == 2) {
-            char *colon = strrchr(local, ':');
-            if (colon && sscanf(colon + 1, "%x", &p) == 1 && p == port) found = uid;
-        }
-    fclose(f);
-    return found;
 }
 
 int sl_say_places(const struct sl_config *cfg)
@@ -59,8 +43,8 @@ int sl_say_places(const struct sl_config *cfg)
     if (cfg->gossip.enabled) {
         const char *colon = strrchr(cfg->gossip.listen, ':');
         unsigned port = colon ? (unsigned)atoi(colon + 1) : 0;
-        long uid = port ? udp_owner("/proc/net/udp", port) : -1;
-        if (uid < 0 && port) uid = udp_owner("/proc/net/udp6", port);
+        long uid = port ? sl_udp_owner("/proc/net/udp", port) : -1;
+        if (uid < 0 && port) uid = sl_udp_owner("/proc/net/udp6", port);
         if (uid >= 0) {
             user_name((unsigned)uid, who, sizeof who);
             fprintf(stderr,

@@ -48,6 +48,7 @@
 #include "cluster_t.h"
 #include "gossip.h"
 #include "hostport.h"
+#include "udpowner.h"
 #include "../log.h"
 #include "../sys.h"
 
@@ -246,29 +247,6 @@ static void *sender(void *arg)
     return NULL;
 }
 
-/* The user of the socket bound to UDP `port` (/proc/net/udp or udp6), or
- * -1 when none is found. */
-static long udp_owner(const char *table, unsigned port)
-{
-    char buf[16384];
-    int fd = sl_sys_open(table, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    ssize_t n = sl_sys_read(fd, buf, sizeof buf - 1);
-    sl_sys_close(fd);
-    if (n <= 0) return -1;
-    buf[n] = 0;
-    for (char *line = strchr(buf, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
-        char local[64];
-        unsigned lport;
-        long uid;
-        /* sl local rem st tx:rx tr:when retrnsmt uid */
-        if (sscanf(line + 1, "%*s %63s %*s %*s %*s %*s %*s %ld", local, &uid) != 2) continue;
-        char *colon = strrchr(local, ':');
-        if (colon && sscanf(colon + 1, "%x", &lport) == 1 && lport == port) return uid;
-    }
-    return -1;
-}
-
 /* EADDRINUSE on the listen address while no process of the program sends
  * (the shared heartbeat is stale): another program holds it, a local
  * user's squatter perhaps. Never silent: said once per process, naming
@@ -282,7 +260,7 @@ static void say_squatted(struct sl_cluster *c, const struct sockaddr_storage *ss
     if (atomic_exchange(&told, true)) return;
     unsigned port = ntohs(ss->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)ss)->sin6_port
                                                     : ((const struct sockaddr_in *)ss)->sin_port);
-    long uid = udp_owner(ss->ss_family == AF_INET6 ? "/proc/net/udp6" : "/proc/net/udp", port);
+    long uid = sl_udp_owner(ss->ss_family == AF_INET6 ? "/proc/net/udp6" : "/proc/net/udp", port);
     char who[48] = "a user sluice could not tell";
     if (uid >= 0) snprintf(who, sizeof who, "uid %ld", uid);
     sl_log(SL_LOG_ERROR,
