@@ -208,9 +208,11 @@ bench: deps
 	$(Q)bench/run.sh
 
 # The callgrind section alone (instructions per request, connection, start-up
-# and outbound TLS request; about 90 s): prints it, BENCH.md is not touched.
-bench-insn: all
+# and outbound TLS request, then the head scanner per byte of a realistic
+# head, bench/h1_insn.sh; about 90 s): prints it, BENCH.md is not touched.
+bench-insn: all $(BUILD)/bench/bench_h1
 	$(Q)BUILD=$(BUILD) bash bench/insn.sh
+	$(Q)BUILD=$(BUILD) bash bench/h1_insn.sh
 
 # FHS places under PREFIX (default /usr/local), staged under DESTDIR.
 DOC = $(DESTDIR)$(PREFIX)/share/doc/sluice

@@ -64,6 +64,12 @@ USER_SHARE_FILE="$tmp/targets-nginx.user-share" BUILD=$build bash bench/insn.sh 
     printf '_instructions bench failed._\n' >>"$tmp/insn.md"
     status=1
 }
+echo "bench: the head scanner alone (callgrind, about 10 s)" >&2
+BUILD=$build bash bench/h1_insn.sh "$tmp/targets-h1" >"$tmp/h1.md" 2>"$tmp/h1.err" || {
+    echo "head scanner bench failed: $(tail -5 "$tmp/h1.err")" >&2
+    printf '_head scanner bench failed._\n' >>"$tmp/h1.md"
+    status=1
+}
 echo "bench: memory per idle connection (about 30 s)" >&2
 BUILD=$build bash bench/conn_mem.sh "$tmp/targets-mem" >"$tmp/mem.md" 2>"$tmp/mem.err" || {
     echo "memory bench failed: $(tail -5 "$tmp/mem.err")" >&2
@@ -118,6 +124,8 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
         echo "| keep-alive TLS client under an outbound request rule >= 0.97 x no shim | not measured | not measured |"
     cat "$tmp/targets-insn" 2>/dev/null ||
         echo "| instructions (callgrind) | not measured | not measured |"
+    cat "$tmp/targets-h1" 2>/dev/null ||
+        echo "| head scanner instructions per byte (callgrind) | not measured | not measured |"
     cat "$tmp/targets-mem" 2>/dev/null ||
         echo "| memory per idle keep-alive connection | not measured | not measured |"
     echo
@@ -164,6 +172,12 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "## Instructions (callgrind): per request, per connection, start-up, outbound TLS"
     echo
     cat "$tmp/insn.md"
+    echo
+    echo "## The head scanner alone: instructions per byte of a realistic head (callgrind)"
+    echo
+    echo "\`bench/h1_insn.sh\` over \`bench/bench_h1.c\`'s seeded generator (its opening comment is the method)."
+    echo
+    cat "$tmp/h1.md"
     echo
     echo "## Memory: an inbound request rule per idle keep-alive connection"
     echo

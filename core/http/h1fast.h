@@ -36,8 +36,7 @@
 
 /* What a connection knows once: the key's header name, lowercased. */
 struct sl_h1fast_key {
-    char name[64];   /* lowercase, '_' as '-'; len 0: no header key */
-    char folded[16]; /* a name under 16 bytes with every byte | 0x20 (zero-padded) */
+    char name[64]; /* lowercase, '_' as '-'; len 0: no header key */
     uint8_t len;
     bool cookies; /* cookies are wanted: a Cookie line declines */
     uint64_t gen; /* what the scan depends on (the name), hashed by sl_h1fast_key_init:
