@@ -29,48 +29,9 @@ The upper bounds are loose (a held call still goes, within max_delay).
 5. the control: the same as 1 without learn: nothing is held (< 1.5 s).
 """
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from lib import *
-
-
-class Vendor:
-    """Answers request i with script[i] (status, headers), then 200s."""
-
-    def __init__(self, script):
-        self.script = list(script)
-        self.seen = []  # (monotonic arrival, path, status answered)
-        self.lock = threading.Lock()
-        vendor = self
-
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self):
-                t = time.monotonic()
-                with vendor.lock:
-                    status, headers = vendor.script.pop(0) if vendor.script else (200, {})
-                    vendor.seen.append((t, self.path, status))
-                body = b"ok\n"
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                self.wfile.flush()
-
-            def log_message(self, *a):
-                pass
-
-        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.port = self.srv.server_address[1]
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.srv.shutdown()
-        self.srv.server_close()
+from vendorlib import Vendor, scripted
 
 
 # argv: port, calls, keep-alive (k) or a new connection per call (n),
@@ -117,7 +78,7 @@ def after_first(vendor):
 
 
 def two_processes(extra, tmp, tag):
-    v = Vendor([(429, {"Retry-After": "2"})])
+    v = Vendor(scripted([(429, {"Retry-After": "2"})]))
     try:
         client = tmp.write(f"client_{tag}.py", CLIENT)
         mark = tmp.join(f"first_{tag}")
@@ -136,7 +97,7 @@ def two_processes(extra, tmp, tag):
 
 
 def one_process(script, extra, tmp, tag, calls=2, env=None):
-    v = Vendor(script)
+    v = Vendor(scripted(script))
     try:
         client = tmp.write(f"client_{tag}.py", CLIENT)
         p = run(sluice_argv([sys.executable, client, str(v.port), str(calls), "k", "-", "-", tag],

@@ -31,44 +31,10 @@ keys counted in their last two windows.)
 """
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from lib import *
+from vendorlib import Vendor
 import redis_fleet
-
-
-class Vendor:
-    def __init__(self):
-        self.seen = []
-        self.lock = threading.Lock()
-        vendor = self
-
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self):
-                with vendor.lock:
-                    vendor.seen.append(self.path)
-                status, headers = (429, {"Retry-After": "3"}) if self.path == "/A/0" else (200, {})
-                body = b"ok\n"
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                self.wfile.flush()
-
-            def log_message(self, *a):
-                pass
-
-        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.port = self.srv.server_address[1]
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.srv.shutdown()
-        self.srv.server_close()
 
 
 # argv: port, then steps: call:PATH, mark:FILE (its content: time.time()),
@@ -102,7 +68,7 @@ print(json.dumps(out))
 
 
 def two_programs(tmp, redis, tag, learn):
-    v = Vendor()
+    v = Vendor(lambda i, t, path: (429, {"Retry-After": "3"}) if path == "/A/0" else (200, {}))
     try:
         conf = tmp.write(f"{tag}.conf", f"""
 redis {{
@@ -130,9 +96,9 @@ outbound "api" {{
             "call:/B/0", f"at:{mark}:0.5", "call:/B/1", f"at:{mark}:3.3", "call:/B/2"]))
         b.start()
         deadline = time.monotonic() + 20
-        while "/B/0" not in v.seen and time.monotonic() < deadline:
+        while "/B/0" not in v.paths() and time.monotonic() < deadline:
             time.sleep(0.01)
-        check("/B/0" in v.seen, f"{tag}: B never called")
+        check("/B/0" in v.paths(), f"{tag}: B never called")
         time.sleep(0.1)  # B's sender has sent its key once
         prog("A", ["call:/A/0", f"mark:{mark}", "call:/A/1"])
         b.join(70)
@@ -140,7 +106,7 @@ outbound "api" {{
         for name, p in got.items():
             check(p.returncode == 0, f"{tag}: {name} exit {p.returncode}\n{p.stderr}")
             res.update({path: (status, ra) for path, status, ra in last_json(p.stdout)})
-        return res, list(v.seen), got["A"].stderr + got["B"].stderr
+        return res, v.paths(), got["A"].stderr + got["B"].stderr
     finally:
         v.close()
 

@@ -41,47 +41,9 @@ would let all 10 go within milliseconds.
 import json
 import threading
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from lib import *
-
-
-class Vendor:
-    """Answers request i with answer(i, t) -> (status, headers), t the
-    time.monotonic() of its arrival."""
-
-    def __init__(self, answer):
-        self.seen = []
-        self.lock = threading.Lock()
-        vendor = self
-
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_GET(self):
-                t = time.monotonic()
-                with vendor.lock:
-                    status, headers = answer(len(vendor.seen), t)
-                    vendor.seen.append((t, self.path, status))
-                body = b"ok\n"
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                self.wfile.flush()
-
-            def log_message(self, *a):
-                pass
-
-        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.port = self.srv.server_address[1]
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.srv.shutdown()
-        self.srv.server_close()
+from vendorlib import Vendor
 
 
 def window(limit, seconds):
@@ -201,7 +163,7 @@ def session(tmp, tag, answer, calls, extra, look):
     """Runs the client under sluice against a vendor answering `answer`;
     look(pid) runs once its calls are done. Returns (codes, arrivals
     relative to the first, stderr, what look returned)."""
-    v = Vendor(answer)
+    v = Vendor(lambda i, t, path: answer(i, t))
     try:
         client = tmp.write(f"client_{tag}.py", CLIENT)
         mark = tmp.join(f"mark_{tag}")
