@@ -28,76 +28,50 @@ shortest keep-alive wait the defect made, so the column does not depend
 on the machine's speed.
 """
 import re
-import socket
-import ssl
 
 import servers
+from denylib import Conn
 from lib import *
 
 WRITE = os.environ.get("SLUICE_COVERAGE_WRITE") == "1"
 DOC = os.path.join(ROOT, "docs", "servers.md")
 LATENCY_MAX = 1.0
-ANSWER_TIMEOUT = 5.0
-CTX = ssl._create_unverified_context()
 
 
 class Client:
-    """One key's GETs, one at a time, reconnecting after a close."""
+    """One key's GETs, one at a time on a keep-alive connection
+    (denylib.Conn), a new one after a close or a reset."""
 
     def __init__(self, port, tls):
-        self.port, self.tls, self.s, self.buf = port, tls, None, b""
-
-    def connect(self):
-        s = socket.create_connection(("127.0.0.1", self.port), timeout=ANSWER_TIMEOUT)
-        self.s = CTX.wrap_socket(s, server_hostname="localhost") if self.tls else s
-        self.buf = b""
+        self.port, self.tls, self.c = port, tls, None
 
     def drop(self):
-        if self.s:
+        if self.c:
             try:
-                self.s.close()
+                self.c.close()
             except OSError:
                 pass
-        self.s = None
-
-    def more(self):
-        c = self.s.recv(65536)
-        if not c:
-            raise EOFError
-        self.buf += c
+        self.c = None
 
     def get(self, key):
         """(status or a word, headers, seconds from sending to the answer)."""
+        t0 = time.monotonic()
         try:
-            if not self.s:
-                self.connect()
-            t0 = time.monotonic()
-            self.s.sendall(f"GET /index.html HTTP/1.1\r\nHost: localhost\r\nX-API-Key: {key}\r\n"
-                           "\r\n".encode())
-            while b"\r\n\r\n" not in self.buf:
-                self.more()
-            head, _, rest = self.buf.partition(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            h = {}
-            for l in lines[1:]:
-                k, _, v = l.partition(":")
-                h[k.strip().lower()] = v.strip()
-            size = int(h.get("content-length", "0"))
-            while len(rest) < size:
-                self.more()
-                rest = self.buf.partition(b"\r\n\r\n")[2]
-            self.buf = rest[size:]
-            took = time.monotonic() - t0
-            if h.get("connection", "").lower() == "close":
-                self.drop()
-            return int(lines[0].split()[1]), h, took
-        except (EOFError, ConnectionResetError, BrokenPipeError, ssl.SSLError) as e:
-            took = time.monotonic() - t0 if "t0" in locals() else 0.0
+            if not self.c:
+                self.c = Conn(self.port, self.tls)
+            self.c.s.sendall(f"GET /index.html HTTP/1.1\r\nHost: localhost\r\nX-API-Key: {key}"
+                             "\r\n\r\n".encode())
+            status, h = self.c.answer()
+        except OSError:
+            status, h = None, "reset"
+        took = time.monotonic() - t0
+        if status is None:
             self.drop()
-            return "closed" if isinstance(e, EOFError) else "reset", {}, took
-        except socket.timeout:
+            word = "closed" if h == "closed" else "no answer" if h.startswith("no answer") else "reset"
+            return word, {}, took
+        if h.get("connection", "").lower() == "close":
             self.drop()
-            return "no answer", {}, ANSWER_TIMEOUT
+        return status, h, took
 
 
 def measure(name, recipe, tls):
