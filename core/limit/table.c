@@ -831,11 +831,11 @@ bool sl_table_hold(struct sl_table *t, int rule, uint64_t h, const struct sl_lim
     return true;
 }
 
-bool sl_table_apply(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
-                    uint64_t quota, uint64_t now, uint64_t (*step)(uint64_t old, void *arg),
-                    void *arg)
+/* Replaces slot i's state word by step(old, arg), atomically; false when
+ * there is no slot (i < 0). */
+static bool apply_at(struct sl_table *t, int64_t i, uint64_t (*step)(uint64_t old, void *arg),
+                     void *arg)
 {
-    int64_t i = sl_table_find_slot(t, rule, k, l, quota, now);
     if (i < 0) return false;
     _Atomic uint64_t *w = &t->slots[i].state;
     uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
@@ -845,17 +845,17 @@ bool sl_table_apply(struct sl_table *t, int rule, const struct sl_key *k, const 
     return true;
 }
 
+bool sl_table_apply(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
+                    uint64_t quota, uint64_t now, uint64_t (*step)(uint64_t old, void *arg),
+                    void *arg)
+{
+    return apply_at(t, sl_table_find_slot(t, rule, k, l, quota, now), step, arg);
+}
+
 bool sl_table_apply_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
                       uint64_t now, uint64_t (*step)(uint64_t old, void *arg), void *arg)
 {
-    int64_t i = find_slot_h(t, rule, h, l, 0, now);
-    if (i < 0) return false;
-    _Atomic uint64_t *w = &t->slots[i].state;
-    uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(w, &s, step(s, arg), memory_order_relaxed,
-                                                  memory_order_relaxed))
-        ;
-    return true;
+    return apply_at(t, find_slot_h(t, rule, h, l, 0, now), step, arg);
 }
 
 const uint64_t *sl_table_secret(const struct sl_table *t)
