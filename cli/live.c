@@ -80,9 +80,7 @@ static void rules_json(FILE *out, struct sl_metrics_source *s, const struct sl_t
     char rule[SL_NAME_MAX];
     fputs("\"rules\": [", out);
     for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
-        size_t n = strlen(rule);
-        bool req = n > 4 && strcmp(rule + n - 4, ":req") == 0;
-        if (req) rule[n - 4] = 0;
+        bool req = sl_metrics_req_name(rule);
         fputs(r ? ",\n  {\"rule\": " : "\n  {\"rule\": ", out);
         jstr(out, rule);
         fprintf(out, ", \"kind\": \"%s\", \"direction\": \"%s\"", req ? "requests" : "connections",

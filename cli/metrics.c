@@ -92,9 +92,7 @@ static void expose_learned(FILE *out, const struct sl_table *t)
     uint64_t id;
     char rule[SL_NAME_MAX];
     for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
-        size_t n = strlen(rule);
-        if (n <= 4 || strcmp(rule + n - 4, ":req") != 0) continue;
-        rule[n - 4] = 0;
+        if (!sl_metrics_req_name(rule)) continue;
         for (int c = SL_C_LEARNED; c <= SL_C_LEARN_IGNORED; c++) {
             fputs("sluice_learned_total{rule=\"", out);
             label(out, rule);
@@ -124,9 +122,7 @@ static void expose_queues(FILE *out, const struct sl_metrics_source *s, const st
             uint32_t waiting;
             uint64_t longest, total;
             sl_table_queue(t, r, now, &waiting, &longest, &total);
-            size_t n = strlen(rule);
-            bool req = n > 4 && strcmp(rule + n - 4, ":req") == 0;
-            if (req) rule[n - 4] = 0;
+            bool req = sl_metrics_req_name(rule);
             fprintf(out, "%s{rule=\"", name[m]);
             label(out, rule);
             fprintf(out, "\",direction=\"%s\",kind=\"%s\"} ", sl_metrics_direction(s, rule),
@@ -149,9 +145,7 @@ static void expose_quotas(FILE *out, const struct sl_metrics_source *s, const st
     uint64_t id;
     char rule[SL_NAME_MAX];
     for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
-        size_t n = strlen(rule);
-        if (n <= 4 || strcmp(rule + n - 4, ":req") != 0) continue;
-        rule[n - 4] = 0;
+        if (!sl_metrics_req_name(rule)) continue;
         uint64_t crossed[3];
         sl_table_quota_crossed(t, r, crossed);
         for (int i = 0; i < 3; i++) {
@@ -189,9 +183,7 @@ static void expose_plans(FILE *out, const struct sl_metrics_source *s, const str
         uint64_t id;
         char rule[SL_NAME_MAX];
         for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
-            size_t n = strlen(rule);
-            if (n <= 4 || strcmp(rule + n - 4, ":req") != 0) continue;
-            rule[n - 4] = 0;
+            if (!sl_metrics_req_name(rule)) continue;
             struct sl_plan_use u;
             for (int i = -1; sl_metrics_next_plan(t, r, &i, &u);) {
                 bool pcts = k == 2 || k == 5;
@@ -255,10 +247,7 @@ int sl_metrics_text(FILE *out, struct sl_metrics_source *s, char *err, size_t er
         uint64_t id;
         char rule[SL_NAME_MAX];
         for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
-            size_t n = strlen(rule);
-            bool req = n > 4 && strcmp(rule + n - 4, ":req") == 0;
-            if (req != (kind == 1)) continue;
-            if (req) rule[n - 4] = 0;
+            if (sl_metrics_req_name(rule) != (kind == 1)) continue;
             for (int c = SL_C_ALLOWED; c <= SL_C_WOULD_LIMIT; c++) {
                 fprintf(out, "sluice_%s_total{rule=\"", kinds[kind]);
                 label(out, rule);
@@ -290,9 +279,7 @@ int sl_metrics_text(FILE *out, struct sl_metrics_source *s, char *err, size_t er
           "# TYPE sluice_odd_heads_total counter\n",
           out);
     for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
-        size_t n = strlen(rule);
-        if (n <= 4 || strcmp(rule + n - 4, ":req") != 0) continue;
-        rule[n - 4] = 0;
+        if (!sl_metrics_req_name(rule)) continue;
         fputs("sluice_odd_heads_total{rule=\"", out);
         label(out, rule);
         fprintf(out, "\"} %llu\n", (unsigned long long)sl_table_counter(t, r, SL_C_ODD));

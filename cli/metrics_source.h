@@ -7,6 +7,7 @@
 #define SL_CLI_METRICS_SOURCE_H
 
 #include <stdbool.h>
+#include <string.h>
 
 #include "../core/fleet/fleet_stats.h"
 #include "locate.h"
@@ -41,5 +42,15 @@ struct sl_plan_use;
 bool sl_metrics_next_plan(const struct sl_table *t, int rule, int *i, struct sl_plan_use *u);
 /* "day", "month" (a quota window's name). */
 const char *sl_metrics_window(enum sl_quota_window w);
+
+/* A table rule's name as the table keeps it: a request rule's ends in
+ * ":req", which this strips (true), leaving the rule's own name. */
+static inline bool sl_metrics_req_name(char *rule)
+{
+    size_t n = strlen(rule);
+    if (n <= 4 || strcmp(rule + n - 4, ":req") != 0) return false;
+    rule[n - 4] = 0;
+    return true;
+}
 
 #endif

@@ -460,10 +460,7 @@ static void print_rules(const struct sl_table *t, bool req)
     char rule[SL_NAME_MAX];
     bool any = false;
     for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
-        size_t n = strlen(rule);
-        bool is_req = n > 4 && strcmp(rule + n - 4, ":req") == 0;
-        if (is_req != req) continue;
-        if (is_req) rule[n - 4] = 0;
+        if (sl_metrics_req_name(rule) != req) continue;
         if (!any) {
             if (req) printf("\nrequests (HTTP requests decided by req_rate rules)\n");
             printf("%-24s", "rule");
@@ -492,9 +489,7 @@ static void print_plans(const struct sl_table *t)
     char rule[SL_NAME_MAX];
     bool any = false;
     for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
-        size_t n = strlen(rule);
-        if (n <= 4 || strcmp(rule + n - 4, ":req") != 0) continue;
-        rule[n - 4] = 0;
+        if (!sl_metrics_req_name(rule)) continue;
         struct sl_plan_use u;
         for (int i = -1; sl_metrics_next_plan(t, r, &i, &u);) {
             if (!any)
