@@ -91,6 +91,8 @@ static void fresh(struct sl_req_conn *c)
 static int decide_burst(struct sl_req_conn *c, const char *head, size_t nhead, uint64_t now,
                         struct sl_req_verdict *v)
 {
+    /* records: no 429 can be put into a stream sluice cannot encrypt */
+    sl_req_reply_waits(c, "TLS that sluice cannot decrypt (counted from its records)");
     size_t ok = sl_req_admit(c, head, nhead, now, v);
     if (ok == nhead || v->status == SL_REQ_PASS || v->status == SL_REQ_NEED_MORE) {
         sl_req_passed(c, head, nhead);
@@ -221,7 +223,8 @@ void sl_tlsin_say(const struct sl_tlsin *t)
                "program decrypts with OpenSSL over a BIO that is not a socket, and sluice could "
                "not tie its session to the connection (%s): its requests are counted per "
                "address, as the client's record bursts, one per burst after each answer, as "
-               "requests GET / to %s; a denial resets the connection (said once)",
+               "requests GET / to %s; a denial resets the connection (under `reply`, a request "
+               "first waits its turn within max_delay) (said once)",
                t->port, why, t->sni);
         return;
     }
@@ -230,7 +233,8 @@ void sl_tlsin_say(const struct sl_tlsin *t)
            "cannot decrypt (the program does not use OpenSSL 3's SSL_read: linked statically, as "
            "node's is, or another library): its requests are counted as the client's record "
            "bursts, one per burst after each answer, as requests GET / to %s; exact for a client "
-           "that does not pipeline; a denial resets the connection (said once)",
+           "that does not pipeline; a denial resets the connection (under `reply`, a request "
+           "first waits its turn within max_delay) (said once)",
            t->port, t->sni);
 }
 

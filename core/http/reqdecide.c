@@ -30,6 +30,14 @@
 #define ENTRY_MARK      0x7265712e72756c65ull /* "req.rule" */
 #define PATH_MAX_NORMAL 2048
 
+/* Whether rule r's requests over the limit wait their turn (within
+ * max_delay): `delay`, and `reply` where no 429 can be given (x->reply_waits:
+ * sl_req_reply_waits). */
+static inline bool waits(const struct sl_req_rules *x, const struct sl_rule *r)
+{
+    return r->action == SL_ACT_DELAY || (r->action == SL_ACT_REPLY && x->reply_waits);
+}
+
 /* Whether rule r is decided by its rate alone, from a key it always has or
  * goes without: one GCRA bucket in the shared table, no route, method or
  * host to match, no plan, quota, ramp, dry run or learn, a cost, keyed by a header
@@ -275,7 +283,7 @@ static void take_place(const struct sl_req_rules *x, int i, const struct sl_req_
     int32_t rec = sl_req_place_take(rt, i, x->entry[i], &k, now);
     if (rec >= 0) g->inflight = rec;
     if (rec != -1) return;
-    if (r->action == SL_ACT_DELAY && !r->dry_run && r->max_delay_ns) {
+    if (waits(x, r) && !r->dry_run && r->max_delay_ns) {
         g->place_wait = true;
         if (g->wait_ns < PLACE_POLL_NS) g->wait_ns = PLACE_POLL_NS;
         return;
@@ -399,7 +407,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
         g->mark_end = op.opened;
     }
     if (rate->count) {
-        uint64_t slack = r->action == SL_ACT_DELAY ? r->max_delay_ns : 0;
+        uint64_t slack = waits(x, r) ? r->max_delay_ns : 0;
         struct sl_log *lg;
         if (rate->alg == SL_ALG_LOG) { /* one exact log for the rule (per = rule) */
             if ((lg = sl_table_log(rt->table, e, rate->count)))
@@ -441,7 +449,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
                 g->quota_used = (uint32_t)(op.v.limit - op.v.remaining);
                 g->quota_limit = (uint32_t)op.v.limit;
                 sl_table_note_quota(rt->table, e, op.v.limit - op.v.remaining, r->cost, op.v.limit);
-            } else if (r->action == SL_ACT_DELAY && op.end - now <= r->max_delay_ns &&
+            } else if (waits(x, r) && op.end - now <= r->max_delay_ns &&
                        wait_for_window(x, i, rate, now, wall, qwin, g, &op, v)) {
                 /* waits for the next window (g, v filled) */
             } else {
@@ -516,7 +524,7 @@ solo_table(const struct sl_req_rules *x, uint64_t hash, uint64_t now, struct sl_
 {
     const struct sl_rule *r = &x->rt->cfg->rules[x->solo];
     sl_table_decide_lean_h(x->rt->table, x->entry[x->solo], hash, &r->req_limit, now, r->cost,
-                           r->action == SL_ACT_DELAY ? r->max_delay_ns : 0, v);
+                           waits(x, r) ? r->max_delay_ns : 0, v);
 }
 
 /* What the table's verdict v for the single rule's key means: counted,

@@ -53,6 +53,8 @@ struct sl_req_rules {
     uint64_t by_header;           /* bit i: rule i is keyed by that header (matched once, here) */
     int8_t entry[SL_MAX_RULES];   /* the table entry counting rule i's requests */
     int8_t solo; /* the one matching rule when it is plain (reqdecide.c: plain_rule), else -1 */
+    bool reply_waits; /* no 429 can be given on the connection (sl_req_reply_waits): a
+                         `reply` rule's request waits within max_delay, as under delay */
 };
 
 #define SL_REQ_ANSWERS 4 /* count_status buckets one response is charged to */

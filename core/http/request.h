@@ -118,6 +118,13 @@ bool sl_req_swallow_lost(const struct sl_req_conn *c);
 size_t sl_req_inject_peek(const struct sl_req_conn *c, const char **p);
 void sl_req_inject_take(struct sl_req_conn *c, size_t n);
 
+/* No 429 can be given on this connection (`why`: HTTP/2, a memory BIO,
+ * TLS sluice cannot decrypt): from now on a `reply` rule's request over
+ * the limit waits its turn within the rule's max_delay, as under `delay`,
+ * and is refused (as `reject`) only beyond it. Said once per process and
+ * cause, when a `reply` rule matches. */
+void sl_req_reply_waits(struct sl_req_conn *c, const char *why);
+
 /* True when some outbound `reply` rule matches the connection: the
  * program's reads must then be shown to sl_req_responses. */
 bool sl_req_replies(const struct sl_req_conn *c);
