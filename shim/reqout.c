@@ -198,7 +198,8 @@ static ssize_t bio_write(struct sl_fd *e, const struct sl_transport *t, const vo
     struct sl_req_conn *c = CONN(o);
     struct sl_runtime *rt = sl_runtime_now();
     bool denied = !o->live; /* not counted: written as they come */
-    if (o->live) sl_req_reply_waits(c, "a memory BIO (python asyncio's TLS: no 429 can be put in it)");
+    if (o->live)
+        sl_req_reply_waits(c, "a memory BIO (python asyncio's TLS: no 429 can be put in it)");
     if (o->live && rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c))
         sl_req_conn_rebind(c, rt);
     const char *p = buf;
@@ -215,7 +216,8 @@ static ssize_t bio_write(struct sl_fd *e, const struct sl_transport *t, const vo
                 continue;
             }
             if (may == 0 && (v.status == SL_REQ_DENY || v.status == SL_REQ_SWALLOW)) {
-                /* reject, or reply beyond max_delay (sl_req_reply_waits): the socket write fails there */
+                /* reject, or reply beyond max_delay (sl_req_reply_waits): the socket write fails
+                 * there */
                 const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[v.rule];
                 add_hold(o, t->offset(t), 0, r->err ? r->err : ECONNREFUSED);
                 denied = true;
