@@ -87,8 +87,10 @@ struct sl_top_seen *sl_top_tally(const struct sl_top_view *w, size_t *m)
     struct sl_top_seen *v = malloc((w->n ? w->n : 1) * sizeof *v);
     *m = 0;
     if (!v) return NULL;
-    memcpy(v, w->v, w->n * sizeof *v);
-    qsort(v, w->n, sizeof *v, by_key);
+    if (w->n) { /* none seen yet: w->v may be NULL, which memcpy and qsort may not take */
+        memcpy(v, w->v, w->n * sizeof *v);
+        qsort(v, w->n, sizeof *v, by_key);
+    }
     size_t k = 0;
     for (size_t i = 0; i < w->n; i++) {
         if (k && by_key(&v[k - 1], &v[i]) == 0) {
