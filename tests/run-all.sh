@@ -80,7 +80,8 @@ asan_run() {
     PARALLEL_JOBS=2 tests/integration/run.sh inbound nginx outbound req_out_reply req_out_gathered req_out_moved req_chunk_smuggle raw_syscalls req_doubt req_out_dup req_out_threads req_passed_fd req_out_learn privilege_drop squatted cluster_squat workers_share ps_top fork dry_run bw_download conns_inbound \
             req_pipeline_nginx req_stash_refill req_wide_read req_ready_modes req_partial_head ready_wake ready_level tls_lingering_nginx bw_exact \
             hosts_memcached hosts_redis hosts_onebyte hosts_haproxy hosts_lighttpd hosts_h2 \
-            hosts_starttls hosts_peek_scatter hosts_apache hosts_puma &&
+            hosts_starttls hosts_peek_scatter hosts_apache hosts_puma \
+            count_status req_conns tls_bio &&
     ! ls "$asan_logs"/* >/dev/null 2>&1
 }
 stage integration-asan asan_run

@@ -58,6 +58,8 @@ with TempDir() as tmp:
              "HTTP/2"),
             ("asyncio", [sys.executable, "-c", ASYNCIO, str(v.port), str(N)], {}, "a memory BIO"),
         ]
+        if "asan" in os.environ.get("SLUICE_BUILD", ""):
+            cases.pop(0)  # curl hangs under a preloaded ASan runtime, with or without sluice
         if shutil.which("node") and run(["node", "-e", "fetch"]).returncode == 0:
             cases.append(("node", ["node", "-e", NODE_FETCH, f"{url}/node/", str(N)],
                           {"NODE_TLS_REJECT_UNAUTHORIZED": "0", "NODE_NO_WARNINGS": "1"},
