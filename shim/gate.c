@@ -210,72 +210,36 @@ ssize_t sl_gate_read(struct sl_gate *g, struct sl_fd *e, const struct sl_transpo
 #define REPLY_STEP_NS (SL_NS_PER_SEC / 1000)
 #define REPLY_WAIT_NS SL_NS_PER_SEC
 
-/* A swallowed request's bytes: reported written, never sent. */
-static ssize_t swallow(struct sl_gate *g, const void *buf, size_t len, int rule, uint64_t now,
-                       struct sl_hold *h, bool *swallowed)
-{
-    struct sl_req_conn *c = g->conn;
-    uint64_t start = now;
-    for (;;) { /* one clock read a pass: the decision and what follows it */
-        const char *p;
-        size_t queued = sl_req_inject_peek(c, &p);
-        size_t n = sl_req_swallow(c, buf, len, now);
-        if (n > 0 || len == 0) {
-            if (sl_req_inject_peek(c, &p) > queued) sl_ready_held(h->fd, h->e, now);
-            *swallowed = true;
-            return (ssize_t)n;
-        }
-        bool lost = sl_req_swallow_lost(c);
-        if (lost || (!sl_hold_nonblocking(h) && now - start >= REPLY_WAIT_NS)) {
-            const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[rule];
-            errno = r->err ? r->err : ECONNREFUSED;
-            return -1;
-        }
-        if (sl_hold_until(h, now, now + (h->nonblock ? REPLY_POLL_NS : REPLY_STEP_NS)) != 0)
-            return -1;
-        now = sl_gate_now(g);
-    }
-}
-
 ssize_t sl_gate_write(struct sl_gate *g, struct sl_fd *e, int fd, const void *buf, size_t len,
-                      bool nonblock, bool whole, bool *swallowed)
+                      struct sl_runtime *rt, bool nonblock, bool whole, bool *swallowed)
 {
-    struct sl_req_conn *c = g->conn;
-    *swallowed = false;
     int saved = errno;
     struct sl_hold h = sl_hold_for(fd, e, SL_IO_SEND, nonblock);
-    for (;;) {
-        uint64_t now = sl_gate_now(g);
-        struct sl_req_verdict v;
-        size_t ok = sl_req_admit(c, buf, len, now, &v);
-        if (ok == len || v.status == SL_REQ_NEED_MORE || v.status == SL_REQ_PASS) {
-            atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
-            errno = saved;
-            return (ssize_t)len; /* an incomplete head goes as it is written: decided at its end */
-        }
-        if (ok > 0 && (!whole || v.status == SL_REQ_SWALLOW)) {
-            /* a short write, up to the head that must wait or be swallowed
-             * (tls.c writes a buffer with a swallowed request in parts) */
-            errno = saved;
-            return (ssize_t)ok;
-        }
-        if (v.status == SL_REQ_SWALLOW) {
-            ssize_t n = swallow(g, buf, len, v.rule, now, &h, swallowed);
-            if (n >= 0) {
+    *swallowed = false;
+    for (uint64_t now = sl_gate_now(g), start = now;; now = sl_gate_now(g)) {
+        struct sl_req_write w; /* one clock read a pass: the decision and what follows it */
+        sl_req_write(g->conn, rt, buf, len, now, whole ? SL_REQ_WRITE_WHOLE : 0, &w);
+        if (w.what == SL_REQ_WRITE || w.what == SL_REQ_SKIP) {
+            if (w.announce) sl_ready_held(fd, e, now); /* a 429 to read */
+            if (w.n == len || w.what == SL_REQ_SKIP)
                 atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
-                errno = saved;
-            }
-            return n;
+            *swallowed = w.what == SL_REQ_SKIP;
+            errno = saved;
+            return (ssize_t)w.n;
         }
-        /* through TLS a write is all or nothing: the whole buffer waits for
-         * the last of its requests, or fails with it (a client writes one
-         * request at a time) */
-        if (v.status == SL_REQ_DENY) {
-            const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[v.rule];
-            errno = r->err ? r->err : ECONNREFUSED;
+        if (w.what == SL_REQ_FAIL) {
+            errno = w.err;
             return -1;
         }
-        if (sl_hold_until(&h, now, now + v.wait_ns) != 0) return -1; /* HOLD: its turn */
+        uint64_t until = now + w.wait_ns; /* a head's turn */
+        if (w.err) { /* a swallowed request's 429 waits for the answers before it */
+            if (!sl_hold_nonblocking(&h) && now - start >= REPLY_WAIT_NS) {
+                errno = w.err;
+                return -1;
+            }
+            until = now + (h.nonblock ? REPLY_POLL_NS : REPLY_STEP_NS);
+        }
+        if (sl_hold_until(&h, now, until) != 0) return -1;
     }
 }
 

@@ -55,6 +55,7 @@
 
 #include "../core/clock.h"
 #include "../core/http/request.h"
+#include "../core/http/reqwrite.h"
 #include "fd.h"
 
 /* A head of the largest size the scanner reads, and one more read after it. */
@@ -206,15 +207,19 @@ sl_gate_took(struct sl_gate *g, struct sl_fd *e, int fd, void *buf, size_t n)
 }
 
 /* Outbound, before a write of up to len bytes of buf (the program's
- * requests): how many may go now (> 0), or -1 with errno (EAGAIN held,
- * EINTR, the rule's errno). A write is shortened at a head that may not
- * leave yet, except when whole (a TLS library's write: the buffer waits
- * for the last of its requests, or fails with it). With *swallowed set,
- * that many were swallowed by a `reply` rule: the caller reports them
- * written without sending them; the request's 429 is queued for the
- * program's reads once the responses owed before it were read. */
+ * requests), under the runtime rt (core rebinds the connection to a
+ * reloaded one): how many may go now (> 0), or -1 with errno (EAGAIN held,
+ * EINTR, the rule's errno). One decision of core's a pass
+ * (core/http/reqwrite.h): the bytes it lets go count as passed already,
+ * so a caller whose write then sends fewer says so (sl_req_unwritten). A
+ * write is shortened at a head that may not leave yet, except when whole
+ * (a TLS library's write: the buffer waits for the last of its requests,
+ * or fails with it). With *swallowed set, that many were swallowed by a
+ * `reply` rule: the caller reports them written without sending them; the
+ * request's 429 is queued for the program's reads once the responses owed
+ * before it were read. */
 ssize_t sl_gate_write(struct sl_gate *g, struct sl_fd *e, int fd, const void *buf, size_t len,
-                      bool nonblock, bool whole, bool *swallowed);
+                      struct sl_runtime *rt, bool nonblock, bool whole, bool *swallowed);
 
 /* Outbound, the program's read of responses into iov (cnt buffers, not
  * all empty) through t: the queued 429s first (*own set: the bytes are

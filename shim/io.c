@@ -459,7 +459,7 @@ static ssize_t request_piece(struct sl_runtime *rt, struct sl_fd *e, struct call
                              const void *buf, size_t len, size_t at)
 {
     bool dontwait = has_msg_flags(c) && (c->flags & MSG_DONTWAIT), swallowed;
-    ssize_t cap = sl_reqout_before_write(c->fd, e, buf, len, dontwait, false, &swallowed);
+    ssize_t cap = sl_reqout_before_write(c->fd, e, buf, len, dontwait, &swallowed);
     if (cap < 0) return -1;
     if (swallowed)
         return cap; /* an outbound `reply` request: written, as far as the program knows */
@@ -469,7 +469,7 @@ static ssize_t request_piece(struct sl_runtime *rt, struct sl_fd *e, struct call
     piece.cut = at != 0 || (size_t)cap < c->len; /* never the program's whole call */
     ssize_t n = e->bytes_rule[SL_IO_SEND] >= 0 ? limited(rt, e, &piece, SL_IO_SEND)
                                                : real_call(&piece, (size_t)cap);
-    if (n > 0) sl_reqout_written(e, buf, (size_t)n, false);
+    sl_reqout_written(e, buf, n);
     return n;
 }
 

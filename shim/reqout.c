@@ -41,9 +41,11 @@ struct sl_reqout_conn {
      * needs) and `naming` says whether the client's first bytes may still
      * name a destination a rule names (SNI, Host: see name_step). */
     bool live, naming;
-    char *name;    /* the SNI that made it live, for the TLS restart (allocated), or NULL */
-    uint64_t sent; /* bytes the program sent on the socket */
-    int nholds;    /* bio: where the ciphertext must wait */
+    char *name;     /* the SNI that made it live, for the TLS restart (allocated), or NULL */
+    uint64_t sent;  /* bytes the program sent on the socket */
+    size_t planned; /* what the gate last let go, counted passed (sl_reqout_written) */
+    bool bio_told;  /* bio: core was told no 429 can be given here */
+    int nholds;     /* bio: where the ciphertext must wait */
     struct hold {
         uint64_t at;    /* the stream offset of the held request's first record */
         uint64_t until; /* its turn */
@@ -81,6 +83,15 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
     o->live = live;
     e->gate = &o->g;
     errno = saved;
+}
+
+/* The runtime a connection decides with now: the newest, once a `sluice
+ * reload` published one (core rebinds the connection to it); NULL before
+ * one exists. */
+static struct sl_runtime *runtime_now(void)
+{
+    struct sl_runtime *rt = sl_runtime_now();
+    return rt ? sl_reload_check(rt) : NULL;
 }
 
 /* A connection that waits for a name (o->naming): its first plain write
@@ -196,72 +207,91 @@ static ssize_t bio_write(struct sl_fd *e, const struct sl_transport *t, const vo
     if (!OUT(e)->live && OUT(e)->naming) name_step(e, buf, n, true);
     struct sl_reqout_conn *o = OUT(e);
     struct sl_req_conn *c = CONN(o);
-    struct sl_runtime *rt = sl_runtime_now();
     bool denied = !o->live; /* not counted: written as they come */
-    if (o->live)
+    if (o->live && !o->bio_told) {
+        o->bio_told = true;
         sl_req_reply_waits(c, "a memory BIO (python asyncio's TLS: no 429 can be put in it)");
-    if (o->live && rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c))
-        sl_req_conn_rebind(c, rt);
+    }
+    struct sl_runtime *rt = runtime_now();
     const char *p = buf;
     uint64_t now = sl_clock_now(); /* decisions after a hold are made at its turn */
     size_t off = 0;
     for (int round = 0; off < n; round++) {
-        size_t ok = n - off;
-        if (!denied && !sl_req_done(c) && round < 64) {
-            struct sl_req_verdict v;
-            size_t may = sl_req_admit(c, p + off, n - off, now, &v);
-            if (may == 0 && v.status == SL_REQ_HOLD) { /* this part waits for its turn */
-                now += v.wait_ns ? v.wait_ns : SL_NS_PER_SEC / 1000;
-                add_hold(o, t->offset(t), now, 0);
-                continue;
-            }
-            if (may == 0 && (v.status == SL_REQ_DENY || v.status == SL_REQ_SWALLOW)) {
-                /* reject, or reply beyond max_delay (sl_req_reply_waits): the socket write fails
-                 * there */
-                const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[v.rule];
-                add_hold(o, t->offset(t), 0, r->err ? r->err : ECONNREFUSED);
-                denied = true;
-                continue;
-            }
-            if (v.status == SL_REQ_HOLD || v.status == SL_REQ_DENY || v.status == SL_REQ_SWALLOW)
-                ok = may; /* the bytes before the head that stopped */
+        struct sl_req_write w = {.what = SL_REQ_WRITE, .n = n - off};
+        if (!denied && round < 64) sl_req_write(c, rt, p + off, n - off, now, 0, &w);
+        if (w.what == SL_REQ_WAIT) { /* this part waits for its turn */
+            now += w.wait_ns ? w.wait_ns : SL_NS_PER_SEC / 1000;
+            add_hold(o, t->offset(t), now, 0);
+            continue;
         }
-        ssize_t k = t->write(t, p + off, ok);
+        if (w.what != SL_REQ_WRITE) {
+            /* reject, or reply beyond max_delay (sl_req_reply_waits): the
+             * socket write fails there; what follows is written uncounted */
+            add_hold(o, t->offset(t), 0, w.err ? w.err : ECONNREFUSED);
+            denied = true;
+            continue;
+        }
+        ssize_t k = t->write(t, p + off, w.n);
+        if (!denied && (k < 0 || (size_t)k < w.n))
+            sl_req_unwritten(c, w.n - (k > 0 ? (size_t)k : 0));
         if (k <= 0) return off ? (ssize_t)off : k;
-        if (!denied) sl_req_passed(c, p + off, (size_t)k);
         off += (size_t)k;
     }
     return (ssize_t)off;
 }
 
 ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
-                               bool nonblock_flag, bool tls, bool *swallowed)
+                               bool nonblock_flag, bool *swallowed)
 {
     *swallowed = false;
-    if (len && !tls && !OUT(e)->tls) unseen_tls(OUT(e), fd, buf, len);
-    bool live = OUT(e)->live || (OUT(e)->naming && name_step(e, buf, len, tls));
-    if (!tls && OUT(e)->bio) return cipher_turn(fd, e, len, nonblock_flag);
-    if (!tls && !OUT(e)->tls && OUT(e)->rec)
-        return sl_bursts_before_write(OUT(e)->rec, fd, e, buf, len, nonblock_flag);
-    if (!live) return (ssize_t)len; /* no request rule matches (yet) */
-    struct sl_req_conn *c = CONN(OUT(e));
-    if (OUT(e)->tls != tls) return (ssize_t)len; /* ciphertext, or plain bytes after TLS */
-    if (tls && !OUT(e)->tls_written && len) {
-        OUT(e)->tls_written = true;
-        OUT(e)->h2 =
-            len >= sizeof H2_PREFACE - 1 && !memcmp(buf, H2_PREFACE, sizeof H2_PREFACE - 1);
-    }
-    if (sl_req_done(c)) return (ssize_t)len;
-    struct sl_runtime *rt = sl_runtime_now();
-    if (rt && (rt = sl_reload_check(rt)) != sl_req_conn_runtime(c)) sl_req_conn_rebind(c, rt);
-    return sl_gate_write(&OUT(e)->g, e, fd, buf, len, nonblock_flag, tls, swallowed);
+    OUT(e)->planned = 0;
+    if (len && !OUT(e)->tls) unseen_tls(OUT(e), fd, buf, len);
+    bool live = OUT(e)->live || (OUT(e)->naming && name_step(e, buf, len, false));
+    struct sl_reqout_conn *o = OUT(e); /* name_step may have moved it */
+    if (o->bio) return cipher_turn(fd, e, len, nonblock_flag);
+    if (!o->tls && o->rec) return sl_bursts_before_write(o->rec, fd, e, buf, len, nonblock_flag);
+    /* no request rule matches (yet); or ciphertext of a library sluice reads */
+    if (!live || o->tls) return (ssize_t)len;
+    ssize_t k =
+        sl_gate_write(&o->g, e, fd, buf, len, runtime_now(), nonblock_flag, false, swallowed);
+    o->planned = k > 0 && !*swallowed ? (size_t)k : 0;
+    return k;
 }
 
-void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls)
+void sl_reqout_written(struct sl_fd *e, const void *buf, ssize_t n)
 {
-    if (!tls) OUT(e)->sent += n;
-    if (!tls && !OUT(e)->tls && OUT(e)->rec) sl_bursts_written(OUT(e)->rec, buf, n);
-    if (OUT(e)->live && OUT(e)->tls == tls) sl_req_passed(CONN(OUT(e)), buf, n);
+    struct sl_reqout_conn *o = OUT(e);
+    size_t sent = n > 0 ? (size_t)n : 0, planned = o->planned;
+    o->planned = 0;
+    if (planned > sent) sl_req_unwritten(CONN(o), planned - sent); /* not all went */
+    o->sent += sent;
+    if (sent && !o->tls && o->rec) sl_bursts_written(o->rec, buf, sent);
+}
+
+/* One part of the program's plaintext written through a TLS library
+ * (whole: it goes, waits or fails as one): how many of the len bytes go
+ * now, counted passed already (core/http/reqwrite.h), or -1 with errno
+ * (EAGAIN held, EINTR, the rule's). With *swallowed set, that many were
+ * swallowed by a `reply` rule: reported written, never sent. */
+static ssize_t tls_part(int fd, struct sl_fd *e, const void *buf, size_t len, bool *swallowed)
+{
+    *swallowed = false;
+    if (!OUT(e)->live && !(OUT(e)->naming && name_step(e, buf, len, true)))
+        return (ssize_t)len; /* no request rule matches (yet) */
+    struct sl_reqout_conn *o = OUT(e);
+    if (!o->tls_written && len) {
+        o->tls_written = true;
+        o->h2 = len >= sizeof H2_PREFACE - 1 && !memcmp(buf, H2_PREFACE, sizeof H2_PREFACE - 1);
+    }
+    return sl_gate_write(&o->g, e, fd, buf, len, runtime_now(), false, true, swallowed);
+}
+
+/* The library wrote `sent` (<= 0: none) of the k bytes tls_part let go:
+ * the rest was not passed after all. */
+static void tls_sent(struct sl_fd *e, size_t k, ssize_t sent)
+{
+    size_t went = sent > 0 ? (size_t)sent : 0;
+    if (OUT(e)->live && went < k) sl_req_unwritten(CONN(OUT(e)), k - went);
 }
 
 bool sl_reqout_live(const struct sl_fd *e)
@@ -343,11 +373,12 @@ static bool flush(struct sl_fd *e, const struct sl_transport *t)
     int saved = errno;
     while (o->nkept) {
         bool swallowed;
-        ssize_t ok = sl_reqout_before_write(t->fd, e, o->kept, o->nkept, false, true, &swallowed);
+        ssize_t ok = tls_part(t->fd, e, o->kept, o->nkept, &swallowed);
         if (ok <= 0) break; /* not yet (or refused: kept until the connection ends) */
         ssize_t n = swallowed ? ok : t->write(t, o->kept, (size_t)ok);
+        if (!swallowed) tls_sent(e, (size_t)ok, n);
+        o = OUT(e);
         if (n <= 0) break;
-        if (!swallowed) sl_req_passed(CONN(o), o->kept, (size_t)n);
         memmove(o->kept, o->kept + n, o->nkept - (size_t)n);
         o->nkept -= (size_t)n;
     }
@@ -376,15 +407,15 @@ static ssize_t write_parts(struct sl_fd *e, const struct sl_transport *t, const 
     size_t off = 0;
     while (off < n) {
         bool swallowed;
-        ssize_t k = sl_reqout_before_write(t->fd, e, buf + off, n - off, false, true, &swallowed);
+        ssize_t k = tls_part(t->fd, e, buf + off, n - off, &swallowed);
         if (k < 0) return off ? (ssize_t)off : (*refused = true, -1);
         if (swallowed) {
             off += (size_t)k;
             continue;
         }
         ssize_t got = t->write(t, buf + off, (size_t)k);
+        tls_sent(e, (size_t)k, got);
         if (got <= 0) return off ? (ssize_t)off : got;
-        sl_reqout_written(e, buf + off, (size_t)got, true);
         off += (size_t)got;
     }
     return (ssize_t)off;

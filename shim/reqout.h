@@ -47,7 +47,7 @@ void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
  * *swallowed set, that many were swallowed instead: the caller reports
  * them written without sending them. */
 ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
-                               bool nonblock_flag, bool tls, bool *swallowed);
+                               bool nonblock_flag, bool *swallowed);
 
 /* io.c, tls.c, gnutls.c, before a read of the connection (tls: through
  * the library): its gate when an outbound `reply` rule matches it, and
@@ -61,8 +61,10 @@ struct sl_gate *sl_reqout_replying(struct sl_fd *e, bool tls);
  * records wait their turn at the socket, tlsbio.h). */
 bool sl_reqout_plain(const struct sl_fd *e);
 
-/* io.c: n of those bytes were written. */
-void sl_reqout_written(struct sl_fd *e, const void *buf, size_t n, bool tls);
+/* io.c, after every write sl_reqout_before_write let go (not a swallowed
+ * one): n of those bytes were written (n <= 0: none). What the gate let go
+ * counted as passed at once; the part that did not go is handed back. */
+void sl_reqout_written(struct sl_fd *e, const void *buf, ssize_t n);
 
 /* tls.c: the program writes this connection's plaintext through OpenSSL
  * (SSL_write): from now on the requests are read there (tls true in the

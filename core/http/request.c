@@ -915,6 +915,11 @@ void sl_req_passed(struct sl_req_conn *c, const void *buf, size_t n)
     c->nahead = k;
 }
 
+void sl_req_unpassed(struct sl_req_conn *c, size_t n)
+{
+    c->pos -= n < c->pos ? n : c->pos;
+}
+
 bool sl_req_done(const struct sl_req_conn *c)
 {
     return c->pass && !c->denied && c->nahead == 0 && c->nsw == 0;

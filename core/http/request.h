@@ -94,6 +94,11 @@ uint64_t sl_req_lane_heads(void);
  * returned for them. buf is needed: the scanner reads what passed. */
 void sl_req_passed(struct sl_req_conn *c, const void *buf, size_t n);
 
+/* The last n bytes sl_req_passed counted did not go after all (a write
+ * that sent fewer): the position moves back; they are decided again when
+ * they come again (a head already decided is not charged twice). */
+void sl_req_unpassed(struct sl_req_conn *c, size_t n);
+
 /* Outbound `reply` (HTTP/1 only: an HTTP/2 denial stays a DENY, see
  * request.c). A denied request is swallowed: its head and body (by
  * Content-Length or chunked framing) are reported written but never sent,
