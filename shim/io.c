@@ -680,7 +680,7 @@ static inline struct sl_fd *watched(int fd)
  * plain requests an outbound gate writes, or none (a TLS library's own
  * socket calls carry ciphertext: its requests are seen where the library
  * is called, tls.c and gnutls.c). */
-enum work { W_NONE, W_REQUESTS_IN, W_REPLIES, W_REQUESTS_OUT, W_ANSWERS };
+enum work { W_NONE, W_REQUESTS_IN, W_REPLIES, W_REQUESTS_OUT, W_ANSWERS, W_KEPT };
 
 static inline enum work work_of(struct sl_fd *e, enum sl_io io, struct sl_gate **g)
 {
@@ -689,7 +689,7 @@ static inline enum work work_of(struct sl_fd *e, enum sl_io io, struct sl_gate *
     if (io == SL_IO_SEND) return sl_gate_out(e) && sl_reqout_plain(e) ? W_REQUESTS_OUT : W_NONE;
     if (sl_gate_in(e) && sl_reqin_plain(e)) return W_REQUESTS_IN;
     if (sl_gate_out(e) && (*g = sl_reqout_replying(e, false))) return W_REPLIES;
-    return W_NONE;
+    return sl_gate_out(e) && sl_reqout_kept(e) ? W_KEPT : W_NONE;
 }
 
 /* Whether run() would only make the real call: nothing held back, no byte
@@ -755,7 +755,14 @@ static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum 
     rt = sl_reload_check(rt);
     if (sl_pending_held(e) && sl_pending_io(c->fd, e) < 0) return -1;
     struct sl_gate *g = NULL;
-    switch (c->len ? work_of(e, io, &g) : W_NONE) {
+    enum work w = c->len ? work_of(e, io, &g) : W_NONE;
+    if (io == SL_IO_RECV && sl_gate_out(e) && sl_reqout_kept(e)) {
+        /* kept h2c writes whose turn came go before the read */
+        bool taken = sl_gate_lock(e->gate);
+        sl_reqout_flush(c->fd, e);
+        sl_gate_unlock(e->gate, taken);
+    }
+    switch (w) {
     case W_REQUESTS_IN:
         return request_read(rt, e, c);
     case W_REPLIES:
@@ -771,6 +778,7 @@ static ssize_t run(struct sl_runtime *rt, struct sl_fd *e, struct call *c, enum 
         sl_gate_unlock(out, taken);
         return n;
     }
+    case W_KEPT: /* flushed above */
     case W_NONE:
         break;
     }

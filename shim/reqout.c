@@ -30,7 +30,7 @@ struct sl_reqout_conn {
     bool tls;         /* requests are written through SSL_write */
     bool hello;       /* its first write was a TLS handshake record */
     bool written;     /* something was written */
-    bool h2;          /* its plaintext opened with the HTTP/2 preface */
+    bool h2;          /* its plaintext (through TLS, or h2c) opened with the HTTP/2 preface */
     bool tls_written; /* a plaintext write was seen */
     char *kept;       /* keep(): taken, not yet written */
     size_t nkept;
@@ -132,6 +132,7 @@ static void unseen_tls(struct sl_reqout_conn *o, int fd, const void *buf, size_t
     if (!o->written) {
         o->written = true;
         o->hello = type == 0x16;
+        o->h2 = len >= sizeof H2_PREFACE - 1 && !memcmp(buf, H2_PREFACE, sizeof H2_PREFACE - 1);
         /* the ClientHello of a session over memory BIOs ties it here */
         if (o->hello && sl_tls_tie_hello(fd, buf, len))
             o->bio = true;
@@ -240,34 +241,6 @@ static ssize_t bio_write(struct sl_fd *e, const struct sl_transport *t, const vo
     return (ssize_t)off;
 }
 
-ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
-                               bool nonblock_flag, bool *swallowed)
-{
-    *swallowed = false;
-    OUT(e)->planned = 0;
-    if (len && !OUT(e)->tls) unseen_tls(OUT(e), fd, buf, len);
-    bool live = OUT(e)->live || (OUT(e)->naming && name_step(e, buf, len, false));
-    struct sl_reqout_conn *o = OUT(e); /* name_step may have moved it */
-    if (o->bio) return cipher_turn(fd, e, len, nonblock_flag);
-    if (!o->tls && o->rec) return sl_bursts_before_write(o->rec, fd, e, buf, len, nonblock_flag);
-    /* no request rule matches (yet); or ciphertext of a library sluice reads */
-    if (!live || o->tls) return (ssize_t)len;
-    ssize_t k =
-        sl_gate_write(&o->g, e, fd, buf, len, runtime_now(), nonblock_flag, false, swallowed);
-    o->planned = k > 0 && !*swallowed ? (size_t)k : 0;
-    return k;
-}
-
-void sl_reqout_written(struct sl_fd *e, const void *buf, ssize_t n)
-{
-    struct sl_reqout_conn *o = OUT(e);
-    size_t sent = n > 0 ? (size_t)n : 0, planned = o->planned;
-    o->planned = 0;
-    if (planned > sent) sl_req_unwritten(CONN(o), planned - sent); /* not all went */
-    o->sent += sent;
-    if (sent && !o->tls && o->rec) sl_bursts_written(o->rec, buf, sent);
-}
-
 /* One part of the program's plaintext written through a TLS library
  * (whole: it goes, waits or fails as one): how many of the len bytes go
  * now, counted passed already (core/http/reqwrite.h), or -1 with errno
@@ -286,9 +259,10 @@ static ssize_t tls_part(int fd, struct sl_fd *e, const void *buf, size_t len, bo
     return sl_gate_write(&o->g, e, fd, buf, len, runtime_now(), false, true, swallowed);
 }
 
-/* The library wrote `sent` (<= 0: none) of the k bytes tls_part let go:
- * the rest was not passed after all. */
-static void tls_sent(struct sl_fd *e, size_t k, ssize_t sent)
+/* The library (or, for kept h2c bytes, the socket) wrote `sent` (<= 0:
+ * none) of the k bytes the gate let go: the rest was not passed after
+ * all. */
+static void part_sent(struct sl_fd *e, size_t k, ssize_t sent)
 {
     size_t went = sent > 0 ? (size_t)sent : 0;
     if (OUT(e)->live && went < k) sl_req_unwritten(CONN(OUT(e)), k - went);
@@ -373,12 +347,15 @@ static bool flush(struct sl_fd *e, const struct sl_transport *t)
     int saved = errno;
     while (o->nkept) {
         bool swallowed;
-        ssize_t ok = tls_part(t->fd, e, o->kept, o->nkept, &swallowed);
+        ssize_t ok = o->tls ? tls_part(t->fd, e, o->kept, o->nkept, &swallowed)
+                            : sl_gate_write(&o->g, e, t->fd, o->kept, o->nkept, runtime_now(), true,
+                                            false, &swallowed);
         if (ok <= 0) break; /* not yet (or refused: kept until the connection ends) */
         ssize_t n = swallowed ? ok : t->write(t, o->kept, (size_t)ok);
-        if (!swallowed) tls_sent(e, (size_t)ok, n);
+        if (!swallowed) part_sent(e, (size_t)ok, n);
         o = OUT(e);
         if (n <= 0) break;
+        if (!o->tls) o->sent += (uint64_t)n;
         memmove(o->kept, o->kept + n, o->nkept - (size_t)n);
         o->nkept -= (size_t)n;
     }
@@ -393,6 +370,66 @@ static bool flush(struct sl_fd *e, const struct sl_transport *t)
 void sl_reqout_tls_flush(struct sl_fd *e, const struct sl_transport *t)
 {
     if (OUT(e)->nkept) flush(e, t);
+}
+
+/* The socket itself as the transport of kept h2c bytes: never waits, and
+ * no SIGPIPE (the program's own write was reported done already). */
+static ssize_t sock_write(const struct sl_transport *t, const void *buf, size_t n)
+{
+    return REAL(send)(t->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+static struct sl_transport sock_transport(int fd)
+{
+    return (struct sl_transport){.write = sock_write, .fd = fd};
+}
+
+ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
+                               bool nonblock_flag, bool *swallowed)
+{
+    *swallowed = false;
+    OUT(e)->planned = 0;
+    if (len && !OUT(e)->tls) unseen_tls(OUT(e), fd, buf, len);
+    bool live = OUT(e)->live || (OUT(e)->naming && name_step(e, buf, len, false));
+    struct sl_reqout_conn *o = OUT(e); /* name_step may have moved it */
+    if (o->bio) return cipher_turn(fd, e, len, nonblock_flag);
+    if (!o->tls && o->rec) return sl_bursts_before_write(o->rec, fd, e, buf, len, nonblock_flag);
+    /* no request rule matches (yet); or ciphertext of a library sluice reads */
+    if (!live || o->tls) return (ssize_t)len;
+    struct sl_transport t = sock_transport(fd);
+    bool behind = o->nkept && !flush(e, &t); /* kept h2c bytes go first */
+    ssize_t k = behind ? (errno = EAGAIN, -1)
+                       : sl_gate_write(&o->g, e, fd, buf, len, runtime_now(), nonblock_flag, false,
+                                       swallowed);
+    /* h2c: a held write is kept and reported written (curl 7.88 fails an
+     * HTTP/2 write that returns EAGAIN), and sent at its turn (flush) */
+    if (k < 0 && errno == EAGAIN && (behind ? keep(e, buf, len) : keep_held(fd, e, buf, len))) {
+        *swallowed = true;
+        return (ssize_t)len;
+    }
+    o->planned = k > 0 && !*swallowed ? (size_t)k : 0;
+    return k;
+}
+
+void sl_reqout_flush(int fd, struct sl_fd *e)
+{
+    struct sl_transport t = sock_transport(fd);
+    if (OUT(e)->nkept && !OUT(e)->tls) flush(e, &t);
+}
+
+bool sl_reqout_kept(const struct sl_fd *e)
+{
+    return OUT(e)->nkept != 0;
+}
+
+void sl_reqout_written(struct sl_fd *e, const void *buf, ssize_t n)
+{
+    struct sl_reqout_conn *o = OUT(e);
+    size_t sent = n > 0 ? (size_t)n : 0, planned = o->planned;
+    o->planned = 0;
+    if (planned > sent) sl_req_unwritten(CONN(o), planned - sent); /* not all went */
+    o->sent += sent;
+    if (sent && !o->tls && o->rec) sl_bursts_written(o->rec, buf, sent);
 }
 
 /* The program's write of n bytes, in parts when a swallowed request
@@ -414,7 +451,7 @@ static ssize_t write_parts(struct sl_fd *e, const struct sl_transport *t, const 
             continue;
         }
         ssize_t got = t->write(t, buf + off, (size_t)k);
-        tls_sent(e, (size_t)k, got);
+        part_sent(e, (size_t)k, got);
         if (got <= 0) return off ? (ssize_t)off : got;
         off += (size_t)got;
     }

@@ -61,6 +61,14 @@ struct sl_gate *sl_reqout_replying(struct sl_fd *e, bool tls);
  * records wait their turn at the socket, tlsbio.h). */
 bool sl_reqout_plain(const struct sl_fd *e);
 
+/* io.c, before a read of a plain connection whose HTTP/2 (h2c) writes
+ * were kept back (sl_reqout_kept): those whose turn came are sent. A held
+ * h2c write is kept and reported written, as through TLS (curl 7.88 fails
+ * an HTTP/2 write that returns EAGAIN), and the socket is announced
+ * readable at its turn so the program comes back. */
+void sl_reqout_flush(int fd, struct sl_fd *e);
+bool sl_reqout_kept(const struct sl_fd *e);
+
 /* io.c, after every write sl_reqout_before_write let go (not a swallowed
  * one): n of those bytes were written (n <= 0: none). What the gate let go
  * counted as passed at once; the part that did not go is handed back. */

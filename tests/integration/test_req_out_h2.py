@@ -3,12 +3,13 @@
 clients talk to a local nginx (`listen ... http2`, not under sluice); each
 HEADERS frame that opens a stream is a request.
 
-curl 7.88 (Debian 12) is used for reject only: its reuse of an h2c
-connection for a second URL fails against nginx ("Error in the HTTP2
-framing layer") without sluice too, and a held (EAGAIN) HEADERS write makes
-it fail with "Failed sending data to the peer" (curl's HTTP/2 EAGAIN
-handling, reworked in curl 8.2). So delay is shown with a small blocking
-h2c client, and curl runs one URL per process under one shared table.
+curl 7.88 (Debian 12) cannot reuse an h2c connection for a second URL
+against nginx ("Error in the HTTP2 framing layer") without sluice too, so
+curl runs one URL per process under one shared table. A held (EAGAIN)
+HEADERS write made it fail with "Failed sending data to the peer" (curl's
+HTTP/2 EAGAIN handling, reworked in curl 8.2): sluice keeps such a write
+and reports it written, as through TLS. Delay on one connection is shown
+with a small blocking h2c client.
 
 1. delay `req_rate=5/s req_burst=1`, a blocking python client writing 6
    HEADERS frames (streams 1..11) on one connection: the held frames wait
@@ -16,6 +17,9 @@ h2c client, and curl runs one URL per process under one shared table.
    (6-1)/5 = 1.0 s. Tolerance -0.05 s / +0.4 s.
 2. reject `req_rate=1/m req_burst=2`: 3 curls, the third fails (its
    HEADERS write is refused) and nginx's log shows only the 2 sent.
+3. delay with curl: a held HEADERS write is kept and reported written, as
+   through TLS, and sent at its turn: 4 curls at 5/s burst 1 all get 200
+   over HTTP/2 in at least 0.6 s (before: the second exited 55).
 """
 from lib import *
 
@@ -100,4 +104,14 @@ with TempDir() as tmp:
             sent = len(f.readlines()) - before
         check(r.stdout.split("\n")[:3] == ["200 2", "200 2", "000 0"], f"h2c reject: the third refused: {r.stdout!r} {r.stderr}")
         check(sent == 2, f"h2c reject: nginx saw only the two sent requests: {sent}")
+        # curl under delay: its held HEADERS write is kept and reported
+        # written (curl 7.88 fails an HTTP/2 write that returns EAGAIN with
+        # exit 55), sent at its turn; the socket is announced readable then
+        # so curl reads. 4 curls at 5/s burst 1 in one shell: each exits 0
+        # with 200 over HTTP/2, and the four take at least (4-1)/5 = 0.6 s
+        # (0.05 s less: the first request's own time is inside the span).
+        r, took = curls('req_rate = "5/s" req_burst = 1 action = delay max_delay = "10s"', 4)
+        check(r.stdout.split("\n")[:4] == ["200 2"] * 4, f"h2c delay, curl: all 4 served over HTTP/2: {r.stdout!r} {r.stderr}")
+        check(r.returncode == 0, f"h2c delay, curl: every curl exits 0: {r.returncode} {r.stderr}")
+        check(took >= 0.6 - 0.05, f"h2c delay, curl: paced at 5/s: {took:.3f} s for 4")
 print("ok")
