@@ -17,7 +17,7 @@ tests=(libcmocka-dev clang libclang-rt-14-dev python3 curl nginx-light wrk procp
        ruby libwww-perl liblwp-protocol-https-perl openjdk-17-jdk-headless
        memcached haproxy lighttpd socat nghttp2-client libpython3.11-testsuite nghttp2-server
        python3-uvicorn python3-uvloop
-       apache2 puma gunicorn lighttpd-mod-openssl
+       apache2 puma gunicorn lighttpd-mod-openssl lighttpd-mod-gnutls
        )
 pkgs=("${build[@]}" "${tests[@]}")
 missing=()

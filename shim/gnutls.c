@@ -1,7 +1,26 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* gnutls.c - outbound requests written through GnuTLS (wget, programs on
- * libcurl3-gnutls such as git and apt over https).
+/* gnutls.c - requests on connections the program encrypts with GnuTLS:
+ * outbound (wget, programs on libcurl3-gnutls such as git and apt over
+ * https) and inbound (servers that terminate TLS with GnuTLS: lighttpd's
+ * mod_gnutls, gnutls-serv).
  *
+ * Inbound, as tls.c for OpenSSL: gnutls_record_recv of a session on a
+ * socket an inbound request rule matches reads through reqin.c's gate
+ * (sl_reqin_tls_read) over the library's own receive; a held request is
+ * GNUTLS_E_AGAIN (the socket announced readable at its turn), a denied
+ * one the peer's close_notify (0: the server finishes what it owes and
+ * ends the session), a rejected one GNUTLS_E_PULL_ERROR with ECONNRESET.
+ * The 429 is written through the session (gnutls_record_send) when the
+ * program ends it: gnutls_bye, or gnutls_deinit without one. The
+ * handshake marks the connection as read through the library, so its
+ * ciphertext is not counted as record bursts. gnutls_record_send of an
+ * inbound session shows the program's responses to count_status and
+ * req_conns. The session's socket is the descriptor the program gave
+ * (gnutls_transport_get_int2); a server with transport functions of its
+ * own (apache's mod_gnutls) is not read this way (its ciphertext is
+ * counted by record bursts, per address).
+ *
+ * Outbound:
  * gnutls_record_send hands its plaintext to shim/reqout.c before GnuTLS
  * encrypts it, as SSL_write does for OpenSSL (shim/tls.c): a request that
  * must wait makes the call sleep (blocking socket) or return
@@ -24,11 +43,15 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 
+#include <poll.h>
+
 #include "fd.h"
+#include "reqin.h"
 #include "reqout.h"
 #include "lazy.h"
 #include "shim.h"
 #include "tie.h"
+#include "wait.h"
 
 #define GNUTLS_VERSION "GNUTLS_3_4"
 #define GNUTLS_LIB     "libgnutls.so.30"
@@ -38,6 +61,7 @@
 #define SL_GNUTLS_E_AGAIN       (-28)
 #define SL_GNUTLS_E_INTERRUPTED (-52)
 #define SL_GNUTLS_E_PUSH_ERROR  (-53)
+#define SL_GNUTLS_E_PULL_ERROR  (-54)
 typedef struct gnutls_session_int *gnutls_session_t;
 
 static struct {
@@ -46,6 +70,7 @@ static struct {
     void (*get_int2)(gnutls_session_t, int *, int *);
     int (*handshake)(gnutls_session_t);
     void (*deinit)(gnutls_session_t);
+    int (*bye)(gnutls_session_t, int);
 } real;
 
 #define REAL_GNUTLS(field, name, ours)                                                             \
@@ -56,21 +81,43 @@ ssize_t gnutls_record_send(gnutls_session_t s, const void *data, size_t size);
 ssize_t gnutls_record_recv(gnutls_session_t s, void *data, size_t size);
 int gnutls_handshake(gnutls_session_t s);
 void gnutls_deinit(gnutls_session_t s);
+int gnutls_bye(gnutls_session_t s, int how);
+
+/* The descriptor entry of a session when a rule of that direction counts
+ * requests (inbound: the descriptor it receives from; outbound: the one it
+ * sends to, or the socket its handshake's first send reached), or NULL;
+ * the gate is checked by the caller. */
+static struct sl_fd *session_entry(gnutls_session_t s, enum sl_dir dir, int *fd)
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    if (!rt || !(dir == SL_IN ? rt->any_req_in : rt->any_req_out) || !s) return NULL;
+    void (*get_int2)(gnutls_session_t, int *, int *) =
+        REAL_GNUTLS(get_int2, "gnutls_transport_get_int2", NULL);
+    int saved = errno, rfd = -1, wfd = -1;
+    *fd = dir == SL_OUT ? sl_tls_tied_fd(s) : -1; /* exact: its own push function (libcurl) */
+    if (*fd < 0 && get_int2) {                    /* the descriptor the program gave */
+        get_int2(s, &rfd, &wfd);
+        *fd = dir == SL_IN ? rfd : wfd;
+    }
+    struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
+    errno = saved;
+    return e;
+}
 
 /* The descriptor entry of a session whose outbound requests are counted,
  * or NULL. */
 static struct sl_fd *tracked_out(gnutls_session_t s, int *fd)
 {
-    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
-    if (!rt || !rt->any_req_out || !s) return NULL;
-    void (*get_int2)(gnutls_session_t, int *, int *) =
-        REAL_GNUTLS(get_int2, "gnutls_transport_get_int2", NULL);
-    int saved = errno, rfd = -1;
-    *fd = sl_tls_tied_fd(s); /* exact: its handshake's first send (its own push function) */
-    if (*fd < 0 && get_int2) get_int2(s, &rfd, fd); /* the descriptor the program gave */
-    struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
-    errno = saved;
+    struct sl_fd *e = session_entry(s, SL_OUT, fd);
     return e && sl_gate_out(e) && sl_reqout_tls(e) ? e : NULL;
+}
+
+/* The descriptor entry of a session whose inbound requests are counted,
+ * or NULL. */
+static struct sl_fd *tracked_in(gnutls_session_t s, int *fd)
+{
+    struct sl_fd *e = session_entry(s, SL_IN, fd);
+    return e && sl_gate_in(e) ? e : NULL;
 }
 
 /* ---- the GnuTLS transport: the library's own calls on one session ---- */
@@ -90,12 +137,79 @@ static struct sl_transport transport(gnutls_session_t s, int fd)
     return (struct sl_transport){.read = recv_plain, .write = send_plain, .fd = fd, .ctx = s};
 }
 
+/* Inbound, the library reads the socket as the program set it: on a
+ * blocking one, only when the socket has bytes now. */
+static ssize_t recv_more(const struct sl_transport *t, void *buf, size_t n)
+{
+    if (!sl_fd_nonblocking(t->fd)) {
+        struct pollfd p = {.fd = t->fd, .events = POLLIN};
+        if (REAL(poll)(&p, 1, 0) != 1) return SL_GNUTLS_E_AGAIN;
+    }
+    return recv_plain(t, buf, n);
+}
+
+static struct sl_transport in_transport(gnutls_session_t s, int fd)
+{
+    struct sl_transport t = transport(s, fd);
+    t.more = recv_more;
+    return t;
+}
+
+/* Inbound, the program's read through the gate: the library's own answer,
+ * or the gate's in GnuTLS's terms. */
+static ssize_t recv_in(gnutls_session_t s, int fd, struct sl_fd *e, void *data, size_t size)
+{
+    struct sl_transport t = in_transport(s, fd);
+    enum sl_tls_how how;
+    ssize_t n = sl_reqin_tls_read(e, &t, data, size, &how);
+    switch (how) {
+    case SL_TLS_WANT_READ: /* held: the socket is announced readable at its turn */
+        return errno == EINTR ? SL_GNUTLS_E_INTERRUPTED : SL_GNUTLS_E_AGAIN;
+    case SL_TLS_EOF: /* denied: the client's close_notify, as the program sees it */
+        return 0;
+    case SL_TLS_RESET:
+        errno = ECONNRESET;
+        return SL_GNUTLS_E_PULL_ERROR;
+    case SL_TLS_REAL:
+        break;
+    }
+    return n;
+}
+
+/* The program ends an inbound session: a 429 due is written through it
+ * first. */
+static void ending(gnutls_session_t s)
+{
+    int fd;
+    struct sl_fd *e = tracked_in(s, &fd);
+    if (!e) return;
+    int saved = errno;
+    struct sl_transport t = in_transport(s, fd);
+    sl_reqin_tls_end(e, &t);
+    errno = saved;
+}
+
+/* The program's n bytes of plaintext sent through an inbound session: its
+ * responses, read for count_status and req_conns (gate.h), never changed. */
+static void answered_in(gnutls_session_t s, const void *buf, size_t n)
+{
+    int fd, saved = errno;
+    struct sl_fd *e = tracked_in(s, &fd);
+    struct sl_gate *g = e ? sl_gate_in(e) : NULL;
+    if (g && sl_gate_answers(g))
+        sl_gate_wrote(g, &(struct iovec){.iov_base = (void *)buf, .iov_len = n}, 1, n);
+    errno = saved;
+}
+
 SL_EXPORT int gnutls_handshake(gnutls_session_t s)
 {
     int (*h)(gnutls_session_t) = REAL_GNUTLS(handshake, "gnutls_handshake", gnutls_handshake);
     struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
     bool tie = rt && rt->any_req_out && sl_tls_tied_fd(s) < 0;
     if (tie) sl_tls_tying = s; /* the first send ties it (io.c) */
+    int in_fd;
+    struct sl_fd *in = session_entry(s, SL_IN, &in_fd);
+    if (in && sl_gate_in(in)) sl_reqin_tls_library(in); /* its record_recv shows the requests */
     int rc = h(s);
     if (tie) sl_tls_tying = NULL;
     return rc;
@@ -105,8 +219,12 @@ SL_EXPORT ssize_t gnutls_record_send(gnutls_session_t s, const void *data, size_
 {
     int fd;
     struct sl_fd *e = size && data ? tracked_out(s, &fd) : NULL;
-    if (!e) return REAL_GNUTLS(send, "gnutls_record_send", gnutls_record_send)(s, data, size);
-    /* also (NULL, 0) above: the resumption of a pending send */
+    if (!e) {
+        /* also (NULL, 0): the resumption of a pending send */
+        ssize_t n = REAL_GNUTLS(send, "gnutls_record_send", gnutls_record_send)(s, data, size);
+        if (n > 0 && data) answered_in(s, data, (size_t)n);
+        return n;
+    }
     struct sl_transport t = transport(s, fd);
     bool refused;
     ssize_t n = sl_reqout_tls_write(e, &t, data, size, &refused);
@@ -119,6 +237,8 @@ SL_EXPORT ssize_t gnutls_record_send(gnutls_session_t s, const void *data, size_
 SL_EXPORT ssize_t gnutls_record_recv(gnutls_session_t s, void *data, size_t size)
 {
     int fd;
+    struct sl_fd *in = size && data ? tracked_in(s, &fd) : NULL;
+    if (in) return recv_in(s, fd, in, data, size);
     struct sl_fd *e = size && data ? tracked_out(s, &fd) : NULL;
     if (!e) return REAL_GNUTLS(recv, "gnutls_record_recv", gnutls_record_recv)(s, data, size);
     struct sl_transport t = transport(s, fd);
@@ -130,8 +250,20 @@ SL_EXPORT ssize_t gnutls_record_recv(gnutls_session_t s, void *data, size_t size
     return sl_gate_read_replies(g, e, &t, &v, 1, false, &mine);
 }
 
+SL_EXPORT int gnutls_bye(gnutls_session_t s, int how)
+{
+    ending(s);
+    return REAL_GNUTLS(bye, "gnutls_bye", gnutls_bye)(s, how);
+}
+
 SL_EXPORT void gnutls_deinit(gnutls_session_t s)
 {
+    int fd;
+    struct sl_fd *e = tracked_in(s, &fd);
+    if (e) {
+        ending(s);
+        sl_reqin_tls_free(e, s);
+    }
     sl_tls_untie(s);
     REAL_GNUTLS(deinit, "gnutls_deinit", gnutls_deinit)(s);
 }

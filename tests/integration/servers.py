@@ -257,17 +257,18 @@ def python(tmp, port, tls):
     return Started(argv, log=log)
 
 
-def lighttpd(tmp, port, tls):
-    """lighttpd 1.4 (Debian's), TLS with mod_openssl."""
+def lighttpd(tmp, port, tls, lib="openssl"):
+    """lighttpd 1.4 (Debian's), TLS with mod_openssl (lib="gnutls":
+    mod_gnutls, GnuTLS over its socket)."""
     binary = need(shutil.which("lighttpd") or "/usr/sbin/lighttpd", "lighttpd")
     root = www(tmp)
     log = tmp.join("access.log")
     ssl = ""
     if tls:
-        if not glob.glob("/usr/lib/lighttpd/mod_openssl.so"):
-            raise Missing("lighttpd-mod-openssl is not installed")
+        if not glob.glob(f"/usr/lib/lighttpd/mod_{lib}.so"):
+            raise Missing(f"lighttpd-mod-{lib} is not installed")
         crt, key = make_cert(tmp)
-        ssl = f'server.modules += ("mod_openssl")\nssl.engine = "enable"\n' \
+        ssl = f'server.modules += ("mod_{lib}")\nssl.engine = "enable"\n' \
               f'ssl.pemfile = "{crt}"\nssl.privkey = "{key}"\n'
     conf = tmp.write("lighttpd.conf", f"""
 server.document-root = "{root}"
