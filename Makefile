@@ -59,7 +59,7 @@ PKG_LIBS   := $(shell pkg-config --libs libconfuse libsodium 2>/dev/null)
 # libnghttp2 is left alone. libconfuse stays a shared dependency (about
 # 92,000 instructions per exec): Debian 12's libconfuse.a is not PIC, so it
 # cannot go into a shared object. The command links them all as usual.
-SHIM_LIBS   = -lconfuse $(SODIUM_SL) $(NGHTTP2_SL)
+SHIM_LIBS   = -lconfuse $(SODIUM_SL) $(NGHTTP2_SL) $(JANSSON_SL)
 # the command alone serves metrics over HTTP; the library never links it
 CLI_LIBS   := $(shell pkg-config --libs libmicrohttpd 2>/dev/null || echo -lmicrohttpd)
 CFLAGS  ?= -O2 -g
@@ -81,7 +81,11 @@ SODIUM_A   := $(shell $(CC) -print-file-name=libsodium.a)
 SODIUM_SL   = $(BUILD)/gen/libsodium-sl.a
 NGHTTP2_A  := $(shell $(CC) -print-file-name=libnghttp2.a)
 NGHTTP2_SL  = $(BUILD)/gen/libnghttp2-sl.a
-LIBS     = $(PKG_LIBS) -l:libhttp_parser.a $(HIREDIS_SL) $(shell pkg-config --libs libnghttp2) -ldl -lpthread
+# libjansson (JSON answers read for token budgets, core/http/costread.c) too;
+# it is also given sluice's allocator at run time (json_set_alloc_funcs).
+JANSSON_A  := $(shell $(CC) -print-file-name=libjansson.a)
+JANSSON_SL  = $(BUILD)/gen/libjansson-sl.a
+LIBS     = $(PKG_LIBS) -l:libhttp_parser.a $(HIREDIS_SL) $(JANSSON_SL) $(shell pkg-config --libs libnghttp2) -ldl -lpthread
 LIB_LIBS = $(SHIM_LIBS) -l:libhttp_parser.a $(HIREDIS_SL) -ldl -lpthread
 # -Bsymbolic-functions: the library's own references to its hooks (the
 # addresses sl_resolve_next compares with) bind at link time, not by ~60
@@ -130,6 +134,12 @@ $(SODIUM_SL): $(SODIUM_A)
 $(NGHTTP2_SL): $(NGHTTP2_A)
 	@mkdir -p $(@D)
 	$(Q)objcopy $(foreach f,malloc calloc realloc free strdup,--redefine-sym $(f)=sl_hi_$(f)) $< $@
+# Debian's libjansson.a is not PIC: its one reference to a library's data,
+# stdin (json_loadf, never called), goes to core/http/costread.c's.
+$(JANSSON_SL): $(JANSSON_A)
+	@mkdir -p $(@D)
+	$(Q)objcopy $(foreach f,malloc calloc realloc free strdup,--redefine-sym $(f)=sl_hi_$(f)) \
+		--redefine-sym stdin=sl_jansson_stdin $< $@
 
 # core/fleet/redis.lua, as the C string sl_redis_lua (core/fleet/redis_hello.c sends it with SCRIPT LOAD).
 $(BUILD)/gen/redis_lua.h: core/fleet/redis.lua
@@ -138,7 +148,7 @@ $(BUILD)/gen/redis_lua.h: core/fleet/redis.lua
 	      sed 's/\\/\\\\/g; s/"/\\"/g; s/.*/    "&\\n"/' $<; echo '    ;'; } > $@
 $(BUILD)/obj/core/fleet/redis_hello.o: $(BUILD)/gen/redis_lua.h
 $(BUILD)/obj/core/fleet/redis_hello.o: ALL_CFLAGS += -I$(BUILD)/gen
-$(LIB_OBJ): | $(HIREDIS_SL) $(SODIUM_SL) $(NGHTTP2_SL)
+$(LIB_OBJ): | $(HIREDIS_SL) $(SODIUM_SL) $(NGHTTP2_SL) $(JANSSON_SL)
 
 # cli/live.html, as the C string SL_LIVE_HTML (cli/live.c serves it at /).
 $(BUILD)/gen/live_html.h: cli/live.html

@@ -80,10 +80,14 @@ static void rules_json(FILE *out, struct sl_metrics_source *s, const struct sl_t
     char rule[SL_NAME_MAX];
     fputs("\"rules\": [", out);
     for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
-        bool req = sl_metrics_req_name(rule);
+        bool cost = sl_metrics_cost_name(rule); /* a token budget: its counters, named */
+        bool req = !cost && sl_metrics_req_name(rule);
         fputs(r ? ",\n  {\"rule\": " : "\n  {\"rule\": ", out);
         jstr(out, rule);
-        fprintf(out, ", \"kind\": \"%s\", \"direction\": \"%s\"", req ? "requests" : "connections",
+        fprintf(out, ", \"kind\": \"%s\", \"direction\": \"%s\"",
+                cost  ? "tokens"
+                : req ? "requests"
+                      : "connections",
                 sl_metrics_direction(s, rule));
         for (int c = 0; c < SL_NCOUNTERS; c++)
             fprintf(out, ", \"%s\": %llu", sl_counter_names[c],

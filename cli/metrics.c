@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "../core/clock.h"
+#include "../core/limit/cost.h"
 #include "../core/limit/table.h"
 #include "../core/limit/table_plans.h"
 
@@ -102,6 +103,37 @@ static void expose_learned(FILE *out, const struct sl_table *t)
     }
 }
 
+/* Token budgets (core/limit/cost.h), per rule: answers charged, the
+ * tokens they cost, answers whose cost could not be read and the tokens
+ * charged for them by the rule of doubt (among `tokens`), calls refused
+ * while the key was in debt. */
+static void expose_tokens(FILE *out, const struct sl_table *t)
+{
+    static const struct {
+        const char *what;
+        enum sl_counter c;
+    } m[] = {{"calls", SL_C_COST_CALLS},
+             {"tokens", SL_C_COST_TOKENS},
+             {"unread", SL_C_COST_UNREAD},
+             {"unread_tokens", SL_C_COST_DEFAULTS},
+             {"refused", SL_C_COST_REFUSED}};
+    fputs("# HELP sluice_tokens_total Token budgets: answers charged, the tokens they cost, "
+          "answers whose cost could not be read and the tokens charged for them, calls refused "
+          "in debt.\n# TYPE sluice_tokens_total counter\n",
+          out);
+    uint64_t id;
+    char rule[SL_NAME_MAX];
+    for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
+        if (!sl_metrics_cost_name(rule)) continue;
+        for (size_t k = 0; k < sizeof m / sizeof *m; k++) {
+            fputs("sluice_tokens_total{rule=\"", out);
+            label(out, rule);
+            fprintf(out, "\",what=\"%s\"} %llu\n", m[k].what,
+                    (unsigned long long)sl_table_counter(t, r, m[k].c));
+        }
+    }
+}
+
 static void expose_queues(FILE *out, const struct sl_metrics_source *s, const struct sl_table *t)
 {
     static const char *const head[3] = {
@@ -121,6 +153,7 @@ static void expose_queues(FILE *out, const struct sl_metrics_source *s, const st
         for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
             uint32_t waiting;
             uint64_t longest, total;
+            if (sl_metrics_cost_name(rule)) continue; /* token budgets hold no calls */
             sl_table_queue(t, r, now, &waiting, &longest, &total);
             bool req = sl_metrics_req_name(rule);
             fprintf(out, "%s{rule=\"", name[m]);
@@ -247,7 +280,7 @@ int sl_metrics_text(FILE *out, struct sl_metrics_source *s, char *err, size_t er
         uint64_t id;
         char rule[SL_NAME_MAX];
         for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
-            if (sl_metrics_req_name(rule) != (kind == 1)) continue;
+            if (sl_metrics_cost_name(rule) || sl_metrics_req_name(rule) != (kind == 1)) continue;
             for (int c = SL_C_ALLOWED; c <= SL_C_WOULD_LIMIT; c++) {
                 fprintf(out, "sluice_%s_total{rule=\"", kinds[kind]);
                 label(out, rule);
@@ -267,7 +300,7 @@ int sl_metrics_text(FILE *out, struct sl_metrics_source *s, char *err, size_t er
     uint64_t id;
     char rule[SL_NAME_MAX];
     for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++)
-        for (int c = SL_C_OVERFLOW; c < SL_C_LEARNED; c++) {
+        for (int c = SL_C_OVERFLOW; c < SL_C_LEARNED && !sl_metrics_cost_name(rule); c++) {
             if (c == SL_C_REUSED || c == SL_C_CLAIMED || c == SL_C_ODD) continue;
             fputs("sluice_table_problems_total{rule=\"", out);
             label(out, rule);
@@ -285,6 +318,7 @@ int sl_metrics_text(FILE *out, struct sl_metrics_source *s, char *err, size_t er
         fprintf(out, "\"} %llu\n", (unsigned long long)sl_table_counter(t, r, SL_C_ODD));
     }
     expose_learned(out, t);
+    expose_tokens(out, t);
     fprintf(
         out,
         "# HELP sluice_table_slots Slots in the shared table.\n# TYPE sluice_table_slots gauge\n"

@@ -45,6 +45,16 @@ const char *sl_metrics_window(enum sl_quota_window w);
 
 /* A table rule's name as the table keeps it: a request rule's ends in
  * ":req", which this strips (true), leaving the rule's own name. */
+/* A rule's token budget entry ("NAME:cost", core/http/reqdecide.c): true,
+ * and rule cut to the rule's name. */
+static inline bool sl_metrics_cost_name(char *rule)
+{
+    size_t n = strlen(rule);
+    if (n <= 5 || strcmp(rule + n - 5, ":cost") != 0) return false;
+    rule[n - 5] = 0;
+    return true;
+}
+
 static inline bool sl_metrics_req_name(char *rule)
 {
     size_t n = strlen(rule);

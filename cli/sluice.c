@@ -14,6 +14,7 @@
 #include "../conf/conf.h"
 #include "../core/clock.h"
 #include "../core/elfkind.h"
+#include "../core/limit/cost.h"
 #include "../core/limit/table.h"
 #include "../core/limit/table_plans.h"
 #include "locate.h"
@@ -460,7 +461,7 @@ static void print_rules(const struct sl_table *t, bool req)
     char rule[SL_NAME_MAX];
     bool any = false;
     for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
-        if (sl_metrics_req_name(rule) != req) continue;
+        if (sl_metrics_cost_name(rule) || sl_metrics_req_name(rule) != req) continue;
         if (!any) {
             if (req) printf("\nrequests (HTTP requests decided by req_rate rules)\n");
             printf("%-24s", "rule");
@@ -476,6 +477,32 @@ static void print_rules(const struct sl_table *t, bool req)
         uint64_t longest, total;
         sl_table_queue(t, r, sl_clock_now(), &waiting, &longest, &total);
         printf(" %8u %12llu\n", waiting, (unsigned long long)(longest / 1000000));
+    }
+}
+
+/* Token budgets (cost_from, cost_rate: core/limit/cost.h), kept in the
+ * table under "NAME:cost": answers charged, the tokens they cost, those
+ * whose cost could not be read (charged the rule's `cost`: the tokens so
+ * charged are among `tokens`), and calls refused while the key was in
+ * debt. */
+static void print_tokens(const struct sl_table *t)
+{
+    uint64_t id;
+    char rule[SL_NAME_MAX];
+    bool any = false;
+    for (int r = 0; sl_table_rule_info(t, r, &id, rule, sizeof rule); r++) {
+        if (!sl_metrics_cost_name(rule)) continue;
+        if (!any)
+            printf("\ntokens (token budgets: what the answers said the calls cost)\n"
+                   "%-24s %12s %14s %12s %14s %12s\n",
+                   "rule", "calls", "tokens", "unread", "unread_tokens", "refused");
+        any = true;
+        printf("%-24s %12llu %14llu %12llu %14llu %12llu\n", rule,
+               (unsigned long long)sl_table_counter(t, r, SL_C_COST_CALLS),
+               (unsigned long long)sl_table_counter(t, r, SL_C_COST_TOKENS),
+               (unsigned long long)sl_table_counter(t, r, SL_C_COST_UNREAD),
+               (unsigned long long)sl_table_counter(t, r, SL_C_COST_DEFAULTS),
+               (unsigned long long)sl_table_counter(t, r, SL_C_COST_REFUSED));
     }
 }
 
@@ -534,6 +561,7 @@ static int cmd_stats(int argc, char **argv)
                sl_table_bytes(t));
         print_rules(t, false);
         print_rules(t, true);
+        print_tokens(t);
         print_plans(t);
         struct sl_rhdr rh; /* the Redis sender's state, with a redis section */
         if (places[i].npids && sl_redis_view(places[i].pids[0], &rh))

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../core/rule.h"
+#include "../core/tokens.h"
 
 #define CONF_FILE_MAX  (1u << 20) /* a config file larger than this is refused */
 #define CONF_REPLY_MAX (64u << 10)
@@ -223,5 +224,10 @@ const char *conf_parse_status(const char *text, uint16_t *status);
 int conf_build_answers(cfg_t *sec, struct sl_rule *r, int line);
 void conf_print_answers(FILE *out, const struct sl_rule *r);
 const char *conf_per_text(const struct sl_rule *r, char *buf, size_t len);
+/* costs.c: cost_from, cost_rate, cost_burst (a token budget); from and
+ * name may be NULL */
+const char *conf_parse_cost_from(const char *text, enum sl_cost_from *from, char *name, size_t len);
+int conf_build_costs(cfg_t *sec, struct sl_rule *r, int line);
+void conf_print_costs(FILE *out, const struct sl_rule *r);
 
 #endif

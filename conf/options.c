@@ -100,6 +100,7 @@ static const char *check_method(const struct option *o, const char *v, enum sl_d
 static const char *check_utc_time(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_req_host(const struct option *o, const char *v, enum sl_dir dir);
 static const char *check_status(const struct option *o, const char *v, enum sl_dir dir);
+static const char *check_cost_from(const struct option *o, const char *v, enum sl_dir dir);
 static const char *count_dests(cfg_opt_t *opt, const char *last);
 static const char *no_peer_twice(cfg_opt_t *opt, const char *last);
 
@@ -172,6 +173,9 @@ static const struct option options[] = {
     {"max_delay",    STR,  "10s",    RULE,        0,        0,              0,            check_duration,   NULL,            NULL},
     {"req_conns",    INT,  NULL,     RULE,        0,        CONF_CONNS_MAX, 0,            NULL,             NULL,            NULL},          /* requests in flight at once per key (head to end of response); 0: no limit */
     {"count_status", LIST, NULL,     IN,          0,        0,              SL_MAX_STATUSES, check_status,  NULL,            NULL},          /* inbound req_rate rules: only responses of these statuses take a token, {401, 403}; {}: every request */
+    {"cost_from",    STR,  NULL,     RULE,        0,        0,              0,            check_cost_from,  NULL,            NULL},          /* header:NAME or json:a.b.c: what each answer says the call cost (HTTP/1; a JSON body or the last server-sent event with the path); none. Needs cost_rate */
+    {"cost_rate",    STR,  NULL,     RULE,        0,        0,              0,            check_rate,       NULL,            NULL},          /* tokens (cost_from) per key: N/s ... N/d; a call passes while the key is not in debt. Needs cost_from */
+    {"cost_burst",   INT,  NULL,     RULE,        1,        NOLIMIT,        0,            NULL,             NULL,            NULL},          /* cost_rate's N */
     {"learn",        BOOL, "no",     OUT,         0,        0,              0,            NULL,             NULL,            NULL},          /* outbound req_rate rules: hold the key's calls as the vendor's 429s and RateLimit fields say */
     {"learn_max",    STR,  "10m",    OUT,         1,        LEARN_MAX,      0,            check_duration,   NULL,            NULL},          /* the longest hold learned */
     {"errno",        STR,  NULL,     OUT,         0,        0,              0,            check_errno,      NULL,            NULL},          /* ETIMEDOUT (delay), ECONNREFUSED (reject) */
@@ -280,6 +284,11 @@ static const char *check_req_host(const struct option *o, const char *v, enum sl
 static const char *check_status(const struct option *o, const char *v, enum sl_dir dir)
 {
     return conf_parse_status(v, NULL);
+}
+
+static const char *check_cost_from(const struct option *o, const char *v, enum sl_dir dir)
+{
+    return conf_parse_cost_from(v, NULL, NULL, 0);
 }
 
 static const char *check_rate(const struct option *o, const char *v, enum sl_dir dir)

@@ -119,10 +119,10 @@ static bool given(cfg_t *sec, const char *name)
 
 bool conf_is_request_rule(cfg_t *sec)
 {
-    static const char *const opts[] = {"req_rate",     "req_burst", "cost",        "route",
-                                       "method",       "host",      "per_missing", "quota",
-                                       "ramp_to",      "ramp_from", "ramp_over",   "per_copy",
-                                       "count_status", "req_conns"};
+    static const char *const opts[] = {
+        "req_rate",     "req_burst", "cost",      "route",     "method",    "host",
+        "per_missing",  "quota",     "ramp_to",   "ramp_from", "ramp_over", "per_copy",
+        "count_status", "req_conns", "cost_from", "cost_rate", "cost_burst"};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
         if (given(sec, opts[i])) return true;
     const char *per = cfg_getstr(sec, "per");
@@ -432,7 +432,8 @@ int conf_build_request(cfg_t *sec, struct sl_rule *r, int line)
         }
         r->plans = ps;
     }
-    return conf_build_answers(sec, r, line);
+    if (conf_build_answers(sec, r, line) != 0) return -1;
+    return conf_build_costs(sec, r, line);
 }
 
 static void put(FILE *out, const char *key)
@@ -513,6 +514,7 @@ void conf_print_request(FILE *out, const struct sl_rule *r)
                     sl_plans_keys(r->plans, i));
     }
     conf_print_answers(out, r);
+    conf_print_costs(out, r);
 }
 
 /* `per` as printed: a request key, or the address enumeration. */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "verdict.h" /* struct sl_limit, struct sl_ramp */
+#include "tokens.h"  /* struct sl_cost_rule */
 
 #define SL_MAX_RULES     64
 #define SL_MAX_PORTS     16
@@ -207,7 +208,16 @@ struct sl_rule {
      * response, in every process (the table's connection places); 0: no
      * limit */
     uint32_t req_conns;
+    /* token budgets (core/limit/cost.h): cost_from, cost_rate, cost_burst;
+     * from SL_COST_NONE: none */
+    struct sl_cost_rule tokens;
 };
+
+/* Whether rule r keeps a token budget. */
+static inline bool sl_rule_costs(const struct sl_rule *r)
+{
+    return r->tokens.from != SL_COST_NONE;
+}
 
 #define SL_MAX_PEERS 16
 

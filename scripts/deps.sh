@@ -6,7 +6,7 @@ set -eu
 # What the build needs (README "Building and installing" lists exactly
 # these; tests/integration/test_readme_needs.py compares the two).
 build=(gcc make pkg-config libc6-dev libconfuse-dev libsodium-dev libhttp-parser-dev
-       libnghttp2-dev libhiredis-dev libssl-dev libmicrohttpd-dev)
+       libnghttp2-dev libhiredis-dev libssl-dev libmicrohttpd-dev libjansson-dev)
 # What the tests and benchmarks add: real programs to run under sluice.
 tests=(libcmocka-dev clang libclang-rt-14-dev python3 curl nginx-light wrk procps iproute2
        redis-server redis-tools redis-sentinel nodejs util-linux openssl python3-requests

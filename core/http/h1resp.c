@@ -41,6 +41,9 @@ static void header_done(struct sl_h1resp *r)
     r->in_value = false;
     if (!r->name_long)
         sl_learn_header(&r->fields, r->name, r->nlen, r->value, r->value_long ? 0 : r->vlen);
+    /* a final response's (the status line is read before any field) */
+    if (r->on_field && !r->name_long && r->parser.status_code >= 200 && r->done < r->sent)
+        r->on_field(r->arg, r->done, r->name, r->nlen, r->value, r->value_long ? 0 : r->vlen);
     r->nlen = r->vlen = 0;
     r->name_long = r->value_long = false;
 }
@@ -73,7 +76,7 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
 static int on_headers_complete(http_parser *p)
 {
     struct sl_h1resp *r = of(p);
-    if (r->on_head && p->status_code >= 200) {
+    if ((r->on_head || r->on_field) && p->status_code >= 200) {
         header_done(r);
         r->fields.status = p->status_code;
         if (r->fields.any && r->done < r->sent) r->on_head(r->arg, r->done, &r->fields);
@@ -87,6 +90,14 @@ static int on_headers_complete(http_parser *p)
     }
     /* 1: the response has no body (http_parser's F_SKIPBODY) */
     return r->done < r->sent && bit(r->head, r->done) ? 1 : 0;
+}
+
+static int on_body_bytes(http_parser *p, const char *at, size_t n)
+{
+    struct sl_h1resp *r = of(p);
+    if (r->on_body && p->status_code >= 200 && r->done < r->sent)
+        r->on_body(r->arg, r->done, at, n);
+    return 0;
 }
 
 static int on_message_complete(http_parser *p)
@@ -109,6 +120,7 @@ static const http_parser_settings settings_learn = {
     .on_header_field = on_header_field,
     .on_header_value = on_header_value,
     .on_headers_complete = on_headers_complete,
+    .on_body = on_body_bytes,
     .on_message_complete = on_message_complete,
 };
 
@@ -139,6 +151,17 @@ void sl_h1resp_ends(struct sl_h1resp *r, void (*on_done)(void *arg, uint64_t ind
     r->arg = arg;
 }
 
+void sl_h1resp_bodies(struct sl_h1resp *r,
+                      void (*on_field)(void *arg, uint64_t index, const char *name, size_t nlen,
+                                       const char *value, size_t vlen),
+                      void (*on_body)(void *arg, uint64_t index, const char *at, size_t n),
+                      void *arg)
+{
+    r->on_field = on_field;
+    r->on_body = on_body;
+    r->arg = arg;
+}
+
 void sl_h1resp_sent(struct sl_h1resp *r, const char *method)
 {
     if (r->sent - r->done >= SL_H1RESP_RING) r->lost = true; /* its method would be forgotten */
@@ -151,7 +174,8 @@ void sl_h1resp_feed(struct sl_h1resp *r, const void *buf, size_t n)
 {
     if (r->lost || n == 0) return;
     r->parser.data = r;
-    size_t used = http_parser_execute(&r->parser, r->on_head ? &settings_learn : &settings, buf, n);
+    size_t used = http_parser_execute(
+        &r->parser, r->on_head || r->on_field ? &settings_learn : &settings, buf, n);
     if (HTTP_PARSER_ERRNO(&r->parser) != HPE_OK || used != n) r->lost = true;
     /* a response the server sent before any request (or a second one to
      * the same request) is not one the program is owed */
@@ -167,7 +191,8 @@ void sl_h1resp_eof(struct sl_h1resp *r)
 {
     if (r->lost) return;
     r->parser.data = r;
-    http_parser_execute(&r->parser, r->on_head ? &settings_learn : &settings, NULL, 0);
+    http_parser_execute(&r->parser, r->on_head || r->on_field ? &settings_learn : &settings, NULL,
+                        0);
 }
 
 uint64_t sl_h1resp_outstanding(const struct sl_h1resp *r)

@@ -22,6 +22,12 @@
  * index of the request it answers, whatever its fields (the status line
  * alone is read: no header is copied).
  *
+ * Token budgets (`cost_from`, core/http/costread.h): with sl_h1resp_bodies,
+ * each final response's header fields (as far as they fit, as `learn`
+ * reads them) and its body, the chunked framing taken off, are handed to
+ * callbacks with the index of the request it answers; its end is
+ * on_done's (sl_h1resp_ends).
+ *
  * Fixed size, no allocation, not thread-safe.
  */
 #ifndef SL_H1RESP_H
@@ -49,6 +55,10 @@ struct sl_h1resp {
     void *arg;
     void (*on_status)(void *arg, uint64_t index, int status); /* count_status */
     void (*on_done)(void *arg, uint64_t index);               /* req_conns */
+    /* cost_from: header fields and body bytes of final responses */
+    void (*on_field)(void *arg, uint64_t index, const char *name, size_t nlen, const char *value,
+                     size_t vlen);
+    void (*on_body)(void *arg, uint64_t index, const char *at, size_t n);
     struct sl_learn_resp fields;
     char name[48], value[160];
     uint16_t nlen, vlen;
@@ -71,6 +81,14 @@ void sl_h1resp_statuses(struct sl_h1resp *r,
 /* Calls on_done(arg, index) at the end of every final response from now
  * on (req_conns: the request is no longer in flight). */
 void sl_h1resp_ends(struct sl_h1resp *r, void (*on_done)(void *arg, uint64_t index), void *arg);
+
+/* Hands every final response's header fields to on_field and its body
+ * bytes (framing removed) to on_body from now on (arg as the others'). */
+void sl_h1resp_bodies(struct sl_h1resp *r,
+                      void (*on_field)(void *arg, uint64_t index, const char *name, size_t nlen,
+                                       const char *value, size_t vlen),
+                      void (*on_body)(void *arg, uint64_t index, const char *at, size_t n),
+                      void *arg);
 
 /* One more request was sent (in order); `method` as in its head. */
 void sl_h1resp_sent(struct sl_h1resp *r, const char *method);

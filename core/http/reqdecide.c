@@ -22,12 +22,14 @@
 #include "reqkey.h"
 #include "reqmatch.h"
 #include "../limit/answer.h"
+#include "../limit/cost.h"
 #include "../limit/limit_gcra.h"
 #include "../limit/limit_log.h"
 #include "../limit/table.h"
 #include "../limit/table_plans.h"
 
 #define ENTRY_MARK      0x7265712e72756c65ull /* "req.rule" */
+#define COST_MARK       0x636f73742e72756cull /* "cost.rul": a rule's token budgets */
 #define PATH_MAX_NORMAL 2048
 
 /* Whether rule r's requests over the limit wait their turn (within
@@ -47,8 +49,8 @@ static inline bool waits(const struct sl_req_rules *x, const struct sl_rule *r)
 static bool plain_rule(const struct sl_rule *r)
 {
     return r->req_limit.count && r->req_limit.alg == SL_ALG_GCRA && r->cost && !r->learn &&
-           !r->ncount_status && !r->req_conns && r->scope != SL_SCOPE_REDIS && !r->dry_run &&
-           !r->plans && !r->quota && !r->ramp.steps && !r->nroutes && !r->nmethods &&
+           !r->ncount_status && !r->req_conns && !sl_rule_costs(r) && r->scope != SL_SCOPE_REDIS &&
+           !r->dry_run && !r->plans && !r->quota && !r->ramp.steps && !r->nroutes && !r->nmethods &&
            !r->nreq_hosts && (r->req_per == SL_REQ_PER_HEADER || r->req_per == SL_REQ_PER_ADDRESS);
 }
 
@@ -69,6 +71,12 @@ void sl_req_rules_entries(struct sl_req_rules *x)
         snprintf(name, sizeof name, "%.*s:req", SL_NAME_MAX - 5, c->rules[i].name);
         int e = sl_table_rule(x->rt->table, c->rules[i].id ^ ENTRY_MARK, name);
         if (e >= 0) x->entry[i] = (int8_t)e;
+        if (x->cost_entry) x->cost_entry[i] = x->entry[i];
+        if (x->cost_entry && sl_rule_costs(&c->rules[i])) {
+            snprintf(name, sizeof name, "%.*s:cost", SL_NAME_MAX - 6, c->rules[i].name);
+            e = sl_table_rule(x->rt->table, c->rules[i].id ^ COST_MARK, name);
+            if (e >= 0) x->cost_entry[i] = (int8_t)e;
+        }
         n++;
         last = i;
     }
@@ -90,6 +98,8 @@ struct grant {
     bool peeked;      /* count_status: looked at the bucket, took nothing (its answer will) */
     int32_t inflight; /* req_conns: the place taken (a connection record); -1: none */
     bool place_wait;  /* req_conns under delay: every place taken, the request waits */
+    bool cost_looked; /* token budget: looked at, not in debt (its answer charges it) */
+    uint64_t cost_hash, cost_wait; /* its key's table hash; how long until its debt is paid */
 };
 
 struct idem_op {
@@ -354,11 +364,38 @@ static struct sl_reply_policy rate_policy(const char *name, const struct sl_limi
         .name = name, .quota = rate->count, .window_s = window_seconds(rate->period_ns)};
 }
 
+/* Rule i's token budget for the key of g, looked at without taking
+ * (core/limit/cost.h): true when it is not in debt (or will not be within
+ * the rule's max_delay: g->cost_wait), else false with v and pol the
+ * refusal's. */
+static bool cost_look(const struct sl_req_rules *x, int i, uint64_t now, struct grant *g,
+                      struct sl_verdict *v, struct sl_reply_policy *pol)
+{
+    struct sl_runtime *rt = x->rt;
+    const struct sl_rule *r = &rt->cfg->rules[i];
+    const struct sl_cost_rule *cr = &r->tokens;
+    int ce = x->cost_entry ? x->cost_entry[i] : x->entry[i];
+    struct sl_key ck;
+    sl_cost_key(&ck, &g->key);
+    g->cost_hash = sl_key_hash(&ck, sl_table_secret(rt->table));
+    sl_cost_peek(rt->table, ce, g->cost_hash, &cr->limit, now, waits(x, r) ? r->max_delay_ns : 0,
+                 v);
+    if (!v->allowed) {
+        if (!r->dry_run) sl_table_count(rt->table, ce, SL_C_COST_REFUSED, 1);
+        *pol = rate_policy(r->name, &cr->limit);
+        return false;
+    }
+    g->cost_looked = true;
+    g->cost_wait = v->wait_ns;
+    *v = (struct sl_verdict){.allowed = true};
+    return true;
+}
+
 /* One rule against the request, charging the copy val[0..vlen) of its key
  * (val NULL: the key is missing): fills g (what it took) and v. */
-static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_head *h,
-                       const char *val, size_t vlen, uint64_t now, struct grant *g,
-                       struct sl_verdict *v, struct sl_reply_policy *pol)
+static void apply_budgets(const struct sl_req_rules *x, int i, const struct sl_req_head *h,
+                          const char *val, size_t vlen, uint64_t now, struct grant *g,
+                          struct sl_verdict *v, struct sl_reply_policy *pol)
 {
     struct sl_runtime *rt = x->rt;
     const struct sl_rule *r = &rt->cfg->rules[i];
@@ -369,7 +406,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
     /* the fields read whatever happens (the rest only under the flag or
      * end that says it was filled): no 130-byte clear per request */
     g->rule = i;
-    g->took_rate = g->peeked = g->place_wait = false;
+    g->took_rate = g->peeked = g->place_wait = g->cost_looked = false;
     g->inflight = -1;
     g->quota_end = g->mark_end = g->wait_ns = 0;
     g->plan = -1;
@@ -388,6 +425,7 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
         return;
     }
 
+    if (sl_rule_costs(r) && !cost_look(x, i, now, g, v, pol)) return; /* in debt: nothing taken */
     const struct sl_limit *rate = plan && plan->req_limit.count ? &plan->req_limit : &r->req_limit;
     struct sl_limit ramped;
     if (r->ramp.steps && rate == &r->req_limit) { /* the rate in force today (core/limit/ramp.h) */
@@ -471,6 +509,17 @@ static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_
     }
 }
 
+/* apply_budgets, and a call that passes waits until its token budget's
+ * debt is paid too (the later of the two). */
+static void apply_rule(const struct sl_req_rules *x, int i, const struct sl_req_head *h,
+                       const char *val, size_t vlen, uint64_t now, struct grant *g,
+                       struct sl_verdict *v, struct sl_reply_policy *pol)
+{
+    apply_budgets(x, i, h, val, vlen, now, g, v, pol);
+    if (v->allowed && g->cost_looked && g->cost_wait > g->wait_ns)
+        g->wait_ns = v->wait_ns = g->cost_wait;
+}
+
 /* A denial by rule i (not a dry run), after what the other rules took was
  * given back: counted, logged, and d filled. */
 static void refuse(const struct sl_req_rules *x, int i, const struct sl_req_head *h,
@@ -547,7 +596,7 @@ static void solo_settle(const struct sl_req_rules *x, const struct sl_req_head *
     d->allowed = true;
     d->rule = -1;
     d->wait_ns = v->wait_ns;
-    d->nanswers = d->ninflight = 0;
+    d->nanswers = d->ninflight = d->ncosts = 0;
     d->place_rule = -1;
     log_grant(rt->cfg, x->solo, key, &x->peer, v->wait_ns, now);
 }
@@ -630,7 +679,7 @@ static __attribute__((noinline)) void decide_all(const struct sl_req_rules *x,
     d->wait_ns = 0;
     d->rule = -1;
     d->learn_rule = -1;
-    d->nanswers = d->ninflight = 0;
+    d->nanswers = d->ninflight = d->ncosts = 0;
     d->place_rule = -1;
     for (int i = 0; i < c->nrules && i < SL_MAX_RULES; i++) {
         if (!(x->match >> i & 1)) continue;
@@ -688,6 +737,10 @@ static __attribute__((noinline)) void decide_all(const struct sl_req_rules *x,
             d->answer_rule[d->nanswers] = (int8_t)granted[j].rule;
             d->answer_hash[d->nanswers++] =
                 sl_key_hash(&granted[j].key, sl_table_secret(rt->table));
+        }
+        if (granted[j].cost_looked && d->ncosts < SL_REQ_ANSWERS) {
+            d->cost_rule[d->ncosts] = (int8_t)granted[j].rule;
+            d->cost_hash[d->ncosts++] = granted[j].cost_hash;
         }
         log_grant(c, granted[j].rule, &granted[j].key, &x->peer, granted[j].wait_ns, now);
     }

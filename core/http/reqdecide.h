@@ -21,6 +21,12 @@
  * response, when its status is one of the list, takes the request's cost
  * (core/limit/answer.h; the decision says which buckets).
  *
+ * A rule with a token budget (cost_rate, core/limit/cost.h) looks at it
+ * first, taking nothing: a key in debt is refused (by the rule's action)
+ * before its request budget is asked, so a call either budget refuses
+ * spends neither; the response's cost is charged when it is known
+ * (core/http/request.c; the decision says which budgets).
+ *
  * Idempotency-Key: a retry of the same request (method and target) with
  * the same key from the same client within SL_IDEM_WINDOW_NS of the
  * charged attempt is not charged again, at most SL_IDEM_FREE times
@@ -52,6 +58,10 @@ struct sl_req_rules {
     char header[SL_REQ_NAME_MAX]; /* the header whose value sl_req_head.header holds */
     uint64_t by_header;           /* bit i: rule i is keyed by that header (matched once, here) */
     int8_t entry[SL_MAX_RULES];   /* the table entry counting rule i's requests */
+    /* rule i's token budget entry ("<rule>:cost"), SL_MAX_RULES of them, in
+     * memory of the caller's (a connection with a token budget); NULL:
+     * entry[i] serves */
+    int8_t *cost_entry;
     int8_t solo; /* the one matching rule when it is plain (reqdecide.c: plain_rule), else -1 */
     bool reply_waits; /* no 429 can be given on the connection (sl_req_reply_waits): a
                          `reply` rule's request waits within max_delay, as under delay */
@@ -82,6 +92,12 @@ struct sl_req_decision {
     int nanswers;
     int8_t answer_rule[SL_REQ_ANSWERS];
     uint64_t answer_hash[SL_REQ_ANSWERS];
+    /* allowed: the token budgets that looked at the request (rule, and
+     * the table hash of the key's budget, core/limit/cost.h): the
+     * response's cost is charged to them. Past SL_REQ_ANSWERS, the first. */
+    int ncosts;
+    int8_t cost_rule[SL_REQ_ANSWERS];
+    uint64_t cost_hash[SL_REQ_ANSWERS];
     /* allowed: the places in flight the request took (req_conns: the
      * table's connection records), to give back at the end of its
      * response (core/http/request.c); past SL_REQ_ANSWERS, none taken */

@@ -33,6 +33,7 @@
 
 #include "bodydigest.h"
 #include "../clock.h"
+#include "costread.h"
 #include "h1resp.h"
 #include "../log.h"
 #include "../mem.h"
@@ -42,6 +43,7 @@
 #include "reply.h"
 #include "reqdecide.h"
 #include "../limit/answer.h"
+#include "../limit/cost.h"
 #include "../limit/table.h"
 #include "../fleet/redis.h"
 
@@ -92,9 +94,17 @@ struct answer_target {
     int32_t rec[SL_REQ_ANSWERS];
 };
 
+/* The token budgets a request's answer is charged to (cost_from,
+ * reqdecide.h): their rules and keys' table hashes. */
+struct cost_target {
+    uint8_t n;
+    int8_t rule[SL_REQ_ANSWERS];
+    uint64_t hash[SL_REQ_ANSWERS];
+};
+
 /* What only an outbound connection with a `reply` or `learn` rule, or an
- * inbound one with a `count_status` rule, needs (~11 KB): allocated at
- * init for those alone. */
+ * inbound one with a `count_status` rule, or one with a token budget,
+ * needs (~14 KB): allocated at init for those alone. */
 struct replies {
     struct swallow sw[SL_REQ_AHEAD];
     size_t inj_len;                            /* queued 429 bytes not yet read */
@@ -103,6 +113,9 @@ struct replies {
     struct learn_target learn[SL_H1RESP_RING]; /* by request, as sl_h1resp counts them */
     struct sl_h2resp *h2r;                     /* HTTP/2 with `learn`: the response heads */
     struct answer_target ans[SL_H1RESP_RING];  /* the same, count_status */
+    struct cost_target cost[SL_H1RESP_RING];   /* the same, token budgets */
+    struct sl_costread read;         /* the answer's cost, as the first cost rule says to read it */
+    int8_t cost_entry[SL_MAX_RULES]; /* sl_req_rules.cost_entry */
 };
 
 /* Memory (issue 23): what every connection carries is this struct and
@@ -119,6 +132,7 @@ struct sl_req_conn {
     bool learn;        /* outbound with a `learn` rule: the responses' fields are read */
     bool answers;      /* inbound with a `count_status` rule: the responses' statuses are read */
     bool inflight;     /* a `req_conns` rule: each request holds places until its response ends */
+    bool costs;        /* a rule with a token budget: the responses' costs are read */
     bool resp_seen;    /* response bytes were shown (sl_req_responses): else a request's
                           places are given back at the next head (request.c: act) */
     uint64_t resp_now; /* the time of the responses being read (sl_req_responses_at; 0: read
@@ -288,6 +302,79 @@ static void answered(void *arg, uint64_t index, int status)
     }
 }
 
+/* Once per process and cause: an answer whose cost could not be read. */
+static void cost_unread_log(const struct sl_rule *r, const char *why, uint64_t tokens)
+{
+    static _Atomic uint32_t told; /* a bit per cause, by its first letter */
+    uint32_t bit = 1u << ((unsigned char)why[0] & 31);
+    if (atomic_fetch_or(&told, bit) & bit) return;
+    const struct sl_cost_rule *cr = &r->tokens;
+    sl_log(SL_LOG_WARN,
+           "rule \"%s\": the cost of a call could not be read from %s:%s (%s): charged %llu "
+           "tokens by the rule of doubt (said once; `sluice stats` counts them)",
+           r->name, cr->from == SL_COST_HEADER ? "header" : "json", cr->name, why,
+           (unsigned long long)tokens);
+}
+
+/* Charges the answer to request `index` to the token budgets its request
+ * looked at, at `now` (0: the responses' time, else the clock): `tokens`
+ * when found (read as the connection's reader reads: a rule that reads
+ * elsewhere is charged by doubt), else each rule's `cost` (at least 1),
+ * the rule of doubt; `why` says why not found. */
+static void cost_charge(struct sl_req_conn *c, uint64_t index, bool found, uint64_t tokens,
+                        const char *why, uint64_t now)
+{
+    struct cost_target *ct = &c->rp->cost[index % SL_H1RESP_RING];
+    struct sl_runtime *rt = c->rules.rt;
+    if (!now) now = c->resp_now;
+    for (int k = 0; k < ct->n; k++) {
+        const struct sl_rule *r = &rt->cfg->rules[ct->rule[k]];
+        const struct sl_cost_rule *cr = &r->tokens;
+        int e = c->rp->cost_entry[ct->rule[k]];
+        if (cr->from == SL_COST_NONE || e < 0) continue; /* a reload took it away */
+        bool read =
+            found && cr->from == c->rp->read.from && strcmp(cr->name, c->rp->read.name) == 0;
+        uint64_t t = read ? tokens : r->cost ? r->cost : 1;
+        if (!now) now = sl_clock_now();
+        if (!sl_cost_charge(rt->table, e, ct->hash[k], &cr->limit, now, t)) {
+            sl_table_count(rt->table, e, SL_C_OVERFLOW, 1); /* no room: not counted */
+            continue;
+        }
+        sl_table_count(rt->table, e, SL_C_COST_CALLS, 1);
+        sl_table_count(rt->table, e, SL_C_COST_TOKENS, t);
+        if (read) continue;
+        sl_table_count(rt->table, e, SL_C_COST_UNREAD, 1);
+        sl_table_count(rt->table, e, SL_C_COST_DEFAULTS, t);
+        cost_unread_log(r, found ? "another rule's cost_from is read on this connection" : why, t);
+    }
+    ct->n = 0;
+}
+
+/* A response header field, for request `index` (h1resp.c). */
+static void cost_field(void *arg, uint64_t index, const char *name, size_t nlen, const char *value,
+                       size_t vlen)
+{
+    struct sl_req_conn *c = arg;
+    (void)index;
+    sl_costread_header(&c->rp->read, name, nlen, value, vlen);
+}
+
+/* Response body bytes, framing removed, for request `index` (h1resp.c). */
+static void cost_body(void *arg, uint64_t index, const char *at, size_t n)
+{
+    struct sl_req_conn *c = arg;
+    if (c->rp->cost[index % SL_H1RESP_RING].n) sl_costread_body(&c->rp->read, at, n);
+}
+
+/* The end of request `index`'s response: its cost is charged. */
+static void cost_ended(struct sl_req_conn *c, uint64_t index)
+{
+    uint64_t tokens;
+    bool found = sl_costread_end(&c->rp->read, &tokens);
+    if (c->rp->cost[index % SL_H1RESP_RING].n)
+        cost_charge(c, index, found, tokens, "not in the answer, or not a whole number", 0);
+}
+
 /* Gives back the places in flight request `index` holds (req_conns). */
 static void places_free(struct sl_req_conn *c, uint64_t index)
 {
@@ -302,6 +389,7 @@ static void places_free(struct sl_req_conn *c, uint64_t index)
 static void ended(void *arg, uint64_t index)
 {
     places_free(arg, index);
+    if (((struct sl_req_conn *)arg)->costs) cost_ended(arg, index);
 }
 
 bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir dir,
@@ -317,6 +405,7 @@ bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum s
     const struct sl_config *cfg = rt->cfg;
     uint64_t match = 0;
     bool quota = false, replies = false, learn = false, answers = false, inflight = false;
+    const struct sl_cost_rule *costs = NULL; /* the first rule's with a token budget */
     const char *header = NULL;
     bool cookies = false;
     for (int i = 0; i < cfg->nrules && i < SL_MAX_RULES; i++) {
@@ -328,19 +417,25 @@ bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum s
         cookies |= r->req_per == SL_REQ_PER_COOKIE;
         replies |= dir == SL_OUT && r->action == SL_ACT_REPLY;
         learn |= dir == SL_OUT && r->learn;
+        if (!costs && sl_rule_costs(r)) costs = &r->tokens;
         answers |= dir == SL_IN && r->ncount_status;
         inflight |= r->req_conns != 0;
     }
     if (!match) return false;
     memset(c, 0, sizeof *c);
-    if ((replies || learn || answers || inflight) && !(c->rp = sl_alloc(sizeof *c->rp)))
+    if ((replies || learn || answers || inflight || costs) && !(c->rp = sl_alloc(sizeof *c->rp)))
         return false; /* no memory: untracked */
     c->out = dir == SL_OUT;
     c->replies = replies;
     c->learn = learn;
     c->answers = answers;
     c->inflight = inflight;
+    c->costs = costs != NULL;
     if (c->rp) sl_h1resp_init(&c->rp->resp);
+    if (costs) {
+        sl_costread_init(&c->rp->read, costs->from, costs->name);
+        sl_h1resp_bodies(&c->rp->resp, cost_field, cost_body, c);
+    }
     if (learn) sl_h1resp_learn(&c->rp->resp, learned, c);
     if (answers) sl_h1resp_statuses(&c->rp->resp, answered, c);
     /* every connection that pairs responses gives places back at their end:
@@ -350,6 +445,7 @@ bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum s
     c->rules.peer = *peer;
     c->rules.match = match;
     c->rules.wall_offset = quota ? wall_offset() : 0;
+    c->rules.cost_entry = c->costs ? c->rp->cost_entry : NULL;
     if (header) snprintf(c->rules.header, sizeof c->rules.header, "%s", header);
     sl_req_rules_entries(&c->rules);
     /* one header is extracted per connection: rules keyed by another
@@ -671,6 +767,28 @@ static bool odd_body(struct sl_req_conn *c, uint64_t now)
     return true;
 }
 
+/* The token budgets request `resp->sent` (being sent) looked at, whose
+ * answer will charge them. Answers never read (a ring slot reused, a
+ * connection whose responses sluice is not shown) and HTTP/2 calls, whose
+ * answers sluice does not read here, are charged by the rule of doubt. */
+static void cost_targets(struct sl_req_conn *c, struct sl_h1resp *resp,
+                         const struct sl_req_decision *d, uint64_t now)
+{
+    if (!c->costs) return;
+    if (!c->resp_seen)
+        for (uint64_t i = resp->done; i < resp->sent; i++)
+            cost_charge(c, i, false, 0, "its answer was not shown to sluice", now);
+    cost_charge(c, resp->sent, false, 0, "its answer was never read", now);
+    struct cost_target *ct = &c->rp->cost[resp->sent % SL_H1RESP_RING];
+    ct->n = (uint8_t)d->ncosts;
+    for (int k = 0; k < ct->n; k++) {
+        ct->rule[k] = d->cost_rule[k];
+        ct->hash[k] = d->cost_hash[k];
+    }
+    if (c->is_h2)
+        cost_charge(c, resp->sent, false, 0, "HTTP/2 answers are not read for costs", now);
+}
+
 /* What a decided head leaves: a denial (false: the scan stops there), a
  * swallow, a response expected, a hold. */
 static bool act(struct sl_req_conn *c, const struct found *h1, const struct sl_req_decision *d,
@@ -702,6 +820,7 @@ static bool act(struct sl_req_conn *c, const struct found *h1, const struct sl_r
             for (uint64_t i = resp->done; i < resp->sent; i++)
                 places_free(c, i);
         places_free(c, resp->sent); /* a request's whose response was never counted */
+        cost_targets(c, resp, d, now);
         struct answer_target *at = &c->rp->ans[resp->sent % SL_H1RESP_RING];
         at->n = c->answers ? (uint8_t)d->nanswers : 0;
         for (int k = 0; k < at->n; k++) {
@@ -987,7 +1106,7 @@ void sl_req_inject_take(struct sl_req_conn *c, size_t n)
 
 bool sl_req_replies(const struct sl_req_conn *c)
 {
-    return c->replies || c->learn || (c->out && c->inflight);
+    return c->replies || c->learn || (c->out && (c->inflight || c->costs));
 }
 
 void sl_req_reply_waits(struct sl_req_conn *c, const char *why)
@@ -1012,7 +1131,7 @@ void sl_req_reply_waits(struct sl_req_conn *c, const char *why)
 
 bool sl_req_answers(const struct sl_req_conn *c)
 {
-    return c->answers || (!c->out && c->inflight);
+    return c->answers || (!c->out && (c->inflight || c->costs));
 }
 
 /* HTTP/2 responses, with `learn`: their heads (h2resp.h). Their ends are
@@ -1078,6 +1197,11 @@ void sl_req_conn_fini(struct sl_req_conn *c)
     if (c->rp) /* the requests still in flight end with the connection */
         for (uint64_t i = 0; i < SL_H1RESP_RING; i++)
             places_free(c, i);
+    if (c->rp && c->costs) { /* their answers unread: the rule of doubt */
+        for (uint64_t i = 0; i < SL_H1RESP_RING; i++)
+            cost_charge(c, i, false, 0, "the connection ended before its answer", 0);
+        sl_costread_fini(&c->rp->read);
+    }
     if (c->rp && c->rp->h2r) {
         sl_h2resp_fini(c->rp->h2r);
         sl_free(c->rp->h2r);

@@ -28,7 +28,7 @@ cflags="-g -O1 -std=gnu11 -D_GNU_SOURCE $san -Ibuild/gen"
 # hiredis as the library links it (allocating from sluice's arena, with its
 # per-allocation cap: core/fleet/redis_alloc.c); core/fleet/redis.c
 # needs the script header the Makefile generates.
-libs="$(pkg-config --libs libconfuse libsodium) -lhttp_parser -lnghttp2 build/gen/libhiredis-sl.a -ldl -lpthread"
+libs="$(pkg-config --libs libconfuse libsodium) -lhttp_parser -lnghttp2 build/gen/libhiredis-sl.a -ljansson -ldl -lpthread"
 make -s build/gen/redis_lua.h build/gen/libhiredis-sl.a || exit 1
 export cflags out
 pkgc=$(pkg-config --cflags libconfuse libsodium)
