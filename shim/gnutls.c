@@ -47,6 +47,7 @@
 
 #include "fd.h"
 #include "reqin.h"
+#include "reload.h"
 #include "reqout.h"
 #include "lazy.h"
 #include "shim.h"
@@ -193,6 +194,8 @@ static void ending(gnutls_session_t s)
  * responses, read for count_status and req_conns (gate.h), never changed. */
 static void answered_in(gnutls_session_t s, const void *buf, size_t n)
 {
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    if (!rt || !sl_reload_check(rt)->any_answers_in) return; /* no rule reads them */
     int fd, saved = errno;
     struct sl_fd *e = tracked_in(s, &fd);
     struct sl_gate *g = e ? sl_gate_in(e) : NULL;

@@ -89,6 +89,7 @@
 
 #include "fd.h"
 #include "reqin.h"
+#include "reload.h"
 #include "reqout.h"
 #include "lazy.h"
 #include "shim.h"
@@ -428,6 +429,8 @@ static void note_memory_bio(const SSL *ssl)
  * changed. */
 static void answered_in(SSL *ssl, const void *buf, size_t n)
 {
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    if (!rt || !sl_reload_check(rt)->any_answers_in) return; /* no rule reads them */
     int fd, saved = errno;
     struct sl_fd *e = tracked(ssl, &fd);
     struct sl_gate *g = e ? sl_gate_in(e) : NULL;

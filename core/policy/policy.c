@@ -41,6 +41,8 @@ int sl_runtime_init(struct sl_runtime *rt, const struct sl_config *cfg, struct s
         }
         rt->any_req_in |= r->request && r->dir == SL_IN;
         rt->any_req_out |= r->request && r->dir == SL_OUT;
+        rt->any_answers_in |=
+            r->request && r->dir == SL_IN && (r->ncount_status || r->req_conns || sl_rule_costs(r));
         rt->any_bytes |=
             r->recv_limit.count || r->send_limit.count || rt->any_req_in || rt->any_req_out;
         rt->any_conns |= r->conns > 0;

@@ -42,6 +42,8 @@ struct sl_runtime {
                                  have work */
     bool any_req_in;          /* some inbound rule counts requests */
     bool any_req_out;         /* some outbound rule counts requests */
+    bool any_answers_in;      /* some inbound request rule reads the program's responses
+                                 (count_status, req_conns, a token budget) */
     bool any_req_names;       /* ... and names a host: a connection to any address may name
                                  it (SNI, Host), so every outbound one is watched */
     bool any_conns;           /* some rule limits connections at once */
