@@ -92,7 +92,7 @@ static int decide_burst(struct sl_req_conn *c, const char *head, size_t nhead, u
                         struct sl_req_verdict *v)
 {
     /* records: no 429 can be put into a stream sluice cannot encrypt */
-    sl_req_reply_waits(c, "TLS that sluice cannot decrypt (counted from its records)");
+    sl_req_reply_waits(c, SL_NO_REPLY_RECORDS);
     size_t ok = sl_req_admit(c, head, nhead, now, v);
     if (ok == nhead || v->status == SL_REQ_PASS || v->status == SL_REQ_NEED_MORE) {
         sl_req_passed(c, head, nhead);

@@ -211,7 +211,7 @@ static ssize_t bio_write(struct sl_fd *e, const struct sl_transport *t, const vo
     bool denied = !o->live; /* not counted: written as they come */
     if (o->live && !o->bio_told) {
         o->bio_told = true;
-        sl_req_reply_waits(c, "a memory BIO (python asyncio's TLS: no 429 can be put in it)");
+        sl_req_reply_waits(c, SL_NO_REPLY_MEMORY_BIO);
     }
     struct sl_runtime *rt = runtime_now();
     const char *p = buf;

@@ -632,7 +632,7 @@ static bool next_head(struct sl_req_conn *c, const char *buf, size_t len, struct
             return false;
         }
         c->is_h2 = true;
-        if (c->out) sl_req_reply_waits(c, "HTTP/2 (a client's stream cannot be answered)");
+        if (c->out) sl_req_reply_waits(c, SL_NO_REPLY_H2);
         sl_h2_init(c->h2, key ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE, key, sl_h1_pos(&c->scan), true);
         if (c->cookies) sl_h2_want_cookies(c->h2);
         sl_h1_fini(&c->scan); /* HTTP/1 is over on this connection */
@@ -1109,22 +1109,27 @@ bool sl_req_replies(const struct sl_req_conn *c)
     return c->replies || c->learn || (c->out && (c->inflight || c->costs));
 }
 
-void sl_req_reply_waits(struct sl_req_conn *c, const char *why)
+void sl_req_reply_waits(struct sl_req_conn *c, enum sl_no_reply why)
 {
+    static const char *const said[] = {
+        [SL_NO_REPLY_H2] = "HTTP/2 (a client's stream cannot be answered)",
+        [SL_NO_REPLY_MEMORY_BIO] = "a memory BIO (python asyncio's TLS: no 429 can be put in it)",
+        [SL_NO_REPLY_RECORDS] = "TLS that sluice cannot decrypt (counted from its records)",
+    };
     if (c->rules.reply_waits) return;
     c->rules.reply_waits = true;
     const struct sl_config *cfg = c->rules.rt->cfg;
     for (int i = 0; i < cfg->nrules; i++) {
         const struct sl_rule *r = &cfg->rules[i];
         if (!(c->rules.match >> i & 1) || r->action != SL_ACT_REPLY) continue;
-        static _Atomic uint32_t told; /* a bit per cause, by its first letter */
-        uint32_t bit = 1u << ((unsigned char)why[0] & 31);
+        static _Atomic uint32_t told; /* a bit per cause */
+        uint32_t bit = 1u << why;
         if (atomic_fetch_or(&told, bit) & bit) return;
         sl_log(SL_LOG_WARN,
                "rule \"%s\": action = reply cannot answer on %s: a request over the limit "
                "waits its turn instead, within max_delay (%llu ms), and is refused beyond it "
                "(said once)",
-               r->name, why, (unsigned long long)(r->max_delay_ns / 1000000));
+               r->name, said[why], (unsigned long long)(r->max_delay_ns / 1000000));
         return;
     }
 }

@@ -128,7 +128,12 @@ void sl_req_inject_take(struct sl_req_conn *c, size_t n);
  * the limit waits its turn within the rule's max_delay, as under `delay`,
  * and is refused (as `reject`) only beyond it. Said once per process and
  * cause, when a `reply` rule matches. */
-void sl_req_reply_waits(struct sl_req_conn *c, const char *why);
+enum sl_no_reply {
+    SL_NO_REPLY_H2,         /* HTTP/2: a client's stream cannot be answered */
+    SL_NO_REPLY_MEMORY_BIO, /* a memory BIO (python asyncio's TLS) */
+    SL_NO_REPLY_RECORDS,    /* TLS that sluice cannot decrypt, counted from its records */
+};
+void sl_req_reply_waits(struct sl_req_conn *c, enum sl_no_reply why);
 
 /* True when some outbound `reply` rule matches the connection: the
  * program's reads must then be shown to sl_req_responses. */
