@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* contract.c - one case of the contract a call held by sluice keeps.
  *
- *   contract PORT DELAY_PORT DENY_PORT CASE
+ *   contract PORT DELAY_PORT DENY_PORT CASE [REQ_PORT CONNS_PORT REPLY_PORT]
  *
  * Runs CASE on loopback and prints one line: "CASE rv errno bytes ms".
  * run.sh runs every "k_" case twice, bare and under the shim with a rule
@@ -37,6 +37,7 @@
 #define BIG (4 * 1024 * 1024)
 
 static int port, delay_port, deny_port;
+static int req_port, conns_port, reply_port; /* request rules: r_ cases */
 static char *buf;
 
 static double now_ms(void)
@@ -440,20 +441,71 @@ static int budget_case(const char *what, int lst)
                   "stopped at ~300 ms with what it moved (a partial count)");
 }
 
+/* A request head on fd: the "GET /N" of connection n. */
+static ssize_t request(int fd, int n)
+{
+    char head[128];
+    int len = snprintf(head, sizeof head, "GET /%d HTTP/1.1\r\nHost: contract\r\n\r\n", n);
+    return send(fd, head, (size_t)len, 0);
+}
+
+/* A client connection to p whose server end drains what comes and never
+ * answers. */
+static int drained(int lst, int p)
+{
+    int cli = connected(p), srv = accept(lst, NULL, NULL);
+    if (srv < 0) die("accept");
+    peer(&(struct peer){.fd = srv, .drain = true});
+    return cli;
+}
+
+/* b_req_WHAT: a request the shim holds under an outbound request rule (a
+ * second GET: REQ_PORT delays one request per 10 s, burst 1), a place
+ * waited for (CONNS_PORT: req_conns = 1, the first request never
+ * answered, the second on another connection waits), or a request `reply`
+ * swallows while the answer owed before it never comes (REPLY_PORT:
+ * one request per 10 s, the second pipelined on the same connection). The
+ * held send keeps the kernel's contract: SO_SNDTIMEO ends it with
+ * EAGAIN, a signal without SA_RESTART with EINTR, both at ~300 ms. */
+static int request_case(const char *what)
+{
+    int p = strstr(what, "conns") ? conns_port : strstr(what, "reply") ? reply_port : req_port;
+    int lst = listener(p), cli = drained(lst, p);
+    if (request(cli, 1) <= 0) die("first request");
+    if (p == conns_port) cli = drained(lst, p); /* the one place is taken */
+    bool intr = strstr(what, "intr");
+    t0 = now_ms();
+    if (intr)
+        alarm_in(300, false);
+    else
+        timeout(cli, SO_SNDTIMEO, 300);
+    ssize_t rv = request(cli, 2);
+    int err = errno;
+    double ms = now_ms() - t0;
+    report(rv, err, (long)rv);
+    if (intr)
+        return expect(rv == -1 && err == EINTR && ms > 200 && ms < 600, "want -1/EINTR at ~300 ms");
+    return expect(rv == -1 && err == EAGAIN && ms > 200 && ms < 600, "want -1/EAGAIN at ~300 ms");
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: contract PORT DELAY_PORT DENY_PORT CASE\n");
+    if (argc != 5 && argc != 8) {
+        fprintf(
+            stderr,
+            "usage: contract PORT DELAY_PORT DENY_PORT CASE [REQ_PORT CONNS_PORT REPLY_PORT]\n");
         return 2;
     }
     port = atoi(argv[1]);
     delay_port = atoi(argv[2]);
     deny_port = atoi(argv[3]);
     case_name = argv[4];
+    if (argc == 8) req_port = atoi(argv[5]), conns_port = atoi(argv[6]), reply_port = atoi(argv[7]);
     signal(SIGPIPE, SIG_IGN);
     buf = malloc(BIG);
     memset(buf, 'x', BIG);
     int lst = listener(port);
+    if (!strncmp(case_name, "b_req_", 6)) return req_port ? request_case(case_name + 6) : 3;
     if (!strncmp(case_name, "b_", 2)) return budget_case(case_name + 2, lst);
     if (strncmp(case_name, "k_", 2)) return 3;
     const char *rest = case_name + 2;

@@ -13,12 +13,15 @@ BUILD=${SLUICE_BUILD:-build}
 bin=$BUILD/tests/contract
 [ -x "$bin" ] || { echo "no $bin (make $bin)"; echo "contract: 0 passed, 1 failed"; exit 1; }
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-P=$(port); D=$(port); R=$(port)
+P=$(port); D=$(port); R=$(port); Q=$(port); C=$(port); Y=$(port)
 fast=(--out "to=127.0.0.1 port=$P rate=1000/s recv_rate=100MB/s send_rate=100MB/s"
       --in "port=$P rate=1000/s")
 slow=(--out "to=127.0.0.1 port=$P recv_rate=100KB/s send_rate=100KB/s"
       --out "to=127.0.0.1 port=$D rate=1/10s burst=1 action=delay max_delay=30s"
-      --in "port=$R rate=1/10s burst=1")
+      --in "port=$R rate=1/10s burst=1"
+      --out "to=127.0.0.1 port=$Q req_rate=1/10s req_burst=1 action=delay max_delay=30s"
+      --out "to=127.0.0.1 port=$C req_rate=1000/s req_conns=1 action=delay max_delay=30s"
+      --out "to=127.0.0.1 port=$Y req_rate=1/10s req_burst=1 action=reply")
 # Cases that fail today for reasons outside shim/io.c, skipped unless
 # CONTRACT_ALL=1 (none at present).
 known=""
@@ -35,7 +38,9 @@ cases+=(k_accept_timeout k_accept_intr k_accept_restart k_accept_repeat
 cases+=(b_recv_waitall_all b_recvmsg_waitall_all b_recv_timeout b_recv_intr b_recv_restart
         b_recvmsg_intr b_send_timeout b_send_intr b_send_restart b_sendfile_intr
         b_writev_full b_send_full b_recv_dontwait b_recv_peek b_connect_intr b_connect_timeout
-        b_accept_timeout_after_deny)
+        b_accept_timeout_after_deny
+        b_req_delay_timeout b_req_delay_intr b_req_conns_timeout b_req_conns_intr
+        b_req_reply_timeout b_req_reply_intr)
 
 matches() {
     [ $# -le 1 ] && return 0
@@ -49,7 +54,7 @@ for c in "${cases[@]}"; do
     matches "$c" "$@" || continue
     case " $known " in *" $c "*) [ -z "${CONTRACT_ALL:-}" ] && continue ;; esac
     if [[ $c == b_* ]]; then
-        got=$(one "$BUILD/sluice" run "${slow[@]}" -- "$bin" "$P" "$D" "$R" "$c")
+        got=$(one "$BUILD/sluice" run "${slow[@]}" -- "$bin" "$P" "$D" "$R" "$c" "$Q" "$C" "$Y")
         if [[ "$got" == *" ok" ]]; then status=PASS; else status=FAIL; fi
         line="$got"
     else
