@@ -81,7 +81,7 @@ asan_run() {
             req_pipeline_nginx req_stash_refill req_wide_read req_ready_modes req_partial_head ready_wake ready_level tls_lingering_nginx bw_exact \
             hosts_memcached hosts_redis hosts_onebyte hosts_haproxy hosts_lighttpd hosts_h2 \
             hosts_starttls hosts_peek_scatter hosts_apache hosts_puma \
-            count_status req_conns tls_bio &&
+            count_status req_conns tls_bio tls_gnutls_in &&
     ! ls "$asan_logs"/* >/dev/null 2>&1
 }
 stage integration-asan asan_run
