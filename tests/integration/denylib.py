@@ -150,3 +150,20 @@ def check_limited(name, elapsed, res):
           flush=True)
     check(worst < LATENCY_MAX, f"{name}: a 429 took {worst:.3f} s (the keep-alive timeout?)")
     return served
+
+
+def check_paced(name, pid, port, tls=False, n=5, cpu_max=0.3):
+    """Under `req_rate=5/s req_burst=1 ... action=delay`: n requests on one
+    keep-alive connection are all served, paced (the n-1 held ones 0.2 s
+    apart: at least (n-2) x 0.2 s in all, allowing the edges of the window;
+    at most 3 s, far above a loaded machine's scheduling), and the server
+    (pid) spends under cpu_max s of CPU meanwhile: a held request is
+    reported as "try again" and the socket announced at its turn, never a
+    busy loop."""
+    cpu0 = cpu_seconds(pid)
+    elapsed, res = key_run(port, "key-delay", n=n, keep=True, tls=tls)
+    cpu = cpu_seconds(pid) - cpu0
+    summary(name, elapsed, res)
+    check([r[0] for r in res] == [200] * n, f"{name}: all served: {res}")
+    check(0.2 * (n - 2) <= elapsed <= 3.0, f"{name}: paced over {elapsed:.3f} s")
+    check(cpu < cpu_max, f"{name}: the server used {cpu:.2f} s of CPU while requests were held")

@@ -67,11 +67,5 @@ with TempDir() as tmp:
     delay = f"port={port} req_rate=5/s req_burst=1 per=header:X-API-Key action=delay"
     with Proc(sluice_argv(argv, ins=[delay])) as lt:
         wait_listen(port, timeout=30)
-        cpu0 = cpu_seconds(lt.p.pid)
-        elapsed, res = key_run(port, "key-delay", n=5, keep=True, tls=True)
-        cpu = cpu_seconds(lt.p.pid) - cpu0
-        summary("delay", elapsed, res)
-        check([r[0] for r in res] == [200] * 5, f"delay: all served: {res}")
-        check(0.6 <= elapsed <= 3.0, f"delay: paced over {elapsed:.3f} s")
-        check(cpu < 0.3, f"delay: lighttpd used {cpu:.2f} s of CPU while requests were held")
+        check_paced("delay", lt.p.pid, port, tls=True)
 print("ok")
