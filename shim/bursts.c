@@ -231,9 +231,8 @@ void sl_tlsin_say(const struct sl_tlsin *t)
     sl_log(SL_LOG_WARN,
            "a connection to port %u that an inbound request rule matches speaks TLS that sluice "
            "cannot decrypt (the program uses neither OpenSSL 3's SSL_read nor GnuTLS's "
-           "gnutls_record_recv over its socket: a static OpenSSL, as node's is, GnuTLS with "
-           "transport functions of its own, or another library): its requests are counted as "
-           "the client's record "
+           "gnutls_record_recv: a static OpenSSL, as node's is, or another library): its "
+           "requests are counted as the client's record "
            "bursts, one per burst after each answer, as requests GET / to %s; exact for a client "
            "that does not pipeline; a denial resets the connection (under `reply`, a request "
            "first waits its turn within max_delay) (said once)",

@@ -11,14 +11,18 @@
  * one the peer's close_notify (0: the server finishes what it owes and
  * ends the session), a rejected one GNUTLS_E_PULL_ERROR with ECONNRESET.
  * The 429 is written through the session (gnutls_record_send) when the
- * program ends it: gnutls_bye, or gnutls_deinit without one. The
- * handshake marks the connection as read through the library, so its
- * ciphertext is not counted as record bursts. gnutls_record_send of an
- * inbound session shows the program's responses to count_status and
- * req_conns. The session's socket is the descriptor the program gave
- * (gnutls_transport_get_int2); a server with transport functions of its
- * own (apache's mod_gnutls) is not read this way (its ciphertext is
- * counted by record bursts, per address).
+ * program ends it: gnutls_bye, or gnutls_deinit without one.
+ * gnutls_record_send of an inbound session shows the program's responses
+ * to count_status and req_conns. A server session is tied to its socket
+ * by the client random of the ClientHello the socket carried (tiein.h),
+ * once a handshake step has read it, as tls.c ties OpenSSL sessions over
+ * a server's own BIO: the descriptor the program gave
+ * (gnutls_transport_get_int2) is not trusted, since a server with
+ * transport functions of its own (apache's mod_gnutls) stores a pointer
+ * there. From the tie on, the connection is read through the library
+ * (its ciphertext no longer counted as record bursts); a session that
+ * cannot be tied is counted by its record bursts, per address, and said
+ * at the connection's end (reqin.c).
  *
  * Outbound:
  * gnutls_record_send hands its plaintext to shim/reqout.c before GnuTLS
@@ -44,6 +48,7 @@
 #include <sys/types.h>
 
 #include <poll.h>
+#include <string.h>
 
 #include "fd.h"
 #include "reqin.h"
@@ -52,6 +57,7 @@
 #include "lazy.h"
 #include "shim.h"
 #include "tie.h"
+#include "tiein.h"
 #include "wait.h"
 
 #define GNUTLS_VERSION "GNUTLS_3_4"
@@ -64,6 +70,10 @@
 #define SL_GNUTLS_E_PUSH_ERROR  (-53)
 #define SL_GNUTLS_E_PULL_ERROR  (-54)
 typedef struct gnutls_session_int *gnutls_session_t;
+struct sl_gnutls_datum { /* gnutls_datum_t */
+    unsigned char *data;
+    unsigned int size;
+};
 
 static struct {
     ssize_t (*send)(gnutls_session_t, const void *, size_t);
@@ -72,6 +82,7 @@ static struct {
     int (*handshake)(gnutls_session_t);
     void (*deinit)(gnutls_session_t);
     int (*bye)(gnutls_session_t, int);
+    void (*get_random)(gnutls_session_t, struct sl_gnutls_datum *, struct sl_gnutls_datum *);
 } real;
 
 #define REAL_GNUTLS(field, name, ours)                                                             \
@@ -84,41 +95,57 @@ int gnutls_handshake(gnutls_session_t s);
 void gnutls_deinit(gnutls_session_t s);
 int gnutls_bye(gnutls_session_t s, int how);
 
-/* The descriptor entry of a session when a rule of that direction counts
- * requests (inbound: the descriptor it receives from; outbound: the one it
- * sends to, or the socket its handshake's first send reached), or NULL;
- * the gate is checked by the caller. */
-static struct sl_fd *session_entry(gnutls_session_t s, enum sl_dir dir, int *fd)
-{
-    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
-    if (!rt || !(dir == SL_IN ? rt->any_req_in : rt->any_req_out) || !s) return NULL;
-    void (*get_int2)(gnutls_session_t, int *, int *) =
-        REAL_GNUTLS(get_int2, "gnutls_transport_get_int2", NULL);
-    int saved = errno, rfd = -1, wfd = -1;
-    *fd = dir == SL_OUT ? sl_tls_tied_fd(s) : -1; /* exact: its own push function (libcurl) */
-    if (*fd < 0 && get_int2) {                    /* the descriptor the program gave */
-        get_int2(s, &rfd, &wfd);
-        *fd = dir == SL_IN ? rfd : wfd;
-    }
-    struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
-    errno = saved;
-    return e;
-}
-
-/* The descriptor entry of a session whose outbound requests are counted,
- * or NULL. */
+/* The descriptor entry of a session whose outbound requests are counted
+ * (the socket its handshake's first send reached, or the descriptor the
+ * program gave), or NULL. */
 static struct sl_fd *tracked_out(gnutls_session_t s, int *fd)
 {
-    struct sl_fd *e = session_entry(s, SL_OUT, fd);
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    if (!rt || !rt->any_req_out || !s) return NULL;
+    void (*get_int2)(gnutls_session_t, int *, int *) =
+        REAL_GNUTLS(get_int2, "gnutls_transport_get_int2", NULL);
+    int saved = errno, rfd = -1;
+    *fd = sl_tls_tied_fd(s); /* exact: its handshake's first send (its own push function) */
+    if (*fd < 0 && get_int2) get_int2(s, &rfd, fd); /* the descriptor the program gave */
+    struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
+    errno = saved;
     return e && sl_gate_out(e) && sl_reqout_tls(e) ? e : NULL;
 }
 
-/* The descriptor entry of a session whose inbound requests are counted,
- * or NULL. */
+/* The descriptor entry of a server session whose requests are counted:
+ * the socket it was tied to (tie_in), or NULL. */
 static struct sl_fd *tracked_in(gnutls_session_t s, int *fd)
 {
-    struct sl_fd *e = session_entry(s, SL_IN, fd);
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    if (!rt || !rt->any_req_in || !s) return NULL;
+    int saved = errno;
+    *fd = sl_tls_tied_fd(s);
+    struct sl_fd *e = *fd >= 0 ? sl_fd_get(*fd) : NULL;
+    errno = saved;
     return e && sl_gate_in(e) ? e : NULL;
+}
+
+/* After a handshake step: a session not tied yet whose client random is
+ * known is tied to the socket whose ClientHello carried it (tiein.h), and
+ * that connection is read through the library from then on; none (a
+ * client's session, a hello cut into several records): looked for once. */
+static void tie_in(gnutls_session_t s)
+{
+    struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
+    if (!rt || !rt->any_req_in || sl_tls_tied_fd(s) != -1) return;
+    void (*get_random)(gnutls_session_t, struct sl_gnutls_datum *, struct sl_gnutls_datum *) =
+        REAL_GNUTLS(get_random, "gnutls_session_get_random", NULL);
+    struct sl_gnutls_datum client = {0}, server = {0};
+    static const unsigned char zero[SL_TLS_RANDOM_LEN];
+    int saved = errno;
+    if (get_random) get_random(s, &client, &server);
+    if (client.size == SL_TLS_RANDOM_LEN && memcmp(client.data, zero, sizeof zero)) {
+        int fd = sl_tiein_find(client.data);
+        sl_tls_tie_to(s, fd >= 0 ? fd : SL_TLS_UNTIED);
+        struct sl_fd *e = fd >= 0 ? sl_fd_get(fd) : NULL;
+        if (e && sl_gate_in(e)) sl_reqin_tls_library(e); /* its record_recv shows the requests */
+    }
+    errno = saved;
 }
 
 /* ---- the GnuTLS transport: the library's own calls on one session ---- */
@@ -210,10 +237,8 @@ SL_EXPORT int gnutls_handshake(gnutls_session_t s)
     struct sl_runtime *rt = atomic_load_explicit(&sl_runtime_ptr, memory_order_relaxed);
     bool tie = rt && rt->any_req_out && sl_tls_tied_fd(s) < 0;
     if (tie) sl_tls_tying = s; /* the first send ties it (io.c) */
-    int in_fd;
-    struct sl_fd *in = session_entry(s, SL_IN, &in_fd);
-    if (in && sl_gate_in(in)) sl_reqin_tls_library(in); /* its record_recv shows the requests */
     int rc = h(s);
+    tie_in(s); /* a server's session, once it read the hello */
     if (tie) sl_tls_tying = NULL;
     return rc;
 }

@@ -325,9 +325,8 @@ void sl_reqin_free(struct sl_fd *e)
             sl_log(SL_LOG_WARN,
                    "a connection from %s that an inbound request rule matches spoke TLS, and the "
                    "program decrypted it without OpenSSL 3's SSL_read or GnuTLS's "
-                   "gnutls_record_recv over its socket (a static OpenSSL, GnuTLS with transport "
-                   "functions of its own, another library): its requests were not limited "
-                   "(said once)",
+                   "gnutls_record_recv (a static OpenSSL, another library): its requests were "
+                   "not limited (said once)",
                    addr);
     }
     e->gate = NULL;

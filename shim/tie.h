@@ -31,8 +31,12 @@ void sl_tls_forget_hello(const void *session);
  * ClientHello of a waiting session, now tied to fd. */
 bool sl_tls_tie_hello(int fd, const void *rec, size_t len);
 
+/* A server session looked for and found tied to no socket (tlsown.c,
+ * gnutls.c): tied to this, looked for once. */
+#define SL_TLS_UNTIED (-2)
+
 /* The socket a session (OpenSSL's SSL, GnuTLS's session) was tied to, or
- * -1; untie forgets it (the session is freed). */
+ * -1 (or SL_TLS_UNTIED); untie forgets it (the session is freed). */
 int sl_tls_tied_fd(const void *session);
 void sl_tls_untie(const void *session);
 

@@ -27,9 +27,6 @@ static struct {
     ((__typeof__(real.field))sl_resolve_lazy((void *_Atomic *)&real.field, name, "OPENSSL_3.0.0",  \
                                              "libssl.so.3", NULL, true))
 
-/* A server session found to be tied to no socket (tie.h's table). */
-#define UNTIED (-2)
-
 /* An inbound request rule delays. A server over memory BIOs that reads its
  * socket itself and asks the session again only when bytes arrive
  * (python's asyncio and uvloop: uvicorn) would never read a held request
@@ -55,7 +52,7 @@ static bool delays_in(void)
 int sl_tlsown_fd(const void *ssl)
 {
     int fd = sl_tls_tied_fd(ssl);
-    if (fd >= 0 || fd == UNTIED) return fd >= 0 ? fd : -1;
+    if (fd >= 0 || fd == SL_TLS_UNTIED) return fd >= 0 ? fd : -1;
     size_t (*cr)(const void *, unsigned char *, size_t) =
         REAL_FN(client_random, "SSL_get_client_random");
     int (*server)(const void *) = REAL_FN(is_server, "SSL_is_server");
@@ -64,14 +61,14 @@ int sl_tlsown_fd(const void *ssl)
         !memcmp(r, zero, sizeof r))
         return -1;                              /* a client, or the hello not read yet */
     if (sl_tlsbio_memory(ssl) && delays_in()) { /* see delays_in */
-        sl_tls_tie_to(ssl, UNTIED);
+        sl_tls_tie_to(ssl, SL_TLS_UNTIED);
         sl_tiein_untied(
             "a delay rule, and the program runs OpenSSL over memory BIOs, which it asks "
             "for a held request again only when new bytes arrive (python's asyncio)");
         return -1;
     }
     if ((fd = sl_tiein_find(r)) < 0) {
-        sl_tls_tie_to(ssl, UNTIED);
+        sl_tls_tie_to(ssl, SL_TLS_UNTIED);
         sl_tiein_untied("no connection's first bytes were a ClientHello holding its client "
                         "random: a hello cut into several records, or over 1024 handshakes at "
                         "once");
