@@ -18,6 +18,7 @@ tests=(libcmocka-dev clang libclang-rt-14-dev python3 curl nginx-light wrk procp
        memcached haproxy lighttpd socat nghttp2-client libpython3.11-testsuite nghttp2-server
        python3-uvicorn python3-uvloop
        apache2 puma gunicorn lighttpd-mod-openssl lighttpd-mod-gnutls
+       python3-grpcio
        )
 pkgs=("${build[@]}" "${tests[@]}")
 missing=()

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "h2frame.h"
 #include "h2mem.h"
 #include "hpack_pre.h"
 #include "../mem.h"
@@ -29,7 +30,6 @@ static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 enum { DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, WINDOW, CONT };
 enum { END_STREAM = 0x1, END_HEADERS = 0x4, PADDED = 0x8, PRIO = 0x20 };
-
 
 void sl_h2_init(struct sl_h2 *s, enum sl_h1_key_kind kind, const char *name, uint64_t pos,
                 bool preface_seen)
@@ -327,12 +327,11 @@ static bool is_block_frame(const struct sl_h2 *s)
 /* The 9-byte frame header is complete. */
 static void frame_begin(struct sl_h2 *s)
 {
-    const uint8_t *h = s->hdr;
-    s->remaining = (uint32_t)h[0] << 16 | (uint32_t)h[1] << 8 | h[2];
-    s->type = h[3];
-    s->flags = h[4];
-    s->stream =
-        ((uint32_t)h[5] << 24 | (uint32_t)h[6] << 16 | (uint32_t)h[7] << 8 | h[8]) & 0x7fffffffu;
+    struct sl_h2frame f = sl_h2frame_parse(s->hdr);
+    s->remaining = f.length;
+    s->type = f.type;
+    s->flags = f.flags;
+    s->stream = f.stream;
     s->skip_front = 0;
     s->pad = 0;
     s->want_padlen = false;

@@ -9,6 +9,7 @@
 #include <nghttp2/nghttp2.h>
 #include <string.h>
 
+#include "h2frame.h"
 #include "h2mem.h"
 
 enum { HEADERS = 1, PUSH_PROMISE = 5, CONT = 9 };
@@ -49,7 +50,8 @@ static void on_field(struct sl_h2resp *r, const nghttp2_nv *nv)
         if (nv->namelen == 7 && !memcmp(nv->name, ":status", 7) && nv->valuelen == 3 &&
             nv->value[0] >= '2' && nv->value[0] <= '9' && nv->value[1] >= '0' &&
             nv->value[1] <= '9' && nv->value[2] >= '0' && nv->value[2] <= '9') {
-            int status = (nv->value[0] - '0') * 100 + (nv->value[1] - '0') * 10 + nv->value[2] - '0';
+            int status =
+                (nv->value[0] - '0') * 100 + (nv->value[1] - '0') * 10 + nv->value[2] - '0';
             sl_learn_resp_init(&r->fields, status);
             r->block_resp = true;
         }
@@ -88,12 +90,11 @@ static void inflate(struct sl_h2resp *r, const uint8_t *in, size_t n, bool final
 /* A frame header is whole: what its payload is. */
 static void frame_begins(struct sl_h2resp *r)
 {
-    const uint8_t *h = r->hdr;
-    r->left = (uint32_t)h[0] << 16 | (uint32_t)h[1] << 8 | h[2];
-    r->type = h[3];
-    r->flags = h[4];
-    r->stream =
-        ((uint32_t)h[5] << 24 | (uint32_t)h[6] << 16 | (uint32_t)h[7] << 8 | h[8]) & 0x7fffffffu;
+    struct sl_h2frame f = sl_h2frame_parse(r->hdr);
+    r->left = f.length;
+    r->type = f.type;
+    r->flags = f.flags;
+    r->stream = f.stream;
     r->front = 0;
     r->pad = 0;
     r->want_padlen = false;

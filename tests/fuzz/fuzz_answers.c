@@ -15,6 +15,7 @@
 #include "../../core/http/request.h"
 #include "../../core/limit/table.h"
 #include "../unit/reqrule.h"
+#include "feed.h"
 
 #define ENTRY_MARK 0x7265712e72756c65ull /* core/http/reqdecide.c: a rule's request entry */
 
@@ -60,26 +61,21 @@ static const char *const responses[] = {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!table) setup();
-    if (size < 2) return 0;
+    struct feed f;
+    if (!feed_start(&f, data, size)) return 0;
     struct sl_req_conn *c = malloc(sl_req_conn_size());
     struct sl_addr peer = {.v4 = true};
     if (!sl_req_conn_init(c, &rt, SL_IN, NULL, &peer, 1)) abort();
     if (!sl_req_answers(c)) abort();
-    uint8_t steer = data[0];
-    const uint8_t *s = data + 1;
-    size_t len = size - 1, passed = 0, shown = 0;
     uint64_t now = 1000000000000ull;
-    for (int round = 0; round < 4096 && passed < len; round++) {
-        size_t step = (size_t)(steer % 7) + 1;
-        steer = (uint8_t)(steer * 13 + 7);
-        shown = shown + step > len ? len : shown + step;
+    for (int round = 0; round < 4096 && f.passed < f.len; round++) {
         struct sl_req_verdict v;
-        size_t n = sl_req_admit(c, s + passed, shown - passed, now, &v);
-        if (n > shown - passed) abort();
+        size_t n = feed_admit(&f, c, now, &v);
         if (v.status == SL_REQ_DENY) break; /* the connection ends at a denial */
-        sl_req_passed(c, s + passed, n);
-        passed += n;
+        sl_req_passed(c, f.s + f.passed, n);
+        f.passed += n;
         /* the program answers, or not yet */
+        uint8_t steer = f.steer;
         const char *resp = responses[(steer >> 3) % (sizeof responses / sizeof *responses)];
         size_t rlen = strlen(resp), cut = (size_t)(steer >> 5) % (rlen + 1);
         if (steer & 4) {
@@ -88,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if ((steer & 0xf7) == 0x13) sl_req_responses_unread(c);
         now += (uint64_t)(steer & 3) * 1000000ull;
-        if (shown == len && n == 0) break;
+        if (f.shown == f.len && n == 0) break;
     }
     sl_req_conn_fini(c);
     free(c);

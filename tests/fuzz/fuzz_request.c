@@ -16,6 +16,7 @@
 #include "../../core/http/request.h"
 #include "../../core/limit/table.h"
 #include "../unit/reqrule.h"
+#include "feed.h"
 
 static struct sl_config cfg;
 static struct sl_table *table;
@@ -47,51 +48,46 @@ static void setup(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!table) setup();
-    if (size < 2) return 0;
+    struct feed f; /* the first byte steers piece sizes and time steps */
+    if (!feed_start(&f, data, size)) return 0;
     struct sl_req_conn *c = malloc(sl_req_conn_size());
     struct sl_addr peer = {.v4 = true};
     bool out = data[0] & 1;
     if (!sl_req_conn_init(c, &rt, out ? SL_OUT : SL_IN, NULL, &peer, 1)) abort();
-    /* the first byte steers piece sizes and time steps */
-    uint8_t steer = data[0];
-    const uint8_t *s = data + 1;
-    size_t len = size - 1, passed = 0, shown = 0;
     uint64_t now = 1000000000000ull;
     bool denied = false;
     size_t stop = 0; /* after a denial: the stream offset nothing passes beyond */
-    for (int round = 0; round < 4096 && passed < len; round++) {
-        size_t step = (size_t)(steer % 7) + 1;
-        steer = (uint8_t)(steer * 13 + 7);
-        shown = shown + step > len ? len : shown + step;
+    for (int round = 0; round < 4096 && f.passed < f.len; round++) {
         struct sl_req_verdict v;
-        size_t n = sl_req_admit(c, s + passed, shown - passed, now, &v);
-        if (n > shown - passed) abort();
-        if (denied && passed + n > stop) abort();
+        size_t n = feed_admit(&f, c, now, &v);
+        uint8_t steer = f.steer;
+        if (denied && f.passed + n > stop) abort();
         if (v.status == SL_REQ_DENY) {
-            if (!denied) stop = passed + n;
-            if (passed + n != stop) abort(); /* a denial stays where it was */
+            if (!denied) stop = f.passed + n;
+            if (f.passed + n != stop) abort(); /* a denial stays where it was */
             denied = true;
             if (v.action == SL_ACT_REPLY && (!v.reply || !v.reply_len)) abort();
         }
         if (v.status == SL_REQ_HOLD && v.wait_ns == 0) abort();
         if (out) {
             if (v.status == SL_REQ_SWALLOW && n == 0) {
-                size_t k = sl_req_swallow(c, s + passed, shown - passed, now);
-                if (k > shown - passed) abort();
-                passed += k;
+                size_t k = sl_req_swallow(c, f.s + f.passed, f.shown - f.passed, now);
+                if (k > f.shown - f.passed) abort();
+                f.passed += k;
             }
             const char *q;
             size_t queued = sl_req_inject_peek(c, &q);
             if (queued > 16 * 1024) abort();
             if (queued && memcmp(q, "HTTP/1.1 429 ", 13) != 0) abort();
             if (steer & 4) sl_req_inject_take(c, queued); /* read, or not yet */
-            sl_req_responses(c, s + passed / 2, (size_t)(steer & 15) % (len - passed / 2 + 1));
+            sl_req_responses(c, f.s + f.passed / 2,
+                             (size_t)(steer & 15) % (f.len - f.passed / 2 + 1));
             if (n == 0) continue;
         }
-        sl_req_passed(c, s + passed, n / 2 + (n & 1)); /* short reads too */
-        passed += n / 2 + (n & 1);
+        sl_req_passed(c, f.s + f.passed, n / 2 + (n & 1)); /* short reads too */
+        f.passed += n / 2 + (n & 1);
         now += (uint64_t)(steer & 3) * 50000000ull;
-        if (shown == len && n == 0 && v.status != SL_REQ_HOLD) break;
+        if (f.shown == f.len && n == 0 && v.status != SL_REQ_HOLD) break;
     }
     sl_req_conn_fini(c);
     free(c);

@@ -126,6 +126,17 @@ def check(cond, msg):
         raise AssertionError(msg)
 
 
+def known_defect(what):
+    """True (and SKIP said, with `what`) unless SLUICE_KNOWN_DEFECTS=1: a
+    test that shows a known defect runs only when asked, so that the suite
+    passes while the defect waits for its fix, and the test is there to
+    fail before the fix and pass after it."""
+    if os.environ.get("SLUICE_KNOWN_DEFECTS") == "1":
+        return False
+    print(f"SKIP: known defect ({what}); SLUICE_KNOWN_DEFECTS=1 runs it")
+    return True
+
+
 # ---------------------------------------------------------------------------
 # Added for the outbound, nginx, config and fork tests. Everything below is
 # bounded in time and cleans up after itself.
@@ -492,40 +503,50 @@ def nginx_sendfile_site(tmp, port, files):
 
 
 # ---------------------------------------------------------------------------
-# A keep-alive HTTP/1.1 "vendor" or API for the request tests: python's
-# ThreadingHTTPServer answering every GET with 200 "ok\n" (3 bytes), on one
-# or more loopback ports, optionally over TLS (a certificate and key the
-# test made), optionally logging each request it serves to stderr as
-# "SERVED PATH CLIENT_PORT MONOTONIC_TIME" (served() reads them).
+# A keep-alive HTTP/1.1 "vendor", API or server: python's
+# ThreadingHTTPServer answering every GET and POST (its Content-Length body
+# read) with 200 "ok\n" (3 bytes, head and body in one write), on one or
+# more loopback ports, optionally over TLS (a certificate and key the test
+# made). It can log each request it serves to stderr as "SERVED PATH
+# CLIENT_PORT MONOTONIC_TIME X-API-KEY" (`log`; served() reads them, the
+# key "-" when none came), and to a file as "200 PATH" (`served_log`, the
+# form servers.py's recipes read).
 
 KEEPALIVE_SERVER = r"""
 import ssl, sys, threading, time
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-args = sys.argv[1:]
-log = args[0] == "--log"
-if log:
-    args = args[1:]
-tls = args[:3] if args[0] == "--tls" else None
-if tls:
-    args = args[3:]
+args, log, served_log, tls = sys.argv[1:], False, None, None
+while args[0].startswith("--"):
+    if args[0] == "--log":
+        log, args = True, args[1:]
+    elif args[0] == "--served-log":
+        served_log, args = open(args[1], "a", buffering=1), args[2:]
+    else:  # --tls CERT KEY
+        tls, args = args[1:3], args[3:]
 class H(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     wbufsize = -1
     def do_GET(self):
         if log:
-            sys.stderr.write("SERVED %s %d %.6f\n" % (self.path, self.client_address[1],
-                                                      time.monotonic()))
+            sys.stderr.write("SERVED %s %d %.6f %s\n" % (self.path, self.client_address[1],
+                                                         time.monotonic(),
+                                                         self.headers.get("X-API-Key", "-")))
             sys.stderr.flush()
+        if served_log:
+            served_log.write("200 %s\n" % self.path)
         self.send_response(200)
         self.send_header("Content-Length", "3")
         self.end_headers()
         self.wfile.write(b"ok\n")
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.do_GET()
     def log_message(self, *a):
         pass
 servers = [ThreadingHTTPServer(("127.0.0.1", int(p)), H) for p in args]
 if tls:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(tls[1], tls[2])
+    ctx.load_cert_chain(tls[0], tls[1])
     for s in servers:
         s.socket = ctx.wrap_socket(s.socket, server_side=True)
 for s in servers[1:]:
@@ -534,21 +555,25 @@ servers[0].serve_forever()
 """
 
 
-def keepalive_argv(*ports, log=False, tls=None):
-    """The argv of KEEPALIVE_SERVER on `ports`; tls = (cert, key)."""
+def keepalive_argv(*ports, log=False, tls=None, served_log=None):
+    """The argv of KEEPALIVE_SERVER on `ports`; tls = (cert, key); served_log:
+    a file for "200 PATH" lines."""
     argv = [sys.executable, "-c", KEEPALIVE_SERVER] + (["--log"] if log else [])
+    if served_log:
+        argv += ["--served-log", served_log]
     if tls:
         argv += ["--tls", tls[0], tls[1]]
     return argv + [str(p) for p in ports]
 
 
-def served(proc, prefix="/"):
+def served(proc, prefix="/", key=None):
     """The requests a logging KEEPALIVE_SERVER served whose path starts with
-    prefix, as (path, client port, monotonic time)."""
+    prefix (and that carried X-API-Key `key`, when given), as (path, client
+    port, monotonic time)."""
     out = []
     for l in proc.stderr().splitlines():
         w = l.split()
-        if len(w) == 4 and w[0] == "SERVED" and w[1].startswith(prefix):
+        if len(w) == 5 and w[0] == "SERVED" and w[1].startswith(prefix) and key in (None, w[4]):
             out.append((w[1], int(w[2]), float(w[3])))
     return out
 

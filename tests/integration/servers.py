@@ -224,37 +224,12 @@ def gunicorn(tmp, port, tls, workers=2):
     return Started(argv + ["app:app"], env={"SERVED_LOG": log}, cwd=tmp.path, log=log)
 
 
-PY_SERVER = r"""
-import ssl, sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-port, log = int(sys.argv[1]), open(sys.argv[2], "a", buffering=1)
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        log.write("200 %s\n" % self.path)
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"ok\n")
-    def log_message(self, *a):
-        pass
-srv = ThreadingHTTPServer(("127.0.0.1", port), H)
-if len(sys.argv) > 3:
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(sys.argv[3], sys.argv[4])
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-srv.serve_forever()
-"""
-
-
 def python(tmp, port, tls):
-    """python 3's ThreadingHTTPServer (HTTP/1.1), TLS with the ssl module
-    over its socket."""
+    """python 3's ThreadingHTTPServer (HTTP/1.1; lib.KEEPALIVE_SERVER), TLS
+    with the ssl module over its socket."""
     log = tmp.join("served.log")
-    argv = [sys.executable, "-c", PY_SERVER, str(port), log]
-    if tls:
-        argv += list(make_cert(tmp))
-    return Started(argv, log=log)
+    return Started(keepalive_argv(port, served_log=log, tls=make_cert(tmp) if tls else None),
+                   log=log)
 
 
 def lighttpd(tmp, port, tls, lib="openssl"):

@@ -5,9 +5,10 @@ and body; a replay with another body under the same key is charged. It
 used to ride free (the body was not part of the mark).
 
 Rule: req_rate=1/m req_burst=2 per=header:X-API-Key action=reply, on nginx
-(`return 200`, plain and TLS) and python's ThreadingHTTPServer (reads the
-Content-Length body). Each request on a connection of its own, one after
-the other, under one API key per server, all with Idempotency-Key: k:
+(`return 200`, plain and TLS) and python's ThreadingHTTPServer
+(lib.KEEPALIVE_SERVER, which reads the Content-Length body). Each request
+on a connection of its own, one after the other, under one API key per
+server, all with Idempotency-Key: k:
   1. POST /orders body A      charged (1 token left)      200
   2. POST /orders body A      a retry: free               200
   3. POST /orders body B      another body: charged (0)   200
@@ -26,24 +27,6 @@ import ssl
 from lib import *
 
 RULE = "req_rate=1/m req_burst=2 per=header:X-API-Key action=reply"
-
-PY_SERVER = r"""
-import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        sys.stderr.write("SERVED %s %s\n" % (self.headers.get("X-API-Key"), body.decode()))
-        sys.stderr.flush()
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"ok\n")
-    def log_message(self, *a):
-        pass
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-"""
 
 CTX = ssl._create_unverified_context()
 A, B, C = '{"order": 17, "qty": 1}', '{"order": 17, "qty": 9}', '{"order": 18, "qty": 1}'
@@ -90,7 +73,7 @@ with TempDir() as tmp:
     }}""")
     ins = [f"port={p} {RULE}" for p in (p_ng, p_ngs, p_py)]
     ng = Proc(sluice_argv(ng_argv, ins=ins[:2]))
-    py = Proc(sluice_argv([sys.executable, "-c", PY_SERVER, str(p_py)], ins=ins[2:]))
+    py = Proc(sluice_argv(keepalive_argv(p_py, log=True), ins=ins[2:]))
     try:
         for p in (p_ng, p_ngs, p_py):
             wait_listen(p)
@@ -110,7 +93,7 @@ with TempDir() as tmp:
                 with open(log) as f:
                     handled = sum(1 for l in f if l.split()[0] == k)
             else:
-                handled = sum(1 for l in py.stderr().splitlines() if l.startswith(f"SERVED {k} "))
+                handled = len(served(py, "/orders", key=k))
             rows.append((name, got, handled))
             if got != want or handled != 4:
                 bad.append(f"{name}: statuses {got} (want {want}), {handled} handled (want 4)")

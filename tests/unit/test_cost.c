@@ -23,20 +23,14 @@
 #include "reqworld.h"
 #include "testutil.h"
 
-static struct sl_config *load(const char *rules, char *err, size_t errlen)
-{
-    enum sl_on_error on_error;
-    return sl_conf_load(NULL, rules, &on_error, err, errlen);
-}
-
 static void the_options_load_and_print_back(void **unused)
 {
     (void)unused;
     char err[512] = "";
     struct sl_config *c =
-        load("out to=127.0.0.1:80 req_rate=50/m cost_from=json:usage.total_tokens "
-             "cost_rate=10000/m cost_burst=2000",
-             err, sizeof err);
+        load_rules("out to=127.0.0.1:80 req_rate=50/m cost_from=json:usage.total_tokens "
+                   "cost_rate=10000/m cost_burst=2000",
+                   err, sizeof err);
     if (!c) fail_msg("%s", err);
     const struct sl_cost_rule *cr = &c->rules[0].tokens;
     assert_true(c->rules[0].request);
@@ -61,7 +55,8 @@ static void the_options_load_and_print_back(void **unused)
     sl_conf_free(c);
 
     /* a header; the burst defaults to the rate's N; no req_rate needed */
-    c = load("out to=127.0.0.1:80 cost_from=header:X-Tokens cost_rate=1000/m", err, sizeof err);
+    c = load_rules("out to=127.0.0.1:80 cost_from=header:X-Tokens cost_rate=1000/m", err,
+                   sizeof err);
     if (!c) fail_msg("%s", err);
     cr = &c->rules[0].tokens;
     assert_true(c->rules[0].request);
@@ -85,7 +80,7 @@ static void the_options_are_refused_alone_or_malformed(void **unused)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char err[512] = "";
-        struct sl_config *c = load(bad[i][0], err, sizeof err);
+        struct sl_config *c = load_rules(bad[i][0], err, sizeof err);
         if (c) fail_msg("accepted: %s", bad[i][0]);
         if (!strstr(err, bad[i][1]) || !strstr(err, bad[i][2]))
             fail_msg("%s: message names no %s or no '%s': %s", bad[i][0], bad[i][1], bad[i][2],

@@ -21,19 +21,13 @@
 #include "reqworld.h"
 #include "testutil.h"
 
-static struct sl_config *load(const char *rules, char *err, size_t errlen)
-{
-    enum sl_on_error on_error;
-    return sl_conf_load(NULL, rules, &on_error, err, errlen);
-}
-
 static void the_option_is_a_list_of_statuses_and_prints_back(void **unused)
 {
     (void)unused;
     char err[512] = "";
     struct sl_config *c =
-        load("in port=80 req_rate=10/m per=header:X-User count_status=401,403 action=reply", err,
-             sizeof err);
+        load_rules("in port=80 req_rate=10/m per=header:X-User count_status=401,403 action=reply",
+                   err, sizeof err);
     if (!c) fail_msg("%s", err);
     const struct sl_rule *r = &c->rules[0];
     assert_true(r->request);
@@ -70,7 +64,7 @@ static void the_option_is_refused_where_it_cannot_count(void **unused)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char err[512] = "";
-        struct sl_config *c = load(bad[i][0], err, sizeof err);
+        struct sl_config *c = load_rules(bad[i][0], err, sizeof err);
         if (c) fail_msg("accepted: %s", bad[i][0]);
         if (!strstr(err, "count_status") || !strstr(err, bad[i][1]))
             fail_msg("%s: message names no count_status or no '%s': %s", bad[i][0], bad[i][1], err);

@@ -16,22 +16,17 @@
 #include "../../core/limit/limit.h"
 #include "../../core/limit/plan.h"
 #include "../../core/limit/quota.h"
-
-static struct sl_config *load(const char *rules, char *err, size_t errlen)
-{
-    enum sl_on_error on_error;
-    return sl_conf_load(NULL, rules, &on_error, err, errlen);
-}
+#include "testutil.h"
 
 static void request_options_fill_the_rule(void **unused)
 {
     (void)unused;
     char err[512] = "";
     struct sl_config *c =
-        load("in name=api port=8080 req_rate=20/s req_burst=5 per=header:X-API-Key "
-             "route=/export,/api/*/dump method=get,POST host=API.example.com cost=10 "
-             "per_missing=rule quota=10000/d action=reply on_odd=deny",
-             err, sizeof err);
+        load_rules("in name=api port=8080 req_rate=20/s req_burst=5 per=header:X-API-Key "
+                   "route=/export,/api/*/dump method=get,POST host=API.example.com cost=10 "
+                   "per_missing=rule quota=10000/d action=reply on_odd=deny",
+                   err, sizeof err);
     if (!c) fail_msg("%s", err);
     const struct sl_rule *r = &c->rules[0];
     assert_true(r->request);
@@ -58,7 +53,8 @@ static void defaults_are_cost_one_and_fallback_to_the_peer(void **unused)
 {
     (void)unused;
     char err[512] = "";
-    struct sl_config *c = load("in port=80 req_rate=3/s; in port=81 rate=3/s", err, sizeof err);
+    struct sl_config *c =
+        load_rules("in port=80 req_rate=3/s; in port=81 rate=3/s", err, sizeof err);
     if (!c) fail_msg("%s", err);
     assert_true(c->rules[0].request);
     assert_int_equal(c->rules[0].cost, 1);
@@ -74,7 +70,7 @@ static void a_request_option_alone_makes_a_valid_rule(void **unused)
 {
     (void)unused;
     char err[512] = "";
-    struct sl_config *c = load("in port=80 quota=5/month per=cookie:sid", err, sizeof err);
+    struct sl_config *c = load_rules("in port=80 quota=5/month per=cookie:sid", err, sizeof err);
     if (!c) fail_msg("%s", err);
     assert_int_equal(c->rules[0].quota_window, SL_QUOTA_MONTH);
     assert_int_equal(c->rules[0].req_per, SL_REQ_PER_COOKIE);
@@ -98,7 +94,7 @@ static void bad_values_are_refused_with_the_option_named(void **unused)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char err[512] = "";
-        struct sl_config *c = load(bad[i][0], err, sizeof err);
+        struct sl_config *c = load_rules(bad[i][0], err, sizeof err);
         if (c) fail_msg("accepted: %s", bad[i][0]);
         if (!strstr(err, bad[i][1]))
             fail_msg("%s: message names no %s: %s", bad[i][0], bad[i][1], err);
@@ -110,10 +106,10 @@ static void check_output_reloads_to_itself(void **unused)
     (void)unused;
     char err[512] = "";
     struct sl_config *c =
-        load("in name=api port=8080 req_rate=20/s per=query:key route=/a,/b* method=GET "
-             "host=*.example.com cost=0 per_missing=deny quota=7/month quota_offset=-5:30 "
-             "action=reply on_odd=deny",
-             err, sizeof err);
+        load_rules("in name=api port=8080 req_rate=20/s per=query:key route=/a,/b* method=GET "
+                   "host=*.example.com cost=0 per_missing=deny quota=7/month quota_offset=-5:30 "
+                   "action=reply on_odd=deny",
+                   err, sizeof err);
     if (!c) fail_msg("%s", err);
     char path[] = "/tmp/sluice-reqconf-XXXXXX";
     int fd = mkstemp(path);
@@ -179,7 +175,7 @@ static void a_plans_file_maps_hashed_key_values_to_plans(void **unused)
                      "key wide sk_wide\n");
     char err[512] = "", rules[256];
     snprintf(rules, sizeof rules, "in port=80 req_rate=10/s per=header:K plans=%s", path);
-    struct sl_config *c = load(rules, err, sizeof err);
+    struct sl_config *c = load_rules(rules, err, sizeof err);
     if (!c) fail_msg("%s", err);
     const struct sl_plans *ps = c->rules[0].plans;
     assert_non_null(ps);
@@ -202,7 +198,7 @@ static void a_plans_file_maps_hashed_key_values_to_plans(void **unused)
     write_file(path, "plan gold req_rate=100/s\nkey silver sk\n");
     snprintf(rules, sizeof rules,
              "in port=80 req_rate=10/s per=header:K plans=%s; global on_error=closed", path);
-    c = load(rules, err, sizeof err);
+    c = load_rules(rules, err, sizeof err);
     assert_null(c);
     assert_non_null(strstr(err, "plans"));
     assert_non_null(strstr(err, "line 2"));
@@ -224,7 +220,7 @@ static void a_bad_plans_file_under_on_error_open_keeps_the_rule_s_limits(void **
             unlink(path);
         else
             write_file(path, "plan gold req_rate=100/s\nkey gold sk_1\nkey gold sk_1\n");
-        struct sl_config *c = load(rules, err, sizeof err);
+        struct sl_config *c = load_rules(rules, err, sizeof err);
         if (!c) fail_msg("%s", err);
         assert_int_equal(c->nrules, 1);
         assert_null(c->rules[0].plans);
@@ -253,7 +249,7 @@ static void a_plans_file_of_100000_keys_loads(void **unused)
     fclose(f);
     char err[512] = "", rules[256];
     snprintf(rules, sizeof rules, "in port=80 req_rate=1/m per=header:K plans=%s", path);
-    struct sl_config *c = load(rules, err, sizeof err);
+    struct sl_config *c = load_rules(rules, err, sizeof err);
     if (!c) fail_msg("%s", err);
     assert_string_equal(c->degraded, "");
     const struct sl_plans *ps = c->rules[0].plans;
@@ -273,7 +269,7 @@ static const char *refusal(const char *rules)
 {
     static char err[512];
     err[0] = 0;
-    struct sl_config *c = load(rules, err, sizeof err);
+    struct sl_config *c = load_rules(rules, err, sizeof err);
     if (c) sl_conf_free(c);
     return c ? "" : err;
 }
@@ -288,7 +284,7 @@ static void the_largest_burst_a_request_rate_keeps_loads_and_one_more_is_refused
 {
     (void)unused;
     char err[512] = "";
-    struct sl_config *c = load("in port=80 req_rate=1/d req_burst=53375", err, sizeof err);
+    struct sl_config *c = load_rules("in port=80 req_rate=1/d req_burst=53375", err, sizeof err);
     if (!c) fail_msg("%s", err);
     const struct sl_limit *l = &c->rules[0].req_limit;
     assert_int_equal(l->burst, 53375);
@@ -332,7 +328,7 @@ static void the_stated_bound_is_the_one_core_keeps(void **unused)
                  (unsigned long long)n);
         if (*refusal(rules)) fail_msg("%s: %s", rules, refusal(rules));
         char e2[512];
-        struct sl_config *c = load(rules, e2, sizeof e2);
+        struct sl_config *c = load_rules(rules, e2, sizeof e2);
         const struct sl_limit *l = &c->rules[0].req_limit;
         struct sl_limit t;
         assert_int_equal(sl_limit_init(&t, SL_ALG_GCRA, l->count, l->period_ns, n), 0);
@@ -367,7 +363,7 @@ static void a_cost_ramp_or_plan_the_rate_cannot_keep_is_refused(void **unused)
     write_file(path, "plan deep req_rate=1/d req_burst=54000\nkey deep sk_1\n");
     snprintf(rules, sizeof rules, "in port=80 req_rate=1/s per=header:K plans=%s", path);
     char err[512] = "";
-    struct sl_config *c = load(rules, err, sizeof err);
+    struct sl_config *c = load_rules(rules, err, sizeof err);
     if (!c) fail_msg("%s", err);
     assert_null(c->rules[0].plans); /* on_error = open: the rule's own limits */
     assert_non_null(strstr(c->degraded, "line 1 has a req_burst too large for its req_rate (at "

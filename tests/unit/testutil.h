@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* testutil.h - what the unit tests share: time units, a stepping helper
- * that keeps a limiter's state word the way the table does, and a small
- * deterministic random generator (runs must repeat exactly).
+ * that keeps a limiter's state word the way the table does, a small
+ * deterministic random generator (runs must repeat exactly), and a
+ * configuration loaded from inline rules alone.
  *
  * Include after <cmocka.h>'s prerequisites; nothing here reads a clock.
  */
@@ -11,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../../conf/conf.h"
 #include "../../core/limit/limit.h"
 
 #define NS   1ull
@@ -54,6 +56,14 @@ static inline uint64_t rnd(uint64_t *seed)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+/* A configuration from inline rules (as `sluice run --in/--out` gives
+ * them), no file; NULL with err filled when they do not load. */
+static inline struct sl_config *load_rules(const char *rules, char *err, size_t errlen)
+{
+    enum sl_on_error on_error;
+    return sl_conf_load(NULL, rules, &on_error, err, errlen);
 }
 
 #endif
