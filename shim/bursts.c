@@ -169,7 +169,12 @@ ssize_t sl_bursts_before_write(struct sl_bursts_out *t, int fd, struct sl_fd *e,
             return (ssize_t)len;
         }
         if (d < 0) {
+            /* the program's TLS state counts the refused records sent: the
+             * connection cannot go on, so it ends now, and a client that
+             * ignores a failed write (node's http2 under undici) hears of
+             * it at once rather than at its own timeout */
             const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[v.rule];
+            REAL(shutdown)(fd, SHUT_RDWR);
             errno = r->err ? r->err : ECONNREFUSED;
             return -1;
         }

@@ -219,7 +219,8 @@ static ssize_t bio_write(struct sl_fd *e, const struct sl_transport *t, const vo
     size_t off = 0;
     for (int round = 0; off < n; round++) {
         struct sl_req_write w = {.what = SL_REQ_WRITE, .n = n - off};
-        if (!denied && round < 64) sl_req_write(c, rt, p + off, n - off, now, 0, &w);
+        if (!denied && round < 64)
+            sl_req_write(c, rt, p + off, n - off, now, SL_REQ_WRITE_NO_SKIP, &w);
         if (w.what == SL_REQ_WAIT) { /* this part waits for its turn */
             now += w.wait_ns ? w.wait_ns : SL_NS_PER_SEC / 1000;
             add_hold(o, t->offset(t), now, 0);

@@ -52,8 +52,9 @@ void sl_req_write(struct sl_req_conn *c, struct sl_runtime *rt, const void *buf,
      * around it is written even when whole (its bytes are never sent) */
     if (ok > 0 && (!(flags & SL_REQ_WRITE_WHOLE) || v.status == SL_REQ_SWALLOW))
         return write_now(c, buf, ok, w);
-    if (v.status == SL_REQ_SWALLOW && ok == 0) return swallow(c, buf, len, now, v.rule, w);
-    if (v.status == SL_REQ_DENY) {
+    if (v.status == SL_REQ_SWALLOW && ok == 0 && !(flags & SL_REQ_WRITE_NO_SKIP))
+        return swallow(c, buf, len, now, v.rule, w);
+    if (v.status == SL_REQ_DENY || v.status == SL_REQ_SWALLOW) {
         *w = (struct sl_req_write){.what = SL_REQ_FAIL, .err = refusal(c, v.rule)};
         return;
     }

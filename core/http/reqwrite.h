@@ -44,6 +44,11 @@ struct sl_req_write {
  * held at their offsets) the part before a head that waits is written. */
 #define SL_REQ_WRITE_WHOLE 1u
 
+/* A write whose bytes cannot be taken back once given (memory BIOs: the
+ * library has encrypted them into the stream): a request `reply` would
+ * swallow fails (SL_REQ_FAIL) instead, with nothing queued. */
+#define SL_REQ_WRITE_NO_SKIP 2u
+
 /* The len bytes at buf, at the connection's stream position, written by
  * the program at time now under the runtime rt (a reloaded configuration
  * rebinds the connection first; NULL: none yet): what to do next, in *w. */

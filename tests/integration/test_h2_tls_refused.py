@@ -21,10 +21,10 @@ Measured before a fix (SLUICE_KNOWN_DEFECTS=1):
     ignores a failed write of its socket (the HEADERS are no JavaScript
     write: the error reaches no stream), and the stream waits until
     undici's timeout closes the socket (strace: nothing on the socket for
-    30 s, then close). With bursts.c ending the connection as it refuses
+    30 s, then close). bursts.c now ends the connection as it refuses
     (shutdown(fd, SHUT_RDWR) before failing the write; the program's TLS
     state already counts the refused records, so the connection could not
-    go on anyway), call 2 failed in 0.002 s; call 3 still never settled
+    go on anyway): call 2 fails in 0.001 s; call 3 still never settles
     (undici, a session lost while it sets up).
   - java: nginx served call 0 (and a later one) and the client was told
     they failed; some calls wait for the request's 60 s timeout. Java

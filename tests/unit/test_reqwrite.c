@@ -135,6 +135,11 @@ static void a_swallowed_request_waits_for_the_answers_then_is_skipped(void **unu
     assert_int_equal(d.err, ECONNREFUSED);
     assert_int_equal(sl_req_inject_peek(w->c, &q), 0);
     sl_req_responses(w->c, RESP, sizeof RESP - 1);
+    /* bytes that cannot be taken back (memory BIOs): refused, nothing queued */
+    sl_req_write(w->c, NULL, GET, sizeof GET - 1, T0, SL_REQ_WRITE_NO_SKIP, &d);
+    assert_int_equal(d.what, SL_REQ_FAIL);
+    assert_int_equal(d.err, ECONNREFUSED);
+    assert_int_equal(sl_req_inject_peek(w->c, &q), 0);
     sl_req_write(w->c, NULL, GET, sizeof GET - 1, T0, SL_REQ_WRITE_WHOLE, &d);
     assert_int_equal(d.what, SL_REQ_SKIP);
     assert_int_equal(d.n, sizeof GET - 1);
