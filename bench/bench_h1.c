@@ -30,7 +30,10 @@
  *   valgrind --tool=callgrind --toggle-collect=feed_real build/bench/bench_h1 realscan 20000
  * (bench/h1_insn.sh runs all three and prints the figures).
  *
- * Usage: bench_h1 fast|vary|slow|real|realslow|realscan [N] [--post]
+ * The scan is the best this CPU has (h1fast.c); a last argument avx2,
+ * sse2 or plain forces one (the fallbacks' cost).
+ *
+ * Usage: bench_h1 fast|vary|slow|real|realslow|realscan [N] [--post] [avx2|sse2|plain]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,8 +258,27 @@ static int real(const char *mode, size_t n)
     return 0;
 }
 
+/* A last argument naming a scan forces it (sl_h1fast_use); drops it. */
+static int force_path(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        enum sl_h1fast_path path;
+    } paths[] = {{"avx2", SL_H1FAST_AVX2}, {"sse2", SL_H1FAST_SSE2}, {"plain", SL_H1FAST_PLAIN}};
+    for (size_t i = 0; argc > 2 && i < sizeof paths / sizeof paths[0]; i++) {
+        if (strcmp(argv[argc - 1], paths[i].name) != 0) continue;
+        if (!sl_h1fast_use(paths[i].path)) {
+            fprintf(stderr, "bench_h1: no %s scan on this CPU\n", paths[i].name);
+            exit(2);
+        }
+        return argc - 1;
+    }
+    return argc;
+}
+
 int main(int argc, char **argv)
 {
+    argc = force_path(argc, argv);
     size_t n = argc > 2 && argv[2][0] != '-' ? strtoul(argv[2], NULL, 10) : 100000;
     if (argc >= 2 && strncmp(argv[1], "real", 4) == 0 &&
         (strcmp(argv[1], "real") == 0 || strcmp(argv[1], "realslow") == 0 ||

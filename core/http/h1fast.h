@@ -6,8 +6,9 @@
  * one pass and returns slices into the buffer (no copies), or declines.
  * It accepts only what it is sure http-parser 2.9.4 reads the same way:
  * "METHOD /target HTTP/1.x" with a common method, CRLF line ends,
- * printable ASCII, token header names, Content-Length as plain digits,
- * a keep-alive connection. Anything else (obs-fold, tabs, control or
+ * printable ASCII, token header names of 1 to 63 bytes, Content-Length
+ * as plain digits, a keep-alive connection, at most 8 lines a rule or
+ * the framing may read (Host, the key, ...). Anything else (obs-fold, tabs, control or
  * high bytes, Transfer-Encoding, Upgrade, Proxy-Connection, Connection
  * other than keep-alive, a repeated Content-Length, an empty value, a
  * head not complete in the buffer or over SL_H1FAST_MAX, a Cookie line
@@ -71,6 +72,19 @@ bool sl_h1fast_key_init(struct sl_h1fast_key *k, const char *name, size_t len, b
  * repeats: the memory of the last head): valid until this thread's next
  * read. */
 const struct sl_h1fast *sl_h1fast_read(const char *buf, size_t len, const struct sl_h1fast_key *k);
+
+/* The scan a read uses (h1fast.c): the best this CPU has, or one forced. */
+enum sl_h1fast_path { SL_H1FAST_BEST, SL_H1FAST_AVX2, SL_H1FAST_SSE2, SL_H1FAST_PLAIN };
+
+/* For tests: every read, in every thread, from now on by path p (each
+ * gives the same result). False, and nothing changed: this CPU or build
+ * has no such path. */
+bool sl_h1fast_use(enum sl_h1fast_path p);
+
+/* For tests: the head at buf read by path p alone (no thread memory) into
+ * *out. False: declined, or no such path here. */
+bool sl_h1fast_scan_path(enum sl_h1fast_path p, const char *buf, size_t len,
+                         const struct sl_h1fast_key *k, struct sl_h1fast *out);
 
 /* The serial of the thread's memory of a head when f is it (unique across
  * threads and stores), else 0. */
