@@ -4,7 +4,8 @@
  * CSS, JS and SVG, no external asset), which reads /stats.json every
  * second. The JSON is a snapshot of the table: per rule its counters (the
  * numbers `sluice stats` prints), queue, quota thresholds and quota use
- * per plan (plans by name); the keys denied most in the last minute, as
+ * per plan (plans by name), what `learn` holds (keys by short hash, the
+ * field, until when); the keys denied most in the last minute, as
  * `sluice top` names them (addresses, or short hashes of request keys:
  * never a key's value); gossip peers and the Redis sender. Rates over
  * the last minute are the page's own work: it keeps the last 60 snapshots
@@ -21,7 +22,9 @@
 
 #include "../core/clock.h"
 #include "../core/fleet/fleet_stats.h"
+#include "../core/http/learn.h"
 #include "../core/limit/table_plans.h"
+#include "learned.h"
 #include "metrics_source.h"
 
 #include "live_html.h" /* sl_live_html, generated from cli/live.html */
@@ -73,9 +76,42 @@ static void plans_json(FILE *out, const struct sl_table *t, int r)
     fputc(']', out);
 }
 
+/* What a request rule's `learn` holds (core/limit/table_learned.h): the
+ * keys in force and the last few ended, by short hash, the field that
+ * said it and until when (wall time and seconds left; a spread's gap). */
+static void learned_json(FILE *out, const struct sl_learned_view *w, int r, uint64_t now)
+{
+    int64_t wall = sl_clock_wall_offset();
+    fputs(", \"learned_holds\": [", out);
+    int n = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        const struct sl_learned_hold *h = &w->v[i];
+        if (h->rule != r || !sl_learned_shown(w, i, now)) continue;
+        char until[40];
+        sl_learned_wall(h->until_ns, wall, until, sizeof until);
+        fputs(n++ ? ", {\"key\": " : "{\"key\": ", out);
+        jstr(out, h->key);
+        fputs(", \"field\": ", out);
+        jstr(out, sl_learn_field_name(h->field));
+        fputs(", \"until\": ", out);
+        jstr(out, until);
+        fprintf(out,
+                ", \"kind\": \"%s\", \"in_force\": %s, \"left_s\": %.3f, \"ended_s_ago\": %.3f, "
+                "\"gap_s\": %.3f, \"calls_left\": %lld, \"learned_s_ago\": %.3f}",
+                h->gap_ns ? "spread" : "hold", h->until_ns > now ? "true" : "false",
+                h->until_ns > now ? (double)(h->until_ns - now) / 1e9 : 0.0,
+                h->until_ns > now ? 0.0 : (double)(now - h->until_ns) / 1e9,
+                (double)h->gap_ns / 1e9, (long long)h->left,
+                now > h->at_ns ? (double)(now - h->at_ns) / 1e9 : 0.0);
+    }
+    fputc(']', out);
+}
+
 static void rules_json(FILE *out, struct sl_metrics_source *s, const struct sl_table *t,
                        uint64_t now)
 {
+    struct sl_learned_view learned; /* 5 KB */
+    sl_learned_read(t, now, &learned);
     uint64_t id;
     char rule[SL_NAME_MAX];
     fputs("\"rules\": [", out);
@@ -103,6 +139,7 @@ static void rules_json(FILE *out, struct sl_metrics_source *s, const struct sl_t
             fprintf(out, ", \"quota_reached\": {\"80\": %llu, \"90\": %llu, \"100\": %llu}",
                     (unsigned long long)q[0], (unsigned long long)q[1], (unsigned long long)q[2]);
             plans_json(out, t, r);
+            learned_json(out, &learned, r, now);
         }
         fputc('}', out);
     }

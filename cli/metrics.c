@@ -5,7 +5,8 @@
  * counters (what `sluice stats` prints) as sluice_connections_total (a
  * rule's connection decisions) and sluice_requests_total (its `<rule>:req`
  * row), with rule, direction (from the configuration, when given with -c)
- * and outcome labels; then queues, quotas and plans per rule; gauges give
+ * and outcome labels; then queues, quotas and plans per rule, and what
+ * `learn` rules hold now (sluice_learned_hold_seconds); gauges give
  * the table's size and use; the gossip node's peers and the Redis sender's
  * counters follow when the program has them. Everything read comes from
  * the source (metrics_source.c).
@@ -16,9 +17,11 @@
 #include <string.h>
 
 #include "../core/clock.h"
+#include "../core/http/learn.h"
 #include "../core/limit/cost.h"
 #include "../core/limit/table.h"
 #include "../core/limit/table_plans.h"
+#include "learned.h"
 
 /* Label values are rule names: escape as the format asks. */
 static void label(FILE *out, const char *v)
@@ -99,6 +102,54 @@ static void expose_learned(FILE *out, const struct sl_table *t)
             label(out, rule);
             fprintf(out, "\",what=\"%s\"} %llu\n", what[c - SL_C_LEARNED],
                     (unsigned long long)sl_table_counter(t, r, (enum sl_counter)c));
+        }
+    }
+}
+
+/* What learn rules hold now (core/limit/table_learned.h), per rule and the
+ * field that said it: the longest time still to go (a spread: until the
+ * vendor's window ends) and how many keys. A rule and field the table
+ * remembers stay at 0 once ended, until other keys take their entries. */
+static void expose_learned_holds(FILE *out, const struct sl_table *t)
+{
+    struct sl_learned_view w; /* 5 KB */
+    uint64_t now = sl_clock_now();
+    sl_learned_read(t, now, &w);
+    static const char *const name[2] = {"sluice_learned_hold_seconds", "sluice_learned_keys"};
+    fputs("# HELP sluice_learned_hold_seconds The longest hold still to go that learn rules took "
+          "from a vendor's answer, by the field that said it (a spread: until its window "
+          "ends).\n# TYPE sluice_learned_hold_seconds gauge\n",
+          out);
+    for (int m = 0; m < 2; m++) {
+        if (m)
+            fputs("# HELP sluice_learned_keys Keys held or spread now by what learn rules took "
+                  "from a vendor's answer, by the field that said it.\n"
+                  "# TYPE sluice_learned_keys gauge\n",
+                  out);
+        for (size_t i = 0; i < w.n; i++) {
+            bool first = true; /* one series per (rule, field): its first entry sums them */
+            for (size_t j = 0; j < i && first; j++)
+                first = w.v[j].rule != w.v[i].rule || w.v[j].field != w.v[i].field;
+            if (!first) continue;
+            uint64_t longest = 0, keys = 0;
+            for (size_t j = i; j < w.n; j++) {
+                const struct sl_learned_hold *h = &w.v[j];
+                if (h->rule != w.v[i].rule || h->field != w.v[i].field || h->until_ns <= now)
+                    continue;
+                keys++;
+                if (h->until_ns - now > longest) longest = h->until_ns - now;
+            }
+            char rule[SL_NAME_MAX] = "?";
+            uint64_t id;
+            sl_table_rule_info(t, w.v[i].rule, &id, rule, sizeof rule);
+            sl_metrics_req_name(rule);
+            fprintf(out, "%s{rule=\"", name[m]);
+            label(out, rule);
+            fprintf(out, "\",field=\"%s\"} ", sl_learn_field_name(w.v[i].field));
+            if (m == 0)
+                fprintf(out, "%.3f\n", (double)longest / 1e9);
+            else
+                fprintf(out, "%llu\n", (unsigned long long)keys);
         }
     }
 }
@@ -318,6 +369,7 @@ int sl_metrics_text(FILE *out, struct sl_metrics_source *s, char *err, size_t er
         fprintf(out, "\"} %llu\n", (unsigned long long)sl_table_counter(t, r, SL_C_ODD));
     }
     expose_learned(out, t);
+    expose_learned_holds(out, t);
     expose_tokens(out, t);
     fprintf(
         out,

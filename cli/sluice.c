@@ -14,9 +14,11 @@
 #include "../conf/conf.h"
 #include "../core/clock.h"
 #include "../core/elfkind.h"
+#include "../core/http/learn.h"
 #include "../core/limit/cost.h"
 #include "../core/limit/table.h"
 #include "../core/limit/table_plans.h"
+#include "learned.h"
 #include "locate.h"
 #include "metrics_source.h"
 #include "places.h"
@@ -451,10 +453,39 @@ static int cmd_reload(int argc, char **argv)
     return rc;
 }
 
+/* Under a request rule's row: the keys a vendor's answer holds or spreads
+ * (learn = yes), by the short hash the log gives them, the field that
+ * said so and until when; then the last few that ended. */
+static void print_learned(const struct sl_learned_view *w, int rule, uint64_t now, int64_t wall)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        const struct sl_learned_hold *h = &w->v[i];
+        if (h->rule != rule || !sl_learned_shown(w, i, now)) continue;
+        char until[40], what[96], left[48];
+        sl_learned_wall(h->until_ns, wall, until, sizeof until);
+        if (h->gap_ns)
+            snprintf(what, sizeof what, "spread %.3f s apart (%lld left)", (double)h->gap_ns / 1e9,
+                     (long long)h->left);
+        else
+            snprintf(what, sizeof what, "held");
+        if (h->until_ns > now)
+            snprintf(left, sizeof left, "%.1f s left", (double)(h->until_ns - now) / 1e9);
+        else
+            snprintf(left, sizeof left, "ended %.1f s ago", (double)(now - h->until_ns) / 1e9);
+        printf("  learned: key #%s %s until %s (%s), from %s\n", h->key, what, until, left,
+               sl_learn_field_name(h->field));
+    }
+}
+
 /* One section of `sluice stats`: connection rules, or request rules (kept
- * in the table under "NAME:req", shown under their own name). */
+ * in the table under "NAME:req", shown under their own name), with what
+ * `learn` learned under each request rule. */
 static void print_rules(const struct sl_table *t, bool req)
 {
+    uint64_t now = sl_clock_now();
+    int64_t wall = sl_clock_wall_offset();
+    struct sl_learned_view learned = {.n = 0}; /* 5 KB */
+    if (req) sl_learned_read(t, now, &learned);
     /* what `learn` learned (learned .. learn_ignored): request rules only */
     int ncounters = req ? SL_NCOUNTERS : SL_C_LEARNED;
     uint64_t id;
@@ -475,8 +506,9 @@ static void print_rules(const struct sl_table *t, bool req)
             printf(" %12llu", (unsigned long long)sl_table_counter(t, r, (enum sl_counter)c));
         uint32_t waiting;
         uint64_t longest, total;
-        sl_table_queue(t, r, sl_clock_now(), &waiting, &longest, &total);
+        sl_table_queue(t, r, now, &waiting, &longest, &total);
         printf(" %8u %12llu\n", waiting, (unsigned long long)(longest / 1000000));
+        if (req) print_learned(&learned, r, now, wall);
     }
 }
 

@@ -47,6 +47,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SL_LEARN_ABSURD_NS (366ull * 86400 * 1000000000ull) /* a year and a day */
 
@@ -104,6 +105,53 @@ struct sl_learned {
     enum sl_learn_ignored why;
     const char *ignored_field; /* one of them, for the log */
 };
+
+/* The fields a wait can come from (sl_learned.field names one), as a
+ * number the shared table keeps (core/limit/table_learned.h) and readers
+ * name again: `sluice stats`, metrics, the live page. */
+enum sl_learn_field {
+    SL_LF_UNKNOWN,
+    SL_LF_RETRY_AFTER,
+    SL_LF_RETRY_AFTER_MS,
+    SL_LF_RATELIMIT,
+    SL_LF_RATELIMIT_REMAINING,
+    SL_LF_RATELIMIT_RESET,
+    SL_LF_OPENAI_REMAINING,
+    SL_LF_OPENAI_RESET,
+    SL_LF_ANTHROPIC_REMAINING,
+    SL_LF_ANTHROPIC_RESET,
+    SL_LF_GITHUB_REMAINING,
+    SL_LF_GITHUB_RESET,
+    SL_LF_N
+};
+
+static inline const char *sl_learn_field_name(unsigned f)
+{
+    static const char *const names[SL_LF_N] = {
+        "?",
+        "retry-after",
+        "retry-after-ms",
+        "ratelimit",
+        "ratelimit-remaining",
+        "ratelimit-reset",
+        "x-ratelimit-remaining-requests",
+        "x-ratelimit-reset-requests",
+        "anthropic-ratelimit-requests-remaining",
+        "anthropic-ratelimit-requests-reset",
+        "x-ratelimit-remaining",
+        "x-ratelimit-reset",
+    };
+    return f < SL_LF_N ? names[f] : names[0];
+}
+
+/* The number of a field name sl_learn_decide gave (sl_learned.field);
+ * SL_LF_UNKNOWN for any other. Runs once per learned hold, not per call. */
+static inline enum sl_learn_field sl_learn_field_of(const char *name)
+{
+    for (unsigned f = 1; name && f < SL_LF_N; f++)
+        if (strcmp(sl_learn_field_name(f), name) == 0) return (enum sl_learn_field)f;
+    return SL_LF_UNKNOWN;
+}
 
 /* What the response teaches at wall time now_wall_ns (UNIX ns), a wait
  * capped at cap_ns. True when out->wait_ns is set (> 0). */

@@ -45,6 +45,7 @@
 #include "../limit/answer.h"
 #include "../limit/cost.h"
 #include "../limit/table.h"
+#include "../limit/table_learned.h"
 #include "../fleet/redis.h"
 
 #define SL_REQ_AHEAD 16
@@ -235,6 +236,19 @@ static void learn_from(struct sl_req_conn *c, const struct learn_target *lt,
             : !sl_table_hold(rt->table, e, lt->hash, &r->req_limit, now + out.wait_ns, lt->gap_ns,
                              now))
         return;
+    /* for readers (stats, metrics, the live page): a spread is in force for the vendor's window */
+    sl_table_note_learned(
+        rt->table,
+        &(struct sl_learned_hold){
+            .rule = e,
+            .field = sl_learn_field_of(out.field),
+            .key = {lt->key[0], lt->key[1], lt->key[2], lt->key[3], lt->key[4], lt->key[5]},
+            .hash = lt->hash,
+            .at_ns = now,
+            .until_ns = now + (out.spread ? out.window_ns : out.wait_ns),
+            .gap_ns = out.spread ? out.wait_ns : 0,
+            .left = out.spread ? out.left : 0,
+        });
     sl_table_count(rt->table, e, out.spread ? SL_C_LEARN_SPREAD : SL_C_LEARNED, 1);
     if (out.capped) sl_table_count(rt->table, e, SL_C_LEARN_CAPPED, 1);
     char cap[96] = "";

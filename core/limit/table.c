@@ -7,7 +7,8 @@
  * threads counting never share a line), the slots (16 bytes: tag and state,
  * four to a cache line, all a decision touches), the side entries (meta and
  * the concurrency count, touched only by claims, reuses and conns limits),
- * then the connection records. 32 bytes per slot in all; at the 80% load
+ * then the connection records, and last what `learn` rules learned
+ * (table_learned.c, 4 KB). 32 bytes per slot in all; at the 80% load
  * the probing below sustains, 40 bytes per tracked key.
  *
  * Slot protocol. tag is 0 (never used) or the key's hash. A key is looked
@@ -83,14 +84,15 @@ static uint32_t conn_records(uint32_t nslots)
 
 size_t sl_table_layout_bytes(uint32_t nslots)
 {
-    return SL_HDR + SL_MAX_RULES * sizeof(struct sl_rule_entry) +
-           (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe) +
-           SL_DENIALS * sizeof(struct sl_denial_slot) +
-           SL_MAX_RULES * sizeof(struct sl_rule_waits) + SL_LOG_WORDS * sizeof(uint64_t) +
-           SL_TABLE_PLANS *
-               (sizeof(struct sl_plan_entry) + SL_STRIPES * sizeof(struct sl_plan_stripe)) +
-           (size_t)nslots * (sizeof(struct sl_slot) + sizeof(struct sl_side)) +
-           (size_t)conn_records(nslots) * sizeof(struct sl_conn_rec);
+    size_t regions = SL_HDR + SL_MAX_RULES * sizeof(struct sl_rule_entry) +
+                     (size_t)SL_MAX_RULES * SL_STRIPES * sizeof(struct sl_stripe) +
+                     SL_DENIALS * sizeof(struct sl_denial_slot) +
+                     SL_MAX_RULES * sizeof(struct sl_rule_waits) + SL_LOG_WORDS * sizeof(uint64_t) +
+                     SL_TABLE_PLANS * (sizeof(struct sl_plan_entry) +
+                                       SL_STRIPES * sizeof(struct sl_plan_stripe)) +
+                     (size_t)nslots * (sizeof(struct sl_slot) + sizeof(struct sl_side)) +
+                     (size_t)conn_records(nslots) * sizeof(struct sl_conn_rec);
+    return (regions + 63) / 64 * 64 + SL_TABLE_LEARNED_BYTES;
 }
 
 static struct sl_table *wrap(void *map, size_t bytes, enum sl_on_full on_full)

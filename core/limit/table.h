@@ -230,6 +230,11 @@ struct sl_denial {
 size_t sl_table_denials(const struct sl_table *t, uint64_t *from, struct sl_denial *out, size_t max,
                         uint64_t *lost);
 
+/* What `learn` rules learned, kept for readers at the end of the mapping
+ * (core/limit/table_learned.h): SL_TABLE_LEARNED entries of a cache line. */
+#define SL_TABLE_LEARNED       64
+#define SL_TABLE_LEARNED_BYTES (SL_TABLE_LEARNED * 64)
+
 /* A table without a shared name that the programs this one starts with
  * exec share: the one in the descriptor `inherited` when it holds one
  * (-1: none), or, when the program closed that descriptor before exec

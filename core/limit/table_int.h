@@ -13,9 +13,10 @@
 
 /* SL_VERSION 4: side entries say how much of its limit a key may use;
  * 5: stripes of two cache lines (odd_heads); 6: quota use per plan
- * (table_plans.c) */
+ * (table_plans.c); 7: what `learn` rules learned, the last 4 KB
+ * (table_learned.c) */
 #define SL_MAGIC   0x31656369756c73ull /* "sluice1" */
-#define SL_VERSION 6
+#define SL_VERSION 7
 #define SL_STRIPES 16
 #define SL_HDR     4096
 
