@@ -95,7 +95,7 @@ struct grant {
     uint32_t quota_used, quota_limit; /* of the quota (< 2^28), for the plan's counters */
     uint64_t wait_ns;
     bool copy;        /* another copy of the key the rule's grant before this one charged */
-    bool peeked;      /* count_status: looked at the bucket, took nothing (its answer will) */
+    bool answered;    /* count_status: took at the head; its answer gives it back unless counted */
     int32_t inflight; /* req_conns: the place taken (a connection record); -1: none */
     bool place_wait;  /* req_conns under delay: every place taken, the request waits */
     bool cost_looked; /* token budget: looked at, not in debt (its answer charges it) */
@@ -406,7 +406,7 @@ static void apply_budgets(const struct sl_req_rules *x, int i, const struct sl_r
     /* the fields read whatever happens (the rest only under the flag or
      * end that says it was filled): no 130-byte clear per request */
     g->rule = i;
-    g->took_rate = g->peeked = g->place_wait = g->cost_looked = false;
+    g->took_rate = g->answered = g->place_wait = g->cost_looked = false;
     g->inflight = -1;
     g->quota_end = g->mark_end = g->wait_ns = 0;
     g->plan = -1;
@@ -452,10 +452,6 @@ static void apply_budgets(const struct sl_req_rules *x, int i, const struct sl_r
                 sl_log_step(rate, lg, now, slack, v);
             else /* no room in the log region: fail open, counted */
                 sl_table_count(rt->table, e, SL_C_ERRORS, 1);
-        } else if (r->ncount_status) { /* the answer takes, if its status counts */
-            sl_answer_peek(rt->table, e, sl_key_hash(&g->key, secret), rate, now, r->cost, slack,
-                           v);
-            g->peeked = v->allowed;
         } else if (r->scope == SL_SCOPE_REDIS && rt->redis) {
             /* a value (header:, query:, cookie:) names the key in Redis */
             struct sl_redis_what w = {rate, val, vlen};
@@ -464,8 +460,11 @@ static void apply_budgets(const struct sl_req_rules *x, int i, const struct sl_r
             sl_table_decide(rt->table, e, &g->key, rate, now, r->cost, slack, v);
         }
         if (!v->allowed) *pol = rate_policy(pname, rate); /* only a denial needs it */
+        /* count_status: taken now, given back by an answer whose status is
+         * not counted (core/limit/answer.h) */
+        g->answered = r->ncount_status && v->allowed;
         if (v->allowed) {
-            g->took_rate = rate->alg != SL_ALG_LOG && !g->peeked; /* a stamp is not given back */
+            g->took_rate = rate->alg != SL_ALG_LOG; /* a stamp is not given back */
             g->rate = *rate;
             g->wait_ns = v->wait_ns;
         }
@@ -733,7 +732,7 @@ static __attribute__((noinline)) void decide_all(const struct sl_req_rules *x,
             d->place_rule = granted[j].rule;
             sl_req_place_key(&d->place_key, &granted[j].key);
         }
-        if (granted[j].peeked && d->nanswers < SL_REQ_ANSWERS) {
+        if (granted[j].answered && d->nanswers < SL_REQ_ANSWERS) {
             d->answer_rule[d->nanswers] = (int8_t)granted[j].rule;
             d->answer_hash[d->nanswers++] =
                 sl_key_hash(&granted[j].key, sl_table_secret(rt->table));

@@ -309,10 +309,9 @@ static void answered(void *arg, uint64_t index, int status)
         int e = c->rules.entry[at->rule[k]], i = 0;
         while (i < r->ncount_status && r->count_status[i] != status)
             i++;
-        if (i == r->ncount_status || e < 0) continue;
+        if (i < r->ncount_status || e < 0) continue; /* counted: it keeps what it took */
         if (!now) now = sl_clock_now();
-        if (!sl_answer_charge(rt->table, e, at->hash[k], &r->req_limit, now, r->cost))
-            sl_table_count(rt->table, e, SL_C_OVERFLOW, 1); /* no room: not counted */
+        sl_answer_refund(rt->table, e, at->hash[k], &r->req_limit, now, r->cost);
     }
 }
 

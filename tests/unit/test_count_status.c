@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* test_count_status.c - count_status (issue 35, item 5): an inbound
- * budget taken only by the responses of the listed statuses. The option
- * (conf), the bucket's look and charge (core/limit/answer.h), and a
+ * budget kept only by the responses of the listed statuses (taken at the
+ * head, given back by any other status). The option (conf), the refund
+ * (core/limit/answer.h), and a
  * connection's requests and responses through core/http/request.h: the
  * program's responses are shown with sl_req_responses_at. Time injected. */
 #include <stdarg.h>
@@ -71,24 +72,7 @@ static void the_option_is_refused_where_it_cannot_count(void **unused)
     }
 }
 
-static void a_charge_takes_the_cost_and_stops_at_empty(void **unused)
-{
-    (void)unused;
-    struct sl_limit l;
-    assert_int_equal(sl_limit_init(&l, SL_ALG_GCRA, 3, 3 * SEC, 3), 0); /* 1 a second, burst 3 */
-    uint64_t s = 0;
-    s = sl_answer_charged(s, &l, T0, 1);
-    assert_int_equal(s, T0 + SEC);
-    s = sl_answer_charged(s, &l, T0, 2);
-    assert_int_equal(s, T0 + 3 * SEC);
-    s = sl_answer_charged(s, &l, T0, 1); /* past empty: empty, not in debt */
-    assert_int_equal(s, T0 + 3 * SEC);
-    /* a learned hold later than empty is kept */
-    uint64_t held = (T0 + 100 * SEC) | SL_GCRA_HELD;
-    assert_int_equal(sl_answer_charged(held, &l, T0, 1), held);
-}
-
-static void a_look_takes_nothing(void **unused)
+static void a_refund_gives_back_what_the_head_took(void **unused)
 {
     (void)unused;
     char err[256];
@@ -97,21 +81,23 @@ static void a_look_takes_nothing(void **unused)
     int e = sl_table_rule(t, 1, "r");
     struct sl_limit l;
     assert_int_equal(sl_limit_init(&l, SL_ALG_GCRA, 2, 60 * SEC, 2), 0);
+    struct sl_key k = {.extra = 42}, other = {.extra = 43};
+    uint64_t h = sl_key_hash(&k, sl_table_secret(t));
     struct sl_verdict v;
-    for (int i = 0; i < 10; i++) { /* any number of looks: the budget is whole */
-        sl_answer_peek(t, e, 42, &l, T0, 1, 0, &v);
+    for (int i = 0; i < 10; i++) { /* taken at each head, given back by each answer */
+        sl_table_decide(t, e, &k, &l, T0, 1, 0, &v);
         assert_true(v.allowed);
+        assert_true(sl_answer_refund(t, e, h, &l, T0, 1));
     }
-    assert_true(sl_answer_charge(t, e, 42, &l, T0, 1));
-    sl_answer_peek(t, e, 42, &l, T0, 1, 0, &v);
+    sl_table_decide(t, e, &k, &l, T0, 1, 0, &v); /* two in flight: the budget is spent */
+    sl_table_decide(t, e, &k, &l, T0, 1, 0, &v);
     assert_true(v.allowed);
-    assert_true(sl_answer_charge(t, e, 42, &l, T0, 1));
-    sl_answer_peek(t, e, 42, &l, T0, 1, 0, &v);
+    sl_table_decide(t, e, &k, &l, T0, 1, 0, &v);
     assert_false(v.allowed);
-    assert_true(v.retry_ns > 0 && v.retry_ns <= 30 * SEC);
-    sl_answer_peek(t, e, 43, &l, T0, 1, 0, &v); /* another key: untouched */
+    sl_table_decide(t, e, &other, &l, T0, 1, 0, &v); /* another key: untouched */
     assert_true(v.allowed);
-    sl_answer_peek(t, e, 42, &l, T0 + 30 * SEC, 1, 0, &v); /* refilled one */
+    assert_true(sl_answer_refund(t, e, h, &l, T0, 1)); /* one answer did not count */
+    sl_table_decide(t, e, &k, &l, T0, 1, 0, &v);
     assert_true(v.allowed);
     sl_table_close(t);
 }
@@ -220,22 +206,25 @@ static void interim_and_bodiless_responses_pair_with_the_right_request(void **un
 
     w = world(1, 401);
     assert_true(request(w, "HEAD /login HTTP/1.1\r\nHost: a\r\nX-User: bob\r\n\r\n", T0));
+    /* a budget of one: the HEAD's answer (no body, whatever its
+     * Content-Length says) gives it back before bob's next login */
+    respond(w, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n");
     assert_true(request(w, LOGIN("bob"), T0));
-    respond(w, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n" R200);
+    respond(w, R200);
     assert_true(request(w, LOGIN("bob"), T0)); /* nothing of bob's was counted */
     world_free(w);
 }
 
-static void a_response_that_cannot_be_read_stops_counting_but_not_the_limit(void **unused)
+static void a_response_that_cannot_be_read_keeps_its_charge(void **unused)
 {
     (void)unused;
     struct req_world *w = world(1, 401);
     assert_true(request(w, LOGIN("alice"), T0));
     respond(w, R401);
     assert_true(request(w, LOGIN("bob"), T0));
-    sl_req_responses_unread(w->c); /* a splice: what went is unknown */
-    respond(w, R401);              /* not counted */
-    assert_true(request(w, LOGIN("bob"), T0));
+    sl_req_responses_unread(w->c);                /* a splice: what went is unknown */
+    respond(w, R200);                             /* not read: nothing given back */
+    assert_false(request(w, LOGIN("bob"), T0));   /* the rule of doubt: bob's stays spent */
     assert_false(request(w, LOGIN("alice"), T0)); /* alice's spent budget still holds */
     world_free(w);
 }
@@ -259,12 +248,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_option_is_a_list_of_statuses_and_prints_back),
         cmocka_unit_test(the_option_is_refused_where_it_cannot_count),
-        cmocka_unit_test(a_charge_takes_the_cost_and_stops_at_empty),
-        cmocka_unit_test(a_look_takes_nothing),
+        cmocka_unit_test(a_refund_gives_back_what_the_head_took),
         cmocka_unit_test(only_the_counted_statuses_spend_the_budget),
         cmocka_unit_test(pipelined_responses_split_anywhere_are_paired_in_order),
         cmocka_unit_test(interim_and_bodiless_responses_pair_with_the_right_request),
-        cmocka_unit_test(a_response_that_cannot_be_read_stops_counting_but_not_the_limit),
+        cmocka_unit_test(a_response_that_cannot_be_read_keeps_its_charge),
         cmocka_unit_test(a_connection_without_count_status_reads_no_responses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
