@@ -258,7 +258,8 @@ static size_t inject(struct sl_gate *g, struct sl_fd *e, int fd, const struct io
         sl_req_inject_take(g->conn, n);
         /* none left: nothing to announce; some: announced again (epoll
          * hears of held bytes once per call, a partial read needs another) */
-        sl_ready_held(fd, e, sl_req_inject_peek(g->conn, &p) ? sl_gate_now(g) : 0);
+        bool more = sl_req_inject_peek(g->conn, &p) || sl_req_replied_end(g->conn);
+        sl_ready_held(fd, e, more ? sl_gate_now(g) : 0);
     }
     return n;
 }
@@ -268,6 +269,7 @@ ssize_t sl_gate_read_replies(struct sl_gate *g, struct sl_fd *e, const struct sl
 {
     size_t q = inject(g, e, t->fd, iov, cnt, peek);
     if ((*own = q > 0)) return (ssize_t)q;
+    if ((*own = sl_req_replied_end(g->conn))) return 0; /* the end after a closing 429 */
     ssize_t r = t->readv ? t->readv(t, iov, cnt) : t->read(t, iov[0].iov_base, iov[0].iov_len);
     if (peek) return r;
     int saved = errno;

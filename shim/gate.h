@@ -225,6 +225,8 @@ ssize_t sl_gate_write(struct sl_gate *g, struct sl_fd *e, int fd, const void *bu
  * all empty) through t: the queued 429s first (*own set: the bytes are
  * sluice's, from no peer; taken unless peek), else the transport's read,
  * whose bytes, or clean end, are counted as responses (unless peek).
+ * After a 429 that ends the stream was read (sl_req_replied_end), 0 with
+ * *own set: sluice's end, which a TLS library must report as a clean one.
  * Returns as the transport's read. */
 ssize_t sl_gate_read_replies(struct sl_gate *g, struct sl_fd *e, const struct sl_transport *t,
                              const struct iovec *iov, int cnt, bool peek, bool *own);

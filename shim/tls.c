@@ -388,6 +388,7 @@ static int read_out(SSL *ssl, void *buf, size_t num, size_t *got,
     bool mine;
     ssize_t n = sl_gate_read_replies(g, e, &t, &v, 1, false, &mine);
     *got = n > 0 ? (size_t)n : 0;
+    if (n == 0 && mine) last.ssl = ssl, last.how = SL_TLS_EOF; /* after a closing 429 */
     return n > 0 ? 1 : (int)n;
 }
 

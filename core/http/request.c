@@ -71,6 +71,8 @@ struct swallow {
     uint64_t quota, window_s; /* the RateLimit-Policy fields */
     char name[49];            /* the rule's name (reply.c writes at most 48 bytes of it) */
     bool queued;              /* its 429 is queued */
+    bool close;               /* the request asked to close (Connection: close, or
+                                 HTTP/1.0): its 429 says so and ends the stream */
 };
 
 #define SL_REQ_INJECT_MAX (4 * SL_REPLY_MAX)
@@ -109,6 +111,8 @@ struct cost_target {
 struct replies {
     struct swallow sw[SL_REQ_AHEAD];
     size_t inj_len;                            /* queued 429 bytes not yet read */
+    bool inj_close;                            /* the last queued 429 ends the stream */
+    bool replied_end;                          /* ... and the program has read it whole */
     struct sl_h1resp resp;                     /* the responses the program has read */
     char inj[SL_REQ_INJECT_MAX];               /* the queued 429s */
     struct learn_target learn[SL_H1RESP_RING]; /* by request, as sl_h1resp counts them */
@@ -480,6 +484,7 @@ struct found {
     uint64_t serial;     /* a fast head the thread remembers: its serial (h1fast.h); 0 */
     enum sl_h1_odd odd;
     const char *method;
+    bool close;                 /* the request asked to close the connection */
     struct sl_body_frame frame; /* for an Idempotency-Key's body digest */
 };
 
@@ -490,6 +495,7 @@ static void head_of(const struct sl_h1_head *h1, struct sl_req_head *h, struct f
                         .end = h1->end,
                         .odd = h1->odd,
                         .method = h1->method,
+                        .close = !h1->keep_alive,
                         .frame = {.http_major = h1->http_major,
                                   .body = h1->body,
                                   .chunked = h1->chunked,
@@ -685,7 +691,8 @@ static bool swallowed(struct sl_req_conn *c, const struct found *h1,
                           .rule = d->rule,
                           .v = d->v,
                           .quota = d->policy.quota,
-                          .window_s = d->policy.window_s};
+                          .window_s = d->policy.window_s,
+                          .close = h1->close};
     snprintf(s->name, sizeof s->name, "%s", d->policy.name ? d->policy.name : "");
     return true;
 }
@@ -1064,11 +1071,15 @@ static bool queue_reply(struct sl_req_conn *c, struct swallow *s)
     if (rp->resp.lost || rp->resp.done < s->before) return false;
     char text[SL_REPLY_MAX];
     struct sl_reply_policy p = {.name = s->name, .quota = s->quota, .window_s = s->window_s};
-    size_t n = sl_reply_429_keep(text, sizeof text, &s->v, &p);
+    /* a client that asked to close reads to the end (PHP's file_get_contents):
+     * its 429 says Connection: close, and the stream ends after it */
+    size_t n = s->close ? sl_reply_429_policy(text, sizeof text, &s->v, &p)
+                        : sl_reply_429_keep(text, sizeof text, &s->v, &p);
     if (n > sizeof rp->inj - rp->inj_len)
         return false; /* the program reads the earlier ones first */
     memcpy(rp->inj + rp->inj_len, text, n);
     rp->inj_len += n;
+    rp->inj_close = s->close;
     s->queued = true;
     return true;
 }
@@ -1115,6 +1126,12 @@ void sl_req_inject_take(struct sl_req_conn *c, size_t n)
     if (n > rp->inj_len) n = rp->inj_len;
     memmove(rp->inj, rp->inj + n, rp->inj_len - n);
     rp->inj_len -= n;
+    if (rp->inj_len == 0 && rp->inj_close) rp->replied_end = true;
+}
+
+bool sl_req_replied_end(const struct sl_req_conn *c)
+{
+    return c->rp && c->rp->replied_end;
 }
 
 bool sl_req_replies(const struct sl_req_conn *c)

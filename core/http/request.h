@@ -123,6 +123,12 @@ bool sl_req_swallow_lost(const struct sl_req_conn *c);
 size_t sl_req_inject_peek(const struct sl_req_conn *c, const char **p);
 void sl_req_inject_take(struct sl_req_conn *c, size_t n);
 
+/* True once the program has read, whole, a 429 that ends the stream: the
+ * one of a request that asked to close (Connection: close, HTTP/1.0),
+ * which a client then reads to its end (PHP's file_get_contents). Its
+ * reads then meet the end. */
+bool sl_req_replied_end(const struct sl_req_conn *c);
+
 /* No 429 can be given on this connection (`why`: HTTP/2, a memory BIO,
  * TLS sluice cannot decrypt): from now on a `reply` rule's request over
  * the limit waits its turn within the rule's max_delay, as under `delay`,

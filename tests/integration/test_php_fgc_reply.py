@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""KNOWN DEFECT (skipped unless SLUICE_KNOWN_DEFECTS=1): php's
-`file_get_contents` under outbound `reply` reads its 429 only when its
-read timeout ends (issue 34: "php `file_get_contents` (plain and TLS):
-each 429 arrives only when PHP's 60 s read timeout ends").
+"""php's `file_get_contents` under outbound `reply` reads its 429 at
+once, not when its read timeout ends (issue 34: "php `file_get_contents`
+(plain and TLS): each 429 arrives only when PHP's 60 s read timeout
+ends").
 
 php's http stream wrapper, with its defaults (HTTP/1.0, `Connection:
 close`, one connection per call; TLS through OpenSSL's SSL_write and
@@ -26,11 +26,11 @@ closes): sluice swallows the request and gives php the 429 with a
 Content-Length and no `Connection: close` (keep-alive, core/http/reply.c),
 but php sent `Connection: close` and reads the body until the connection
 ends, which never comes: the real socket stays open (nothing was sent on
-it) until php's timeout. The fix: when the swallowed request
-asked to close (HTTP/1.0 without `Connection: keep-alive`, or `Connection:
-close`), the 429 says `Connection: close` and, once the program has read
-it, its next read returns end-of-file (the gate's phase "ended", as
-inbound) and sluice shuts the socket down.
+it) until php's timeout. Now, when the swallowed request asked to close
+(HTTP/1.0 without `Connection: keep-alive`, or `Connection: close`), the
+429 says `Connection: close` and, once the program has read it whole, its
+reads meet the end (core/http/request.h sl_req_replied_end; through TLS,
+SSL_get_error says a clean end).
 """
 from lib import *
 
@@ -50,8 +50,6 @@ AT_ONCE = 2.0
 
 
 def main():
-    if known_defect("php's file_get_contents reads a 429 only at its read timeout"):
-        return
     if not shutil.which("php"):
         print("SKIP: no php")
         return

@@ -838,6 +838,42 @@ static void outbound_reply_swallows_a_get_body_whole(void **unused)
     world_free(w);
 }
 
+/* A client that asked to close reads to the end (PHP's file_get_contents):
+ * its swallowed request's 429 says Connection: close, and once read whole
+ * the stream ends. A keep-alive one's does not. */
+static void outbound_reply_to_a_closing_request_ends_the_stream(void **unused)
+{
+    (void)unused;
+    struct req_world *w = world_out(1, 1, SL_ACT_REPLY);
+    char sent[1024];
+    size_t nsent = 0, nsw = 0;
+    const char *q;
+    const char a[] = GET;
+    assert_int_equal(write_out(w, a, sizeof a - 1, T0, sent, &nsent, &nsw), sizeof a - 1);
+    sl_req_responses(w->c, RESP, sizeof RESP - 1);
+    const char b[] = "GET /x HTTP/1.0\r\nHost: a\r\nX-API-Key: k\r\n\r\n";
+    assert_int_equal(write_out(w, b, sizeof b - 1, T0, sent, &nsent, &nsw), sizeof b - 1);
+    size_t n = sl_req_inject_peek(w->c, &q);
+    assert_non_null(strstr(q, "Connection: close\r\n"));
+    assert_false(sl_req_replied_end(w->c));
+    sl_req_inject_take(w->c, n - 1);
+    assert_false(sl_req_replied_end(w->c)); /* not before its last byte */
+    sl_req_inject_take(w->c, 1);
+    assert_true(sl_req_replied_end(w->c));
+    world_free(w);
+
+    w = world_out(1, 1, SL_ACT_REPLY);
+    nsent = nsw = 0;
+    assert_int_equal(write_out(w, a, sizeof a - 1, T0, sent, &nsent, &nsw), sizeof a - 1);
+    sl_req_responses(w->c, RESP, sizeof RESP - 1);
+    assert_int_equal(write_out(w, a, sizeof a - 1, T0, sent, &nsent, &nsw), sizeof a - 1);
+    n = sl_req_inject_peek(w->c, &q);
+    assert_null(strstr(q, "Connection: close"));
+    sl_req_inject_take(w->c, n);
+    assert_false(sl_req_replied_end(w->c));
+    world_free(w);
+}
+
 static void outbound_reply_waits_for_the_responses_owed_first(void **unused)
 {
     (void)unused;
@@ -1013,6 +1049,7 @@ int main(void)
         cmocka_unit_test(outbound_reply_swallows_head_and_body_and_the_connection_goes_on),
         cmocka_unit_test(outbound_reply_swallows_a_get_body_whole),
         cmocka_unit_test(outbound_reply_waits_for_the_responses_owed_first),
+        cmocka_unit_test(outbound_reply_to_a_closing_request_ends_the_stream),
         cmocka_unit_test(outbound_reply_of_a_head_partly_sent_fails_like_reject),
         cmocka_unit_test(outbound_reject_and_inbound_reply_are_unchanged),
         cmocka_unit_test(a_retry_is_free_only_with_its_body_at_hand),
