@@ -409,8 +409,10 @@ ALL = [
     ("haproxy", haproxy),
     ("puma", puma),
     ("uvicorn --workers 2", uvicorn),
+    ("uvicorn --workers 4 --loop uvloop", lambda t, p, s: uvicorn(t, p, s, workers=4, loop="uvloop")),
     ("gunicorn --workers 2", gunicorn),
     ("lighttpd", lighttpd),
+    ("lighttpd mod_gnutls", lambda t, p, s: lighttpd(t, p, s, lib="gnutls")),
     ("node http/https", node),
     ("java HttpServer", java),
 ]
