@@ -13,7 +13,11 @@
 # at a rate no client reaches; sluice `in port=P req_rate=1000000000/s
 # req_burst=1000000000 per=header:X-API-Key` (every request scanned, keyed
 # and decided, none limited); libsluice loaded with a rule on another port
-# only (no rule matching). Then plain, limit_req and sluice again with each
+# only (no rule matching); and the sluice rule with `count_status=429`, a
+# status nginx never sends here (every response read and paired, the
+# request's cost taken at its head and given back by its answer: what
+# reading the answers adds, issue 35; also on realistic heads). Then
+# plain, limit_req and sluice again with each
 # request carrying the next of 64 API keys in turn (insn_client.py `keys`):
 # a head that never repeats the last one, so no memory of a head, a key's
 # hash or the lane (core/http/request.c) helps. Then plain, limit_req and
@@ -43,7 +47,8 @@
 # Runs alone: `make bench-insn` (about 3-4 minutes).
 # Knobs: BUILD (build), INSN_N (1000), INSN_WARM (300), INSN_TLS_RUNS (3),
 # INSN_PARTS (all; `requests`: the keep-alive request cases alone; `real`:
-# the realistic case alone), INSN_KEEP (a directory: each run's callgrind
+# the realistic case alone; `answers`: plain, sluice and sluice reading
+# every response, repeated and realistic heads), INSN_KEEP (a directory: each run's callgrind
 # file is kept there, for bench/insn_diff.py's per-function breakdown).
 #
 # Why the difference of two runs, and not a window opened and closed in
@@ -104,6 +109,7 @@ nginx_run() {
     case $kind in
     sluice) envs=(LD_PRELOAD="$lib" "SLUICE_RULES=in port=$p req_rate=1000000000/s req_burst=1000000000 per=header:X-API-Key") ;;
     nomatch) envs=(LD_PRELOAD="$lib" "SLUICE_RULES=in port=1 req_rate=1000000000/s req_burst=1000000000 per=header:X-API-Key") ;;
+    answers) envs=(LD_PRELOAD="$lib" "SLUICE_RULES=in port=$p req_rate=1000000000/s req_burst=1000000000 per=header:X-API-Key count_status=429") ;;
     conn) envs=(LD_PRELOAD="$lib" "SLUICE_RULES=in port=$p rate=1000000000/s burst=1000000000") ;;
     esac
     env "${envs[@]}" valgrind --tool=callgrind --callgrind-out-file="$d/cg.out" \
@@ -148,17 +154,21 @@ if [ "$parts" = all ]; then
 fi
 
 echo "insn: nginx keep-alive requests" >&2
-declare -A r=([plain]=- [limit_req]=- [sluice]=- [nomatch]=-) k=([plain]=- [limit_req]=- [sluice]=-)
-[ "$parts" = real ] || for kind in plain limit_req sluice nomatch; do
+declare -A r=([plain]=- [limit_req]=- [sluice]=- [nomatch]=- [answers]=-) k=([plain]=- [limit_req]=- [sluice]=-)
+kinds="plain limit_req sluice nomatch answers"
+[ "$parts" = answers ] && kinds="plain sluice answers"
+[ "$parts" = real ] || for kind in $kinds; do
     r[$kind]=$(per $kind keepalive)
 done
 echo "insn: nginx keep-alive requests, 64 keys in turn" >&2
-[ "$parts" = real ] || for kind in plain limit_req sluice; do
+[ "$parts" = real ] || [ "$parts" = answers ] || for kind in plain limit_req sluice; do
     k[$kind]=$(per $kind keys)
 done
 echo "insn: nginx keep-alive requests, realistic heads on 8 connections" >&2
-declare -A q
-for kind in plain limit_req sluice; do
+declare -A q=([plain]=- [limit_req]=- [sluice]=- [answers]=-)
+kinds="plain limit_req sluice answers"
+[ "$parts" = answers ] && kinds="plain sluice answers"
+for kind in $kinds; do
     q[$kind]=$(per $kind real)
 done
 c_plain=- c_conn=- t_bare=- t_rule=-
@@ -241,6 +251,7 @@ echo "| plain | ${r[plain]} | |"
 echo "| nginx \`limit_req\` keyed by \`\$http_x_api_key\`, never limiting | ${r[limit_req]} | $(added "${r[plain]}" "${r[limit_req]}") |"
 echo "| sluice \`in port=P req_rate=1000000000/s req_burst=1000000000 per=header:X-API-Key\`, never limiting | ${r[sluice]} | $(added "${r[plain]}" "${r[sluice]}") |"
 echo "| libsluice loaded, a request rule on another port only (no rule matching) | ${r[nomatch]} | $(added "${r[plain]}" "${r[nomatch]}") |"
+echo "| sluice, the same rule reading every response (\`count_status=429\`, a status nginx never sends here: each answer read and its request's cost given back) | ${r[answers]} | $(added "${r[plain]}" "${r[answers]}") |"
 echo
 echo "| nginx, keep-alive, one connection, each request with the next of 64 API keys | instructions per request | added to plain |"
 echo "|---|---:|---:|"
@@ -253,6 +264,7 @@ echo "|---|---:|---:|"
 echo "| plain | ${q[plain]} | |"
 echo "| nginx \`limit_req\` keyed by \`\$http_x_api_key\`, never limiting | ${q[limit_req]} | $(added "${q[plain]}" "${q[limit_req]}") |"
 echo "| sluice, the same rule, never limiting | ${q[sluice]} | $(added "${q[plain]}" "${q[sluice]}") |"
+echo "| sluice, the same rule reading every response (\`count_status=429\`) | ${q[answers]} | $(added "${q[plain]}" "${q[answers]}") |"
 echo
 echo "| nginx, one request per connection | instructions per connection | added to plain |"
 echo "|---|---:|---:|"

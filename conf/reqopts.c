@@ -123,8 +123,17 @@ bool conf_is_request_rule(cfg_t *sec)
         "req_rate",     "req_burst", "cost",      "route",     "method",    "host",
         "per_missing",  "quota",     "ramp_to",   "ramp_from", "ramp_over", "per_copy",
         "count_status", "req_conns", "cost_from", "cost_rate", "cost_burst"};
-    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
-        if (given(sec, opts[i])) return true;
+    /* one pass over the section's options, each given one looked for in
+     * the list (paid by every process at start-up: a lookup by name is a
+     * pass of its own) */
+    for (const cfg_opt_t *o = sec->opts; sec->opts && !(sec->flags & CFGF_NOCASE) && o->name; o++) {
+        if (!o->nvalues || !(o->flags & CFGF_MODIFIED)) continue;
+        for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+            if (o->name[0] == opts[i][0] && strcmp(o->name, opts[i]) == 0) return true;
+    }
+    if (!sec->opts || (sec->flags & CFGF_NOCASE))
+        for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
+            if (given(sec, opts[i])) return true;
     const char *per = cfg_getstr(sec, "per");
     enum sl_req_per k;
     const char *name;
