@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 command -v node >/dev/null || { echo "diff_llhttp: skipped (no node)"; exit 0; }
 out=build/fuzz
 mkdir -p "$out"
-cc -O1 -std=gnu11 -D_GNU_SOURCE tests/fuzz/h1count.c core/http/http1.c core/http/h1fast.c core/mem.c core/log.c -lhttp_parser -o "$out/h1count" || exit 1
+cc -O1 -std=gnu11 -D_GNU_SOURCE tests/fuzz/h1count.c core/http/http1.c core/http/h1fast.c core/http/h1fast_avx2.c core/http/h1fast_sse2.c core/http/h1fast_plain.c core/mem.c core/log.c -lhttp_parser -o "$out/h1count" || exit 1
 python3 - "${COUNT:-3000}" "$out/streams.bin" <<'PY' || exit 1
 import glob, os, random, struct, sys
 count, path = int(sys.argv[1]), sys.argv[2]

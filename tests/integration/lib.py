@@ -682,3 +682,36 @@ def go_client_build(tmp):
     env = {"GOCACHE": cache, "GOPATH": tmp.join("gopath"), "HOME": tmp.path,
            "CGO_ENABLED": "1", "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
     return ["go", "build", "-o", tmp.join("goclient"), src], env, tmp.join("goclient")
+
+
+def page_poll(url, tmp, script, timeout=10.0):
+    """What `script` (JavaScript returning a value, or null until the page
+    shows it) returns on the page at url, drawn by headless Chromium (as
+    test_live_page.py runs it), polled until it is not null or timeout s
+    pass (None then); None without selenium."""
+    try:
+        try:
+            from selenium import webdriver
+        except ImportError:  # a python3 other than Debian's
+            sys.path.append("/usr/lib/python3/dist-packages")
+            from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        return None
+    opts = webdriver.ChromeOptions()
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              f"--user-data-dir={tmp.join('chromium')}"):
+        opts.add_argument(a)
+    drv = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    try:
+        drv.set_page_load_timeout(20)
+        drv.get(url)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = drv.execute_script(script)
+            if got:
+                return got
+            time.sleep(0.1)
+        return None
+    finally:
+        drv.quit()

@@ -39,45 +39,10 @@ import socket
 import threading
 
 from lib import *
+from answerslib import INFLIGHT_SERVER
 
 SLEEP, STALL, MAX_DELAY, SLACK = 0.5, 3.0, 2, 3.0  # MAX_DELAY whole seconds (a duration)
 
-SERVER = r"""
-import sys, threading, time
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-lock = threading.Lock()
-now = {}
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        key = self.headers.get("X-Key", "-")
-        with lock:
-            now[key] = now.get(key, 0) + 1
-            sys.stderr.write("IN %s %d\n" % (key, now[key]))
-            sys.stderr.flush()
-        if self.path == "/stall":
-            self.send_response(200)
-            self.send_header("Content-Length", "3")
-            self.end_headers()
-            self.wfile.flush()
-            time.sleep(float(sys.argv[3]))
-            with lock:
-                now[key] -= 1
-            self.wfile.write(b"ok\n")
-            return
-        time.sleep(float(sys.argv[2]))
-        with lock:
-            now[key] -= 1
-        body = b"ok\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-ThreadingHTTPServer.request_queue_size = 64  # 23 connects at once: none waits for a resent SYN
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-"""
 
 # The outbound program: 20 threads at once, one call each; prints the
 # outcome and how long each took.
@@ -138,7 +103,7 @@ def get(port, key, path="/", timeout=30, s=None, barrier=None):
 
 def serve(port, rules=()):
     tmp = TempDir()
-    argv = [sys.executable, "-c", SERVER, str(port), str(SLEEP), str(STALL)]
+    argv = [sys.executable, "-c", INFLIGHT_SERVER, str(port), str(SLEEP), str(STALL)]
     p = Proc(sluice_argv(argv, ins=list(rules)) if rules else argv,
              stderr_path=tmp.join("server.log"))
     wait_listen(port)

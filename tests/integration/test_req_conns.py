@@ -35,34 +35,10 @@ import socket
 import threading
 
 from lib import *
+from answerslib import INFLIGHT_SERVER
 
 SLEEP = 0.4
 
-SERVER = r"""
-import sys, threading, time
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-lock = threading.Lock()
-now = {}
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        key = self.headers.get("X-Key", "-")
-        with lock:
-            now[key] = now.get(key, 0) + 1
-            sys.stderr.write("IN %s %d\n" % (key, now[key]))
-            sys.stderr.flush()
-        time.sleep(float(sys.argv[2]))
-        with lock:
-            now[key] -= 1
-        body = b"ok\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-"""
 
 # The program of case 3: five threads of one key, three requests each on
 # their own keep-alive connection; prints the statuses.
@@ -163,7 +139,7 @@ def clients(port, n, each, key="k"):
 
 def serve(port, rules=()):
     tmp = TempDir()
-    argv = [sys.executable, "-c", SERVER, str(port), str(SLEEP)]
+    argv = [sys.executable, "-c", INFLIGHT_SERVER, str(port), str(SLEEP)]
     p = Proc(sluice_argv(argv, ins=list(rules)) if rules else argv,
              stderr_path=tmp.join("server.log"))
     wait_port(port)

@@ -41,36 +41,8 @@ import socket
 import ssl
 
 from lib import *
+from answerslib import LOGIN_SERVER
 
-SERVER = r"""
-import sys
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-class H(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        if self.path == "/login":
-            code = 200 if self.headers.get("X-Password") == "right" else 401
-        elif self.path == "/forbidden":
-            code = 403
-        else:
-            code = 200
-        body = b"%d\n" % code
-        self.send_response(code)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-        sys.stderr.write("HANDLED %s %s\n" % (self.path, self.headers.get("X-User", "-")))
-        sys.stderr.flush()
-    def log_message(self, *a):
-        pass
-srv = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
-if len(sys.argv) > 3:  # over TLS: python's ssl module, SSL_write on a socket BIO
-    import ssl
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(sys.argv[2], sys.argv[3])
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-srv.serve_forever()
-"""
 
 
 def handled(proc):
@@ -126,7 +98,7 @@ class Client:
 
 def serve(port, rule, tls=()):
     tmp = TempDir()
-    p = Proc(sluice_argv([sys.executable, "-c", SERVER, str(port), *tls], ins=[rule]),
+    p = Proc(sluice_argv([sys.executable, "-c", LOGIN_SERVER, str(port), *tls], ins=[rule]),
              stderr_path=tmp.join("server.log"))
     wait_port(port)
     return p

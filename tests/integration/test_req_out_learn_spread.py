@@ -115,36 +115,11 @@ def learned_metrics(pid):
 
 def live_page_cell(mport, tmp):
     """The live page's "learned" cell of the rule, as headless Chromium
-    draws it (as test_live_page.py runs it); None without selenium."""
-    try:
-        try:
-            from selenium import webdriver
-        except ImportError:  # a python3 other than Debian's
-            sys.path.append("/usr/lib/python3/dist-packages")
-            from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        return None
-    opts = webdriver.ChromeOptions()
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              f"--user-data-dir={tmp.join('chromium')}"):
-        opts.add_argument(a)
-    drv = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
-    try:
-        drv.set_page_load_timeout(20)
-        drv.get(f"http://127.0.0.1:{mport}/")
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            got = drv.execute_script("""
-                const row = document.querySelector('tr[data-rule="out-1"][data-kind="requests"]');
-                const td = row && row.querySelector('td[data-counter="learned"]');
-                return td ? td.textContent.trim() : null;""")
-            if got:
-                return got
-            time.sleep(0.1)
-        return None
-    finally:
-        drv.quit()
+    draws it; None without selenium."""
+    return page_poll(f"http://127.0.0.1:{mport}/", tmp, """
+        const row = document.querySelector('tr[data-rule="out-1"][data-kind="requests"]');
+        const td = row && row.querySelector('td[data-counter="learned"]');
+        return td ? td.textContent.trim() : null;""")
 
 
 def live(pid, tmp):
