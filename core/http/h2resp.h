@@ -13,6 +13,12 @@
  * Interim heads (1xx), trailers and pushed requests are inflated and not
  * reported.
  *
+ * Pairing (count_status, req_conns, cost_from over HTTP/2): with
+ * sl_h2resp_pair, every final head's status and header fields are handed
+ * over by stream, and so is each stream's end as the responder ends it:
+ * END_STREAM on a HEADERS or DATA frame, or its RST_STREAM. A GOAWAY says
+ * the streams past its last id will never be answered.
+ *
  * The rule of doubt: what learn reads only ever makes a limit stricter,
  * so a stream sluice cannot read teaches nothing and limits nothing less.
  * A framing error, a block the inflater refuses or memory refused stops
@@ -33,6 +39,16 @@
 
 struct nghttp2_hd_inflater;
 
+/* What pairs responses with their requests wants to be told, by stream
+ * (each may be NULL; arg is sl_h2resp's). */
+struct sl_h2resp_pairs {
+    void (*status)(void *arg, uint32_t stream, int status); /* a final head's */
+    void (*field)(void *arg, uint32_t stream, const char *name, size_t nlen, const char *value,
+                  size_t vlen);                             /* its fields, before status */
+    void (*end)(void *arg, uint32_t stream);                /* the responder ended it */
+    void (*goaway)(void *arg, uint32_t last);               /* streams past last are not answered */
+};
+
 struct sl_h2resp {
     uint8_t hdr[9];
     uint8_t hdr_len;   /* bytes of the frame header read */
@@ -46,10 +62,14 @@ struct sl_h2resp {
     uint32_t block_stream;
     bool block_first;  /* no field of the block read yet */
     bool block_resp;   /* the block is a final response head */
+    bool block_end;    /* the block's HEADERS ended its stream */
+    uint8_t goaway[4]; /* a GOAWAY's last stream id, as far as read */
+    uint8_t goaway_len;
     bool lost;
     struct nghttp2_hd_inflater *inflater;
     void (*on_head)(void *arg, uint32_t stream, const struct sl_learn_resp *f);
     void *arg;
+    const struct sl_h2resp_pairs *pairs; /* sl_h2resp_pair */
     struct sl_learn_resp fields;
 };
 
@@ -60,8 +80,15 @@ void sl_h2resp_init(struct sl_h2resp *r,
                     void *arg);
 void sl_h2resp_fini(struct sl_h2resp *r);
 
+/* Reports every final head and every stream's end from now on (pairs
+ * outlives r). */
+void sl_h2resp_pair(struct sl_h2resp *r, const struct sl_h2resp_pairs *pairs);
+
 /* The program read these n bytes from the server. */
 void sl_h2resp_feed(struct sl_h2resp *r, const void *buf, size_t n);
+
+/* Stops the reading: bytes the program wrote were not shown. */
+void sl_h2resp_lose(struct sl_h2resp *r);
 
 /* Whether reading stopped (see above). */
 bool sl_h2resp_lost(const struct sl_h2resp *r);

@@ -95,6 +95,7 @@ struct answer_target {
     uint64_t hash[SL_REQ_ANSWERS];
     uint8_t nrec; /* req_conns: the places in flight it holds */
     int32_t rec[SL_REQ_ANSWERS];
+    bool over; /* its response has ended */
 };
 
 /* The token budgets a request's answer is charged to (cost_from,
@@ -116,7 +117,7 @@ struct replies {
     struct sl_h1resp resp;                     /* the responses the program has read */
     char inj[SL_REQ_INJECT_MAX];               /* the queued 429s */
     struct learn_target learn[SL_H1RESP_RING]; /* by request, as sl_h1resp counts them */
-    struct sl_h2resp *h2r;                     /* HTTP/2 with `learn`: the response heads */
+    struct sl_h2resp *h2r;                     /* HTTP/2: the responses' heads and ends */
     struct answer_target ans[SL_H1RESP_RING];  /* the same, count_status */
     struct cost_target cost[SL_H1RESP_RING];   /* the same, token budgets */
     struct sl_costread read;         /* the answer's cost, as the first cost rule says to read it */
@@ -282,20 +283,26 @@ static void learned(void *arg, uint64_t index, const struct sl_learn_resp *f)
     learn_from(c, &c->rp->learn[index % SL_H1RESP_RING], f);
 }
 
-/* An HTTP/2 response head, for the request of its stream among the last
- * SL_H1RESP_RING sent (h2resp.c); an older one is not found and teaches
- * nothing. */
+/* The index of the request sent on HTTP/2 stream `stream`, among the
+ * last SL_H1RESP_RING sent: false for an older one (its answer is not
+ * paired: what it holds was given back when its slot was reused). */
+static bool h2_index(const struct sl_req_conn *c, uint32_t stream, uint64_t *index)
+{
+    uint64_t sent = c->rp->resp.sent;
+    for (uint64_t i = 0; i < sent && i < SL_H1RESP_RING; i++)
+        if (c->rp->learn[(sent - 1 - i) % SL_H1RESP_RING].stream == stream) {
+            *index = sent - 1 - i;
+            return true;
+        }
+    return false;
+}
+
+/* An HTTP/2 response head with rate-limit fields (h2resp.c). */
 static void learned_h2(void *arg, uint32_t stream, const struct sl_learn_resp *f)
 {
     struct sl_req_conn *c = arg;
-    uint64_t sent = c->rp->resp.sent;
-    for (uint64_t i = 0; i < sent && i < SL_H1RESP_RING; i++) {
-        const struct learn_target *lt = &c->rp->learn[(sent - 1 - i) % SL_H1RESP_RING];
-        if (lt->stream == stream) {
-            learn_from(c, lt, f);
-            return;
-        }
-    }
+    uint64_t i;
+    if (h2_index(c, stream, &i)) learn_from(c, &c->rp->learn[i % SL_H1RESP_RING], f);
 }
 
 /* The status of the response the program wrote to request `index`: each
@@ -322,8 +329,11 @@ static void answered(void *arg, uint64_t index, int status)
 /* Once per process and cause: an answer whose cost could not be read. */
 static void cost_unread_log(const struct sl_rule *r, const char *why, uint64_t tokens)
 {
-    static _Atomic uint32_t told; /* a bit per cause, by its first letter */
-    uint32_t bit = 1u << ((unsigned char)why[0] & 31);
+    static _Atomic uint32_t told; /* a bit per cause, by a hash of its words */
+    uint32_t h = 2166136261u;
+    for (const char *p = why; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    uint32_t bit = 1u << (h & 31);
     if (atomic_fetch_or(&told, bit) & bit) return;
     const struct sl_cost_rule *cr = &r->tokens;
     sl_log(SL_LOG_WARN,
@@ -405,8 +415,90 @@ static void places_free(struct sl_req_conn *c, uint64_t index)
  * in flight. */
 static void ended(void *arg, uint64_t index)
 {
-    places_free(arg, index);
-    if (((struct sl_req_conn *)arg)->costs) cost_ended(arg, index);
+    struct sl_req_conn *c = arg;
+    places_free(c, index);
+    c->rp->ans[index % SL_H1RESP_RING].over = true;
+    if (c->costs) cost_ended(c, index);
+}
+
+/* HTTP/2 (h2resp.h's pairs): a final head's fields and status, and the
+ * stream's end, for the request of its stream. A cost is read from the
+ * head alone (`header:`): bodies of streams interleave, so `json:` costs
+ * over HTTP/2 are charged by doubt when the request is sent. */
+static bool h2_costs_read(const struct sl_req_conn *c)
+{
+    return c->costs && c->rp->read.from == SL_COST_HEADER;
+}
+
+static void h2_field(void *arg, uint32_t stream, const char *name, size_t nlen, const char *value,
+                     size_t vlen)
+{
+    struct sl_req_conn *c = arg;
+    (void)stream; /* a block is whole before the next begins: its head's */
+    if (h2_costs_read(c)) sl_costread_header(&c->rp->read, name, nlen, value, vlen);
+}
+
+static void h2_status(void *arg, uint32_t stream, int status)
+{
+    struct sl_req_conn *c = arg;
+    uint64_t i, tokens = 0;
+    bool found = h2_costs_read(c) && sl_costread_end(&c->rp->read, &tokens);
+    if (!h2_index(c, stream, &i)) return;
+    if (c->answers) answered(c, i, status);
+    if (h2_costs_read(c))
+        cost_charge(c, i, found, tokens, "not in the answer, or not a whole number", 0);
+}
+
+static void h2_ended(struct sl_req_conn *c, uint64_t i)
+{
+    places_free(c, i);
+    c->rp->ans[i % SL_H1RESP_RING].over = true;
+    if (c->costs) cost_charge(c, i, false, 0, "the stream ended without an answer", 0);
+}
+
+static void h2_end(void *arg, uint32_t stream)
+{
+    struct sl_req_conn *c = arg;
+    uint64_t i;
+    if (h2_index(c, stream, &i)) h2_ended(c, i);
+}
+
+static void h2_goaway(void *arg, uint32_t last)
+{
+    struct sl_req_conn *c = arg;
+    uint64_t sent = c->rp->resp.sent;
+    for (uint64_t i = sent > SL_H1RESP_RING ? sent - SL_H1RESP_RING : 0; i < sent; i++)
+        if (c->rp->learn[i % SL_H1RESP_RING].stream > last) h2_ended(c, i);
+}
+
+static const struct sl_h2resp_pairs h2_pairs = {
+    .status = h2_status, .field = h2_field, .end = h2_end, .goaway = h2_goaway};
+
+/* The reader of an HTTP/2 connection's responses, allocated at its first
+ * use; NULL when there is nothing to read them for, or no memory. */
+static struct sl_h2resp *h2_reader(struct sl_req_conn *c)
+{
+    struct replies *rp = c->rp;
+    if (!rp || !(c->learn || c->answers || c->inflight || c->costs)) return NULL;
+    if (!rp->h2r && (rp->h2r = sl_alloc(sizeof *rp->h2r))) {
+        sl_h2resp_init(rp->h2r, c->learn ? learned_h2 : NULL, c);
+        sl_h2resp_pair(rp->h2r, &h2_pairs);
+    }
+    if (rp->h2r) rp->h2r->arg = c; /* where the connection is now */
+    return rp->h2r;
+}
+
+/* Whether the ends of this connection's responses will be seen: else
+ * what a request holds until its answer is given back at once. HTTP/2
+ * streams run together, so no response shown yet says nothing (the
+ * server's SETTINGS may follow the first requests): their ends are
+ * taken as seen unless the program wrote what sluice could not read
+ * (sl_req_responses_unread), the reader lost its way, or had no memory. */
+static bool ends_seen(struct sl_req_conn *c)
+{
+    if (!c->is_h2) return true; /* HTTP/1: see act() for responses never shown */
+    struct sl_h2resp *r = h2_reader(c);
+    return r && !sl_h2resp_lost(r);
 }
 
 bool sl_req_conn_init(struct sl_req_conn *c, struct sl_runtime *rt, enum sl_dir dir,
@@ -787,6 +879,14 @@ static bool odd_body(struct sl_req_conn *c, uint64_t now)
     return true;
 }
 
+/* The first request whose answer may not have been read, among those
+ * still in the ring (HTTP/2 answers are not counted in resp->done). */
+static uint64_t unanswered(const struct sl_h1resp *resp)
+{
+    uint64_t ring = resp->sent > SL_H1RESP_RING ? resp->sent - SL_H1RESP_RING : 0;
+    return resp->done > ring ? resp->done : ring;
+}
+
 /* The token budgets request `resp->sent` (being sent) looked at, whose
  * answer will charge them. Answers never read (a ring slot reused, a
  * connection whose responses sluice is not shown) and HTTP/2 calls, whose
@@ -795,8 +895,8 @@ static void cost_targets(struct sl_req_conn *c, struct sl_h1resp *resp,
                          const struct sl_req_decision *d, uint64_t now)
 {
     if (!c->costs) return;
-    if (!c->resp_seen)
-        for (uint64_t i = resp->done; i < resp->sent; i++)
+    if (!c->resp_seen && !c->is_h2) /* HTTP/2: see ends_seen() */
+        for (uint64_t i = unanswered(resp); i < resp->sent; i++)
             cost_charge(c, i, false, 0, "its answer was not shown to sluice", now);
     cost_charge(c, resp->sent, false, 0, "its answer was never read", now);
     struct cost_target *ct = &c->rp->cost[resp->sent % SL_H1RESP_RING];
@@ -805,8 +905,9 @@ static void cost_targets(struct sl_req_conn *c, struct sl_h1resp *resp,
         ct->rule[k] = d->cost_rule[k];
         ct->hash[k] = d->cost_hash[k];
     }
-    if (c->is_h2)
-        cost_charge(c, resp->sent, false, 0, "HTTP/2 answers are not read for costs", now);
+    if (c->is_h2 && !h2_costs_read(c))
+        cost_charge(c, resp->sent, false, 0, "HTTP/2 answers are read for header: costs alone",
+                    now);
 }
 
 /* What a decided head leaves: a denial (false: the scan stops there), a
@@ -833,11 +934,12 @@ static bool act(struct sl_req_conn *c, const struct found *h1, const struct sl_r
             memcpy(lt->key, d->learn_key, sizeof lt->key);
         }
         struct sl_h1resp *resp = &c->rp->resp;
-        /* responses never shown (TLS written by a library sluice does not
-         * read): a request's places last until the next head, the end of
-         * its response for a client that waits for it */
-        if (c->inflight && !c->resp_seen)
-            for (uint64_t i = resp->done; i < resp->sent; i++)
+        /* HTTP/1 responses never shown (TLS written by a library sluice
+         * does not read): a request's places last until the next head, the
+         * end of its response for a client that waits for it; HTTP/2: see
+         * ends_seen() */
+        if (c->inflight && !c->resp_seen && !c->is_h2)
+            for (uint64_t i = unanswered(resp); i < resp->sent; i++)
                 places_free(c, i);
         places_free(c, resp->sent); /* a request's whose response was never counted */
         cost_targets(c, resp, d, now);
@@ -847,20 +949,22 @@ static bool act(struct sl_req_conn *c, const struct found *h1, const struct sl_r
             at->rule[k] = d->answer_rule[k];
             at->hash[k] = d->answer_hash[k];
         }
-        /* HTTP/2 streams are not paired with their responses: not held */
-        at->nrec = c->is_h2 ? 0 : (uint8_t)d->ninflight;
+        /* an HTTP/2 stream whose end cannot be seen: not held */
+        bool held = ends_seen(c);
+        at->over = false;
+        at->nrec = held ? (uint8_t)d->ninflight : 0;
         for (int k = 0; k < d->ninflight; k++)
-            if (c->is_h2)
-                sl_table_conn_release(c->rules.rt->table, d->inflight_rec[k]);
-            else
+            if (held)
                 at->rec[k] = d->inflight_rec[k];
+            else
+                sl_table_conn_release(c->rules.rt->table, d->inflight_rec[k]);
         sl_h1resp_sent(resp, h1->method);
     }
     /* no memory to remember a hold: the head passes now (fail open) */
     if (d->wait_ns && (c->ahead || (c->ahead = sl_alloc(SL_REQ_AHEAD * sizeof *c->ahead)))) {
         struct ahead *a = &c->ahead[c->nahead++];
         *a = (struct ahead){.off = h1->start, .release_at = now + d->wait_ns, .place_rule = -1};
-        if (d->place_rule >= 0 && c->rp && !c->is_h2) {
+        if (d->place_rule >= 0 && c->rp && ends_seen(c)) {
             a->place_rule = d->place_rule;
             a->place_key = d->place_key;
             a->index = c->rp->resp.sent - 1;
@@ -972,7 +1076,7 @@ static bool place_found(struct sl_req_conn *c, struct ahead *a, uint64_t now)
     if (rec != -1) {
         a->place_rule = -1;
         struct answer_target *at = &c->rp->ans[a->index % SL_H1RESP_RING];
-        if (rec >= 0 && at->nrec < SL_REQ_ANSWERS && c->rp->resp.done <= a->index)
+        if (rec >= 0 && at->nrec < SL_REQ_ANSWERS && !at->over)
             at->rec[at->nrec++] = rec;
         else if (rec >= 0) /* no room, or its response already ended */
             sl_table_conn_release(rt->table, rec);
@@ -1169,29 +1273,16 @@ bool sl_req_answers(const struct sl_req_conn *c)
     return c->answers || (!c->out && (c->inflight || c->costs));
 }
 
-/* HTTP/2 responses, with `learn`: their heads (h2resp.h). Their ends are
- * not followed (count_status and req_conns do not pair HTTP/2 streams). */
-static void h2_responses(struct sl_req_conn *c, const void *buf, size_t n)
-{
-    struct replies *rp = c->rp;
-    if (!c->learn || n == 0) return;
-    if (!rp->h2r) { /* no memory: nothing learned (only ever stricter) */
-        if (!(rp->h2r = sl_alloc(sizeof *rp->h2r))) return;
-        sl_h2resp_init(rp->h2r, learned_h2, c);
-    }
-    rp->h2r->arg = c; /* where the connection is now */
-    sl_h2resp_feed(rp->h2r, buf, n);
-}
-
 void sl_req_responses(struct sl_req_conn *c, const void *buf, size_t n)
 {
     if (!c->rp) return;
-    if (c->is_h2) {
-        h2_responses(c, buf, n);
+    c->resp_seen |= n > 0;
+    if (c->is_h2) { /* no reader (no memory): nothing learned, nothing held */
+        struct sl_h2resp *r = n ? h2_reader(c) : NULL;
+        if (r) sl_h2resp_feed(r, buf, n);
         return;
     }
     c->rp->resp.arg = c; /* where the connection is now */
-    c->resp_seen |= n > 0;
     if (n == 0)
         sl_h1resp_eof(&c->rp->resp);
     else
@@ -1207,7 +1298,9 @@ void sl_req_responses_at(struct sl_req_conn *c, const void *buf, size_t n, uint6
 
 void sl_req_responses_unread(struct sl_req_conn *c)
 {
-    if (c->rp) sl_h1resp_lose(&c->rp->resp);
+    if (!c->rp) return;
+    sl_h1resp_lose(&c->rp->resp);
+    if (c->is_h2 && h2_reader(c)) sl_h2resp_lose(c->rp->h2r);
 }
 
 void sl_req_conn_rebind(struct sl_req_conn *c, struct sl_runtime *rt)

@@ -47,9 +47,8 @@ the test: the counts are exact whatever the machine's load).
    the latest (a 429 sooner is doubt's, allowed).
 6. HTTP/2: nginx with an h2c listener (`listen ... http2`), curl
    --http2-prior-knowledge, 5 failed logins of one user (a connection
-   each): HTTP/2 answers are not read (docs), so by the rule of doubt each
-   request should count: no more than 3 should reach nginx (its access
-   log).
+   each): no more than 3 should reach nginx (its access log). (HTTP/2
+   answers are now paired by stream: test_h2_answers.py.)
 Cases 3, 3b, 5 and 6 found defects, each seen failing and now fixed: a
 count_status request only looked at its key's bucket when it came, and
 its answer took, so the requests in flight together all passed (3, 3b:

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <nghttp2/nghttp2.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../../core/http/h2resp.h"
@@ -19,12 +20,15 @@
 
 #define MAXREP 8
 
+struct pairs_seen;
+
 struct seen {
     int n;
     uint32_t stream[MAXREP];
     int status[MAXREP];
     struct sl_learn_when retry[MAXREP];
     int64_t openai_left[MAXREP];
+    struct pairs_seen *pairs;
 };
 
 static void on_head(void *arg, uint32_t stream, const struct sl_learn_resp *f)
@@ -70,9 +74,9 @@ static void server_stream(struct h2out *o)
     f[0] = 4; /* pad length */
     memcpy(f + 1, b, half);
     memset(f + 1 + half, 0, 4);
-    h2frame(o, 1, 0x8, 1, f, 1 + half + 4);         /* HEADERS, PADDED, no END_HEADERS */
-    h2frame(o, 9, 0x4, 1, b + half, n - half);      /* CONTINUATION, END_HEADERS */
-    h2frame(o, 0, 0, 1, "{\"error\":1}", 11);       /* DATA */
+    h2frame(o, 1, 0x8, 1, f, 1 + half + 4);    /* HEADERS, PADDED, no END_HEADERS */
+    h2frame(o, 9, 0x4, 1, b + half, n - half); /* CONTINUATION, END_HEADERS */
+    h2frame(o, 0, 0, 1, "{\"error\":1}", 11);  /* DATA */
     nghttp2_nv trailers[] = {H2NV("retry-after", "9")};
     n = block(d, trailers, 1, b);
     h2frame(o, 1, 0x5, 1, b, n); /* trailers: END_HEADERS | END_STREAM */
@@ -215,12 +219,82 @@ static void errors_stop_the_reading(void **unused)
     sl_h2resp_fini(&r);
 }
 
+/* What sl_h2resp_pair reports, as text: "s1:429" a status, "e1" an end,
+ * "g7" a GOAWAY; fields counted. */
+struct pairs_seen {
+    char log[256];
+    int fields;
+};
+
+static void log_event(struct pairs_seen *p, const char *fmt, uint32_t a, int b)
+{
+    size_t n = strlen(p->log);
+    snprintf(p->log + n, sizeof p->log - n, fmt, a, b);
+}
+
+static void p_status(void *arg, uint32_t stream, int status)
+{
+    log_event(((struct seen *)arg)->pairs, "s%u:%d ", stream, status);
+}
+
+static void p_field(void *arg, uint32_t stream, const char *name, size_t nlen, const char *value,
+                    size_t vlen)
+{
+    (void)stream, (void)name, (void)nlen, (void)value, (void)vlen;
+    ((struct seen *)arg)->pairs->fields++;
+}
+
+static void p_end(void *arg, uint32_t stream)
+{
+    log_event(((struct seen *)arg)->pairs, "e%u ", stream, 0);
+}
+
+static void p_goaway(void *arg, uint32_t last)
+{
+    log_event(((struct seen *)arg)->pairs, "g%u ", last, 0);
+}
+
+static const struct sl_h2resp_pairs pairs = {p_status, p_field, p_end, p_goaway};
+
+/* server_stream, then the end of stream 3 (DATA), 5 reset, a GOAWAY. */
+static void ended_stream(struct h2out *o)
+{
+    server_stream(o);
+    h2frame(o, 0, 0x1, 3, "{}", 2);                             /* DATA, END_STREAM */
+    h2frame(o, 3, 0, 5, "\x00\x00\x00\x08", 4);                 /* RST_STREAM, CANCEL */
+    h2frame(o, 7, 0, 0, "\x00\x00\x00\x07\x00\x00\x00\x00", 8); /* GOAWAY, last 7 */
+    h2frame(o, 0, 0x1, 9, "x", 1); /* DATA on a stream never answered: its end */
+}
+
+static void pairs_report_statuses_fields_and_ends(void **unused)
+{
+    (void)unused;
+    static struct h2out o;
+    ended_stream(&o);
+    const char *want = "s1:429 e1 s3:200 s5:503 s7:200 e7 e3 e5 g7 e9 ";
+    for (size_t cut = 0; cut <= o.len; cut++) {
+        struct sl_h2resp r;
+        struct pairs_seen p = {{0}, 0};
+        struct seen s = {.pairs = &p};
+        sl_h2resp_init(&r, on_head, &s);
+        sl_h2resp_pair(&r, &pairs);
+        sl_h2resp_feed(&r, o.buf, cut);
+        sl_h2resp_feed(&r, o.buf + cut, o.len - cut);
+        assert_false(sl_h2resp_lost(&r));
+        assert_string_equal(p.log, want);
+        assert_int_equal(p.fields, 3 + 2 + 2 + 1); /* stream 1's, 3's, 5's, 7's */
+        expect_all(&s);
+        sl_h2resp_fini(&r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(final_heads_are_reported_by_stream),
         cmocka_unit_test(every_split_reads_the_same),
         cmocka_unit_test(errors_stop_the_reading),
+        cmocka_unit_test(pairs_report_statuses_fields_and_ends),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
