@@ -204,13 +204,10 @@ static ssize_t recv_in(gnutls_session_t s, int fd, struct sl_fd *e, void *data, 
     return n;
 }
 
-/* The program ends an inbound session: a 429 due is written through it
- * first. */
-static void ending(gnutls_session_t s)
+/* The program ends an inbound session on fd (its entry e, from
+ * tracked_in): a 429 due is written through it first. */
+static void ending(gnutls_session_t s, int fd, struct sl_fd *e)
 {
-    int fd;
-    struct sl_fd *e = tracked_in(s, &fd);
-    if (!e) return;
     int saved = errno;
     struct sl_transport t = in_transport(s, fd);
     sl_reqin_tls_end(e, &t);
@@ -280,7 +277,9 @@ SL_EXPORT ssize_t gnutls_record_recv(gnutls_session_t s, void *data, size_t size
 
 SL_EXPORT int gnutls_bye(gnutls_session_t s, int how)
 {
-    ending(s);
+    int fd;
+    struct sl_fd *e = tracked_in(s, &fd);
+    if (e) ending(s, fd, e);
     return REAL_GNUTLS(bye, "gnutls_bye", gnutls_bye)(s, how);
 }
 
@@ -289,7 +288,7 @@ SL_EXPORT void gnutls_deinit(gnutls_session_t s)
     int fd;
     struct sl_fd *e = tracked_in(s, &fd);
     if (e) {
-        ending(s);
+        ending(s, fd, e);
         sl_reqin_tls_free(e, s);
     }
     sl_tls_untie(s);

@@ -458,18 +458,20 @@ static ssize_t request_read(struct sl_runtime *rt, struct sl_fd *e, struct call 
 static ssize_t request_piece(struct sl_runtime *rt, struct sl_fd *e, struct call *c,
                              const void *buf, size_t len, size_t at)
 {
-    bool dontwait = has_msg_flags(c) && (c->flags & MSG_DONTWAIT), swallowed;
-    ssize_t cap = sl_reqout_before_write(c->fd, e, buf, len, dontwait, &swallowed);
+    bool dontwait = has_msg_flags(c) && (c->flags & MSG_DONTWAIT);
+    enum sl_reqout_fate fate;
+    ssize_t cap = sl_reqout_before_write(c->fd, e, buf, len, dontwait, &fate);
     if (cap < 0) return -1;
-    if (swallowed)
-        return cap; /* an outbound `reply` request: written, as far as the program knows */
+    /* written, as far as the program knows: an outbound `reply` request, or
+     * a held h2c write sluice sends at its turn (a read's W_KEPT work) */
+    if (fate == SL_REQOUT_SWALLOWED || fate == SL_REQOUT_KEPT) return cap;
     struct call piece = *c;
     piece.base = at;
     piece.len = (size_t)cap;
     piece.cut = at != 0 || (size_t)cap < c->len; /* never the program's whole call */
     ssize_t n = e->bytes_rule[SL_IO_SEND] >= 0 ? limited(rt, e, &piece, SL_IO_SEND)
                                                : real_call(&piece, (size_t)cap);
-    sl_reqout_written(e, buf, n);
+    sl_reqout_sent(e, buf, fate == SL_REQOUT_LET ? (size_t)cap : 0, n);
     return n;
 }
 

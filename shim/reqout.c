@@ -41,11 +41,10 @@ struct sl_reqout_conn {
      * needs) and `naming` says whether the client's first bytes may still
      * name a destination a rule names (SNI, Host: see name_step). */
     bool live, naming;
-    char *name;     /* the SNI that made it live, for the TLS restart (allocated), or NULL */
-    uint64_t sent;  /* bytes the program sent on the socket */
-    size_t planned; /* what the gate last let go, counted passed (sl_reqout_written) */
-    bool bio_told;  /* bio: core was told no 429 can be given here */
-    int nholds;     /* bio: where the ciphertext must wait */
+    char *name;    /* the SNI that made it live, for the TLS restart (allocated), or NULL */
+    uint64_t sent; /* bytes the program sent on the socket */
+    bool bio_told; /* bio: core was told no 429 can be given here */
+    int nholds;    /* bio: where the ciphertext must wait */
     struct hold {
         uint64_t at;    /* the stream offset of the held request's first record */
         uint64_t until; /* its turn */
@@ -56,8 +55,16 @@ struct sl_reqout_conn {
 
 #define CONN(o) ((struct sl_req_conn *)(void *)(o)->conn)
 /* The outbound state of a descriptor whose gate is outbound (g comes first). */
-#define OUT(e)     ((struct sl_reqout_conn *)(void *)(e)->gate)
-#define H2_PREFACE "PRI * HTTP/2.0\r\n"
+#define OUT(e) ((struct sl_reqout_conn *)(void *)(e)->gate)
+
+/* Whether a connection's first bytes are the HTTP/2 preface (h2c, or the
+ * plaintext through TLS after ALPN h2): its held writes are kept
+ * (keep_held). */
+static bool h2_preface(const void *buf, size_t len)
+{
+    static const char preface[] = "PRI * HTTP/2.0\r\n";
+    return len >= sizeof preface - 1 && !memcmp(buf, preface, sizeof preface - 1);
+}
 
 void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst)
 {
@@ -132,7 +139,7 @@ static void unseen_tls(struct sl_reqout_conn *o, int fd, const void *buf, size_t
     if (!o->written) {
         o->written = true;
         o->hello = type == 0x16;
-        o->h2 = len >= sizeof H2_PREFACE - 1 && !memcmp(buf, H2_PREFACE, sizeof H2_PREFACE - 1);
+        o->h2 = h2_preface(buf, len);
         /* the ClientHello of a session over memory BIOs ties it here */
         if (o->hello && sl_tls_tie_hello(fd, buf, len))
             o->bio = true;
@@ -155,7 +162,7 @@ static void unseen_tls(struct sl_reqout_conn *o, int fd, const void *buf, size_t
 /* A write of ciphertext records from memory BIOs (tlsbio.h): the bytes
  * before the first hold go; at a hold, its turn is waited for (blocking:
  * sleep; non-blocking: EAGAIN, writable at the turn), or a denial fails
- * the write. */
+ * the write, once the HTTP/2 streams before it have ended. */
 static ssize_t cipher_turn(int fd, struct sl_fd *e, size_t len, bool nonblock_flag)
 {
     struct sl_reqout_conn *o = OUT(e);
@@ -169,11 +176,17 @@ static ssize_t cipher_turn(int fd, struct sl_fd *e, size_t len, bool nonblock_fl
             return (ssize_t)(room < len ? room : len);
         }
         struct hold *h = &o->holds[0];
-        if (h->err) {
+        uint64_t now = sl_clock_now();
+        /* a denial waits for the HTTP/2 streams before it (request.h) */
+        uint64_t wait = h->err ? sl_req_refusal_wait(CONN(o), now) : 0;
+        if (h->err && !wait) {
             errno = h->err;
             return -1;
         }
-        uint64_t now = sl_clock_now();
+        if (wait) {
+            if (sl_hold_until(&hd, now, now + wait) != 0) return -1;
+            continue;
+        }
         if (now >= h->until) {
             memmove(o->holds, o->holds + 1, (size_t)--o->nholds * sizeof *h);
             continue;
@@ -242,31 +255,41 @@ static ssize_t bio_write(struct sl_fd *e, const struct sl_transport *t, const vo
     return (ssize_t)off;
 }
 
-/* One part of the program's plaintext written through a TLS library
- * (whole: it goes, waits or fails as one): how many of the len bytes go
- * now, counted passed already (core/http/reqwrite.h), or -1 with errno
- * (EAGAIN held, EINTR, the rule's). With *swallowed set, that many were
- * swallowed by a `reply` rule: reported written, never sent. */
-static ssize_t tls_part(int fd, struct sl_fd *e, const void *buf, size_t len, bool *swallowed)
+/* The gate's decision on a write of a live connection (gate.h), its
+ * swallowed bytes named as such. */
+static ssize_t gate_write(struct sl_fd *e, int fd, const void *buf, size_t len, bool nonblock,
+                          bool whole, enum sl_reqout_fate *fate)
 {
-    *swallowed = false;
+    bool swallowed;
+    ssize_t k = sl_gate_write(e->gate, e, fd, buf, len, runtime_now(), nonblock, whole, &swallowed);
+    *fate = swallowed ? SL_REQOUT_SWALLOWED : SL_REQOUT_LET;
+    return k;
+}
+
+/* What a write whose decision was `fate` counted as passed of the k bytes
+ * it gave: sl_reqout_sent's `let`. */
+static size_t counted(enum sl_reqout_fate fate, ssize_t k)
+{
+    return fate == SL_REQOUT_LET && k > 0 ? (size_t)k : 0;
+}
+
+/* One part of the program's plaintext written through a TLS library
+ * (whole: it goes, waits or fails as one): how many of the len bytes,
+ * which *fate says what to do with (SL_REQOUT_LET, SL_REQOUT_PASS: no
+ * rule matches yet; SL_REQOUT_SWALLOWED), or -1 with errno (EAGAIN held,
+ * EINTR, the rule's). */
+static ssize_t tls_part(int fd, struct sl_fd *e, const void *buf, size_t len,
+                        enum sl_reqout_fate *fate)
+{
+    *fate = SL_REQOUT_PASS;
     if (!OUT(e)->live && !(OUT(e)->naming && name_step(e, buf, len, true)))
         return (ssize_t)len; /* no request rule matches (yet) */
     struct sl_reqout_conn *o = OUT(e);
     if (!o->tls_written && len) {
         o->tls_written = true;
-        o->h2 = len >= sizeof H2_PREFACE - 1 && !memcmp(buf, H2_PREFACE, sizeof H2_PREFACE - 1);
+        o->h2 = h2_preface(buf, len);
     }
-    return sl_gate_write(&o->g, e, fd, buf, len, runtime_now(), false, true, swallowed);
-}
-
-/* The library (or, for kept h2c bytes, the socket) wrote `sent` (<= 0:
- * none) of the k bytes the gate let go: the rest was not passed after
- * all. */
-static void part_sent(struct sl_fd *e, size_t k, ssize_t sent)
-{
-    size_t went = sent > 0 ? (size_t)sent : 0;
-    if (OUT(e)->live && went < k) sl_req_unwritten(CONN(OUT(e)), k - went);
+    return gate_write(e, fd, buf, len, false, true, fate);
 }
 
 bool sl_reqout_live(const struct sl_fd *e)
@@ -347,16 +370,15 @@ static bool flush(struct sl_fd *e, const struct sl_transport *t)
     if (!o->nkept) return true;
     int saved = errno;
     while (o->nkept) {
-        bool swallowed;
-        ssize_t ok = o->tls ? tls_part(t->fd, e, o->kept, o->nkept, &swallowed)
-                            : sl_gate_write(&o->g, e, t->fd, o->kept, o->nkept, runtime_now(), true,
-                                            false, &swallowed);
+        enum sl_reqout_fate fate;
+        ssize_t ok = o->tls ? tls_part(t->fd, e, o->kept, o->nkept, &fate)
+                            : gate_write(e, t->fd, o->kept, o->nkept, true, false, &fate);
         if (ok <= 0) break; /* not yet (or refused: kept until the connection ends) */
+        bool swallowed = fate == SL_REQOUT_SWALLOWED;
         ssize_t n = swallowed ? ok : t->write(t, o->kept, (size_t)ok);
-        if (!swallowed) part_sent(e, (size_t)ok, n);
+        if (!swallowed) sl_reqout_sent(e, o->kept, counted(fate, ok), n);
         o = OUT(e);
         if (n <= 0) break;
-        if (!o->tls) o->sent += (uint64_t)n;
         memmove(o->kept, o->kept + n, o->nkept - (size_t)n);
         o->nkept -= (size_t)n;
     }
@@ -386,10 +408,9 @@ static struct sl_transport sock_transport(int fd)
 }
 
 ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
-                               bool nonblock_flag, bool *swallowed)
+                               bool nonblock_flag, enum sl_reqout_fate *fate)
 {
-    *swallowed = false;
-    OUT(e)->planned = 0;
+    *fate = SL_REQOUT_PASS;
     if (len && !OUT(e)->tls) unseen_tls(OUT(e), fd, buf, len);
     bool live = OUT(e)->live || (OUT(e)->naming && name_step(e, buf, len, false));
     struct sl_reqout_conn *o = OUT(e); /* name_step may have moved it */
@@ -399,16 +420,14 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
     if (!live || o->tls) return (ssize_t)len;
     struct sl_transport t = sock_transport(fd);
     bool behind = o->nkept && !flush(e, &t); /* kept h2c bytes go first */
-    ssize_t k = behind ? (errno = EAGAIN, -1)
-                       : sl_gate_write(&o->g, e, fd, buf, len, runtime_now(), nonblock_flag, false,
-                                       swallowed);
+    ssize_t k =
+        behind ? (errno = EAGAIN, -1) : gate_write(e, fd, buf, len, nonblock_flag, false, fate);
     /* h2c: a held write is kept and reported written (curl 7.88 fails an
      * HTTP/2 write that returns EAGAIN), and sent at its turn (flush) */
     if (k < 0 && errno == EAGAIN && (behind ? keep(e, buf, len) : keep_held(fd, e, buf, len))) {
-        *swallowed = true;
+        *fate = SL_REQOUT_KEPT;
         return (ssize_t)len;
     }
-    o->planned = k > 0 && !*swallowed ? (size_t)k : 0;
     return k;
 }
 
@@ -423,14 +442,14 @@ bool sl_reqout_kept(const struct sl_fd *e)
     return OUT(e)->nkept != 0;
 }
 
-void sl_reqout_written(struct sl_fd *e, const void *buf, ssize_t n)
+void sl_reqout_sent(struct sl_fd *e, const void *buf, size_t let, ssize_t sent)
 {
     struct sl_reqout_conn *o = OUT(e);
-    size_t sent = n > 0 ? (size_t)n : 0, planned = o->planned;
-    o->planned = 0;
-    if (planned > sent) sl_req_unwritten(CONN(o), planned - sent); /* not all went */
-    o->sent += sent;
-    if (sent && !o->tls && o->rec) sl_bursts_written(o->rec, buf, sent);
+    size_t went = sent > 0 ? (size_t)sent : 0;
+    if (let > went) sl_req_unwritten(CONN(o), let - went); /* counted, but not all went */
+    if (!sl_reqout_plain(e)) return; /* plaintext a TLS library wrote: not the socket's bytes */
+    o->sent += went;
+    if (went && !o->tls && o->rec) sl_bursts_written(o->rec, buf, went);
 }
 
 /* The program's write of n bytes, in parts when a swallowed request
@@ -444,15 +463,15 @@ static ssize_t write_parts(struct sl_fd *e, const struct sl_transport *t, const 
 {
     size_t off = 0;
     while (off < n) {
-        bool swallowed;
-        ssize_t k = tls_part(t->fd, e, buf + off, n - off, &swallowed);
+        enum sl_reqout_fate fate;
+        ssize_t k = tls_part(t->fd, e, buf + off, n - off, &fate);
         if (k < 0) return off ? (ssize_t)off : (*refused = true, -1);
-        if (swallowed) {
+        if (fate == SL_REQOUT_SWALLOWED) {
             off += (size_t)k;
             continue;
         }
         ssize_t got = t->write(t, buf + off, (size_t)k);
-        part_sent(e, (size_t)k, got);
+        sl_reqout_sent(e, buf + off, counted(fate, k), got);
         if (got <= 0) return off ? (ssize_t)off : got;
         off += (size_t)got;
     }

@@ -42,12 +42,22 @@ struct sl_addr;
 /* connect.c: fd is connecting (or connected) to dst. */
 void sl_reqout_connect(struct sl_runtime *rt, int fd, const struct sl_addr *dst);
 
-/* io.c, before a write of up to len bytes of buf: how many may go now
- * (> 0), or -1 with errno (EAGAIN held, EINTR, the rule's errno). With
- * *swallowed set, that many were swallowed instead: the caller reports
- * them written without sending them. */
+/* What the count a write decision returns stands for (*fate). */
+enum sl_reqout_fate {
+    SL_REQOUT_LET,       /* write them: counted as passed already (a shortfall is handed back) */
+    SL_REQOUT_PASS,      /* write them: nothing counts them as requests (no rule matches yet,
+                            ciphertext records, which wait their turn at the socket) */
+    SL_REQOUT_SWALLOWED, /* a `reply` rule answers the request: reported written, never sent */
+    SL_REQOUT_KEPT,      /* a held h2c write sluice took: reported written, sent at its turn
+                            (sl_reqout_flush) */
+};
+
+/* io.c, before a write of up to len bytes of buf: how many of them (> 0),
+ * which *fate says what to do with, or -1 with errno (EAGAIN held, EINTR,
+ * the rule's errno). Swallowed or kept bytes the caller reports written
+ * without sending them. */
 ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t len,
-                               bool nonblock_flag, bool *swallowed);
+                               bool nonblock_flag, enum sl_reqout_fate *fate);
 
 /* io.c, tls.c, gnutls.c, before a read of the connection (tls: through
  * the library): its gate when an outbound `reply` rule matches it, and
@@ -69,10 +79,13 @@ bool sl_reqout_plain(const struct sl_fd *e);
 void sl_reqout_flush(int fd, struct sl_fd *e);
 bool sl_reqout_kept(const struct sl_fd *e);
 
-/* io.c, after every write sl_reqout_before_write let go (not a swallowed
- * one): n of those bytes were written (n <= 0: none). What the gate let go
- * counted as passed at once; the part that did not go is handed back. */
-void sl_reqout_written(struct sl_fd *e, const void *buf, ssize_t n);
+/* After every write of the connection's bytes that a write decision gave
+ * to be written (io.c: sl_reqout_before_write's SL_REQOUT_LET or
+ * SL_REQOUT_PASS; the TLS libraries' writes here): `sent` of them were
+ * written (<= 0: none), `let` of them were counted as passed
+ * (SL_REQOUT_LET's count; 0 otherwise): what was counted but did not go
+ * is handed back. */
+void sl_reqout_sent(struct sl_fd *e, const void *buf, size_t let, ssize_t sent);
 
 /* tls.c: the program writes this connection's plaintext through OpenSSL
  * (SSL_write): from now on the requests are read there (tls true in the

@@ -44,21 +44,21 @@ struct nghttp2_hd_inflater;
 struct sl_h2resp_pairs {
     void (*status)(void *arg, uint32_t stream, int status); /* a final head's */
     void (*field)(void *arg, uint32_t stream, const char *name, size_t nlen, const char *value,
-                  size_t vlen);                             /* its fields, before status */
-    void (*end)(void *arg, uint32_t stream);                /* the responder ended it */
-    void (*goaway)(void *arg, uint32_t last);               /* streams past last are not answered */
+                  size_t vlen);               /* its fields, before status */
+    void (*end)(void *arg, uint32_t stream);  /* the responder ended it */
+    void (*goaway)(void *arg, uint32_t last); /* streams past last are not answered */
 };
 
 struct sl_h2resp {
     uint8_t hdr[9];
-    uint8_t hdr_len;   /* bytes of the frame header read */
-    uint32_t left;     /* payload bytes of the frame still to come */
+    uint8_t hdr_len; /* bytes of the frame header read */
+    uint32_t left;   /* payload bytes of the frame still to come */
     uint8_t type, flags;
     uint32_t stream;
-    uint8_t front;     /* bytes to skip before the fragment: pad length, priority, promised id */
-    bool want_padlen;  /* the next payload byte is the pad length */
-    uint32_t pad;      /* padding at the frame's end */
-    bool in_block;     /* a header block is open (CONTINUATION may follow) */
+    uint8_t front;    /* bytes to skip before the fragment: pad length, priority, promised id */
+    bool want_padlen; /* the next payload byte is the pad length */
+    uint32_t pad;     /* padding at the frame's end */
+    bool in_block;    /* a header block is open (CONTINUATION may follow) */
     uint32_t block_stream;
     bool block_first;  /* no field of the block read yet */
     bool block_resp;   /* the block is a final response head */

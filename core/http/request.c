@@ -155,7 +155,8 @@ struct sl_req_conn {
     struct ahead *ahead; /* SL_REQ_AHEAD of them, allocated at the first hold */
     uint64_t deny_off;
     struct sl_req_verdict deny;
-    char *reply; /* a denial's built-in 429 (allocated then) */
+    uint64_t refuse_at; /* outbound HTTP/2: the denial waits for earlier streams until then */
+    char *reply;        /* a denial's built-in 429 (allocated then) */
     struct sl_h1 scan;
     struct sl_h2 *h2;   /* is_h2 */
     struct replies *rp; /* replies */
@@ -479,7 +480,7 @@ static const struct sl_h2resp_pairs h2_pairs = {
 static struct sl_h2resp *h2_reader(struct sl_req_conn *c)
 {
     struct replies *rp = c->rp;
-    if (!rp || !(c->learn || c->answers || c->inflight || c->costs)) return NULL;
+    if (!rp || !(c->learn || c->answers || c->inflight || c->costs || c->replies)) return NULL;
     if (!rp->h2r && (rp->h2r = sl_alloc(sizeof *rp->h2r))) {
         sl_h2resp_init(rp->h2r, c->learn ? learned_h2 : NULL, c);
         sl_h2resp_pair(rp->h2r, &h2_pairs);
@@ -1098,6 +1099,19 @@ static bool place_found(struct sl_req_conn *c, struct ahead *a, uint64_t now)
     a->place_rule = -1;
     deny(c, a->off, &d);
     return false;
+}
+
+uint64_t sl_req_refusal_wait(struct sl_req_conn *c, uint64_t now)
+{
+    if (!c->denied || !c->out || !c->is_h2 || !c->rp || !ends_seen(c)) return 0;
+    if (!c->refuse_at) c->refuse_at = now + c->rules.rt->cfg->rules[c->deny.rule].max_delay_ns;
+    const struct sl_h1resp *resp = &c->rp->resp;
+    bool open = false;
+    for (uint64_t i = unanswered(resp); i < resp->sent && !open; i++)
+        open = !c->rp->ans[i % SL_H1RESP_RING].over;
+    if (!open || now >= c->refuse_at) return 0;
+    uint64_t step = SL_NS_PER_SEC / 200;
+    return c->refuse_at - now < step ? c->refuse_at - now : step;
 }
 
 size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now,

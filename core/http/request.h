@@ -69,6 +69,15 @@ bool sl_req_conn_init_named(struct sl_req_conn *c, struct sl_runtime *rt, enum s
                             const struct sl_addr *local, const struct sl_addr *peer,
                             const char *name, uint64_t now);
 
+/* An outbound HTTP/2 denial fails the write that carries its stream, and
+ * a client then drops the whole connection (grpc does): the streams sent
+ * before it would fail too, answered ones included, though the server
+ * ran them. So before a denial's write fails, the caller asks how long
+ * it waits for their ends (their answers read): up to 5 ms at a time,
+ * within the rule's max_delay from the first ask; 0: fail now (nothing
+ * in flight, not HTTP/2, answers not read, or its time is up). */
+uint64_t sl_req_refusal_wait(struct sl_req_conn *c, uint64_t now);
+
 /* Looks at `len` bytes not yet passed, starting at the connection's stream
  * position (buf[0] is the first byte the next sl_req_passed will count).
  * Decides every complete request head among them not decided before and

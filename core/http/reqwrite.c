@@ -54,6 +54,15 @@ void sl_req_write(struct sl_req_conn *c, struct sl_runtime *rt, const void *buf,
         return write_now(c, buf, ok, w);
     if (v.status == SL_REQ_SWALLOW && ok == 0 && !(flags & SL_REQ_WRITE_NO_SKIP))
         return swallow(c, buf, len, now, v.rule, w);
+    /* a denial over memory BIOs waits at the socket write (its time is
+     * not now: shim/reqout.c cipher_turn) */
+    uint64_t wait = v.status == SL_REQ_DENY && !(flags & SL_REQ_WRITE_NO_SKIP)
+                        ? sl_req_refusal_wait(c, now)
+                        : 0;
+    if (wait) {
+        *w = (struct sl_req_write){.what = SL_REQ_WAIT, .wait_ns = wait};
+        return;
+    }
     if (v.status == SL_REQ_DENY || v.status == SL_REQ_SWALLOW) {
         *w = (struct sl_req_write){.what = SL_REQ_FAIL, .err = refusal(c, v.rule)};
         return;

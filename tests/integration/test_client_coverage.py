@@ -4,12 +4,16 @@ sluice paces, refuses or cannot see, measured, and docs/clients.md's table
 checked against it so the two never drift.
 
 One nginx on loopback, a TLS port (`ssl http2`, a certificate the test
-makes) and a plain one. Each client that Debian (or the machine's node)
-provides makes 12 GETs, one after another, the way it naturally does
-(keep-alive where it keeps connections), each run under its own
-`sluice run --out 'to=127.0.0.1 port=P ...'`, so each run has its own
-private table (no `shared`): runs in parallel threads do not share a
-budget, and nginx tells them apart by a path prefix of their own.
+makes) and a plain one. Each client that Debian (or the machine's node,
+and undici from the npm cache of h2clientlib.py) provides makes 12 GETs,
+one after another, the way it naturally does (keep-alive where it keeps
+connections), each run under its own `sluice run --out 'to=127.0.0.1
+port=P ...'`, so each run has its own private table (no `shared`): runs
+in parallel threads do not share a budget, and nginx tells them apart by
+a path prefix of their own. grpcio speaks gRPC, not GETs: it makes 12
+unary calls one after another to grpclib.py's servers (TLS, and h2c for
+the HTTP columns), named by the same prefix, and the time each call
+started executing there stands for nginx's $msec.
 
   delay   req_rate=5/s req_burst=1: the 12 requests nginx serves span
           (12 - 1) / 5 = 2.2 s when paced (from nginx's $msec: the client's
@@ -42,7 +46,10 @@ in docs/coverage.md. A client that is not installed is a row saying so
 and is left out of the comparison.
 """
 import concurrent.futures
+import contextlib
 
+import grpclib
+import h2clientlib
 from lib import *
 
 N, RATE = 12, 5
@@ -52,7 +59,10 @@ FLOOR, SLACK = DUE - 0.1, 3.0
 # requests a client writes in one burst count once (README, "approximate"):
 # such a row's run may be one interval short. Unpaced clients stay far below.
 FLOOR_APPROX = FLOOR - 1 / RATE
-PY = "/usr/bin/python3"  # Debian's: python3-requests, python3-httpx, python3-aiohttp
+# Debian's: python3-requests, python3-httpx, python3-aiohttp, python3-grpcio
+PY = "/usr/bin/python3"
+GRPC_CLIENT = grpclib.CLIENT
+GRPC_ROW = "python grpcio (gRPC: 12 unary calls)"
 ACTIONS = ("delay", "reject", "reply")
 SCHEMES = ("https", "http")
 WRITE = os.environ.get("SLUICE_COVERAGE_WRITE") == "1"
@@ -236,6 +246,66 @@ n.times do |i|
 end
 """
 
+PHP_FGC = r"""
+[$url, $n] = [$argv[1], (int)$argv[2]];
+$ctx = stream_context_create(["http" => ["ignore_errors" => true, "timeout" => 2],
+                              "ssl" => ["verify_peer" => false, "verify_peer_name" => false]]);
+for ($i = 0; $i < $n; $i++) {
+    $body = @file_get_contents($url . $i, false, $ctx);
+    echo $body === false ? "ERR" : explode(" ", $http_response_header[0])[1], "\n";
+}
+"""
+
+# undici from npm (h2clientlib.undici_path: the cache the HTTP/2 tests
+# fill), with allowH2: HTTP/2 over node's own TLS when the server offers
+# it, HTTP/1.1 over plain HTTP (no h2c). node's built-in fetch is undici
+# too, HTTP/1.1 only: the "node fetch" row.
+UNDICI = r"""
+const {Agent, request} = require(process.env.SLUICE_UNDICI);
+const [url, n] = [process.argv[1], +process.argv[2]];
+const agent = new Agent({allowH2: true, connect: {rejectUnauthorized: false}});
+(async () => {
+  for (let i = 0; i < n; i++) {
+    try {
+      const r = await request(url + i,
+                              {dispatcher: agent, headersTimeout: 10000, bodyTimeout: 10000});
+      await r.body.text(); console.log(r.statusCode);
+    } catch (e) { console.log("ERR " + (e.code || e.name)); }
+  }
+  await agent.close();
+})();
+"""
+
+# apt's http method (/usr/lib/apt/methods/http, https too: GnuTLS), run by
+# apt-helper as apt runs it (a child apt execs after closing every
+# descriptor but its pipes, dropping to the user _apt), fetching the 12
+# URLs in one run (one connection, pipelined). Retries off: a refused
+# download is not tried again (apt's default is 3 tries, seconds apart).
+# A line per URL: 200 when its file came, else the status apt's error
+# names, else ERR.
+APT = r"""
+import os, re, shutil, subprocess, sys, tempfile
+url, n = sys.argv[1], int(sys.argv[2])
+out = tempfile.mkdtemp(prefix="sluice-apt-")
+os.chmod(out, 0o777)  # writable by _apt: apt's method runs sandboxed
+pairs = []
+for i in range(n):
+    pairs += [url + str(i), os.path.join(out, str(i))]
+r = subprocess.run(["/usr/lib/apt/apt-helper", "-o", "Acquire::Retries=0",
+                    "-o", "Acquire::https::Verify-Peer=false",
+                    "-o", "Acquire::https::Verify-Host=false",
+                    "download-file", *pairs], capture_output=True, text=True, timeout=40)
+said = r.stdout + r.stderr
+for i in range(n):
+    if os.path.exists(os.path.join(out, str(i))):
+        print(200)
+        continue
+    m = re.search(re.escape(url + str(i)) + r"\s+(\d{3})\b", said)
+    print(m.group(1) if m else "ERR")
+sys.stderr.write(said)
+shutil.rmtree(out, ignore_errors=True)
+"""
+
 PERL = r"""
 use LWP::UserAgent; $| = 1;
 my ($url, $n) = @ARGV;
@@ -260,7 +330,9 @@ def node_ok():
 
 
 def clients(tmp, built):
-    """(row name, installed?, argv builder(url) -> (argv, env))."""
+    """(row name, installed?, argv builder(url) -> (argv, env), vendor):
+    the vendor the client calls, "nginx" or "grpc" (grpclib.py's servers,
+    whose TLS port stands as HTTPS and whose h2c port as HTTP)."""
     def py(kind):
         return lambda url: ([PY, "-c", PY_CLIENT, kind, url, str(N)], {})
 
@@ -279,7 +351,16 @@ def clients(tmp, built):
         return lambda url: (["java", "-Djdk.internal.httpclient.disableHostnameVerification=true",
                              "-cp", built.get("java", ""), "Cov", version, url, str(N)], {})
 
-    return [
+    undici = h2clientlib.undici_path() if node_ok() else None
+
+    def grpc(url):
+        # the URL's scheme, port and tag name the server and the calls
+        # (grpclib's client names its calls TAG-0..TAG-(N-1))
+        scheme, _, port, tag = re.match(r"(\w+)://([\d.]+):(\d+)/(\w+)-$", url).groups()
+        argv = [PY, "-c", GRPC_CLIENT, port, str(N), tag, "seq"]
+        return argv + ([built["grpc"].crt] if scheme == "https" else []), {}
+
+    rows = [
         ("curl (defaults: HTTP/2 over TLS)", has("curl"), curl([])),
         ("curl --http1.1", has("curl"), curl(["--http1.1"])),
         ("wget (GnuTLS)", has("wget"), lambda url: (
@@ -297,13 +378,23 @@ def clients(tmp, built):
                                                 "NODE_NO_WARNINGS": "1"})),
         ("java HttpClient HTTP/1.1", "java" in built, java("h1")),
         ("java HttpClient (defaults: HTTP/2)", "java" in built, java("h2")),
+        ("undici (npm) allowH2", bool(undici), lambda url: (
+            ["node", "-e", UNDICI, url, str(N)], {"SLUICE_UNDICI": undici or "",
+                                                  "NODE_NO_WARNINGS": "1"})),
         ("php-curl", has("php") and "curl" in run(["php", "-m"]).stdout,
          lambda url: (["php", "-r", PHP, url, str(N)], {})),
+        ("php file_get_contents", has("php"),
+         lambda url: (["php", "-r", PHP_FGC, url, str(N)], {})),
         ("ruby net/http", has("ruby"), lambda url: (["ruby", "-e", RUBY, url, str(N)], {})),
         ("perl LWP", run(["perl", "-MLWP::Protocol::https", "-e", "1"]).returncode == 0,
          lambda url: (["perl", "-e", PERL, url, str(N)], {})),
-        ("Go net/http", "go" in built, lambda url: ([built.get("go", ""), url, str(N)], {})),
+        ("apt http method (apt-helper)", os.path.exists("/usr/lib/apt/apt-helper"),
+         lambda url: ([PY, "-c", APT, url, str(N)], {})),
     ]
+    go = ("Go net/http", "go" in built,
+          lambda url: ([built.get("go", ""), url, str(N)], {}), "nginx")
+    return ([(*r, "nginx") for r in rows]
+            + [(GRPC_ROW, not grpclib.grpc_missing(), grpc, "grpc"), go])
 
 
 def build(tmp):
@@ -436,8 +527,12 @@ def main():
 """)
         built = build(tmp)
         cl = clients(tmp, built)
+        grpc = None  # grpclib's servers, started below when grpcio's row runs
 
-        def served(tag):
+        def served(tag, vendor):
+            """The times the vendor started serving each call of the run."""
+            if vendor == "grpc":
+                return sorted(grpc.executed(tag).values())
             try:
                 lines = open(log).read().splitlines()
             except FileNotFoundError:
@@ -446,9 +541,12 @@ def main():
                     if l.split()[2].startswith(f"/{tag}-") and l.split()[1] == "200"]
 
         def one(job):
-            ci, name, argv_of, scheme, action = job
+            ci, name, argv_of, vendor, scheme, action = job
             tag = f"c{ci}{'s' if scheme == 'https' else 'p'}{action}"
-            port = tport if scheme == "https" else pport
+            if vendor == "grpc":
+                port = grpc.port(scheme == "https")
+            else:
+                port = tport if scheme == "https" else pport
             url = f"{scheme}://127.0.0.1:{port}/{tag}-"
             rate = f"req_rate={RATE}/s req_burst=1" if action == "delay" else \
                 "req_rate=1/m req_burst=2"
@@ -464,10 +562,10 @@ def main():
             # nginx logs a request after answering it: a bounded wait for
             # the lines of a client that exited on its last answer
             deadline = time.monotonic() + 1.0
-            got = served(tag)
+            got = served(tag, vendor)
             while len(got) < N and time.monotonic() < deadline:
                 time.sleep(0.05)
-                got = served(tag)
+                got = served(tag, vendor)
             statuses = re.findall(r"^(?:ERR\b.*|\d{3})$", out, re.M)
             if name.startswith("wget"):
                 statuses = re.findall(r"HTTP/\S+ (\d{3})", err)
@@ -477,14 +575,18 @@ def main():
 
         check(not (WRITE and ONLY), "SLUICE_COVERAGE_ONLY measures part of the table: not written")
         cl = [c for c in cl if ONLY in c[0]]
-        jobs = [(ci, name, argv_of, s, a) for ci, (name, ok, argv_of) in enumerate(cl) if ok
+        jobs = [(ci, name, argv_of, vendor, s, a)
+                for ci, (name, ok, argv_of, vendor) in enumerate(cl) if ok
                 for a in ACTIONS for s in SCHEMES]
         rows = {name: ({} if ok else {(s, a): "not installed" for s in SCHEMES for a in ACTIONS})
-                for name, ok, _ in cl}
+                for name, ok, _, _ in cl}
         measured = {}
         problems = []
         report = []  # a line per run, printed after any problem (CI shows a failure's head)
-        with Proc(nginx):
+        want_grpc = any(name == GRPC_ROW and ok for name, ok, _, _ in cl)
+        with Proc(nginx), (grpclib.GrpcServers(tmp) if want_grpc
+                           else contextlib.nullcontext()) as g:
+            grpc = built["grpc"] = g
             wait_listen(tport)
             wait_listen(pport)
             # Delay runs first (the long ones), 6 at a time: each is mostly
@@ -513,7 +615,7 @@ def main():
                         if cat == "broken":
                             problems.append(f"{name} {scheme} {action}: {note}\nstdout: "
                                             f"{out[-800:]}\nstderr: {err[-1500:]}")
-        for name, ok, _ in cl:
+        for name, ok, _, _ in cl:
             if not ok:
                 rows[name]["why"] = "not installed on this machine"
         lines = table(rows)
@@ -524,7 +626,7 @@ def main():
             want = table_rows(inner)
             for path in (CLIENTS, DOC):
                 have = table_rows(between(path)[1])
-                for name, ok, _ in cl:
+                for name, ok, _, _ in cl:
                     if ok and have.get(name) != want[name]:
                         problems.append(f"{os.path.relpath(path, ROOT)} differs from what was "
                                         f"measured for {name}:\n  file:     {have.get(name)}\n"

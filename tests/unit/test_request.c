@@ -636,33 +636,6 @@ static void a_connection_no_request_rule_matches_is_not_tracked(void **unused)
 /* ---- HTTP/2 (prior knowledge): frames made here, header blocks by
  * nghttp2's deflater ---- */
 
-/* Preface, SETTINGS, then GETs on streams 1, 3, 5 (the second's block in
- * HEADERS + CONTINUATION); starts[i]: where request i's first frame is. */
-static void h2_client(struct h2out *o, size_t *starts)
-{
-    nghttp2_hd_deflater *d;
-    assert_int_equal(nghttp2_hd_deflate_new(&d, 4096), 0);
-    static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-    memcpy(o->buf, preface, sizeof preface - 1);
-    o->len = sizeof preface - 1;
-    h2frame(o, 4, 0, 0, "", 0); /* SETTINGS */
-    nghttp2_nv nv[] = {H2NV(":method", "GET"), H2NV(":scheme", "http"), H2NV(":path", "/x"),
-                       H2NV(":authority", "a"), H2NV("x-api-key", "k")};
-    for (uint32_t i = 0; i < 3; i++) {
-        uint8_t blk[512];
-        ssize_t n = nghttp2_hd_deflate_hd(d, blk, sizeof blk, nv, 5);
-        assert_true(n > 2);
-        starts[i] = o->len;
-        if (i == 1) { /* END_STREAM, then END_HEADERS on the CONTINUATION */
-            h2frame(o, 1, 0x1, 2 * i + 1, blk, 2);
-            h2frame(o, 9, 0x4, 2 * i + 1, blk + 2, (size_t)n - 2);
-        } else {
-            h2frame(o, 1, 0x5, 2 * i + 1, blk, (size_t)n);
-        }
-    }
-    nghttp2_hd_deflate_del(d);
-}
-
 /* Issue 24.5: after a 101 to h2c the client's preface comes and its streams
  * are counted (streams 3, 5, ... after the upgraded request on stream 1).
  * Before the fix: the Upgrade switched counting off (seen failing: all

@@ -3,8 +3,9 @@
  * (core/http/reqwrite.h): whole writes wait or fail as one, a part goes
  * before a wait when not whole, bytes a library did not send are decided
  * again without a second charge, a swallowed request is skipped with its
- * 429 announced, and a reloaded runtime rebinds the connection. Time
- * injected. */
+ * 429 announced, a reloaded runtime rebinds the connection, and an
+ * HTTP/2 denial waits for the streams before it to end (within
+ * max_delay). Time injected. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "../../core/http/reqwrite.h"
+#include "h2_frames.h"
 #include "reqworld.h"
 #include "testutil.h"
 
@@ -174,6 +176,69 @@ static void a_reloaded_runtime_rebinds_the_connection(void **unused)
     world_free(w);
 }
 
+/* The server's side: SETTINGS, then 200s that end streams 1 and 3. */
+static size_t h2_answers(uint8_t *out)
+{
+    struct h2out o = {.len = 0};
+    nghttp2_hd_deflater *d;
+    assert_int_equal(nghttp2_hd_deflate_new(&d, 4096), 0);
+    nghttp2_nv nv[] = {H2NV(":status", "200")};
+    uint8_t blk[64];
+    ssize_t n = nghttp2_hd_deflate_hd(d, blk, sizeof blk, nv, 1);
+    assert_true(n > 0);
+    nghttp2_hd_deflate_del(d);
+    h2frame(&o, 4, 0, 0, "", 0);
+    h2frame(&o, 1, 0x5, 1, blk, (size_t)n); /* END_HEADERS | END_STREAM */
+    h2frame(&o, 1, 0x5, 3, blk + n - 1, 1); /* the same, indexed */
+    memcpy(out, o.buf, o.len);
+    return o.len;
+}
+
+/* Issue 34: grpc drops the whole connection when a write fails, the
+ * streams in flight with it, answered ones included. So an outbound
+ * HTTP/2 denial (reply, beyond max_delay: stream 5 needs 2 s, max_delay
+ * is 1 s) waits while streams 1 and 3 are unanswered, and fails once
+ * their answers end them; with no answer, it fails at max_delay. Before:
+ * it failed at once. */
+static void an_h2_denial_waits_for_the_streams_before_it(void **unused)
+{
+    (void)unused;
+    for (int answered = 0; answered < 2; answered++) {
+        struct req_world *w = world_out(1, SL_ACT_REPLY);
+        static struct h2out o;
+        size_t starts[3];
+        h2_client(&o, starts);
+        struct sl_req_write d;
+        sl_req_write(w->c, NULL, o.buf, o.len, T0, 0, &d); /* stream 1 goes */
+        assert_int_equal(d.what, SL_REQ_WRITE);
+        assert_int_equal(d.n, starts[1]);
+        sl_req_write(w->c, NULL, o.buf + starts[1], o.len - starts[1], T0 + SEC, 0, &d);
+        assert_int_equal(d.what, SL_REQ_WRITE); /* stream 3 at its turn */
+        assert_int_equal(d.n, starts[2] - starts[1]);
+        uint64_t t = T0 + SEC;
+        sl_req_write(w->c, NULL, o.buf + starts[2], o.len - starts[2], t, 0, &d);
+        assert_int_equal(d.what, SL_REQ_WAIT); /* stream 5's denial waits */
+        assert_true(d.wait_ns > 0 && d.wait_ns <= SEC / 100);
+        t += SEC / 2;
+        sl_req_write(w->c, NULL, o.buf + starts[2], o.len - starts[2], t, 0, &d);
+        assert_int_equal(d.what, SL_REQ_WAIT);
+        if (answered) {
+            uint8_t a[256];
+            size_t n = h2_answers(a);
+            sl_req_responses(w->c, a, n - 10); /* stream 3 still in flight */
+            sl_req_write(w->c, NULL, o.buf + starts[2], o.len - starts[2], t, 0, &d);
+            assert_int_equal(d.what, SL_REQ_WAIT);
+            sl_req_responses(w->c, a + n - 10, 10);
+        } else {
+            t += SEC / 2; /* max_delay after the first ask */
+        }
+        sl_req_write(w->c, NULL, o.buf + starts[2], o.len - starts[2], t, 0, &d);
+        assert_int_equal(d.what, SL_REQ_FAIL);
+        assert_int_equal(d.err, ECONNREFUSED);
+        world_free(w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +248,7 @@ int main(void)
         cmocka_unit_test(a_rejected_write_fails_with_the_rules_errno),
         cmocka_unit_test(a_swallowed_request_waits_for_the_answers_then_is_skipped),
         cmocka_unit_test(a_reloaded_runtime_rebinds_the_connection),
+        cmocka_unit_test(an_h2_denial_waits_for_the_streams_before_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
