@@ -49,7 +49,11 @@
 # INSN_PARTS (all; `requests`: the keep-alive request cases alone; `real`:
 # the realistic case alone; `answers`: plain, sluice and sluice reading
 # every response, repeated and realistic heads), INSN_KEEP (a directory: each run's callgrind
-# file is kept there, for bench/insn_diff.py's per-function breakdown).
+# file is kept there, for bench/insn_diff.py's per-function breakdown:
+# `INSN_PARTS=answers INSN_KEEP=D`, then `bench/insn_diff.py 1000
+# D/answers-keepalive-1000.out D/answers-keepalive-2000.out
+# D/sluice-keepalive-1000.out D/sluice-keepalive-2000.out` is what reading
+# the answers adds to the rule alone, function by function).
 #
 # Why the difference of two runs, and not a window opened and closed in
 # one run (`callgrind_control -z` after the warm-up, `-d` after the

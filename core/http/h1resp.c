@@ -1,8 +1,19 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* h1resp.c - complete HTTP/1 responses (see h1resp.h). */
+/* h1resp.c - complete HTTP/1 responses (see h1resp.h).
+ *
+ * The fast path stands beside http-parser without touching it: it starts
+ * only where the parser rests between messages (its state as at init,
+ * no error), takes a whole head that h1resp_fast.c reads and whose
+ * request was neither HEAD nor CONNECT, skips the body by its length,
+ * and leaves the parser where it was, as http-parser would have left
+ * itself (back at rest, its header count zeroed). What the callbacks see
+ * is what on_headers_complete and on_message_complete would have done.
+ */
 #include "h1resp.h"
 
 #include <string.h>
+
+#include "h1resp_fast.h"
 
 static struct sl_h1resp *of(http_parser *p)
 {
@@ -128,6 +139,7 @@ void sl_h1resp_init(struct sl_h1resp *r)
 {
     memset(r, 0, sizeof *r);
     http_parser_init(&r->parser, HTTP_RESPONSE);
+    r->rest = (uint8_t)r->parser.state;
 }
 
 void sl_h1resp_learn(struct sl_h1resp *r,
@@ -165,14 +177,63 @@ void sl_h1resp_bodies(struct sl_h1resp *r,
 void sl_h1resp_sent(struct sl_h1resp *r, const char *method)
 {
     if (r->sent - r->done >= SL_H1RESP_RING) r->lost = true; /* its method would be forgotten */
-    put(r->head, r->sent, strcmp(method, "HEAD") == 0);
-    put(r->connect, r->sent, strcmp(method, "CONNECT") == 0);
+    /* most methods differ from both at their first letter */
+    put(r->head, r->sent, method[0] == 'H' && strcmp(method, "HEAD") == 0);
+    put(r->connect, r->sent, method[0] == 'C' && strcmp(method, "CONNECT") == 0);
     r->sent++;
+}
+
+/* The end of a response the fast path read (on_message_complete's). */
+static void fast_done(struct sl_h1resp *r)
+{
+    if (r->on_done) r->on_done(r->arg, r->done);
+    r->done++;
+}
+
+/* Reads what the fast path can of the n bytes at p: the rest of a body
+ * it is skipping, then whole common heads at the parser's rest and their
+ * bodies. Returns how many bytes it read; the parser reads the rest. */
+static size_t fast(struct sl_h1resp *r, const char *p, size_t n)
+{
+    size_t at = 0;
+    for (;;) {
+        if (r->body_left) {
+            size_t k = r->body_left < n - at ? (size_t)r->body_left : n - at;
+            r->body_left -= k;
+            at += k;
+            if (r->body_left) return at;
+            fast_done(r);
+        }
+        struct sl_h1resp_head h;
+        size_t len;
+        /* only statuses and ends wanted; the parser at rest, its header
+         * count as far from its bound as a fast head is long; a request
+         * whose response has a body by its length */
+        if (at == n || r->slow_only || r->on_head || r->on_field || r->parser.state != r->rest ||
+            HTTP_PARSER_ERRNO(&r->parser) != HPE_OK ||
+            r->parser.nread > HTTP_MAX_HEADER_SIZE - SL_H1RESP_FAST_MAX || r->done >= r->sent ||
+            bit(r->head, r->done) || bit(r->connect, r->done) ||
+            !(len = sl_h1resp_fast_head(p + at, n - at, &h)))
+            return at;
+        at += len;
+        r->parser.nread = 0; /* as http-parser zeroes it at a head's end */
+        if (r->on_status) r->on_status(r->arg, r->done, h.status);
+        r->body_left = h.length;
+        if (!h.length) fast_done(r);
+    }
 }
 
 void sl_h1resp_feed(struct sl_h1resp *r, const void *buf, size_t n)
 {
     if (r->lost || n == 0) return;
+    if (r->stale) { /* as http-parser after its HPE_INVALID_EOF_STATE */
+        r->lost = true;
+        return;
+    }
+    size_t at = fast(r, buf, n);
+    if (at == n) return;
+    buf = (const char *)buf + at;
+    n -= at;
     r->parser.data = r;
     size_t used = http_parser_execute(
         &r->parser, r->on_head || r->on_field ? &settings_learn : &settings, buf, n);
@@ -190,6 +251,10 @@ void sl_h1resp_lose(struct sl_h1resp *r)
 void sl_h1resp_eof(struct sl_h1resp *r)
 {
     if (r->lost) return;
+    if (r->body_left) { /* a body cut short: http-parser's HPE_INVALID_EOF_STATE */
+        r->stale = true;
+        return;
+    }
     r->parser.data = r;
     http_parser_execute(&r->parser, r->on_head || r->on_field ? &settings_learn : &settings, NULL,
                         0);

@@ -28,6 +28,13 @@
  * callbacks with the index of the request it answers; its end is
  * on_done's (sl_h1resp_ends).
  *
+ * Common heads (HTTP/1.1, a status 200-599, Content-Length, nothing odd:
+ * core/http/h1resp_fast.h) are read in one pass and their bodies skipped
+ * by their length, with no parser call per byte, when only statuses and
+ * ends are wanted (count_status, req_conns, outbound reply); everything
+ * else goes through http-parser, the reference (sl_h1resp_slow_only:
+ * tests/fuzz/fuzz_h1resp.c holds the two to the same result).
+ *
  * Fixed size, no allocation, not thread-safe.
  */
 #ifndef SL_H1RESP_H
@@ -49,6 +56,13 @@ struct sl_h1resp {
     uint64_t head[SL_H1RESP_RING / 64];    /* bit i % RING: request i was HEAD */
     uint64_t connect[SL_H1RESP_RING / 64]; /* bit i % RING: request i was CONNECT */
     bool lost;
+    /* the fast path: a response read by h1resp_fast.c whose body is being
+     * skipped (the parser rests between messages meanwhile) */
+    uint64_t body_left; /* its body bytes not yet read */
+    bool stale;         /* the stream ended in such a body (the parser's
+                           HPE_INVALID_EOF_STATE): more bytes lose the count */
+    bool slow_only;     /* tests: http-parser alone (the reference) */
+    uint8_t rest;       /* the parser's state between messages (as at init) */
     /* learn: the head being read (a header's name and value as far as they
      * fit; a longer value is read as unreadable) */
     void (*on_head)(void *arg, uint64_t index, const struct sl_learn_resp *f);
@@ -66,6 +80,12 @@ struct sl_h1resp {
 };
 
 void sl_h1resp_init(struct sl_h1resp *r);
+
+/* Tests: every byte through http-parser, the fast path's reference. */
+static inline void sl_h1resp_slow_only(struct sl_h1resp *r)
+{
+    r->slow_only = true;
+}
 
 /* Reads the rate-limit fields of every final response from now on:
  * on_head(arg, index, fields) once per response head that has any. */

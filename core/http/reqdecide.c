@@ -42,15 +42,16 @@ static inline bool waits(const struct sl_req_rules *x, const struct sl_rule *r)
 
 /* Whether rule r is decided by its rate alone, from a key it always has or
  * goes without: one GCRA bucket in the shared table, no route, method or
- * host to match, no plan, quota, ramp, dry run or learn, a cost, keyed by a header
+ * host to match, no plan, quota, ramp, dry run or learn, a cost (count_status
+ * only adds the bucket to give back to: sl_req_decision.answer_*), keyed by a header
  * or by the address (the general path decides a request without the
  * header's value: per_missing). Such a rule, alone on a connection, is
  * decided by solo_decide without the general loop. */
 static bool plain_rule(const struct sl_rule *r)
 {
     return r->req_limit.count && r->req_limit.alg == SL_ALG_GCRA && r->cost && !r->learn &&
-           !r->ncount_status && !r->req_conns && !sl_rule_costs(r) && r->scope != SL_SCOPE_REDIS &&
-           !r->dry_run && !r->plans && !r->quota && !r->ramp.steps && !r->nroutes && !r->nmethods &&
+           !r->req_conns && !sl_rule_costs(r) && r->scope != SL_SCOPE_REDIS && !r->dry_run &&
+           !r->plans && !r->quota && !r->ramp.steps && !r->nroutes && !r->nmethods &&
            !r->nreq_hosts && (r->req_per == SL_REQ_PER_HEADER || r->req_per == SL_REQ_PER_ADDRESS);
 }
 
@@ -597,6 +598,11 @@ static void solo_settle(const struct sl_req_rules *x, const struct sl_req_head *
     d->wait_ns = v->wait_ns;
     d->nanswers = d->ninflight = d->ncosts = 0;
     d->place_rule = -1;
+    if (r->ncount_status) { /* taken now, given back by its answer (decide_all's `answered`) */
+        d->nanswers = 1;
+        d->answer_rule[0] = x->solo;
+        d->answer_hash[0] = hash;
+    }
     log_grant(rt->cfg, x->solo, key, &x->peer, v->wait_ns, now);
 }
 

@@ -975,6 +975,28 @@ static bool act(struct sl_req_conn *c, const struct found *h1, const struct sl_r
     return true;
 }
 
+/* Whether the lane may take a connection whose responses are paired:
+ * only for count_status (its rule's bucket is all a request leaves to its
+ * answer, lane_answered), and a request whose response has a body
+ * (neither HEAD nor CONNECT). */
+static bool lane_answers(const struct sl_req_conn *c, const struct found *fd)
+{
+    return c->answers && !c->learn && !c->inflight && !c->costs && !c->replies &&
+           strcmp(fd->method, "HEAD") != 0 && strcmp(fd->method, "CONNECT") != 0;
+}
+
+/* What act() leaves for a request the lane passed on such a connection:
+ * its answer gives the single rule's take back (answered()). */
+static void lane_answered(struct sl_req_conn *c)
+{
+    struct sl_h1resp *resp = &c->rp->resp;
+    places_free(c, resp->sent); /* as act(): none held here, unless a reload left some */
+    c->rp->learn[resp->sent % SL_H1RESP_RING] = (struct learn_target){.rule = -1};
+    struct answer_target *at = &c->rp->ans[resp->sent % SL_H1RESP_RING];
+    *at = (struct answer_target){.n = 1, .rule = {c->rules.solo}, .hash = {c->lane_hash}};
+    sl_h1resp_sent(resp, "GET");
+}
+
 /* Scans the bytes of buf past the scanner's position, deciding each head. */
 static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
 {
@@ -1005,8 +1027,8 @@ static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t no
          * since the last feed). One fast head that was the whole read and
          * passed at once by the single rule opens the lane. */
         if (scan_pos(c) >= c->pos + len) {
-            if (fd.serial && d.key_hash && !d.wait_ns && !c->rp && fd.start == c->pos &&
-                fd.end == c->pos + len) {
+            if (fd.serial && d.key_hash && !d.wait_ns && (!c->rp || lane_answers(c, &fd)) &&
+                fd.start == c->pos && fd.end == c->pos + len) {
                 c->lane_serial = fd.serial;
                 c->lane_hash = d.key_hash;
             }
@@ -1052,6 +1074,7 @@ static enum lane lane(struct sl_req_conn *c, const char *buf, size_t len, uint64
     lane_heads++;
     struct sl_verdict v;
     if (sl_req_decide_again(&c->rules, c->lane_hash, now, &v)) {
+        if (c->rp) lane_answered(c);
         c->pos += len; /* sl_req_passed, nothing ahead */
         return LANE_PASS;
     }

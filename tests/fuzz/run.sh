@@ -9,6 +9,8 @@
 # python's readings and of their common ground (issue 31 item 1).
 # fuzz_h1fast holds the scanner's one-pass fast path (core/http/h1fast.c) to
 # http-parser's result on every split of each input into two reads.
+# fuzz_h1resp holds the response counter's one-pass reader of common heads
+# (core/http/h1resp_fast.c) to http-parser alone, event for event.
 # fuzz_lane holds the request gate's lane (core/http/request.c) to the scan
 # alone, twin connections on twin tables.
 #

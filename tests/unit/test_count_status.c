@@ -175,6 +175,28 @@ static void only_the_counted_statuses_spend_the_budget(void **unused)
     world_free(w);
 }
 
+/* The lane (core/http/request.c): a read that repeats the last one's head
+ * is decided again without a scan, and its answer still gives back what
+ * it took, or keeps it when its status is counted. */
+static void a_repeated_head_takes_the_lane_and_its_answer_still_counts(void **unused)
+{
+    (void)unused;
+    struct req_world *w = world(3, 401);
+    const char *head = LOGIN("alice");
+    uint64_t lane = sl_req_lane_heads();
+    for (int i = 0; i < 10; i++) { /* 200s: each given back */
+        assert_true(sl_req_admit_all(w->c, head, strlen(head), T0));
+        respond(w, R200);
+    }
+    assert_true(sl_req_lane_heads() - lane >= 9); /* all but the first */
+    for (int i = 0; i < 3; i++) {
+        assert_true(sl_req_admit_all(w->c, head, strlen(head), T0));
+        respond(w, R401);
+    }
+    assert_false(sl_req_admit_all(w->c, head, strlen(head), T0)); /* three 401s: spent */
+    world_free(w);
+}
+
 static void pipelined_responses_split_anywhere_are_paired_in_order(void **unused)
 {
     (void)unused;
@@ -250,6 +272,7 @@ int main(void)
         cmocka_unit_test(the_option_is_refused_where_it_cannot_count),
         cmocka_unit_test(a_refund_gives_back_what_the_head_took),
         cmocka_unit_test(only_the_counted_statuses_spend_the_budget),
+        cmocka_unit_test(a_repeated_head_takes_the_lane_and_its_answer_still_counts),
         cmocka_unit_test(pipelined_responses_split_anywhere_are_paired_in_order),
         cmocka_unit_test(interim_and_bodiless_responses_pair_with_the_right_request),
         cmocka_unit_test(a_response_that_cannot_be_read_keeps_its_charge),
