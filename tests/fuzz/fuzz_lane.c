@@ -4,7 +4,10 @@
  * without the head being read or its key hashed) against the scan alone.
  *
  * The first input byte picks the rule (a header key under reply, delay or
- * reject; the peer's address under reject); each further byte is a read:
+ * reject; the peer's address under reject; a header key under reply with
+ * count_status = 401, whose answers give back what their requests took:
+ * after each read the program may answer, 200 or 401, the same answers to
+ * both twins); each further byte is a read:
  * the repeated head, another key's head, a POST with a body, two heads, or
  * the input's own next bytes, perhaps cut in two reads, after a time step,
  * perhaps after another connection of the thread read a head of its own.
@@ -28,7 +31,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define NRULES 4
+#define NRULES 5
 #define NREADS 256
 
 struct twin {
@@ -42,14 +45,18 @@ static struct twin twins[NRULES][2], other;
 static void start(struct twin *t, int kind)
 {
     static const enum sl_action actions[] = {SL_ACT_REPLY, SL_ACT_DELAY, SL_ACT_REJECT,
-                                             SL_ACT_REJECT};
+                                             SL_ACT_REJECT, SL_ACT_REPLY};
     struct sl_rule *r = req_rule_add(&t->cfg, "lane", SL_IN, actions[kind]);
     r->prefix4 = 32;
     r->prefix6 = 64;
     r->max_delay_ns = 1000000000ull;
-    if (kind < 3) {
+    if (kind != 3) {
         r->req_per = SL_REQ_PER_HEADER;
         strcpy(r->req_per_name, "X-Key");
+    }
+    if (kind == 4) {
+        r->count_status[0] = 401;
+        r->ncount_status = 1;
     }
     sl_limit_init(&r->req_limit, SL_ALG_GCRA, kind == 1 ? 20 : 50, 1000000000ull, 3);
     char err[256];
@@ -77,7 +84,8 @@ struct stream {
     char s[NREADS * 128];
     size_t len, cut[NREADS];
     uint64_t now[NREADS];
-    bool other[NREADS]; /* the other connection reads first */
+    bool other[NREADS];     /* the other connection reads first */
+    uint8_t answer[NREADS]; /* after the read, the program answers: 0 no, 1 200, 2 401 */
     int n;
 };
 
@@ -116,6 +124,7 @@ static void describe(struct stream *st, const uint8_t *d, size_t size)
         }
         st->cut[st->n] = st->len;
         st->now[st->n] = now;
+        st->answer[st->n] = (uint8_t)((b + st->n) % 3);
         st->other[st->n++] = (b & 0x80) != 0;
     }
 }
@@ -152,6 +161,12 @@ static void read_all(struct twin *t, bool as_gate, const struct stream *st, size
         passed[i] = n;
         status[i] = n < end - p ? (int)v.status : -1;
         p += n;
+        static const char *const answers[] = {
+            "", "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n"};
+        if (st->answer[i])
+            sl_req_responses_at(c, answers[st->answer[i]], strlen(answers[st->answer[i]]),
+                                st->now[i]);
     }
     sl_req_conn_fini(c);
     sl_req_conn_fini(o);
