@@ -115,6 +115,11 @@ static void frame_begins(struct sl_h2resp *r)
         sl_h2resp_lose(r);
         return;
     }
+    if (r->type == DATA) { /* its payload is read when pairs want bodies */
+        r->want_padlen = (r->flags & PADDED) != 0;
+        if (r->left < (uint32_t)r->want_padlen) sl_h2resp_lose(r);
+        return;
+    }
     if (r->type != HEADERS && r->type != PUSH_PROMISE) return;
     if (r->stream == 0) {
         sl_h2resp_lose(r);
@@ -140,6 +145,12 @@ static void frame_begins(struct sl_h2resp *r)
 static bool block_frame(const struct sl_h2resp *r)
 {
     return r->type == HEADERS || r->type == PUSH_PROMISE || r->type == CONT;
+}
+
+/* A DATA frame whose payload is handed over (sl_h2resp_pairs.data). */
+static bool data_frame(const struct sl_h2resp *r)
+{
+    return r->type == DATA && r->stream && r->pairs && r->pairs->data;
 }
 
 /* A frame other than a header block's is read: the end of a stream, or
@@ -194,7 +205,7 @@ void sl_h2resp_feed(struct sl_h2resp *r, const void *buf, size_t n)
             continue;
         }
         size_t avail = (size_t)(end - p);
-        if (!block_frame(r)) { /* DATA, SETTINGS, ...: skipped (a GOAWAY's last id kept) */
+        if (!block_frame(r) && !data_frame(r)) { /* skipped (a GOAWAY's last id kept) */
             size_t k = avail < r->left ? avail : r->left;
             for (size_t i = 0; r->type == GOAWAY && i < k && r->goaway_len < 4; i++)
                 r->goaway[r->goaway_len++] = p[i];
@@ -211,10 +222,13 @@ void sl_h2resp_feed(struct sl_h2resp *r, const void *buf, size_t n)
             p += k;
             r->front = (uint8_t)(r->front - k);
             r->left -= (uint32_t)k;
-        } else if (r->left > r->pad) { /* the fragment */
+        } else if (r->left > r->pad) { /* the fragment, or the body's bytes */
             size_t k = r->left - r->pad;
             if (k > avail) k = avail;
-            inflate(r, p, k, false);
+            if (r->type == DATA)
+                r->pairs->data(r->arg, r->stream, p, k);
+            else
+                inflate(r, p, k, false);
             p += k;
             r->left -= (uint32_t)k;
         } else { /* the padding */

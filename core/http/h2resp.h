@@ -15,9 +15,10 @@
  *
  * Pairing (count_status, req_conns, cost_from over HTTP/2): with
  * sl_h2resp_pair, every final head's status and header fields are handed
- * over by stream, and so is each stream's end as the responder ends it:
- * END_STREAM on a HEADERS or DATA frame, or its RST_STREAM. A GOAWAY says
- * the streams past its last id will never be answered.
+ * over by stream, so are the DATA frames' payloads (padding taken off),
+ * and each stream's end as the responder ends it: END_STREAM on a HEADERS
+ * or DATA frame, or its RST_STREAM. A GOAWAY says the streams past its
+ * last id will never be answered.
  *
  * The rule of doubt: what learn reads only ever makes a limit stricter,
  * so a stream sluice cannot read teaches nothing and limits nothing less.
@@ -44,7 +45,8 @@ struct nghttp2_hd_inflater;
 struct sl_h2resp_pairs {
     void (*status)(void *arg, uint32_t stream, int status); /* a final head's */
     void (*field)(void *arg, uint32_t stream, const char *name, size_t nlen, const char *value,
-                  size_t vlen);               /* its fields, before status */
+                  size_t vlen); /* its fields, before status */
+    void (*data)(void *arg, uint32_t stream, const uint8_t *p, size_t n); /* its body */
     void (*end)(void *arg, uint32_t stream);  /* the responder ended it */
     void (*goaway)(void *arg, uint32_t last); /* streams past last are not answered */
 };

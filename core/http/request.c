@@ -121,6 +121,7 @@ struct replies {
     struct answer_target ans[SL_H1RESP_RING];  /* the same, count_status */
     struct cost_target cost[SL_H1RESP_RING];   /* the same, token budgets */
     struct sl_costread read;         /* the answer's cost, as the first cost rule says to read it */
+    uint32_t cost_stream;            /* HTTP/2: the stream whose answer `read` reads (0: none) */
     int8_t cost_entry[SL_MAX_RULES]; /* sl_req_rules.cost_entry */
 };
 
@@ -422,46 +423,73 @@ static void ended(void *arg, uint64_t index)
     if (c->costs) cost_ended(c, index);
 }
 
-/* HTTP/2 (h2resp.h's pairs): a final head's fields and status, and the
- * stream's end, for the request of its stream. A cost is read from the
- * head alone (`header:`): bodies of streams interleave, so `json:` costs
- * over HTTP/2 are charged by doubt when the request is sent. */
-static bool h2_costs_read(const struct sl_req_conn *c)
+/* HTTP/2 (h2resp.h's pairs): a final head's fields and status, its
+ * body, and the stream's end, for the request of its stream. The
+ * connection's cost reader reads one answer at a time: that of the first
+ * stream whose final head comes while it is free (a `header:` cost is
+ * charged at the head's end, a `json:` one at the stream's end, from its
+ * DATA); an answer whose stream runs beside the one being read is charged
+ * by doubt. */
+static bool h2_cost_reads(struct sl_req_conn *c, uint32_t stream)
 {
-    return c->costs && c->rp->read.from == SL_COST_HEADER;
+    if (!c->costs) return false;
+    if (!c->rp->cost_stream) c->rp->cost_stream = stream;
+    return c->rp->cost_stream == stream;
+}
+
+/* The end of the answer the cost reader reads: *tokens when found. */
+static bool h2_cost_read(struct sl_req_conn *c, uint64_t *tokens)
+{
+    c->rp->cost_stream = 0;
+    return sl_costread_end(&c->rp->read, tokens);
 }
 
 static void h2_field(void *arg, uint32_t stream, const char *name, size_t nlen, const char *value,
                      size_t vlen)
 {
     struct sl_req_conn *c = arg;
-    (void)stream; /* a block is whole before the next begins: its head's */
-    if (h2_costs_read(c)) sl_costread_header(&c->rp->read, name, nlen, value, vlen);
+    if (h2_cost_reads(c, stream)) sl_costread_header(&c->rp->read, name, nlen, value, vlen);
 }
 
 static void h2_status(void *arg, uint32_t stream, int status)
 {
     struct sl_req_conn *c = arg;
     uint64_t i, tokens = 0;
-    bool found = h2_costs_read(c) && sl_costread_end(&c->rp->read, &tokens);
+    bool at_head = h2_cost_reads(c, stream) && c->rp->read.from == SL_COST_HEADER;
+    bool found = at_head && h2_cost_read(c, &tokens);
     if (!h2_index(c, stream, &i)) return;
     if (c->answers) answered(c, i, status);
-    if (h2_costs_read(c))
-        cost_charge(c, i, found, tokens, "not in the answer, or not a whole number", 0);
+    if (at_head) cost_charge(c, i, found, tokens, "not in the answer, or not a whole number", 0);
 }
 
-static void h2_ended(struct sl_req_conn *c, uint64_t i)
+static void h2_data(void *arg, uint32_t stream, const uint8_t *p, size_t n)
+{
+    struct sl_req_conn *c = arg;
+    if (c->costs && c->rp->cost_stream == stream)
+        sl_costread_body(&c->rp->read, (const char *)p, n);
+}
+
+static void h2_ended(struct sl_req_conn *c, uint64_t i, uint32_t stream)
 {
     places_free(c, i);
     c->rp->ans[i % SL_H1RESP_RING].over = true;
-    if (c->costs) cost_charge(c, i, false, 0, "the stream ended without an answer", 0);
+    if (!c->costs) return;
+    uint64_t tokens = 0;
+    if (c->rp->cost_stream == stream) {
+        bool found = h2_cost_read(c, &tokens);
+        cost_charge(c, i, found, tokens, "not in the answer, or not a whole number", 0);
+    }
+    cost_charge(c, i, false, 0, "its HTTP/2 answer was not read (none, or beside another's)", 0);
 }
 
 static void h2_end(void *arg, uint32_t stream)
 {
     struct sl_req_conn *c = arg;
-    uint64_t i;
-    if (h2_index(c, stream, &i)) h2_ended(c, i);
+    uint64_t i, tokens;
+    if (h2_index(c, stream, &i))
+        h2_ended(c, i, stream);
+    else if (c->costs && c->rp->cost_stream == stream) /* an older request's: the reader is free */
+        h2_cost_read(c, &tokens);
 }
 
 static void h2_goaway(void *arg, uint32_t last)
@@ -469,11 +497,12 @@ static void h2_goaway(void *arg, uint32_t last)
     struct sl_req_conn *c = arg;
     uint64_t sent = c->rp->resp.sent;
     for (uint64_t i = sent > SL_H1RESP_RING ? sent - SL_H1RESP_RING : 0; i < sent; i++)
-        if (c->rp->learn[i % SL_H1RESP_RING].stream > last) h2_ended(c, i);
+        if (c->rp->learn[i % SL_H1RESP_RING].stream > last)
+            h2_ended(c, i, c->rp->learn[i % SL_H1RESP_RING].stream);
 }
 
 static const struct sl_h2resp_pairs h2_pairs = {
-    .status = h2_status, .field = h2_field, .end = h2_end, .goaway = h2_goaway};
+    .status = h2_status, .field = h2_field, .data = h2_data, .end = h2_end, .goaway = h2_goaway};
 
 /* The reader of an HTTP/2 connection's responses, allocated at its first
  * use; NULL when there is nothing to read them for, or no memory. */
@@ -890,8 +919,8 @@ static uint64_t unanswered(const struct sl_h1resp *resp)
 
 /* The token budgets request `resp->sent` (being sent) looked at, whose
  * answer will charge them. Answers never read (a ring slot reused, a
- * connection whose responses sluice is not shown) and HTTP/2 calls, whose
- * answers sluice does not read here, are charged by the rule of doubt. */
+ * connection whose responses sluice is not shown) are charged by the
+ * rule of doubt. */
 static void cost_targets(struct sl_req_conn *c, struct sl_h1resp *resp,
                          const struct sl_req_decision *d, uint64_t now)
 {
@@ -906,9 +935,6 @@ static void cost_targets(struct sl_req_conn *c, struct sl_h1resp *resp,
         ct->rule[k] = d->cost_rule[k];
         ct->hash[k] = d->cost_hash[k];
     }
-    if (c->is_h2 && !h2_costs_read(c))
-        cost_charge(c, resp->sent, false, 0, "HTTP/2 answers are read for header: costs alone",
-                    now);
 }
 
 /* What a decided head leaves: a denial (false: the scan stops there), a

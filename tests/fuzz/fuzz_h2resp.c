@@ -20,6 +20,7 @@ struct seen {
     uint32_t stream[16];
     struct sl_learn_resp f[16];
     uint64_t events; /* a hash of the pairing events in order */
+    uint64_t body;   /* a hash of the body bytes in order, with their streams */
 };
 
 static void event(struct seen *s, uint64_t kind, uint64_t a, uint64_t b)
@@ -44,6 +45,15 @@ static void p_field(void *arg, uint32_t stream, const char *name, size_t nlen, c
     event(arg, 2, stream, h);
 }
 
+/* Body bytes: hashed byte by byte with their stream, so any split of a
+ * frame gives the same hash. */
+static void p_data(void *arg, uint32_t stream, const uint8_t *p, size_t n)
+{
+    struct seen *s = arg;
+    for (size_t i = 0; i < n; i++)
+        s->body = (s->body ^ p[i] ^ (uint64_t)stream << 8) * 0x100000001b3ull;
+}
+
 static void p_end(void *arg, uint32_t stream)
 {
     if (stream == 0) abort();
@@ -56,7 +66,8 @@ static void p_goaway(void *arg, uint32_t last)
     event(arg, 4, last, 0);
 }
 
-static const struct sl_h2resp_pairs pairs = {p_status, p_field, p_end, p_goaway};
+static const struct sl_h2resp_pairs pairs = {
+    .status = p_status, .field = p_field, .data = p_data, .end = p_end, .goaway = p_goaway};
 
 static void on_head(void *arg, uint32_t stream, const struct sl_learn_resp *f)
 {
@@ -88,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sl_log_setup(SL_LOG_NONE, SL_LOG_ERROR);
     size_t n = size - 1, cut = n ? data[0] % (n + 1) : 0;
     bool la = read_as(data + 1, n, n, &a), lb = read_as(data + 1, n, cut, &b);
-    if (la != lb || a.n != b.n || a.events != b.events) abort();
+    if (la != lb || a.n != b.n || a.events != b.events || a.body != b.body) abort();
     for (int i = 0; i < a.n && i < 16; i++)
         if (a.stream[i] != b.stream[i] || memcmp(&a.f[i], &b.f[i], sizeof a.f[i])) abort();
     return 0;

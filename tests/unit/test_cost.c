@@ -517,12 +517,17 @@ static void an_inbound_rule_charges_what_the_program_answers(void **unused)
     world_free(w);
 }
 
-/* HTTP/2 answers are not read for costs: each call is charged the rule's
- * cost by the rule of doubt, as it is sent, never "no limit". */
-static void http2_calls_are_charged_by_doubt(void **unused)
+/* HTTP/2: the answers are paired by stream (core/http/h2resp.h). Four
+ * calls in one write all pass (nothing is charged before an answer, as
+ * with pipelined HTTP/1); then stream 1's JSON is read (150), stream 3's,
+ * whose body runs beside it, is charged by doubt (the rule's cost, 400),
+ * stream 5's, in a PADDED DATA frame, is read (7), and stream 7's answer,
+ * a head that ends its stream, has no body: doubt (400). Before: every
+ * HTTP/2 call was charged 400 at once and the fourth was refused. */
+static void http2_answers_charge_their_json_one_at_a_time(void **unused)
 {
     (void)unused;
-    struct req_world *w = world(10000); /* room for 25 requests of cost 400 */
+    struct req_world *w = world(10000);
     w->cfg.rules[0].cost = 400;
     nghttp2_hd_deflater *d;
     assert_int_equal(nghttp2_hd_deflate_new(&d, 4096), 0);
@@ -532,21 +537,44 @@ static void http2_calls_are_charged_by_doubt(void **unused)
     h2frame(&o, 4, 0, 0, "", 0); /* SETTINGS */
     nghttp2_nv nv[] = {H2NV(":method", "POST"), H2NV(":scheme", "http"), H2NV(":path", "/v1"),
                        H2NV(":authority", "a"), H2NV("x-user", "alice")};
-    size_t starts[4];
+    uint8_t blk[512];
     for (uint32_t i = 0; i < 4; i++) {
-        uint8_t blk[512];
         ssize_t n = nghttp2_hd_deflate_hd(d, blk, sizeof blk, nv, 5);
         assert_true(n > 2);
-        starts[i] = o.len;
         h2frame(&o, 1, 0x5, 2 * i + 1, blk, (size_t)n);
     }
     nghttp2_hd_deflate_del(d);
     struct sl_req_verdict v;
-    size_t n = sl_req_admit(w->c, o.buf, o.len, T0, &v);
-    assert_int_equal(n, starts[3]); /* three pass (1,200 charged), the fourth is refused */
-    assert_int_equal(v.status, SL_REQ_DENY);
-    assert_int_equal(counter(w, "api:cost", SL_C_COST_TOKENS), 1200);
-    assert_int_equal(counter(w, "api:cost", SL_C_COST_UNREAD), 3);
+    assert_int_equal(sl_req_admit(w->c, o.buf, o.len, T0, &v), o.len);
+    assert_int_equal(counter(w, "api:cost", SL_C_COST_CALLS), 0);
+
+    static struct h2out a;
+    a.len = 0;
+    nghttp2_hd_deflater *e;
+    assert_int_equal(nghttp2_hd_deflate_new(&e, 4096), 0);
+    nghttp2_nv head[] = {H2NV(":status", "200"), H2NV("content-type", "application/json")};
+    h2frame(&a, 4, 0, 0, "", 0);
+    for (uint32_t s = 1; s <= 7; s += 2) {
+        ssize_t n = nghttp2_hd_deflate_hd(e, blk, sizeof blk, head, 2);
+        assert_true(n > 0);
+        h2frame(&a, 1, s == 7 ? 0x5 : 0x4, s, blk, (size_t)n);
+        if (s == 3) { /* stream 1's body, then 3's */
+            const char b1[] = "{\"usage\":{\"total_tokens\":150}}";
+            const char b3[] = "{\"usage\":{\"total_tokens\":99}}";
+            h2frame(&a, 0, 0x1, 1, b1, sizeof b1 - 1);
+            h2frame(&a, 0, 0x1, 3, b3, sizeof b3 - 1);
+        }
+        if (s == 5) {
+            const char b5[] = "\x03{\"usage\":{\"total_tokens\":7}}\0\0\0";
+            h2frame(&a, 0, 0x9, 5, b5, sizeof b5 - 1); /* PADDED, END_STREAM */
+        }
+    }
+    nghttp2_hd_deflate_del(e);
+    for (size_t i = 0; i < a.len; i++) /* split anywhere: a byte a read */
+        sl_req_responses_at(w->c, a.buf + i, 1, T0);
+    assert_int_equal(counter(w, "api:cost", SL_C_COST_CALLS), 4);
+    assert_int_equal(counter(w, "api:cost", SL_C_COST_TOKENS), 150 + 400 + 7 + 400);
+    assert_int_equal(counter(w, "api:cost", SL_C_COST_UNREAD), 2);
     world_free(w);
 }
 
@@ -567,7 +595,7 @@ int main(void)
         cmocka_unit_test(a_call_either_budget_refuses_spends_neither),
         cmocka_unit_test(an_answer_without_a_cost_is_charged_by_doubt),
         cmocka_unit_test(an_inbound_rule_charges_what_the_program_answers),
-        cmocka_unit_test(http2_calls_are_charged_by_doubt),
+        cmocka_unit_test(http2_answers_charge_their_json_one_at_a_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

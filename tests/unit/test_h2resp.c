@@ -4,7 +4,10 @@
  * pushed requests inflated (the dynamic table kept) and not reported;
  * padding, priority and CONTINUATION; the same reports for every split of
  * the stream into two reads and byte by byte; framing and HPACK errors
- * stop the reading. Header blocks are made with nghttp2's deflater. */
+ * stop the reading. Pairing: every final head's status and fields, each
+ * stream's end (END_STREAM on HEADERS and DATA, RST_STREAM), a GOAWAY's
+ * last stream, and the DATA payloads without their padding, in order,
+ * for every split. Header blocks are made with nghttp2's deflater. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -224,6 +227,8 @@ static void errors_stop_the_reading(void **unused)
 struct pairs_seen {
     char log[256];
     int fields;
+    char data[256]; /* "D<stream>:" then its bytes, each time the stream changes */
+    uint32_t data_stream;
 };
 
 static void log_event(struct pairs_seen *p, const char *fmt, uint32_t a, int b)
@@ -244,6 +249,18 @@ static void p_field(void *arg, uint32_t stream, const char *name, size_t nlen, c
     ((struct seen *)arg)->pairs->fields++;
 }
 
+static void p_data(void *arg, uint32_t stream, const uint8_t *p, size_t n)
+{
+    struct pairs_seen *s = ((struct seen *)arg)->pairs;
+    size_t at = strlen(s->data);
+    if (stream != s->data_stream)
+        at += (size_t)snprintf(s->data + at, sizeof s->data - at, "D%u:", stream);
+    s->data_stream = stream;
+    assert_true(at + n < sizeof s->data);
+    memcpy(s->data + at, p, n);
+    s->data[at + n] = 0;
+}
+
 static void p_end(void *arg, uint32_t stream)
 {
     log_event(((struct seen *)arg)->pairs, "e%u ", stream, 0);
@@ -254,12 +271,17 @@ static void p_goaway(void *arg, uint32_t last)
     log_event(((struct seen *)arg)->pairs, "g%u ", last, 0);
 }
 
-static const struct sl_h2resp_pairs pairs = {p_status, p_field, p_end, p_goaway};
+static const struct sl_h2resp_pairs pairs = {
+    .status = p_status, .field = p_field, .data = p_data, .end = p_end, .goaway = p_goaway};
 
 /* server_stream, then the end of stream 3 (DATA), 5 reset, a GOAWAY. */
 static void ended_stream(struct h2out *o)
 {
     server_stream(o);
+    h2frame(o, 0, 0x8, 3,
+            "\x02"
+            "ab\0\0",
+            5);                                                 /* DATA, PADDED */
     h2frame(o, 0, 0x1, 3, "{}", 2);                             /* DATA, END_STREAM */
     h2frame(o, 3, 0, 5, "\x00\x00\x00\x08", 4);                 /* RST_STREAM, CANCEL */
     h2frame(o, 7, 0, 0, "\x00\x00\x00\x07\x00\x00\x00\x00", 8); /* GOAWAY, last 7 */
@@ -274,7 +296,7 @@ static void pairs_report_statuses_fields_and_ends(void **unused)
     const char *want = "s1:429 e1 s3:200 s5:503 s7:200 e7 e3 e5 g7 e9 ";
     for (size_t cut = 0; cut <= o.len; cut++) {
         struct sl_h2resp r;
-        struct pairs_seen p = {{0}, 0};
+        struct pairs_seen p = {{0}, 0, {0}, 0};
         struct seen s = {.pairs = &p};
         sl_h2resp_init(&r, on_head, &s);
         sl_h2resp_pair(&r, &pairs);
@@ -282,7 +304,8 @@ static void pairs_report_statuses_fields_and_ends(void **unused)
         sl_h2resp_feed(&r, o.buf + cut, o.len - cut);
         assert_false(sl_h2resp_lost(&r));
         assert_string_equal(p.log, want);
-        assert_int_equal(p.fields, 3 + 2 + 2 + 1); /* stream 1's, 3's, 5's, 7's */
+        assert_int_equal(p.fields, 3 + 2 + 2 + 1);                  /* stream 1's, 3's, 5's, 7's */
+        assert_string_equal(p.data, "D1:{\"error\":1}D3:ab{}D9:x"); /* padding taken off */
         expect_all(&s);
         sl_h2resp_fini(&r);
     }
