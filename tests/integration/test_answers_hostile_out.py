@@ -132,7 +132,8 @@ class TrickleVendor:
         self.ls.bind(("127.0.0.1", 0))
         self.ls.listen(8)
         self.port = self.ls.getsockname()[1]
-        threading.Thread(target=self.loop, daemon=True).start()
+        self.t = threading.Thread(target=self.loop, daemon=True)
+        self.t.start()
 
     def loop(self):
         while True:
@@ -168,6 +169,15 @@ class TrickleVendor:
             s.close()
 
     def close(self):
+        # The accept is woken (a shut listener fails it) and its thread
+        # waited for before the descriptor is closed: a closed number is
+        # reused by the next socket (the token cases' endpoint), which an
+        # accept reading the number late would take connections from.
+        try:
+            self.ls.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.t.join(5)
         self.ls.close()
 
 
