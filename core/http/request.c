@@ -285,6 +285,12 @@ static void learned(void *arg, uint64_t index, const struct sl_learn_resp *f)
     learn_from(c, &c->rp->learn[index % SL_H1RESP_RING], f);
 }
 
+/* The first of the requests still in the ring, of `sent` sent. */
+static uint64_t ring_first(uint64_t sent)
+{
+    return sent > SL_H1RESP_RING ? sent - SL_H1RESP_RING : 0;
+}
+
 /* The index of the request sent on HTTP/2 stream `stream`, among the
  * last SL_H1RESP_RING sent: false for an older one (its answer is not
  * paired: what it holds was given back when its slot was reused). */
@@ -496,7 +502,7 @@ static void h2_goaway(void *arg, uint32_t last)
 {
     struct sl_req_conn *c = arg;
     uint64_t sent = c->rp->resp.sent;
-    for (uint64_t i = sent > SL_H1RESP_RING ? sent - SL_H1RESP_RING : 0; i < sent; i++)
+    for (uint64_t i = ring_first(sent); i < sent; i++)
         if (c->rp->learn[i % SL_H1RESP_RING].stream > last)
             h2_ended(c, i, c->rp->learn[i % SL_H1RESP_RING].stream);
 }
@@ -913,7 +919,7 @@ static bool odd_body(struct sl_req_conn *c, uint64_t now)
  * still in the ring (HTTP/2 answers are not counted in resp->done). */
 static uint64_t unanswered(const struct sl_h1resp *resp)
 {
-    uint64_t ring = resp->sent > SL_H1RESP_RING ? resp->sent - SL_H1RESP_RING : 0;
+    uint64_t ring = ring_first(resp->sent);
     return resp->done > ring ? resp->done : ring;
 }
 
@@ -947,6 +953,9 @@ static bool act(struct sl_req_conn *c, const struct found *h1, const struct sl_r
         deny(c, h1->start, d);
         return false;
     }
+    /* a request holds places until its answer's end only where that end
+     * will be seen (an HTTP/2 stream's may not: ends_seen) */
+    bool held = c->rp && ends_seen(c);
     if (!c->rp) /* no responses paired (a reload gave a rule req_conns): not held */
         for (int k = 0; k < d->ninflight; k++)
             sl_table_conn_release(c->rules.rt->table, d->inflight_rec[k]);
@@ -976,8 +985,6 @@ static bool act(struct sl_req_conn *c, const struct found *h1, const struct sl_r
             at->rule[k] = d->answer_rule[k];
             at->hash[k] = d->answer_hash[k];
         }
-        /* an HTTP/2 stream whose end cannot be seen: not held */
-        bool held = ends_seen(c);
         at->over = false;
         at->nrec = held ? (uint8_t)d->ninflight : 0;
         for (int k = 0; k < d->ninflight; k++)
@@ -991,7 +998,7 @@ static bool act(struct sl_req_conn *c, const struct found *h1, const struct sl_r
     if (d->wait_ns && (c->ahead || (c->ahead = sl_alloc(SL_REQ_AHEAD * sizeof *c->ahead)))) {
         struct ahead *a = &c->ahead[c->nahead++];
         *a = (struct ahead){.off = h1->start, .release_at = now + d->wait_ns, .place_rule = -1};
-        if (d->place_rule >= 0 && c->rp && ends_seen(c)) {
+        if (d->place_rule >= 0 && held) {
             a->place_rule = d->place_rule;
             a->place_key = d->place_key;
             a->index = c->rp->resp.sent - 1;
