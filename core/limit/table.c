@@ -53,6 +53,7 @@
 #include "table.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -599,6 +600,24 @@ static inline int64_t probe_next(struct probe *p)
  * its limit, never one at its limit (slot_share); -1 when there is none.
  * Only looked for when the whole sequence is taken: reading the side entry
  * costs a cache miss, which a lookup must not pay. */
+/* A slot's tag once a reuser is done with it (a few stores). Probing past a
+ * slot being reused for the same key would give that key a second slot,
+ * whose count the first never sees: with four threads taking idle slots for
+ * the same new keys at once, most keys were admitted twice. Bounded: a
+ * process that died while reusing leaves REUSING for good, and that slot is
+ * passed as before. */
+static uint64_t settled_tag(struct sl_slot *s)
+{
+    uint64_t tag = atomic_load_explicit(&s->tag, memory_order_acquire);
+    for (int spins = 0; tag == REUSING && spins < 4096; spins++) {
+        if (spins >= 64) sched_yield(); /* the reuser may be off CPU */
+        tag = atomic_load_explicit(&s->tag, memory_order_acquire);
+    }
+    return tag;
+}
+
+/* ... and the key's own slot if it meets it (another thread reused one for
+ * it meanwhile): then *tag is h. */
 static int64_t find_room(struct sl_table *t, uint64_t h, uint64_t now, uint64_t *tag,
                          uint64_t *state)
 {
@@ -606,8 +625,12 @@ static int64_t find_room(struct sl_table *t, uint64_t h, uint64_t now, uint64_t 
     int64_t best = -1;
     uint32_t best_share = FULL;
     for (int64_t at; (at = probe_next(&p)) >= 0;) {
-        uint64_t tg = atomic_load_explicit(&t->slots[at].tag, memory_order_acquire), st;
-        if (tg == REUSING || tg == h) continue;
+        uint64_t tg = settled_tag(&t->slots[at]), st;
+        if (tg == h) {
+            *tag = h;
+            return at;
+        }
+        if (tg == REUSING) continue;
         uint32_t share = slot_share(t, (uint64_t)at, now, &st);
         if (share >= best_share) continue;
         best = at;
@@ -652,7 +675,7 @@ static int64_t find_slot_h(struct sl_table *t, int rule, uint64_t h, const struc
         struct probe p = probe_start(t, h);
         for (int64_t at; (at = probe_next(&p)) >= 0;) {
             struct sl_slot *s = &t->slots[at];
-            uint64_t tag = atomic_load_explicit(&s->tag, memory_order_acquire);
+            uint64_t tag = settled_tag(s);
             if (tag == h) return at;
             if (tag != 0) continue;
             if (atomic_compare_exchange_strong_explicit(&s->tag, &tag, h, memory_order_acq_rel,
@@ -665,7 +688,7 @@ static int64_t find_slot_h(struct sl_table *t, int rule, uint64_t h, const struc
         }
         uint64_t old_tag, old_state;
         int64_t room = find_room(t, h, now, &old_tag, &old_state);
-        if (room < 0) return -1;
+        if (room < 0 || old_tag == h) return room;
         struct sl_slot *s = &t->slots[room];
         /* The tag is the exclusive step: REUSING keeps a second reuser out
          * while state and meta are reset. */
