@@ -528,7 +528,6 @@ static void *claimer_thread(void *arg)
     return NULL;
 }
 
-
 #define CLAIMERS 4
 static void threads_claiming_a_new_key_at_once_claim_one_slot(void **st)
 {
