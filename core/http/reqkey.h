@@ -29,7 +29,10 @@
  * (more are the rule of doubt's: the request counts as without a key).
  *
  * Each thread remembers the last value it hashed (and the secret), so a
- * keep-alive client repeating its API key costs a compare, not a SipHash.
+ * keep-alive client repeating its API key costs a compare, not a SipHash;
+ * and the process remembers the last 256 or so values (of up to 64
+ * bytes) its threads hashed, so keys used again by any client of any
+ * connection cost a lookup (reqkey.c, `values`).
  *
  * The `extra` word keeps request buckets apart from the rule's connection
  * and byte buckets (SL_REQ_KEY_*).
@@ -95,6 +98,10 @@ void sl_req_key_value(struct sl_key *k, const struct sl_rule *r, const char *v, 
                       const uint64_t secret[4]);
 /* The same, returning the key's table hash, sl_key_hash(k, secret) (both
  * remembered while the value repeats). */
+/* How many values this thread has hashed with SipHash (not found in the
+ * memo or the process's memory): for the tests. */
+uint64_t sl_req_key_hashed(void);
+
 uint64_t sl_req_key_value_hash(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,
                                const uint64_t secret[4]);
 /* The bucket key of an address (per_missing = peer, or no request key). */

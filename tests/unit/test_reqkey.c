@@ -9,7 +9,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <sodium.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../../core/http/reqkey.h"
@@ -99,6 +101,95 @@ static void a_key_from_another_secret_differs(void **unused)
 }
 
 /* c holds exactly the copies want[0..n), in order. */
+/* The process's memory of values (reqkey.c `values`): a value hashed
+ * before, by this thread or another, is not hashed again, under the same
+ * secret only; and what it hands back is always the value's own hash. */
+static void a_value_seen_before_is_found_not_hashed(void **unused)
+{
+    (void)unused;
+    uint64_t s1[4] = {1, 2, 3, 4}, s2[4] = {1, 2, 3, 5};
+    struct sl_rule r = {.id = 7, .req_per = SL_REQ_PER_HEADER};
+    char v[80];
+    for (size_t i = 0; i < sizeof v; i++)
+        v[i] = (char)('a' + i % 26);
+    struct sl_key got, want;
+    /* every length from 1 to 80, twice in turn with another value between
+     * (so the thread's memo never holds it): the second is found when the
+     * value fits (<= 64 bytes), and right either way */
+    for (size_t len = 1; len <= sizeof v; len++) {
+        uint64_t before = sl_req_key_hashed();
+        sl_req_key_value(&got, &r, v, len, s1);
+        reference(&want, &r, v, len, s1);
+        same_key(&got, &want);
+        sl_req_key_value(&got, &r, "between", 7, s1);
+        uint64_t mid = sl_req_key_hashed();
+        sl_req_key_value(&got, &r, v, len, s1);
+        same_key(&got, &want);
+        assert_int_equal(sl_req_key_hashed() - mid, len <= 64 ? 0 : 1);
+        assert_true(sl_req_key_hashed() - before <= 3);
+    }
+    /* one byte else at the end of a word, and a value shorter by a byte */
+    sl_req_key_value(&got, &r, "abcdefghijklmnop", 16, s1);
+    sl_req_key_value(&got, &r, "between", 7, s1);
+    sl_req_key_value(&got, &r, "abcdefghijklmnoq", 16, s1);
+    reference(&want, &r, "abcdefghijklmnoq", 16, s1);
+    same_key(&got, &want);
+    sl_req_key_value(&got, &r, "abcdefghijklmno", 15, s1);
+    reference(&want, &r, "abcdefghijklmno", 15, s1);
+    same_key(&got, &want);
+    /* another secret: hashed again, under it */
+    sl_req_key_value(&got, &r, "between", 7, s1);
+    uint64_t before = sl_req_key_hashed();
+    sl_req_key_value(&got, &r, "abcdefghijklmno", 15, s2);
+    reference(&want, &r, "abcdefghijklmno", 15, s2);
+    same_key(&got, &want);
+    assert_int_equal(sl_req_key_hashed() - before, 1);
+}
+
+/* Threads hashing 600 values (more than the memory holds: entries are
+ * written over while others read them) in different orders: every key
+ * handed back is the value's own. A torn read (a value of one writer, a
+ * hash of another) would fail. */
+#define HASHERS 4
+#define NVALUES 600
+static struct sl_key value_want[NVALUES];
+static char value_text[NVALUES][48];
+
+static void *hasher(void *arg)
+{
+    uint64_t seed = (uint64_t)(uintptr_t)arg * 7919 + 1, bad = 0, secret[4] = {9, 8, 7, 6};
+    struct sl_rule r = {.id = 3, .req_per = SL_REQ_PER_HEADER};
+    for (int i = 0; i < 200000; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        size_t n = (size_t)(seed >> 33) % NVALUES;
+        struct sl_key k;
+        sl_req_key_value(&k, &r, value_text[n], strlen(value_text[n]), secret);
+        bad += k.hi != value_want[n].hi || k.lo != value_want[n].lo;
+    }
+    return (void *)(uintptr_t)bad;
+}
+
+static void threads_sharing_the_memory_of_values_get_their_own_hashes(void **unused)
+{
+    (void)unused;
+    uint64_t secret[4] = {9, 8, 7, 6};
+    struct sl_rule r = {.id = 3, .req_per = SL_REQ_PER_HEADER};
+    for (int n = 0; n < NVALUES; n++) {
+        snprintf(value_text[n], sizeof value_text[n], "sk-%0*d", 8 + n % 37, n);
+        reference(&value_want[n], &r, value_text[n], strlen(value_text[n]), secret);
+    }
+    pthread_t t[HASHERS];
+    for (uintptr_t i = 0; i < HASHERS; i++)
+        pthread_create(&t[i], NULL, hasher, (void *)i);
+    uintptr_t bad = 0;
+    for (int i = 0; i < HASHERS; i++) {
+        void *b;
+        pthread_join(t[i], &b);
+        bad += (uintptr_t)b;
+    }
+    assert_int_equal(bad, 0);
+}
+
 static void copies_are(const struct sl_req_copies *c, const char *const *want, unsigned n)
 {
     assert_false(c->many);
@@ -203,6 +294,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_repeated_value_keeps_its_key_and_a_change_of_anything_changes_it),
         cmocka_unit_test(a_key_from_another_secret_differs),
+        cmocka_unit_test(a_value_seen_before_is_found_not_hashed),
+        cmocka_unit_test(threads_sharing_the_memory_of_values_get_their_own_hashes),
         cmocka_unit_test(a_header_list_gives_its_copies_first_last_or_each),
         cmocka_unit_test(header_names_fold_case_and_dash_with_underscore),
         cmocka_unit_test(query_copies_follow_phps_names_and_take_every_occurrence),
