@@ -43,6 +43,7 @@ struct sl_reqout_conn {
     bool live, naming;
     char *name;    /* the SNI that made it live, for the TLS restart (allocated), or NULL */
     uint64_t sent; /* bytes the program sent on the socket */
+    bool asked;    /* counted request bytes went */
     bool bio_told; /* bio: core was told no 429 can be given here */
     int nholds;    /* bio: where the ciphertext must wait */
     struct hold {
@@ -395,6 +396,20 @@ void sl_reqout_tls_flush(struct sl_fd *e, const struct sl_transport *t)
     if (OUT(e)->nkept) flush(e, t);
 }
 
+/* A refused request that is the connection's first: nothing was sent, so
+ * nothing will come, and a program that reads after its write failed
+ * (php's http wrapper) would wait for its read timeout (60 s by default).
+ * Its reads meet the end at once instead: SHUT_RD, which raises no signal,
+ * leaves writes as they were and tells the peer nothing. A connection that
+ * sent earlier requests is left alone: their answers may be unread. */
+static void refused_first(int fd, struct sl_reqout_conn *o)
+{
+    if (o->asked || o->h2) return;
+    int saved = errno;
+    REAL(shutdown)(fd, SHUT_RD);
+    errno = saved;
+}
+
 /* The socket itself as the transport of kept h2c bytes: never waits, and
  * no SIGPIPE (the program's own write was reported done already). */
 static ssize_t sock_write(const struct sl_transport *t, const void *buf, size_t n)
@@ -428,6 +443,7 @@ ssize_t sl_reqout_before_write(int fd, struct sl_fd *e, const void *buf, size_t 
         *fate = SL_REQOUT_KEPT;
         return (ssize_t)len;
     }
+    if (k < 0 && errno != EAGAIN) refused_first(fd, o);
     return k;
 }
 
@@ -447,7 +463,8 @@ void sl_reqout_sent(struct sl_fd *e, const void *buf, size_t let, ssize_t sent)
     struct sl_reqout_conn *o = OUT(e);
     size_t went = sent > 0 ? (size_t)sent : 0;
     if (let > went) sl_req_unwritten(CONN(o), let - went); /* counted, but not all went */
-    if (!sl_reqout_plain(e)) return; /* plaintext a TLS library wrote: not the socket's bytes */
+    if (let && went) o->asked = true; /* counted bytes: never a TLS library's records */
+    if (!sl_reqout_plain(e)) return;  /* plaintext a TLS library wrote: not the socket's bytes */
     o->sent += went;
     if (went && !o->tls && o->rec) sl_bursts_written(o->rec, buf, went);
 }
@@ -494,6 +511,7 @@ ssize_t sl_reqout_tls_write(struct sl_fd *e, const struct sl_transport *t, const
         *refused = false;
         return (ssize_t)n;
     }
+    if (k < 0 && *refused && errno != EAGAIN) refused_first(t->fd, OUT(e));
     return k;
 }
 

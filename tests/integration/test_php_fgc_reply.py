@@ -17,6 +17,8 @@ takes 10 s, five times the 2 s allowed.
   bare    4 x 200, nginx served 4.
   reply   calls 0, 1: 200; calls 2, 3: 429, each read within 2 s of its
           start; nginx served exactly 2.
+  reject  calls 0, 1: 200; calls 2, 3 fail (php: false) within 2 s of
+          their start; nginx served exactly 2.
 
 Measured before a fix (plain and TLS alike): 200, 200, then each 429
 after php's read timeouts (60 s with its default; 20.0 s here, two waits
@@ -31,6 +33,14 @@ it) until php's timeout. Now, when the swallowed request asked to close
 429 says `Connection: close` and, once the program has read it whole, its
 reads meet the end (core/http/request.h sl_req_replied_end; through TLS,
 SSL_get_error says a clean end).
+
+Under `reject` the same wait had another cause: php's write fails, and
+php goes on to read from the connection, on which nothing was sent, so
+nothing comes until its read timeout (10 s here: calls 2 and 3 took
+10.0 s each, plain and TLS). Now a refused request that is the first
+of its connection shuts the socket for reading (SHUT_RD: no signal, no
+effect on the peer), so the program's reads meet the end at once
+(shim/reqout.c, refused_first).
 """
 from lib import *
 
@@ -60,19 +70,20 @@ def main():
             wait_listen(v.port)
             wait_listen(v.plain_port)
             for scheme, port in (("http", v.plain_port), ("https", v.port)):
-                for mode in ("bare", "reply"):
+                for mode in ("bare", "reply", "reject"):
                     tag = f"{scheme}{mode}"
                     argv = ["php", "-d", "default_socket_timeout=10", "-r", PHP,
                             f"{scheme}://127.0.0.1:{port}/{tag}/", str(N)]
-                    if mode == "reply":
+                    if mode != "bare":
                         argv = sluice_argv(argv, outs=[f"to=127.0.0.1 port={port} req_rate=1/m "
-                                                       "req_burst=2 action=reply"])
+                                                       f"req_burst=2 action={mode}"])
                     r = run(argv, timeout=120)
                     got = [(w[0], float(w[1])) for w in map(str.split, r.stdout.splitlines())
                            if len(w) == 2]
-                    served = v.logged(tag, 2 if mode == "reply" else N)
+                    served = v.logged(tag, N if mode == "bare" else 2)
                     print(f"{scheme} {mode}: {got}; nginx served {len(served)}")
-                    want = ["200"] * N if mode == "bare" else ["200", "200", "429", "429"]
+                    want = (["200"] * N if mode == "bare" else
+                            ["200", "200"] + ["429" if mode == "reply" else "ERR"] * 2)
                     if [c for c, _ in got] != want:
                         problems.append(f"{tag}: {got}, not {want}\n{r.stderr[-1500:]}")
                     if len(served) != (N if mode == "bare" else 2):
