@@ -335,6 +335,7 @@ static void frame_begin(struct sl_h2 *s)
     s->skip_front = 0;
     s->pad = 0;
     s->want_padlen = false;
+    s->rst = s->type == RST_STREAM && f.length == 4 && s->stream != 0 && !s->in_block;
     if (s->in_block) {
         if (s->type != CONT || s->stream != s->block_stream) {
             pass(s);
@@ -482,6 +483,13 @@ size_t sl_h2_feed(struct sl_h2 *s, const void *data, size_t len, enum sl_h2_even
             payload(s, p + done, n);
             done += n;
             s->pos += n;
+        }
+        if (s->state != SL_H2_PASS && s->remaining == 0 && s->hdr_got == sizeof s->hdr && s->rst) {
+            s->hdr_got = 0;
+            s->rst = false;
+            s->reset_stream = s->stream;
+            *ev = SL_H2_RESET;
+            return done;
         }
         if (s->state != SL_H2_PASS && s->remaining == 0 && frame_end(s)) {
             *ev = SL_H2_REQUEST;

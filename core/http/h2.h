@@ -56,6 +56,7 @@ enum sl_h2_event {
     SL_H2_MORE,        /* every byte consumed, no request completed: feed more */
     SL_H2_REQUEST,     /* a request's header block completed: sl_h2_head() holds it */
     SL_H2_PASSTHROUGH, /* nothing more will be reported (all bytes consumed) */
+    SL_H2_RESET,       /* the client reset a stream: sl_h2_reset_stream(), ending at sl_h2_pos() */
 };
 
 enum sl_h2_state {
@@ -88,7 +89,9 @@ struct sl_h2 {
     bool block_done;    /* the open block ended inside the current frame */
     uint32_t block_bytes;
     uint32_t block_stream;
-    uint32_t last_stream; /* highest client stream opened */
+    uint32_t last_stream;  /* highest client stream opened */
+    bool rst;              /* the current frame is a well-formed RST_STREAM */
+    uint32_t reset_stream; /* the stream of the last SL_H2_RESET */
     struct nghttp2_hd_inflater *inflater;
     bool blind; /* the inflater failed: requests are framed, not decoded */
     bool big;   /* the open block is over SL_H2_BLOCK_MAX: decided early */
@@ -125,6 +128,12 @@ const struct sl_h1_head *sl_h2_head(const struct sl_h2 *s);
 static inline uint32_t sl_h2_stream(const struct sl_h2 *s)
 {
     return s->last_stream;
+}
+
+/* The stream the client reset (valid after SL_H2_RESET). */
+static inline uint32_t sl_h2_reset_stream(const struct sl_h2 *s)
+{
+    return s->reset_stream;
 }
 
 static inline uint64_t sl_h2_pos(const struct sl_h2 *s)

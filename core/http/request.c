@@ -95,7 +95,8 @@ struct answer_target {
     uint64_t hash[SL_REQ_ANSWERS];
     uint8_t nrec; /* req_conns: the places in flight it holds */
     int32_t rec[SL_REQ_ANSWERS];
-    bool over; /* its response has ended */
+    bool over;          /* its response has ended */
+    uint64_t reset_end; /* HTTP/2: where the client's RST_STREAM of it ends (0: none seen) */
 };
 
 /* The token budgets a request's answer is charged to (cost_from,
@@ -123,6 +124,7 @@ struct replies {
     struct sl_costread read;         /* the answer's cost, as the first cost rule says to read it */
     uint32_t cost_stream;            /* HTTP/2: the stream whose answer `read` reads (0: none) */
     int8_t cost_entry[SL_MAX_RULES]; /* sl_req_rules.cost_entry */
+    int resets; /* HTTP/2: requests whose client resets were scanned, not yet passed */
 };
 
 /* Memory (issue 23): what every connection carries is this struct and
@@ -752,6 +754,37 @@ static bool h1_head(struct sl_req_conn *c, struct sl_req_head *h, struct found *
     return true;
 }
 
+/* The client reset HTTP/2 stream `stream` (its RST_STREAM ends at
+ * `end`): nothing more is written to it, so the places its request holds
+ * are given back once the program has been passed the reset
+ * (sl_req_passed), not before: a head held ahead of it has not reached the
+ * program either. Its count_status charge stays until an answer gives it
+ * back (the rule of doubt). */
+static void client_reset(struct sl_req_conn *c, uint32_t stream, uint64_t end)
+{
+    uint64_t i;
+    if (!c->rp || !c->inflight || !h2_index(c, stream, &i)) return;
+    struct answer_target *at = &c->rp->ans[i % SL_H1RESP_RING];
+    if (at->over || at->reset_end) return;
+    at->reset_end = end;
+    c->rp->resets++;
+}
+
+/* Gives back the places of the requests whose resets the program has
+ * been passed (c->pos). */
+static void resets_passed(struct sl_req_conn *c)
+{
+    uint64_t sent = c->rp->resp.sent;
+    for (uint64_t i = ring_first(sent); i < sent; i++) {
+        struct answer_target *at = &c->rp->ans[i % SL_H1RESP_RING];
+        if (!at->reset_end || at->reset_end > c->pos) continue;
+        at->reset_end = 0;
+        c->rp->resets--;
+        places_free(c, i);
+        at->over = true;
+    }
+}
+
 /* Feeds the bytes of buf past the scanner's position: the next head
  * found (true, *h and *f set), or false with nothing more to find now. */
 static bool next_head(struct sl_req_conn *c, const char *buf, size_t len, struct sl_req_head *h,
@@ -763,7 +796,13 @@ static bool next_head(struct sl_req_conn *c, const char *buf, size_t len, struct
     size_t n = (size_t)(c->pos + len - at);
     if (c->is_h2) {
         enum sl_h2_event ev;
-        sl_h2_feed(c->h2, p, n, &ev);
+        size_t k = sl_h2_feed(c->h2, p, n, &ev);
+        while (ev == SL_H2_RESET) {
+            client_reset(c, sl_h2_reset_stream(c->h2), sl_h2_pos(c->h2));
+            p += k;
+            n -= k;
+            k = sl_h2_feed(c->h2, p, n, &ev);
+        }
         if (ev == SL_H2_PASSTHROUGH) c->pass = true;
         if (ev != SL_H2_REQUEST) return false;
         head_of(sl_h2_head(c->h2), h, f);
@@ -986,6 +1025,8 @@ static bool act(struct sl_req_conn *c, const struct found *h1, const struct sl_r
             at->hash[k] = d->answer_hash[k];
         }
         at->over = false;
+        if (at->reset_end) c->rp->resets--; /* an older request's, never passed */
+        at->reset_end = 0;
         at->nrec = held ? (uint8_t)d->ninflight : 0;
         for (int k = 0; k < d->ninflight; k++)
             if (held)
@@ -1026,15 +1067,28 @@ static void lane_answered(struct sl_req_conn *c)
     places_free(c, resp->sent); /* as act(): none held here, unless a reload left some */
     c->rp->learn[resp->sent % SL_H1RESP_RING] = (struct learn_target){.rule = -1};
     struct answer_target *at = &c->rp->ans[resp->sent % SL_H1RESP_RING];
+    if (at->reset_end) c->rp->resets--;
     *at = (struct answer_target){.n = 1, .rule = {c->rules.solo}, .hash = {c->lane_hash}};
     sl_h1resp_sent(resp, "GET");
+}
+
+/* Whether a head of the connection waits for a place in flight: the heads
+ * after it are decided once it has one, in their order (a later head
+ * that took the place first could not end before the earlier one reached
+ * the program: a stream of one HTTP/2 connection, a pipelined request). */
+static bool place_awaited(const struct sl_req_conn *c)
+{
+    for (int i = 0; i < c->nahead; i++)
+        if (c->ahead[i].place_rule >= 0) return true;
+    return false;
 }
 
 /* Scans the bytes of buf past the scanner's position, deciding each head. */
 static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
 {
     c->lane_serial = 0; /* the lane is for a read right after one made by the lane's rules */
-    while (!c->denied && !c->pass && c->nahead < SL_REQ_AHEAD && c->nsw < SL_REQ_AHEAD) {
+    while (!c->denied && !c->pass && c->nahead < SL_REQ_AHEAD && c->nsw < SL_REQ_AHEAD &&
+           !place_awaited(c)) {
         struct sl_req_head h;
         struct found fd, *h1 = &fd;
         bool found = next_head(c, buf, len, &h, &fd);
@@ -1222,6 +1276,7 @@ void sl_req_passed(struct sl_req_conn *c, const void *buf, size_t n)
 {
     (void)buf;
     c->pos += n;
+    if (c->rp && c->rp->resets) resets_passed(c);
     int k = 0;
     for (int i = 0; i < c->nahead; i++)
         if (c->ahead[i].off >= c->pos) c->ahead[k++] = c->ahead[i];

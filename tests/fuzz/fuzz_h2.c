@@ -27,6 +27,9 @@ struct scan {
     char host[MAX_REQ][64];
     char method[MAX_REQ][16];
     int odd[MAX_REQ];
+    int resets; /* the client's RST_STREAMs: where each ends, and its stream */
+    uint64_t reset_end[MAX_REQ];
+    uint32_t reset[MAX_REQ];
     enum sl_h2_state state;
 };
 
@@ -38,6 +41,14 @@ static void feed(struct sl_h2 *s, struct scan *r, const uint8_t *buf, size_t len
         size_t n = sl_h2_feed(s, buf + off, len - off, &ev);
         if (n > len - off || (ev == SL_H2_MORE && n != len - off)) abort();
         off += n;
+        if (ev == SL_H2_RESET) {
+            if (sl_h2_reset_stream(s) == 0) abort();
+            if (r->resets < MAX_REQ) {
+                r->reset_end[r->resets] = sl_h2_pos(s);
+                r->reset[r->resets] = sl_h2_reset_stream(s);
+            }
+            r->resets++;
+        }
         if (ev == SL_H2_REQUEST) {
             const struct sl_h1_head *h = sl_h2_head(s);
             if (h->start >= h->end || h->end != sl_h2_pos(s)) abort();
@@ -82,7 +93,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int kind = data[0] & 3;
     scan(&whole, kind, data + 1, size - 1, 0);
     scan(&split, kind, data + 1, size - 1, data[0] | 1u);
-    if (whole.count != split.count || whole.state != split.state) abort();
+    if (whole.count != split.count || whole.state != split.state || whole.resets != split.resets)
+        abort();
+    for (int i = 0; i < whole.resets && i < MAX_REQ; i++)
+        if (whole.reset_end[i] != split.reset_end[i] || whole.reset[i] != split.reset[i]) abort();
     for (int i = 0; i < whole.count && i < MAX_REQ; i++)
         if (whole.start[i] != split.start[i] || whole.end[i] != split.end[i] ||
             strcmp(whole.url[i], split.url[i]) != 0 || strcmp(whole.key[i], split.key[i]) != 0 ||

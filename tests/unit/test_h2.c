@@ -92,6 +92,9 @@ struct seen {
     struct sl_h1_head head[8];
     uint32_t stream[8];
     bool passthrough;
+    int resets;
+    uint32_t reset[8];     /* the streams the client reset */
+    uint64_t reset_end[8]; /* where each RST_STREAM ends */
 };
 
 static void scan(struct seen *r, enum sl_h1_key_kind kind, const char *name, const uint8_t *buf,
@@ -117,6 +120,11 @@ static void scan(struct seen *r, enum sl_h1_key_kind kind, const char *name, con
             }
             if (ev == SL_H2_PASSTHROUGH) r->passthrough = true;
             if (ev == SL_H2_MORE) assert_int_equal(off, end);
+            if (ev == SL_H2_RESET) {
+                assert_true(r->resets < 8);
+                r->reset[r->resets] = sl_h2_reset_stream(&s);
+                r->reset_end[r->resets++] = off;
+            }
         }
     }
     sl_h2_fini(&s);
@@ -270,6 +278,50 @@ static void a_wrong_preface_or_a_framing_error_passes_through(void **unused)
     h2frame(&o, 9, 0x4, 1, "\x82", 1); /* CONTINUATION with no open block */
     scan(&r, SL_H1_KEY_NONE, NULL, o.buf, o.len, NULL);
     assert_true(r.passthrough);
+}
+
+/* A client's RST_STREAM (length 4, a stream) is reported where it ends,
+ * on every split, so that the request of that stream gives back its
+ * places (core/http/request.c client_reset); one of another length, or
+ * on stream 0, is the peer's error, never a reset of a request; and the
+ * requests around it are reported as before. */
+static void a_client_reset_is_reported_where_it_ends(void **unused)
+{
+    (void)unused;
+    static struct h2out o;
+    memcpy(o.buf, H2_PREFACE, 24);
+    o.len = 24;
+    h2frame(&o, 1, 0x5, 1, "\x82\x84\x86", 3);   /* GET / http */
+    h2frame(&o, 3, 0, 1, "\x00\x00\x00\x08", 4); /* RST_STREAM CANCEL */
+    size_t first = o.len;
+    h2frame(&o, 1, 0x5, 3, "\x82\x84\x86", 3);
+    h2frame(&o, 0, 0, 3, "x", 1); /* DATA: not a reset */
+    h2frame(&o, 3, 0, 3, "\x00\x00\x00\x08", 4);
+    size_t second = o.len;
+    h2frame(&o, 1, 0x5, 5, "\x82\x84\x86", 3);
+    for (uint64_t seed = 0; seed < 200; seed++) {
+        struct seen r;
+        uint64_t split = seed + 1;
+        scan(&r, SL_H1_KEY_NONE, NULL, o.buf, o.len, seed ? &split : NULL);
+        assert_false(r.passthrough);
+        assert_int_equal(r.count, 3);
+        assert_int_equal(r.resets, 2);
+        assert_int_equal(r.reset[0], 1);
+        assert_int_equal(r.reset_end[0], first);
+        assert_int_equal(r.reset[1], 3);
+        assert_int_equal(r.reset_end[1], second);
+    }
+    /* on stream 0, or of length 5: no reset (a connection error to the
+     * server: the program's, passed on) */
+    static struct h2out bad;
+    memcpy(bad.buf, H2_PREFACE, 24);
+    bad.len = 24;
+    h2frame(&bad, 1, 0x5, 1, "\x82\x84\x86", 3);
+    h2frame(&bad, 3, 0, 0, "\x00\x00\x00\x08", 4);
+    h2frame(&bad, 3, 0, 1, "\x00\x00\x00\x08\x00", 5);
+    struct seen r;
+    scan(&r, SL_H1_KEY_NONE, NULL, bad.buf, bad.len, NULL);
+    assert_int_equal(r.resets, 0);
 }
 
 /* per = cookie:NAME on HTTP/2 (issue 18.3): cookie fields (crumbs) are
@@ -627,6 +679,7 @@ int main(void)
         cmocka_unit_test(a_scanner_started_after_the_preface_reads_frames_at_once),
         cmocka_unit_test(the_http1_scanner_hands_a_preface_stream_to_the_h2_scanner),
         cmocka_unit_test(a_wrong_preface_or_a_framing_error_passes_through),
+        cmocka_unit_test(a_client_reset_is_reported_where_it_ends),
         cmocka_unit_test(cookie_fields_are_joined_when_wanted),
         cmocka_unit_test(a_block_the_inflater_refuses_is_counted_and_so_is_every_later_one),
         cmocka_unit_test(size_updates_anywhere_in_a_block_keep_the_keys),
