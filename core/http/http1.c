@@ -1181,8 +1181,10 @@ static void fast_text(char *dst, size_t cap, struct sl_h1_text *t, const char *b
  * head leaves it so). The head is kept as slices of buf (s->fast_at); the
  * copy into struct sl_h1_head that http-parser's run would have made is
  * made only if asked for (fast_fill). Returns the head's length, 0 when
- * declined. */
-static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
+ * declined. Inline in sl_h1_feed's loop, which takes one per request;
+ * fast_head for the preface's rare case. */
+static inline __attribute__((always_inline)) size_t fast_head_in(struct sl_h1 *s, const char *buf,
+                                                                 size_t len)
 {
     const struct sl_h1fast *f = sl_h1fast_read(buf, len, &s->fast_key);
     if (!f) return 0;
@@ -1212,6 +1214,11 @@ static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
         s->head = NULL;
     }
     return f->end;
+}
+
+static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
+{
+    return fast_head_in(s, buf, len);
 }
 
 /* The copies http-parser's run would leave for the fast head just read
@@ -1387,7 +1394,7 @@ size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_even
         }
         if (s->fresh && !s->slow_only &&
             (s->state == SL_H1_IDLE || (s->state == SL_H1_IN_HEAD && s->pos == s->head_start))) {
-            size_t n = fast_head(s, buf + done, len - done);
+            size_t n = fast_head_in(s, buf + done, len - done);
             if (n) {
                 *ev = SL_H1_HEAD;
                 return done + n;

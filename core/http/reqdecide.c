@@ -542,6 +542,27 @@ static void admitted(struct sl_runtime *rt, int e, uint64_t wait_ns, uint64_t no
     if (wait_ns) sl_table_count_wait(rt->table, e, now, wait_ns);
 }
 
+/* The single rule's key for a request whose key header's value is
+ * val[0..len) (NULL: none), and its table hash. False: a request the
+ * general path decides (a key header that is missing, or a list). */
+static inline __attribute__((always_inline)) bool solo_key_value(const struct sl_req_rules *x,
+                                                                 const char *val, size_t len,
+                                                                 struct sl_key *key, uint64_t *hash)
+{
+    struct sl_runtime *rt = x->rt;
+    const struct sl_rule *r = &rt->cfg->rules[x->solo];
+    const uint64_t *secret = sl_table_secret(rt->table);
+    if (r->req_per == SL_REQ_PER_ADDRESS) {
+        sl_req_key_addr(key, r, &x->peer);
+        *hash = sl_key_hash(key, secret);
+    } else {
+        /* a list ("a, b": lines joined, or node's join) has copies */
+        if (!val || !(x->by_header >> x->solo & 1) || memchr(val, ',', len)) return false;
+        *hash = sl_req_key_value_hash(key, r, val, len, secret);
+    }
+    return true;
+}
+
 /* The single rule's key for h and its table hash. False: a request the
  * general path decides (an Idempotency-Key, a key header that is
  * missing). */
@@ -549,20 +570,8 @@ static inline __attribute__((always_inline)) bool solo_key(const struct sl_req_r
                                                            const struct sl_req_head *h,
                                                            struct sl_key *key, uint64_t *hash)
 {
-    struct sl_runtime *rt = x->rt;
-    const struct sl_rule *r = &rt->cfg->rules[x->solo];
-    const uint64_t *secret = sl_table_secret(rt->table);
     if (h->idem && h->idem_len) return false;
-    if (r->req_per == SL_REQ_PER_ADDRESS) {
-        sl_req_key_addr(key, r, &x->peer);
-        *hash = sl_key_hash(key, secret);
-    } else {
-        /* a list ("a, b": lines joined, or node's join) has copies */
-        if (!h->header || !(x->by_header >> x->solo & 1) || memchr(h->header, ',', h->header_len))
-            return false;
-        *hash = sl_req_key_value_hash(key, r, h->header, h->header_len, secret);
-    }
-    return true;
+    return solo_key_value(x, h->header, h->header_len, key, hash);
 }
 
 /* The single rule's table decision for the key of table hash `hash`.
@@ -622,13 +631,28 @@ static bool solo_decide(const struct sl_req_rules *x, const struct sl_req_head *
     return true;
 }
 
-bool sl_req_decide_again(const struct sl_req_rules *x, uint64_t hash, uint64_t now,
-                         struct sl_verdict *v)
+/* sl_req_decide_again, inline in it and in sl_req_solo_decide. */
+static inline __attribute__((always_inline)) bool
+decide_again(const struct sl_req_rules *x, uint64_t hash, uint64_t now, struct sl_verdict *v)
 {
     solo_table(x, hash, now, v);
     if (!v->allowed || v->wait_ns || sl_decisions_verbose(x->rt->cfg)) return false;
     admitted(x->rt, x->entry[x->solo], 0, now);
     return true;
+}
+
+bool sl_req_decide_again(const struct sl_req_rules *x, uint64_t hash, uint64_t now,
+                         struct sl_verdict *v)
+{
+    return decide_again(x, hash, now, v);
+}
+
+enum sl_req_solo sl_req_solo_decide(const struct sl_req_rules *x, const char *val, size_t len,
+                                    uint64_t now, uint64_t *hash, struct sl_verdict *v)
+{
+    struct sl_key key; /* made as sl_req_decide makes it; only its hash is wanted here */
+    if (x->solo < 0 || !solo_key_value(x, val, len, &key, hash)) return SL_REQ_SOLO_NO;
+    return decide_again(x, *hash, now, v) ? SL_REQ_SOLO_PASSED : SL_REQ_SOLO_SETTLE;
 }
 
 void sl_req_settle_again(const struct sl_req_rules *x, const struct sl_req_head *h,

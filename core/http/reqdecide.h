@@ -135,4 +135,26 @@ bool sl_req_decide_again(const struct sl_req_rules *x, uint64_t hash, uint64_t n
 void sl_req_settle_again(const struct sl_req_rules *x, const struct sl_req_head *h,
                          const struct sl_verdict *v, uint64_t now, struct sl_req_decision *d);
 
+/* A head decided by the single rule from its key's value alone: a
+ * connection whose one matching rule is plain (sl_req_rules.solo) hands a
+ * fast head's key value here (request.c scan), and the table decides as
+ * for the lane (sl_req_decide_again): one call makes the key's hash, takes
+ * the table's verdict and counts a request that passes, with no struct
+ * sl_req_head or decision made. Any other verdict is settled by
+ * sl_req_settle_again from the head made then. The key and its hash are
+ * sl_req_decide's for the same head (reqdecide.c: solo_key_value). */
+enum sl_req_solo {
+    SL_REQ_SOLO_NO,     /* nothing: the general path decides the head (no single
+                           rule, a key header missing, or a list of values) */
+    SL_REQ_SOLO_PASSED, /* it passes now, counted (sl_req_decide_again's true) */
+    SL_REQ_SOLO_SETTLE, /* *v is the table's verdict, already taken: sl_req_settle_again
+                           says what it means (a denial, a hold, a verbose log line) */
+};
+
+/* A head with no Idempotency-Key whose key header's value is val[0..len)
+ * (val NULL: none), decided by the single rule as sl_req_decide would:
+ * *hash is its key's table hash (sl_req_decision.key_hash) unless NO. */
+enum sl_req_solo sl_req_solo_decide(const struct sl_req_rules *x, const char *val, size_t len,
+                                    uint64_t now, uint64_t *hash, struct sl_verdict *v);
+
 #endif

@@ -223,7 +223,10 @@ static inline bool same_secret(const uint64_t a[4], const uint64_t b[4])
  * writer makes its word odd, writes, and makes it even again; a reader
  * that saw it change, or odd, misses (and hashes); a writer that finds it
  * odd leaves the entry to the other. An attacker who picks values that
- * share a set only makes them miss. 128 KiB, untouched until used. */
+ * share a set only makes them miss. 128 KiB, untouched until used. No
+ * fence (TSan builds refuse them): a reader's loads are acquire, so its
+ * second look at the word comes after them all, and a writer's stores are
+ * release, so each comes after its odd word (plain moves on x86-64). */
 #define VALUE_SETS  512
 #define VALUE_WORDS 8
 struct value_entry {
@@ -266,18 +269,17 @@ static inline __attribute__((always_inline)) bool value_found(struct value_entry
                                                               struct sl_key *k)
 {
     uint64_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
-    if ((seq & 1) || atomic_load_explicit(&e->len, memory_order_relaxed) != len) return false;
+    if ((seq & 1) || atomic_load_explicit(&e->len, memory_order_acquire) != len) return false;
     size_t n = (len - 1) / 8; /* whole words before the last */
-    uint64_t d = atomic_load_explicit(&e->w[n], memory_order_relaxed) ^ last;
+    uint64_t d = atomic_load_explicit(&e->w[n], memory_order_acquire) ^ last;
     for (size_t i = 0; i < n; i++)
-        d |= atomic_load_explicit(&e->w[i], memory_order_relaxed) ^ load8(v + 8 * i);
-    d |= (atomic_load_explicit(&e->secret[0], memory_order_relaxed) ^ secret[0]) |
-         (atomic_load_explicit(&e->secret[1], memory_order_relaxed) ^ secret[1]) |
-         (atomic_load_explicit(&e->secret[2], memory_order_relaxed) ^ secret[2]) |
-         (atomic_load_explicit(&e->secret[3], memory_order_relaxed) ^ secret[3]);
-    uint64_t hi = atomic_load_explicit(&e->hi, memory_order_relaxed);
-    uint64_t lo = atomic_load_explicit(&e->lo, memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
+        d |= atomic_load_explicit(&e->w[i], memory_order_acquire) ^ load8(v + 8 * i);
+    d |= (atomic_load_explicit(&e->secret[0], memory_order_acquire) ^ secret[0]) |
+         (atomic_load_explicit(&e->secret[1], memory_order_acquire) ^ secret[1]) |
+         (atomic_load_explicit(&e->secret[2], memory_order_acquire) ^ secret[2]) |
+         (atomic_load_explicit(&e->secret[3], memory_order_acquire) ^ secret[3]);
+    uint64_t hi = atomic_load_explicit(&e->hi, memory_order_acquire);
+    uint64_t lo = atomic_load_explicit(&e->lo, memory_order_acquire);
     if (d || atomic_load_explicit(&e->seq, memory_order_relaxed) != seq) return false;
     k->hi = hi;
     k->lo = lo;
@@ -291,16 +293,15 @@ static void value_keep(struct value_entry *e, const char *v, size_t len, uint64_
     if ((seq & 1) || !atomic_compare_exchange_strong_explicit(
                          &e->seq, &seq, seq + 1, memory_order_relaxed, memory_order_relaxed))
         return;
-    atomic_thread_fence(memory_order_release);
     size_t n = (len - 1) / 8;
-    atomic_store_explicit(&e->len, len, memory_order_relaxed);
+    atomic_store_explicit(&e->len, len, memory_order_release);
     for (size_t i = 0; i < n; i++) /* words past the last are never read for this len */
-        atomic_store_explicit(&e->w[i], load8(v + 8 * i), memory_order_relaxed);
-    atomic_store_explicit(&e->w[n], last, memory_order_relaxed);
+        atomic_store_explicit(&e->w[i], load8(v + 8 * i), memory_order_release);
+    atomic_store_explicit(&e->w[n], last, memory_order_release);
     for (int i = 0; i < 4; i++)
-        atomic_store_explicit(&e->secret[i], secret[i], memory_order_relaxed);
-    atomic_store_explicit(&e->hi, k->hi, memory_order_relaxed);
-    atomic_store_explicit(&e->lo, k->lo, memory_order_relaxed);
+        atomic_store_explicit(&e->secret[i], secret[i], memory_order_release);
+    atomic_store_explicit(&e->hi, k->hi, memory_order_release);
+    atomic_store_explicit(&e->lo, k->lo, memory_order_release);
     atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
 }
 

@@ -669,16 +669,22 @@ static const char *slice(const char *b, struct sl_h1fast_slice v, size_t *len)
     return b + v.off;
 }
 
-/* A head the fast path read, as slices of the buffer (no copies). False:
+/* Whether the fast head f may be taken as slices of its buffer: not with
  * a value too long for http1.c's bounded copies (their cut and hash make
  * the key), or a key header that aliases Host or Idempotency-Key: the
  * copies are made (sl_h1_head) so both readers give the same key. */
+static inline bool fast_fits(const struct sl_req_conn *c, const struct sl_h1fast *f)
+{
+    return !c->key_alias && f->host.len < SL_H1_HOST_MAX && f->key.len < SL_H1_VALUE_MAX &&
+           f->idem.len < SL_H1_VALUE_MAX;
+}
+
+/* A head the fast path read, as slices of the buffer (no copies). False:
+ * it does not fit them (fast_fits). */
 static bool fast_of(const struct sl_req_conn *c, const struct sl_h1fast *f, const char *b,
                     struct sl_req_head *h, struct found *fd)
 {
-    if (c->key_alias || f->host.len >= SL_H1_HOST_MAX || f->key.len >= SL_H1_VALUE_MAX ||
-        f->idem.len >= SL_H1_VALUE_MAX)
-        return false;
+    if (!fast_fits(c, f)) return false;
     *h = (struct sl_req_head){.method = f->method,
                               .method_len = f->method_len,
                               .path = b + f->url.off,
@@ -736,13 +742,13 @@ static uint64_t scan_head_start(const struct sl_req_conn *c)
     return sl_h1_state(&c->scan) == SL_H1_IN_HEAD ? sl_h1_head_start(&c->scan) : UINT64_MAX;
 }
 
-/* The HTTP/1 head the scanner just reported, as slices of the buffer when
- * the fast path read it (else its copies). False: no memory for the
- * copies, the rest of the stream passes. */
-static bool h1_head(struct sl_req_conn *c, struct sl_req_head *h, struct found *f)
+/* The HTTP/1 head the scanner just reported (fast: the fast path's read
+ * of it at base, or NULL), as slices of the buffer when the fast path read
+ * it (else its copies). False: no memory for the copies, the rest of the
+ * stream passes. */
+static bool h1_head_of(struct sl_req_conn *c, const struct sl_h1fast *fast, const char *base,
+                       struct sl_req_head *h, struct found *f)
 {
-    const char *base;
-    const struct sl_h1fast *fast = sl_h1_fast(&c->scan, &base);
     if (fast && fast_of(c, fast, base, h, f)) return true;
     const struct sl_h1_head *h1 = sl_h1_head(&c->scan);
     if (!h1) {
@@ -752,6 +758,13 @@ static bool h1_head(struct sl_req_conn *c, struct sl_req_head *h, struct found *
     }
     head_of(h1, h, f);
     return true;
+}
+
+static bool h1_head(struct sl_req_conn *c, struct sl_req_head *h, struct found *f)
+{
+    const char *base = NULL;
+    const struct sl_h1fast *fast = sl_h1_fast(&c->scan, &base);
+    return h1_head_of(c, fast, base, h, f);
 }
 
 /* The client reset HTTP/2 stream `stream` (its RST_STREAM ends at
@@ -785,48 +798,52 @@ static void resets_passed(struct sl_req_conn *c)
     }
 }
 
-/* Feeds the bytes of buf past the scanner's position: the next head
- * found (true, *h and *f set), or false with nothing more to find now. */
-static bool next_head(struct sl_req_conn *c, const char *buf, size_t len, struct sl_req_head *h,
-                      struct found *f)
+/* The HTTP/2 preface, seen by the HTTP/1 scanner (prior knowledge): the
+ * frames follow it. False: no memory for HTTP/2's state, the rest passes. */
+static __attribute__((noinline)) bool h2_begin(struct sl_req_conn *c)
 {
-    uint64_t at = scan_pos(c);
-    if (at >= c->pos + len) return false;
-    const char *p = buf + (at - c->pos);
-    size_t n = (size_t)(c->pos + len - at);
-    if (c->is_h2) {
-        enum sl_h2_event ev;
-        size_t k = sl_h2_feed(c->h2, p, n, &ev);
-        while (ev == SL_H2_RESET) {
-            client_reset(c, sl_h2_reset_stream(c->h2), sl_h2_pos(c->h2));
-            p += k;
-            n -= k;
-            k = sl_h2_feed(c->h2, p, n, &ev);
-        }
-        if (ev == SL_H2_PASSTHROUGH) c->pass = true;
-        if (ev != SL_H2_REQUEST) return false;
-        head_of(sl_h2_head(c->h2), h, f);
-        return true;
+    const char *key = *c->rules.header ? c->rules.header : NULL;
+    if (!(c->h2 = sl_alloc(sizeof *c->h2))) { /* no memory: the rest passes */
+        sl_log_no_memory("a connection's HTTP/2 state");
+        c->pass = true;
+        return false;
     }
-    enum sl_h1_event ev;
-    sl_h1_feed(&c->scan, p, n, &ev);
-    if (ev == SL_H1_H2) { /* prior knowledge: the frames follow the preface */
-        const char *key = *c->rules.header ? c->rules.header : NULL;
-        if (!(c->h2 = sl_alloc(sizeof *c->h2))) { /* no memory: the rest passes */
-            sl_log_no_memory("a connection's HTTP/2 state");
-            c->pass = true;
-            return false;
+    c->is_h2 = true;
+    if (c->out) sl_req_reply_waits(c, SL_NO_REPLY_H2);
+    sl_h2_init(c->h2, key ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE, key, sl_h1_pos(&c->scan), true);
+    if (c->cookies) sl_h2_want_cookies(c->h2);
+    sl_h1_fini(&c->scan); /* HTTP/1 is over on this connection */
+    return true;
+}
+
+/* Feeds the bytes of buf past the scanner's position: whether a head was
+ * found (HTTP/1's, sl_h1_fast or sl_h1_head, or HTTP/2's, sl_h2_head),
+ * or false with nothing more to find now. Inline in scan(), its one
+ * caller: no frame of its own per request. */
+static inline __attribute__((always_inline)) bool next_head(struct sl_req_conn *c, const char *buf,
+                                                            size_t len)
+{
+    for (;;) {
+        uint64_t at = scan_pos(c);
+        if (at >= c->pos + len) return false;
+        const char *p = buf + (at - c->pos);
+        size_t n = (size_t)(c->pos + len - at);
+        if (c->is_h2) {
+            enum sl_h2_event ev;
+            sl_h2_feed(c->h2, p, n, &ev);
+            if (ev == SL_H2_RESET) { /* the client's: on to what follows it */
+                client_reset(c, sl_h2_reset_stream(c->h2), sl_h2_pos(c->h2));
+                continue;
+            }
+            if (ev == SL_H2_PASSTHROUGH) c->pass = true;
+            return ev == SL_H2_REQUEST;
         }
-        c->is_h2 = true;
-        if (c->out) sl_req_reply_waits(c, SL_NO_REPLY_H2);
-        sl_h2_init(c->h2, key ? SL_H1_KEY_HEADER : SL_H1_KEY_NONE, key, sl_h1_pos(&c->scan), true);
-        if (c->cookies) sl_h2_want_cookies(c->h2);
-        sl_h1_fini(&c->scan); /* HTTP/1 is over on this connection */
-        return next_head(c, buf, len, h, f);
+        enum sl_h1_event ev;
+        sl_h1_feed(&c->scan, p, n, &ev);
+        if (ev == SL_H1_HEAD) return true;
+        if (ev == SL_H1_PASSTHROUGH) c->pass = true;
+        if (ev != SL_H1_H2 || !h2_begin(c)) return false;
     }
-    if (ev == SL_H1_PASSTHROUGH) c->pass = true;
-    if (ev != SL_H1_HEAD) return false;
-    return h1_head(c, h, f);
 }
 
 /* The last swallowed request's end, once the scanner has passed it: its
@@ -1053,22 +1070,23 @@ static bool act(struct sl_req_conn *c, const struct found *h1, const struct sl_r
  * only for count_status (its rule's bucket is all a request leaves to its
  * answer, lane_answered), and a request whose response has a body
  * (neither HEAD nor CONNECT). */
-static bool lane_answers(const struct sl_req_conn *c, const struct found *fd)
+static bool lane_answers(const struct sl_req_conn *c, const char *method)
 {
     return c->answers && !c->learn && !c->inflight && !c->costs && !c->replies &&
-           strcmp(fd->method, "HEAD") != 0 && strcmp(fd->method, "CONNECT") != 0;
+           strcmp(method, "HEAD") != 0 && strcmp(method, "CONNECT") != 0;
 }
 
-/* What act() leaves for a request the lane passed on such a connection:
- * its answer gives the single rule's take back (answered()). */
-static void lane_answered(struct sl_req_conn *c)
+/* What act() leaves for a request the lane (or lean()) passed on such a
+ * connection, the single rule's key of table hash `hash`: its answer gives
+ * the rule's take back (answered()). */
+static void lane_answered(struct sl_req_conn *c, uint64_t hash)
 {
     struct sl_h1resp *resp = &c->rp->resp;
     places_free(c, resp->sent); /* as act(): none held here, unless a reload left some */
     c->rp->learn[resp->sent % SL_H1RESP_RING] = (struct learn_target){.rule = -1};
     struct answer_target *at = &c->rp->ans[resp->sent % SL_H1RESP_RING];
     if (at->reset_end) c->rp->resets--;
-    *at = (struct answer_target){.n = 1, .rule = {c->rules.solo}, .hash = {c->lane_hash}};
+    *at = (struct answer_target){.n = 1, .rule = {c->rules.solo}, .hash = {hash}};
     sl_h1resp_sent(resp, "GET");
 }
 
@@ -1083,42 +1101,105 @@ static bool place_awaited(const struct sl_req_conn *c)
     return false;
 }
 
-/* Scans the bytes of buf past the scanner's position, deciding each head. */
+/* The lane's opening (see lane()), after a head that passed at once under
+ * the single rule's key of table hash `hash` (0: none) and left the
+ * scanner at the read's end: one fast head the thread remembers (serial)
+ * that was the whole read [start, end), on a connection whose answers the
+ * lane may leave as act() would (method: lane_answers). */
+static inline void lane_open(struct sl_req_conn *c, size_t len, uint64_t serial, uint64_t hash,
+                             uint64_t start, uint64_t end, const char *method)
+{
+    if (serial && hash && (!c->rp || lane_answers(c, method)) && start == c->pos &&
+        end == c->pos + len) {
+        c->lane_serial = serial;
+        c->lane_hash = hash;
+    }
+}
+
+/* The fast head f (slices of base) decided by the single rule from its
+ * key's slice alone (lean), when it may be: no Idempotency-Key, values
+ * that fit fast_of's slices, answers left as the lane leaves them. */
+static inline enum sl_req_solo lean(const struct sl_req_conn *c, const struct sl_h1fast *f,
+                                    const char *base, uint64_t now, uint64_t *hash,
+                                    struct sl_verdict *v)
+{
+    if (c->rules.solo < 0 || f->idem.present || !fast_fits(c, f) ||
+        (c->rp && !lane_answers(c, f->method)))
+        return SL_REQ_SOLO_NO;
+    return sl_req_solo_decide(&c->rules, f->key.present ? base + f->key.off : NULL, f->key.trimmed,
+                              now, hash, v);
+}
+
+/* What act() leaves for a decision that let a head pass now with nothing
+ * to remember: none where no response is paired (allowed, no wait, no
+ * place in flight taken): the common request makes no call for it. */
+static inline bool act_needed(const struct sl_req_conn *c, const struct sl_req_decision *d)
+{
+    return c->rp || !d->allowed || d->wait_ns || d->ninflight;
+}
+
+/* Scans the bytes of buf past the scanner's position, deciding each head.
+ *
+ * A fast head on a connection whose one rule is plain is decided lean:
+ * its key's hash from the slice, and the table asked as the lane asks it
+ * (sl_req_solo_decide, core/http/reqdecide.h), so a head that passes at once
+ * makes no struct sl_req_head, decision or act() (the common request on
+ * keys that vary, which the lane cannot take). Any other verdict is
+ * settled from the head made then (sl_req_settle_again), as the lane
+ * does: the same counters, log lines and verdicts as sl_req_decide's
+ * single-rule path (test_reqlean). */
 static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
 {
     c->lane_serial = 0; /* the lane is for a read right after one made by the lane's rules */
     while (!c->denied && !c->pass && c->nahead < SL_REQ_AHEAD && c->nsw < SL_REQ_AHEAD &&
            !place_awaited(c)) {
-        struct sl_req_head h;
-        struct found fd, *h1 = &fd;
-        bool found = next_head(c, buf, len, &h, &fd);
-        swallow_ends(c);
+        bool found = next_head(c, buf, len);
+        if (c->nsw) swallow_ends(c);
         if (!c->odd_body && !c->is_h2 && sl_h1_odd_body(&c->scan) && odd_body(c, now)) return;
         if (!found) return;
+        struct sl_req_head h;
+        struct found fd, *h1 = &fd;
         struct sl_req_decision d;
-        uint8_t digest[SL_BODY_DIGEST_LEN];
-        if (h.idem && h1->end >= c->pos && h1->end <= c->pos + len &&
-            sl_body_digest(&h1->frame, c->is_h2 ? sl_h2_stream(c->h2) : 0,
-                           (const uint8_t *)buf + (h1->end - c->pos),
-                           (size_t)(c->pos + len - h1->end), digest))
-            h.body_digest = digest;
-        if (h1->odd && odd_head(c, h1->odd, now, &d)) {
-            deny(c, h1->start, &d);
+        const char *base = NULL;
+        const struct sl_h1fast *fast = c->is_h2 ? NULL : sl_h1_fast(&c->scan, &base);
+        uint64_t hash;
+        struct sl_verdict v;
+        enum sl_req_solo solo = fast ? lean(c, fast, base, now, &hash, &v) : SL_REQ_SOLO_NO;
+        if (solo == SL_REQ_SOLO_PASSED) { /* and act()'s part */
+            if (c->rp) lane_answered(c, hash);
+            if (sl_h1_pos(&c->scan) < c->pos + len) continue;
+            lane_open(c, len, sl_h1fast_serial(fast), hash, sl_h1_head_start(&c->scan),
+                      sl_h1_pos(&c->scan), fast->method);
             return;
         }
-        sl_req_decide(&c->rules, &h, now, &d);
-        if (!act(c, h1, &d, now)) return;
+        if (solo == SL_REQ_SOLO_SETTLE) {
+            fast_of(c, fast, base, &h, &fd); /* true: lean() asked fast_fits */
+            sl_req_settle_again(&c->rules, &h, &v, now, &d);
+        } else {
+            if (c->is_h2)
+                head_of(sl_h2_head(c->h2), &h, &fd);
+            else if (!h1_head_of(c, fast, base, &h, &fd))
+                return;
+            uint8_t digest[SL_BODY_DIGEST_LEN];
+            if (h.idem && h1->end >= c->pos && h1->end <= c->pos + len &&
+                sl_body_digest(&h1->frame, c->is_h2 ? sl_h2_stream(c->h2) : 0,
+                               (const uint8_t *)buf + (h1->end - c->pos),
+                               (size_t)(c->pos + len - h1->end), digest))
+                h.body_digest = digest;
+            if (h1->odd && odd_head(c, h1->odd, now, &d)) {
+                deny(c, h1->start, &d);
+                return;
+            }
+            sl_req_decide(&c->rules, &h, now, &d);
+        }
+        if (act_needed(c, &d) && !act(c, h1, &d, now)) return;
         if (!d.allowed) continue; /* swallowed */
         /* the common end, a head that filled the read: the next round's
          * next_head would find nothing to feed (and swallow_ends has run
          * since the last feed). One fast head that was the whole read and
          * passed at once by the single rule opens the lane. */
         if (scan_pos(c) >= c->pos + len) {
-            if (fd.serial && d.key_hash && !d.wait_ns && (!c->rp || lane_answers(c, &fd)) &&
-                fd.start == c->pos && fd.end == c->pos + len) {
-                c->lane_serial = fd.serial;
-                c->lane_hash = d.key_hash;
-            }
+            if (!d.wait_ns) lane_open(c, len, fd.serial, d.key_hash, fd.start, fd.end, fd.method);
             return;
         }
     }
@@ -1161,7 +1242,7 @@ static enum lane lane(struct sl_req_conn *c, const char *buf, size_t len, uint64
     lane_heads++;
     struct sl_verdict v;
     if (sl_req_decide_again(&c->rules, c->lane_hash, now, &v)) {
-        if (c->rp) lane_answered(c);
+        if (c->rp) lane_answered(c, c->lane_hash);
         c->pos += len; /* sl_req_passed, nothing ahead */
         return LANE_PASS;
     }
@@ -1268,7 +1349,7 @@ bool sl_req_admit_all(struct sl_req_conn *c, const void *buf, size_t len, uint64
     }
     scan(c, buf, len, now);
     if (!all_pass(c, len)) return false;
-    sl_req_passed(c, buf, len);
+    c->pos += len; /* sl_req_passed, nothing ahead (all_pass) */
     return true;
 }
 

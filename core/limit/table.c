@@ -656,8 +656,7 @@ int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
  * the same order, stopping where it would stop: at the key's tag). Anything
  * else (an empty slot to claim, a slot being reused, a later bucket) is
  * left to find_slot_h. */
-static inline int64_t find_slot_fast(struct sl_table *t, int rule, uint64_t h,
-                                     const struct sl_limit *l, uint64_t now)
+static inline int64_t in_first_bucket(const struct sl_table *t, uint64_t h)
 {
     uint64_t at = (uint64_t)(((unsigned __int128)h * t->nbuckets) >> 64) * SL_BUCKET;
     for (unsigned j = 0; j < SL_BUCKET; j++) {
@@ -665,7 +664,14 @@ static inline int64_t find_slot_fast(struct sl_table *t, int rule, uint64_t h,
         if (tag == h) return (int64_t)(at + j);
         if (tag == 0) break;
     }
-    return find_slot_h(t, rule, h, l, 0, now);
+    return -1;
+}
+
+static inline int64_t find_slot_fast(struct sl_table *t, int rule, uint64_t h,
+                                     const struct sl_limit *l, uint64_t now)
+{
+    int64_t i = in_first_bucket(t, h);
+    return i >= 0 ? i : find_slot_h(t, rule, h, l, 0, now);
 }
 
 static int64_t find_slot_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
@@ -719,6 +725,26 @@ decide_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now, uint64_
             sl_gcra_step_ex(l, s, now, cost, slack, &next, v, remaining);
         else
             sl_limit_step(l, s, now, cost, slack, &next, v);
+        if (next == s) return;
+        if (atomic_compare_exchange_weak_explicit(w, &s, next, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return;
+    }
+}
+
+/* decide_word's GCRA step for a rule of cost 1 whose cost1_ns is set (the
+ * caller looked, in its own copy of the limit): without decide_word's
+ * other algorithms (sl_limit_step) and the general cost's division, the
+ * decision makes no call. */
+static inline __attribute__((always_inline)) void decide_gcra1(_Atomic uint64_t *w,
+                                                               const struct sl_limit *l,
+                                                               uint64_t now, uint64_t slack,
+                                                               struct sl_verdict *v)
+{
+    uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
+    for (;;) {
+        uint64_t next;
+        sl_gcra_step_ex(l, s, now, 1, slack, &next, v, false);
         if (next == s) return;
         if (atomic_compare_exchange_weak_explicit(w, &s, next, memory_order_relaxed,
                                                   memory_order_relaxed))
@@ -784,10 +810,34 @@ void sl_table_decide_lean(struct sl_table *t, int rule, const struct sl_key *k,
     decide(t, rule, sl_key_hash(k, t->secret), l, now, cost, slack, v, false);
 }
 
+/* sl_table_decide_lean_h past its common case (reqdecide.c's single rule:
+ * a key in its first bucket, GCRA, cost 1): the same decision as decide(). */
+static __attribute__((noinline)) void decide_lean_h_slow(struct sl_table *t, int rule, uint64_t h,
+                                                         const struct sl_limit *l, uint64_t now,
+                                                         uint64_t cost, uint64_t slack,
+                                                         struct sl_verdict *v)
+{
+    decide(t, rule, h, l, now, cost, slack, v, false);
+}
+
+/* Out of line, as decide() is for the rest: a key met before, in its
+ * first bucket, of a GCRA rule with cost 1 is decided here with no call
+ * (the others are a tail call), so the common decision saves no
+ * registers (issue 32). */
 void sl_table_decide_lean_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
                             uint64_t now, uint64_t cost, uint64_t slack, struct sl_verdict *v)
 {
-    decide(t, rule, h, l, now, cost, slack, v, false);
+    /* a copy (the configuration's, which does not change): what the step
+     * reads of it stays known across the atomic loads, cost1_ns set */
+    const struct sl_limit lc = *l;
+    if (__builtin_expect(cost == 1 && lc.alg == SL_ALG_GCRA && lc.cost1_ns, 1)) {
+        int64_t i = in_first_bucket(t, h); /* the slot find_slot_h would return */
+        if (__builtin_expect(i >= 0, 1)) {
+            decide_gcra1(&t->slots[i].state, &lc, now, slack, v);
+            return;
+        }
+    }
+    decide_lean_h_slow(t, rule, h, l, now, cost, slack, v);
 }
 
 void sl_table_decide_lean_at(struct sl_table *t, int rule, uint64_t h, int64_t *at,
