@@ -1349,7 +1349,8 @@ bool sl_req_admit_all(struct sl_req_conn *c, const void *buf, size_t len, uint64
     }
     scan(c, buf, len, now);
     if (!all_pass(c, len)) return false;
-    c->pos += len; /* sl_req_passed, nothing ahead (all_pass) */
+    c->pos += len;                                /* sl_req_passed, nothing ahead (all_pass) */
+    if (c->rp && c->rp->resets) resets_passed(c); /* as sl_req_passed */
     return true;
 }
 

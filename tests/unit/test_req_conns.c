@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../../conf/conf.h"
+#include "h2_frames.h"
 #include "reqworld.h"
 #include "testutil.h"
 
@@ -89,6 +90,47 @@ static void a_request_holds_its_place_until_its_response_ends(void **unused)
     c = conn(w, SL_IN);
     assert_int_equal(admit(c, GET, T0, &v), strlen(GET));
     conn_free(c);
+    conn_free(a);
+    world_free(w);
+}
+
+/* HTTP/2: a stream the client resets gives back its place once the
+ * program has been passed the reset, also when the whole read passes at
+ * once (sl_req_admit_all, the common path: it advanced past the reset
+ * without giving the place back, so the key stayed full while the
+ * connection lived). */
+static void a_client_reset_gives_back_its_streams_place(void **unused)
+{
+    (void)unused;
+    struct req_world *w = world(SL_ACT_REPLY);
+    struct sl_req_conn *a = conn(w, SL_IN), *b = conn(w, SL_IN);
+    /* GET / http, :authority a, x-key: k (literal, new name) */
+    static const char block[] = "\x82\x84\x86\x01\x01"
+                                "a"
+                                "\x00\x05"
+                                "x-key"
+                                "\x01"
+                                "k";
+    static struct h2out o;
+    memcpy(o.buf, H2_PREFACE, 24);
+    o.len = 24;
+    h2frame(&o, 4, 0, 0, "", 0);                     /* SETTINGS */
+    h2frame(&o, 1, 0x5, 1, block, sizeof block - 1); /* HEADERS, END_STREAM */
+    h2frame(&o, 1, 0x5, 3, block, sizeof block - 1);
+    assert_true(sl_req_admit_all(a, o.buf, o.len, T0)); /* both places taken */
+    struct sl_req_verdict v;
+    assert_int_equal(admit(b, GET, T0, &v), 0);
+    assert_int_equal(v.status, SL_REQ_DENY);
+    conn_free(b);
+    o.len = 0;
+    h2frame(&o, 3, 0, 1, "\x00\x00\x00\x08", 4); /* RST_STREAM 1, CANCEL */
+    assert_true(sl_req_admit_all(a, o.buf, o.len, T0));
+    b = conn(w, SL_IN);
+    assert_int_equal(admit(b, GET, T0, &v), strlen(GET)); /* stream 1's place */
+    struct sl_req_conn *c = conn(w, SL_IN);
+    assert_int_equal(admit(c, GET, T0, &v), 0); /* stream 3 still holds its own */
+    conn_free(c);
+    conn_free(b);
     conn_free(a);
     world_free(w);
 }
@@ -230,6 +272,7 @@ int main(void)
         cmocka_unit_test(outbound_the_responses_read_give_the_places_back),
         cmocka_unit_test(outbound_reply_answers_the_third_with_a_429_and_goes_on),
         cmocka_unit_test(the_option_loads_and_prints_back),
+        cmocka_unit_test(a_client_reset_gives_back_its_streams_place),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;
 }
