@@ -57,10 +57,10 @@
  */
 #include "cluster.h"
 
-#include <sched.h>
 #include <stddef.h>
 
 #include "cluster_t.h"
+#include "../limit/settle.h"
 #include "../limit/window.h"
 
 typedef sl_u128 u128;
@@ -138,23 +138,6 @@ static bool entry_idle(const struct sl_cluster *c, struct sl_centry *e, uint64_t
 }
 
 /* Finds the key's entry, claiming a free or idle one when `claim`. */
-/* A slot's tag, once whoever is setting it up (tag 1: a few stores) is
- * done. Probing past a slot being set up for the same key would claim a
- * second slot for it, whose count the first never sees: one admission
- * over the limit per such meeting (4 threads claiming fresh keys at once
- * met thousands a run). The wait is bounded: a process that died between
- * its claim and its tag leaves 1 for good, and that slot is passed as
- * before. */
-static uint64_t settled_tag(struct sl_centry *e)
-{
-    uint64_t t = atomic_load_explicit(&e->tag, memory_order_acquire);
-    for (int spins = 0; t == 1 && spins < 4096; spins++) {
-        if (spins >= 64) sched_yield(); /* the one setting it up may be off CPU */
-        t = atomic_load_explicit(&e->tag, memory_order_acquire);
-    }
-    return t;
-}
-
 static struct sl_centry *find(struct sl_cluster *c, int rule, uint64_t hash, uint64_t wallnow,
                               bool claim)
 {
@@ -162,7 +145,7 @@ static struct sl_centry *find(struct sl_cluster *c, int rule, uint64_t hash, uin
     uint64_t idle_tag = 0;
     for (uint32_t i = 0; i < SL_CLUSTER_PROBE; i++) {
         struct sl_centry *e = &c->ents[(hash + i) & c->mask];
-        uint64_t t = settled_tag(e);
+        uint64_t t = sl_settled_tag(&e->tag, 1);
         if (t == hash) return e;
         if (t == 0) {
             if (!claim) return NULL;
@@ -172,7 +155,7 @@ static struct sl_centry *find(struct sl_cluster *c, int rule, uint64_t hash, uin
                 atomic_store_explicit(&e->tag, hash, memory_order_release);
                 return e;
             }
-            if ((t = settled_tag(e)) == hash) return e;
+            if ((t = sl_settled_tag(&e->tag, 1)) == hash) return e;
         }
         if (claim && !idle && t > 1 && entry_idle(c, e, wallnow)) {
             idle = e;
@@ -183,7 +166,9 @@ static struct sl_centry *find(struct sl_cluster *c, int rule, uint64_t hash, uin
     /* Reuse: take the tag away from the old key first (1 = being set up). */
     if (!atomic_compare_exchange_strong_explicit(&idle->tag, &idle_tag, 1, memory_order_acquire,
                                                  memory_order_relaxed))
-        return settled_tag(idle) == hash ? idle : NULL; /* another took it, maybe for this key */
+        return sl_settled_tag(&idle->tag, 1) == hash
+                   ? idle
+                   : NULL; /* another took it, maybe for this key */
     atomic_store_explicit(&idle->meta, 0, memory_order_relaxed);
     for (int o = 0; o < SL_CLUSTER_ORIGINS; o++)
         atomic_store_explicit(&idle->w[o], 0, memory_order_relaxed);

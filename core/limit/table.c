@@ -53,7 +53,6 @@
 #include "table.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -68,6 +67,7 @@
 #include "../clock.h"
 #include "../mem.h"
 #include "quota.h"
+#include "settle.h"
 #include "../shm.h"
 #include "../sys.h"
 #include "table_int.h"
@@ -597,27 +597,11 @@ static inline int64_t probe_next(struct probe *p)
 
 /* The slot of the key's probe sequence to give it when every one is taken:
  * the first idle one, else the one whose key used the smallest share of
- * its limit, never one at its limit (slot_share); -1 when there is none.
- * Only looked for when the whole sequence is taken: reading the side entry
- * costs a cache miss, which a lookup must not pay. */
-/* A slot's tag once a reuser is done with it (a few stores). Probing past a
- * slot being reused for the same key would give that key a second slot,
- * whose count the first never sees: with four threads taking idle slots for
- * the same new keys at once, most keys were admitted twice. Bounded: a
- * process that died while reusing leaves REUSING for good, and that slot is
- * passed as before. */
-static uint64_t settled_tag(struct sl_slot *s)
-{
-    uint64_t tag = atomic_load_explicit(&s->tag, memory_order_acquire);
-    for (int spins = 0; tag == REUSING && spins < 4096; spins++) {
-        if (spins >= 64) sched_yield(); /* the reuser may be off CPU */
-        tag = atomic_load_explicit(&s->tag, memory_order_acquire);
-    }
-    return tag;
-}
-
-/* ... and the key's own slot if it meets it (another thread reused one for
- * it meanwhile): then *tag is h. */
+ * its limit, never one at its limit (slot_share); -1 when there is none;
+ * or the key's own slot if it meets it (another thread reused one for it
+ * meanwhile): then *tag is h. Only looked for when the whole sequence is
+ * taken: reading the side entry costs a cache miss, which a lookup must
+ * not pay. */
 static int64_t find_room(struct sl_table *t, uint64_t h, uint64_t now, uint64_t *tag,
                          uint64_t *state)
 {
@@ -625,7 +609,7 @@ static int64_t find_room(struct sl_table *t, uint64_t h, uint64_t now, uint64_t 
     int64_t best = -1;
     uint32_t best_share = FULL;
     for (int64_t at; (at = probe_next(&p)) >= 0;) {
-        uint64_t tg = settled_tag(&t->slots[at]), st;
+        uint64_t tg = sl_settled_tag(&t->slots[at].tag, REUSING), st;
         if (tg == h) {
             *tag = h;
             return at;
@@ -681,7 +665,7 @@ static int64_t find_slot_h(struct sl_table *t, int rule, uint64_t h, const struc
         struct probe p = probe_start(t, h);
         for (int64_t at; (at = probe_next(&p)) >= 0;) {
             struct sl_slot *s = &t->slots[at];
-            uint64_t tag = settled_tag(s);
+            uint64_t tag = sl_settled_tag(&s->tag, REUSING);
             if (tag == h) return at;
             if (tag != 0) continue;
             if (atomic_compare_exchange_strong_explicit(&s->tag, &tag, h, memory_order_acq_rel,
