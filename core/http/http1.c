@@ -38,8 +38,10 @@
  * a head is held only from the end of its request line (servers act on
  * nothing before the blank line), so a body that merely contains text
  * never waits for more bytes. When a resync point falls inside a line
- * that began as a request line, the resync reading wins (the one servers
- * framing by Content-Length follow).
+ * that began as a request line, both readings are counted: servers that
+ * end the body at the line run the line, those framing by Content-Length
+ * a head from the resync point; the line read so far is reported as an
+ * odd head (SL_H1_ODD_CUT) and the reading goes on from the resync point.
  *
  * Chunked bodies (issue 31). http-parser frames them more leniently than
  * the servers behind sluice, and differently: it skips a chunk extension
@@ -157,6 +159,8 @@ const char *sl_h1_odd_reason(enum sl_h1_odd why)
         return "a broken HTTP/2 preface";
     case SL_H1_ODD_CHUNKED:
         return "a chunked body servers frame differently";
+    case SL_H1_ODD_CUT:
+        return "a request line where a body may end";
     case SL_H1_ODD_NONE:
         break;
     }
@@ -848,8 +852,23 @@ static size_t doubt_feed(struct sl_h1 *s, const char *buf, size_t len, enum sl_h
         }
         unsigned char c = (unsigned char)buf[i];
         if ((s->pos == s->resync[0] || s->pos == s->resync[1]) && s->state == SL_H1_IDLE &&
-            !s->rd_skip)
+            !s->rd_skip) {
+            if (s->rd != R_BOL && s->rd != R_SKIP && s->pos > s->line_start) {
+                /* a request line in progress is cut where a body may end:
+                 * servers that end the body at the line run that line,
+                 * those that frame by Content-Length a head from here;
+                 * both are counted, the line read so far as a head */
+                uint64_t keep[2] = {s->resync[0], s->resync[1]};
+                s->head_start = s->line_start;
+                s->odd = SL_H1_ODD_CUT;
+                s->rd = R_BOL;
+                odd_end(s, ev);
+                s->resync[0] = keep[0];
+                s->resync[1] = keep[1];
+                return i;
+            }
             s->rd = R_BOL;
+        }
         if (s->state == SL_H1_IDLE && !s->rd_skip && s->rd == R_BOL && c != '\r' && c != '\n') {
             s->line_start = s->pos;
             fields_begin(s);

@@ -92,6 +92,7 @@ enum sl_h1_odd {
     SL_H1_ODD_GET_BODY, /* a GET or HEAD with a body: the body is scanned for heads */
     SL_H1_ODD_PREFACE,  /* a broken HTTP/2 connection preface */
     SL_H1_ODD_CHUNKED,  /* a chunked body servers frame differently (sl_h1_odd_body) */
+    SL_H1_ODD_CUT,      /* a request line cut by where a body may end: counted twice */
 };
 
 /* A short reason for logs ("a header line http-parser refuses"). */

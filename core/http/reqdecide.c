@@ -571,7 +571,16 @@ static inline __attribute__((always_inline)) bool solo_key(const struct sl_req_r
                                                            struct sl_key *key, uint64_t *hash)
 {
     if (h->idem && h->idem_len) return false;
-    return solo_key_value(x, h->header, h->header_len, key, hash);
+    /* the value as the general loop's copies take it (sl_header_copies):
+     * without blanks around it, which a head read under doubt may keep
+     * (a fast head's slice has none) */
+    const char *v = h->header;
+    size_t n = h->header_len;
+    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    while (n && (*v == ' ' || *v == '\t'))
+        v++, n--;
+    return solo_key_value(x, v, n, key, hash);
 }
 
 /* The single rule's table decision for the key of table hash `hash`.

@@ -424,6 +424,41 @@ static void a_head_glued_to_a_body_is_counted_under_doubt(void **unused)
     assert_int_equal(r.heads, 2);
 }
 
+/* Found by fuzz_chunked: under the conservative reading, a head whose
+ * Content-Length ends its body inside the request line that follows it
+ * (python's trailer reader runs that line; a server framing by the length
+ * a head from that byte). The line was dropped for the place where the
+ * body ends (seen failing: 3 heads, GET /hidden not among them); both are
+ * counted now, the line so far as an odd head (SL_H1_ODD_CUT). */
+static void a_request_line_a_body_end_cuts_is_counted_under_doubt(void **unused)
+{
+    (void)unused;
+    const char *req = "FOO / HTTP/1.1\r\nHost: h\r\n\r\n"
+                      "GET /s HTTP/1.1\r\nContent-Length: 6\r\n\r\n"
+                      "GET /hidden HTTP/1.1\r\nHost: h\r\n\r\n"
+                      "GET /last HTTP/1.1\r\n\r\n";
+    uint64_t seed = 21;
+    for (int split = 0; split < 2; split++) {
+        struct scan r;
+        scan_split(&r, SL_H1_KEY_NONE, NULL, req, strlen(req), split ? &seed : NULL);
+        assert_int_equal(r.heads, 4);
+        assert_non_null(strstr(r.line[2], "[65,71) GET path=/h query="));
+        assert_string_equal(r.last.url, "/last");
+    }
+    struct sl_h1 *s = malloc(sizeof *s);
+    sl_h1_init(s, SL_H1_KEY_NONE, NULL);
+    enum sl_h1_event ev;
+    size_t off = 0;
+    for (int heads = 0; heads < 3; heads++) {
+        off += sl_h1_feed(s, req + off, strlen(req) - off, &ev);
+        assert_int_equal(ev, SL_H1_HEAD);
+    }
+    assert_int_equal(sl_h1_head(s)->odd, SL_H1_ODD_CUT);
+    assert_string_equal(sl_h1_odd_reason(SL_H1_ODD_CUT), "a request line where a body may end");
+    sl_h1_fini(s);
+    free(s);
+}
+
 /* Issue 18.4: a GET or HEAD with a body: python's http.server ignores the
  * body and runs the requests in it; each is counted (also with a space
  * before Content-Length's colon, which http-parser refuses). Before the
@@ -467,7 +502,10 @@ static void a_versionless_request_of_any_known_method_is_counted_under_doubt(voi
                       "POST /1\n\nDELETE /2\r\n\r\nFROB /3\n\nGET /last HTTP/1.1\r\n\r\n";
     struct scan r;
     scan(&r, req);
-    assert_int_equal(r.heads, 4); /* GET /, POST /1, DELETE /2, GET /last; FROB is no method */
+    /* GET /, "abc" (the body's end cuts a line that may begin a request:
+     * a_request_line_a_body_end_cuts_is_counted_under_doubt), POST /1,
+     * DELETE /2, GET /last; FROB is no method */
+    assert_int_equal(r.heads, 5);
     assert_string_equal(r.last.url, "/last");
 }
 
@@ -688,6 +726,7 @@ int main(void)
         cmocka_unit_test(every_poison_is_counted_and_so_are_the_requests_after_it),
         cmocka_unit_test(requests_hidden_in_a_get_body_are_counted),
         cmocka_unit_test(a_head_glued_to_a_body_is_counted_under_doubt),
+        cmocka_unit_test(a_request_line_a_body_end_cuts_is_counted_under_doubt),
         cmocka_unit_test(a_versionless_request_of_any_known_method_is_counted_under_doubt),
         cmocka_unit_test(the_full_path_the_target_host_whole_keys_and_cookies),
         cmocka_unit_test(the_http2_preface_is_reported_and_look_alikes_are_http1),
