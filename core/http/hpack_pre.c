@@ -79,12 +79,18 @@ static void int_first(struct sl_hpre *p, uint8_t b, unsigned bits, uint8_t after
 /* A continuation byte of an integer. */
 static void int_more(struct sl_hpre *p, uint8_t b)
 {
-    p->val += (uint32_t)(b & 0x7f) << p->shift;
-    p->shift += 7;
-    if (!(b & 0x80))
-        int_done(p);
-    else if (p->shift >= SL_HPRE_INT_MAX)
+    /* as nghttp2 reads them (decode_length): a byte at every shift up to
+     * SL_HPRE_INT_MAX while the value fits 32 bits, so a small value with
+     * zero bytes after it is taken as the most lenient server takes it */
+    uint32_t add = b & 0x7f;
+    if (p->shift > SL_HPRE_INT_MAX || add > UINT32_MAX >> p->shift ||
+        UINT32_MAX - (add << p->shift) < p->val) {
         p->bad = true;
+        return;
+    }
+    p->val += add << p->shift;
+    p->shift += 7;
+    if (!(b & 0x80)) int_done(p);
 }
 
 static bool is_update(uint8_t b)

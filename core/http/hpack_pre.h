@@ -24,10 +24,12 @@
  * them, for nginx and for the dynamic table (whose entries count decoded
  * octets).
  *
- * Streaming: a block may be split anywhere (frames, reads). Integers longer
- * than SL_HPRE_INT_MAX bits are refused (`bad`), as nginx and nghttp2 refuse
- * them; after `bad` every byte is reported as field bytes, and the inflater
- * will fail on them. No allocation, no state outside the struct.
+ * Streaming: a block may be split anywhere (frames, reads). Integers are
+ * read as nghttp2 reads them: continuation bytes at shifts up to
+ * SL_HPRE_INT_MAX, the value within 32 bits; longer ones are refused
+ * (`bad`; nginx refuses from a fourth continuation byte on, and ends the
+ * connection); after `bad` every byte is reported as field bytes, and the
+ * inflater will fail on them. No allocation, no state outside the struct.
  */
 #ifndef SL_HPACK_PRE_H
 #define SL_HPACK_PRE_H
@@ -36,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SL_HPRE_INT_MAX 28 /* bits past the prefix: 4 continuation bytes */
+#define SL_HPRE_INT_MAX 28 /* the last shift of a continuation byte: 5 of them */
 
 enum sl_hpre_run {
     SL_HPRE_FIELD,  /* bytes of header field representations: feed them */

@@ -663,7 +663,15 @@ static enum rd_event rd_byte(struct sl_h1 *s, unsigned char c)
         s->rd_n = 1;
         return RD_NONE;
     case R_VER: /* "HTTP/", or H and any four (what http-parser takes when not strict) */
-        if (c == ' ' || c == '\r' || c == '\n') return not_request(s, c);
+        if (c == '\r' || c == '\n') {
+            /* http-parser takes a line's end among the four too, and
+             * reads on; servers that end lines at LF refuse the line. A
+             * head to the one (of a method it knows), a line end to the
+             * others: counted now, and what follows read as lines */
+            if (!method_09(s->rd_method)) return not_request(s, c);
+            s->rd = c == '\n' ? R_BOL : R_SKIP;
+            return RD_LINE09;
+        }
         if (++s->rd_n == 5) {
             s->rd = R_VMAJ;
             s->rd_n = 0;
