@@ -26,9 +26,13 @@
  * them), and reuses it: CAS(tag, old, REUSING) makes the reuser exclusive,
  * CAS(state, s, 0) confirms the bucket is still the one it judged (else
  * the tag goes back), then meta is written and the tag is published as the
- * new hash. An idle bucket is equivalent to a fresh one, so nothing is
- * lost but a request of the old key racing the reuse, which may be charged
- * to the new key: an error of one request, at most, per reuse.
+ * new hash. An idle bucket is equivalent to a fresh one. A step of the old
+ * key racing the reuse may fall on the new key's state: the stepper then
+ * reads the tag again (still_held) and looks for its key's slot anew, so
+ * that request counts for both keys, never for neither. The pass reads a
+ * slot's tag again after its state: a slot taken meanwhile for the same
+ * key (by another thread, and spent already) is the key's, not a busy
+ * one to pass on the way to a second slot for it.
  *
  * Eviction. Without an idle slot, the same pass evicts the slot whose key
  * has used the smallest share of its limit, among those whose next request
@@ -46,8 +50,9 @@
  * GCRA state clamped after a backward clock step.
  *
  * Memory order: tag is published with release after state and meta are
- * reset, and read with acquire. state needs only to be atomic: each
- * decision depends on nothing but the word it replaces. Counters are
+ * reset, and read with acquire. A step's exchange of state, its read of
+ * the tag after it and the reuser's exchanges are seq_cst (still_held's
+ * argument; on x86-64 the same instructions as relaxed ones). Counters are
  * relaxed: readers want totals, not ordering.
  */
 #include "table.h"
@@ -610,13 +615,22 @@ static int64_t find_room(struct sl_table *t, uint64_t h, uint64_t now, uint64_t 
     uint32_t best_share = FULL;
     for (int64_t at; (at = probe_next(&p)) >= 0;) {
         uint64_t tg = sl_settled_tag(&t->slots[at].tag, REUSING), st;
+        uint32_t share = FULL;
+        /* the share read for the tag read: a slot given to another key
+         * meanwhile (this key's, by another thread, maybe stepped on
+         * already) is looked at again */
+        for (int again = 0; tg != h && tg != REUSING && again < 4; again++) {
+            share = slot_share(t, (uint64_t)at, now, &st);
+            uint64_t now_tg = sl_settled_tag(&t->slots[at].tag, REUSING);
+            if (now_tg == tg) break;
+            tg = now_tg;
+            share = FULL;
+        }
         if (tg == h) {
             *tag = h;
             return at;
         }
-        if (tg == REUSING) continue;
-        uint32_t share = slot_share(t, (uint64_t)at, now, &st);
-        if (share >= best_share) continue;
+        if (tg == REUSING || share >= best_share) continue;
         best = at;
         best_share = share;
         *tag = tg;
@@ -625,6 +639,33 @@ static int64_t find_room(struct sl_table *t, uint64_t h, uint64_t now, uint64_t 
     }
     return best;
 }
+
+/* Whether slot i still holds key h once a step on its state is done. A
+ * thread that finds the key's probe sequence full gives another key an
+ * idle slot (find_room), and a slot just claimed and not yet stepped on,
+ * or one whose key came back after long idleness, is idle: taken between
+ * the lookup and the step, the step fell on the new key's state. Then it
+ * counts for that key (one use more: never fewer admissions than due) and
+ * the caller looks again, so its own key is counted too. Every access in
+ * the race is seq_cst (on x86-64 the same instructions as relaxed ones):
+ * either this load comes first in their one order, and then the reuser's
+ * exchange of the state, after its tag's, meets the step and gives the
+ * slot back; or the load sees the reuser's tag. */
+static __attribute__((noinline, cold)) bool held_once_settled(struct sl_table *t, int64_t i,
+                                                              uint64_t h)
+{
+    return sl_settled_tag(&t->slots[i].tag, REUSING) == h;
+}
+
+static inline bool still_held(struct sl_table *t, int64_t i, uint64_t h)
+{
+    uint64_t tag = atomic_load(&t->slots[i].tag);
+    return tag == h || (tag == REUSING && held_once_settled(t, i, h));
+}
+
+/* Lookups and steps of one key, each looked at again by still_held: a few
+ * rounds at most, then the key is counted as a full table counts it. */
+#define HELD_TRIES 4
 
 static int64_t find_slot_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
                            uint64_t quota, uint64_t now);
@@ -682,10 +723,12 @@ static int64_t find_slot_h(struct sl_table *t, int rule, uint64_t h, const struc
         struct sl_slot *s = &t->slots[room];
         /* The tag is the exclusive step: REUSING keeps a second reuser out
          * while state and meta are reset. */
-        if (!atomic_compare_exchange_strong_explicit(&s->tag, &old_tag, REUSING,
-                                                     memory_order_acq_rel, memory_order_acquire))
+        if (!atomic_compare_exchange_strong(&s->tag, &old_tag, REUSING)) /* seq_cst: still_held */
             continue;
-        if (!atomic_compare_exchange_strong(&s->state, &old_state, 0)) {
+        /* a connection place taken since find_room looked (after its own
+         * look at the tag: sl_table_conn_acquire) keeps the slot */
+        if (atomic_load(&t->side[room].conns) != 0 ||
+            !atomic_compare_exchange_strong(&s->state, &old_state, 0)) {
             atomic_store_explicit(&s->tag, old_tag, memory_order_release);
             continue;
         }
@@ -702,17 +745,14 @@ static inline __attribute__((always_inline)) void
 decide_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now, uint64_t cost,
             uint64_t slack, struct sl_verdict *v, bool remaining)
 {
-    uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
+    uint64_t s = atomic_load(w); /* seq_cst, as the exchange: still_held */
     for (;;) {
         uint64_t next;
         if (l->alg == SL_ALG_GCRA) /* the common case, inline */
             sl_gcra_step_ex(l, s, now, cost, slack, &next, v, remaining);
         else
             sl_limit_step(l, s, now, cost, slack, &next, v);
-        if (next == s) return;
-        if (atomic_compare_exchange_weak_explicit(w, &s, next, memory_order_relaxed,
-                                                  memory_order_relaxed))
-            return;
+        if (next == s || atomic_compare_exchange_weak(w, &s, next)) return;
     }
 }
 
@@ -725,14 +765,11 @@ static inline __attribute__((always_inline)) void decide_gcra1(_Atomic uint64_t 
                                                                uint64_t now, uint64_t slack,
                                                                struct sl_verdict *v)
 {
-    uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
+    uint64_t s = atomic_load(w); /* seq_cst, as decide_word's */
     for (;;) {
         uint64_t next;
         sl_gcra_step_ex(l, s, now, 1, slack, &next, v, false);
-        if (next == s) return;
-        if (atomic_compare_exchange_weak_explicit(w, &s, next, memory_order_relaxed,
-                                                  memory_order_relaxed))
-            return;
+        if (next == s || atomic_compare_exchange_weak(w, &s, next)) return;
     }
 }
 
@@ -773,10 +810,11 @@ static inline __attribute__((always_inline)) void decide(struct sl_table *t, int
                                                          uint64_t cost, uint64_t slack,
                                                          struct sl_verdict *v, bool remaining)
 {
-    int64_t i = find_slot_fast(t, rule, h, l, now);
-    if (__builtin_expect(i >= 0, 1)) {
+    for (int tries = 0; tries < HELD_TRIES; tries++) {
+        int64_t i = find_slot_fast(t, rule, h, l, now);
+        if (__builtin_expect(i < 0, 0)) break;
         decide_word(&t->slots[i].state, l, now, cost, slack, v, remaining);
-        return;
+        if (__builtin_expect(still_held(t, i, h), 1)) return;
     }
     decide_full(t, rule, l, now, cost, slack, v);
 }
@@ -807,8 +845,11 @@ static __attribute__((noinline)) void decide_lean_h_slow(struct sl_table *t, int
 /* Out of line, as decide() is for the rest: a key met before, in its
  * first bucket, of a GCRA rule with cost 1 is decided here with no call
  * (the others are a tail call), so the common decision saves no
- * registers (issue 32). */
-void sl_table_decide_lean_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
+ * registers (issue 32); and a slot given to another key under the step
+ * is told to the caller (false: call again), which holds the arguments
+ * anyway, rather than decided again here, which would keep them all live
+ * across the step. */
+bool sl_table_decide_lean_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
                             uint64_t now, uint64_t cost, uint64_t slack, struct sl_verdict *v)
 {
     /* a copy (the configuration's, which does not change): what the step
@@ -818,47 +859,60 @@ void sl_table_decide_lean_h(struct sl_table *t, int rule, uint64_t h, const stru
         int64_t i = in_first_bucket(t, h); /* the slot find_slot_h would return */
         if (__builtin_expect(i >= 0, 1)) {
             decide_gcra1(&t->slots[i].state, &lc, now, slack, v);
-            return;
+            return still_held(t, i, h);
         }
     }
     decide_lean_h_slow(t, rule, h, l, now, cost, slack, v);
+    return true;
 }
 
 void sl_table_decide_lean_at(struct sl_table *t, int rule, uint64_t h, int64_t *at,
                              const struct sl_limit *l, uint64_t now, struct sl_verdict *v)
 {
     int64_t i = *at;
-    /* a tag names one key: the slot is the one find_slot_fast would return */
-    if (i < 0 || atomic_load_explicit(&t->slots[i].tag, memory_order_acquire) != h)
-        *at = i = find_slot_fast(t, rule, h, l, now);
-    if (__builtin_expect(i >= 0, 1)) {
+    for (int tries = 0; tries < HELD_TRIES; tries++) {
+        /* a tag names one key: the slot is the one find_slot_fast would return */
+        if (i < 0 || atomic_load_explicit(&t->slots[i].tag, memory_order_acquire) != h)
+            *at = i = find_slot_fast(t, rule, h, l, now);
+        if (__builtin_expect(i < 0, 0)) break;
         decide_word(&t->slots[i].state, l, now, 1, 0, v, false);
-        return;
+        if (__builtin_expect(still_held(t, i, h), 1)) return;
+        *at = i = -1;
     }
     decide_full(t, rule, l, now, 1, 0, v);
+}
+
+static uint64_t take_word(_Atomic uint64_t *w, const struct sl_limit *l, uint64_t now,
+                          uint64_t want, uint64_t quantum, uint64_t *wait_ns)
+{
+    uint64_t old = atomic_load(w); /* seq_cst, as decide_word's */
+    for (;;) {
+        uint64_t next, got = sl_limit_take(l, old, now, want, quantum, &next, wait_ns);
+        if (got == 0 || atomic_compare_exchange_weak(w, &old, next)) return got;
+    }
 }
 
 uint64_t sl_table_take(struct sl_table *t, int rule, const struct sl_key *k,
                        const struct sl_limit *l, uint64_t now, uint64_t want, uint64_t quantum,
                        uint64_t *wait_ns)
 {
-    int64_t i = sl_table_find_slot(t, rule, k, l, 0, now);
-    _Atomic uint64_t *w = i >= 0 ? &t->slots[i].state : &t->rules[rule].overflow_state;
-    if (i < 0) {
-        sl_table_count(t, rule, SL_C_OVERFLOW, 1);
-        if (t->on_full == SL_FULL_ALLOW) return *wait_ns = 0, want;
-        if (t->on_full == SL_FULL_DENY) return *wait_ns = SL_NS_PER_SEC / 10, 0;
+    uint64_t h = sl_key_hash(k, t->secret);
+    for (int tries = 0; tries < HELD_TRIES; tries++) {
+        int64_t i = find_slot_h(t, rule, h, l, 0, now);
+        if (i < 0) break;
+        uint64_t got = take_word(&t->slots[i].state, l, now, want, quantum, wait_ns);
+        if (still_held(t, i, h)) return got;
     }
-    uint64_t old = atomic_load_explicit(w, memory_order_relaxed);
-    for (;;) {
-        uint64_t next, got = sl_limit_take(l, old, now, want, quantum, &next, wait_ns);
-        if (got == 0) return 0;
-        if (atomic_compare_exchange_weak_explicit(w, &old, next, memory_order_relaxed,
-                                                  memory_order_relaxed))
-            return got;
-    }
+    sl_table_count(t, rule, SL_C_OVERFLOW, 1);
+    if (t->on_full == SL_FULL_ALLOW) return *wait_ns = 0, want;
+    if (t->on_full == SL_FULL_DENY) return *wait_ns = SL_NS_PER_SEC / 10, 0;
+    return take_word(&t->rules[rule].overflow_state, l, now, want, quantum, wait_ns);
 }
 
+/* Not looked at again as the steps are (still_held): a refund racing the
+ * slot's reuse may give the new key back what the old one took. It needs
+ * the old key's slot to be idle (so nothing of its own left to give back)
+ * and the new key to have spent in between: a request, at most, per reuse. */
 void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
                      uint64_t now, uint64_t cost)
 {
@@ -879,42 +933,54 @@ void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k, const
 bool sl_table_hold(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
                    uint64_t until, uint64_t gap_ns, uint64_t now)
 {
-    int64_t i = find_slot_h(t, rule, h, l, 0, now);
-    if (i < 0) return false; /* a full table: the hold is not kept (fail open) */
-    _Atomic uint64_t *w = &t->slots[i].state;
-    uint64_t s = atomic_load_explicit(w, memory_order_relaxed), next;
-    do {
-        if ((next = sl_gcra_hold(s, until, gap_ns)) == s) return false;
-    } while (!atomic_compare_exchange_weak_explicit(w, &s, next, memory_order_relaxed,
-                                                    memory_order_relaxed));
-    return true;
+    for (int tries = 0; tries < HELD_TRIES; tries++) {
+        int64_t i = find_slot_h(t, rule, h, l, 0, now);
+        if (i < 0) return false; /* a full table: the hold is not kept (fail open) */
+        _Atomic uint64_t *w = &t->slots[i].state;
+        uint64_t s = atomic_load(w), next; /* seq_cst, as decide_word's */
+        bool held;
+        do {
+            held = (next = sl_gcra_hold(s, until, gap_ns)) != s;
+        } while (held && !atomic_compare_exchange_weak(w, &s, next));
+        if (still_held(t, i, h)) return held;
+    }
+    return false;
 }
 
-/* Replaces slot i's state word by step(old, arg), atomically; false when
- * there is no slot (i < 0). */
-static bool apply_at(struct sl_table *t, int64_t i, uint64_t (*step)(uint64_t old, void *arg),
-                     void *arg)
+/* Replaces the state word of key h's slot by step(old, arg), atomically;
+ * false when the key has no slot (a full table). */
+static bool apply_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
+                    uint64_t quota, uint64_t now, uint64_t (*step)(uint64_t old, void *arg),
+                    void *arg)
 {
-    if (i < 0) return false;
-    _Atomic uint64_t *w = &t->slots[i].state;
-    uint64_t s = atomic_load_explicit(w, memory_order_relaxed);
-    while (!atomic_compare_exchange_weak_explicit(w, &s, step(s, arg), memory_order_relaxed,
-                                                  memory_order_relaxed))
-        ;
-    return true;
+    for (int tries = 0; tries < HELD_TRIES; tries++) {
+        int64_t i = find_slot_h(t, rule, h, l, quota, now);
+        if (i < 0) return false;
+        _Atomic uint64_t *w = &t->slots[i].state;
+        uint64_t s = atomic_load(w); /* seq_cst, as decide_word's */
+        while (!atomic_compare_exchange_weak(w, &s, step(s, arg)))
+            ;
+        if (still_held(t, i, h)) return true;
+    }
+    return false;
 }
 
 bool sl_table_apply(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
                     uint64_t quota, uint64_t now, uint64_t (*step)(uint64_t old, void *arg),
                     void *arg)
 {
-    return apply_at(t, sl_table_find_slot(t, rule, k, l, quota, now), step, arg);
+    return apply_h(t, rule, sl_key_hash(k, t->secret), l, quota, now, step, arg);
 }
 
 bool sl_table_apply_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
                       uint64_t now, uint64_t (*step)(uint64_t old, void *arg), void *arg)
 {
-    return apply_at(t, find_slot_h(t, rule, h, l, 0, now), step, arg);
+    return apply_h(t, rule, h, l, 0, now, step, arg);
+}
+
+bool sl_table_still_held(struct sl_table *t, int64_t i, const struct sl_key *k)
+{
+    return still_held(t, i, sl_key_hash(k, t->secret));
 }
 
 const uint64_t *sl_table_secret(const struct sl_table *t)

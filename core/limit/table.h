@@ -82,8 +82,10 @@ void sl_table_decide_lean(struct sl_table *t, int rule, const struct sl_key *k,
 
 /* sl_table_decide_lean for the key whose hash the caller holds:
  * h = sl_key_hash(k, sl_table_secret(t)) (a caller that remembers it for
- * a repeated key saves the hash). */
-void sl_table_decide_lean_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
+ * a repeated key saves the hash). False, rarely: the key's slot was given
+ * to another key under the step (which then counted for that key); call
+ * again, and the key is looked for again. */
+bool sl_table_decide_lean_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
                             uint64_t now, uint64_t cost, uint64_t slack_ns, struct sl_verdict *v);
 
 /* sl_table_decide_lean_h of cost 1 and no slack for a key whose slot the
@@ -139,7 +141,9 @@ bool sl_table_hold(struct sl_table *t, int rule, uint64_t h, const struct sl_lim
  * (step may run more than once): for the quota words of core/limit/quota.c,
  * `quota` their limit (by which a full table judges whether the key may
  * be evicted). The slot is claimed with limit l (sl_quota_slot_limit).
- * Returns false, touching nothing, when the key finds no slot. */
+ * Returns false when the key finds no slot: nothing touched, or, when a
+ * thread filling a full table gave the slot to another key between the
+ * lookup and the step, that key's state (one use more for it). */
 bool sl_table_apply(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
                     uint64_t quota, uint64_t now, uint64_t (*step)(uint64_t old, void *arg),
                     void *arg);

@@ -93,15 +93,29 @@ static bool take_place(struct sl_side *s, uint32_t max)
 int32_t sl_table_conn_acquire(struct sl_table *t, int rule, const struct sl_key *k,
                               const struct sl_limit *l, uint32_t max, uint64_t now)
 {
-    int64_t at = sl_table_find_slot(t, rule, k, l, 0, now);
+    int64_t at = -1;
+    struct sl_side *s = NULL;
+    for (int tries = 0; tries < 4 && at < 0; tries++) {
+        at = sl_table_find_slot(t, rule, k, l, 0, now);
+        if (at < 0) break;
+        s = &t->side[at];
+        bool placed = take_place(s, max);
+        if (!placed) {
+            sweep(t, now);
+            placed = take_place(s, max);
+        }
+        /* given to another key meanwhile: its place is given back (the
+         * reuser looks at conns after its tag, this after the place) */
+        if (!sl_table_still_held(t, at, k)) {
+            if (placed) atomic_fetch_sub(&s->conns, 1);
+            at = -1;
+            continue;
+        }
+        if (!placed) return -1;
+    }
     if (at < 0) {
         sl_table_count(t, rule, SL_C_OVERFLOW, 1);
         return t->on_full == SL_FULL_DENY ? -1 : -2;
-    }
-    struct sl_side *s = &t->side[at];
-    if (!take_place(s, max)) {
-        sweep(t, now);
-        if (!take_place(s, max)) return -1;
     }
     uint32_t slot = (uint32_t)at;
     uint32_t start = atomic_fetch_add_explicit(&next_rec, 1, memory_order_relaxed) * 2654435761u;

@@ -161,6 +161,10 @@ size_t sl_table_layout_bytes(uint32_t nslots);
  * for it. */
 int64_t sl_table_find_slot(struct sl_table *t, int rule, const struct sl_key *k,
                            const struct sl_limit *l, uint64_t quota, uint64_t now);
+/* Whether slot i (found for key k) is still k's once its words are
+ * changed: a thread filling a full table may give it to another key
+ * between the lookup and the change (table.c's still_held). */
+bool sl_table_still_held(struct sl_table *t, int64_t i, const struct sl_key *k);
 
 /* The counter stripe of the calling thread (table.c). */
 unsigned sl_table_stripe(void);
