@@ -157,9 +157,17 @@ static struct sl_centry *find(struct sl_cluster *c, int rule, uint64_t hash, uin
             }
             if ((t = sl_settled_tag(&e->tag, 1)) == hash) return e;
         }
-        if (claim && !idle && t > 1 && entry_idle(c, e, wallnow)) {
-            idle = e;
-            idle_tag = t;
+        if (claim && !idle && t > 1) {
+            /* the counts read for the tag read: an entry reused meanwhile
+             * for this key (by another thread, and counted in) is its
+             * own, not a busy one to pass for a second entry */
+            bool was_idle = entry_idle(c, e, wallnow);
+            uint64_t again = sl_settled_tag(&e->tag, 1);
+            if (again == hash) return e;
+            if (was_idle && again == t) {
+                idle = e;
+                idle_tag = t;
+            }
         }
     }
     if (!idle) return NULL;

@@ -550,6 +550,57 @@ static void threads_claiming_a_new_key_at_once_claim_one_slot(void **st)
     fleet_free(&f);
 }
 
+/* The same, when every entry is taken and idle: threads meeting a new key
+ * at once reuse idle entries for it. A thread that read an entry's tag (an
+ * idle key's), then its counts after another thread had reused the entry
+ * for the same key and counted in it, passed it as busy and reused the
+ * next idle one too: a second admission. */
+struct reuser {
+    struct fleet *f;
+    pthread_barrier_t *go;
+    uint64_t now;
+    uint8_t ok[2048];
+};
+
+static void *reuser_thread(void *arg)
+{
+    struct reuser *h = arg;
+    pthread_barrier_wait(h->go);
+    for (uint64_t key = 0; key < 2048; key++)
+        h->ok[key] = decide(h->f, 0, 500000 + key, h->now);
+    return NULL;
+}
+
+static void threads_reusing_entries_for_a_new_key_give_it_one(void **st)
+{
+    struct fleet f;
+    fleet_make(&f, 2, 1, 64); /* the minimum of 1024 entries */
+    gossip_round(&f, T0, true);
+    for (uint64_t c = 0; c < 20000; c++) /* every entry taken */
+        decide(&f, 0, c, T0 + 10 * MS);
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, CLAIMERS);
+    pthread_t t[CLAIMERS];
+    static struct reuser h[CLAIMERS];
+    for (int i = 0; i < CLAIMERS; i++) {
+        h[i] = (struct reuser){.f = &f, .go = &go, .now = T0 + 3 * W + 10 * MS}; /* all idle */
+        pthread_create(&t[i], NULL, reuser_thread, &h[i]);
+    }
+    for (int i = 0; i < CLAIMERS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&go);
+    int twice = 0;
+    for (uint64_t key = 0; key < 2048; key++) {
+        int n = 0;
+        for (int i = 0; i < CLAIMERS; i++)
+            n += h[i].ok[key];
+        twice += n > 1 ? n - 1 : 0;
+    }
+    if (twice) print_message("admitted twice: %d keys\n", twice);
+    assert_int_equal(twice, 0);
+    fleet_free(&f);
+}
+
 /* The real sender thread on loopback: two nodes hear each other. */
 static uint64_t mono_now(void)
 {
@@ -653,6 +704,7 @@ int main(void)
         cmocka_unit_test(a_node_in_its_own_peer_list_drops_its_own_datagrams),
         cmocka_unit_test(threads_deciding_at_once_admit_exactly_the_limit),
         cmocka_unit_test(threads_claiming_a_new_key_at_once_claim_one_slot),
+        cmocka_unit_test(threads_reusing_entries_for_a_new_key_give_it_one),
         cmocka_unit_test(two_sender_threads_on_loopback_hear_each_other),
         cmocka_unit_test(the_sender_sends_early_when_woken_or_hot),
     };
