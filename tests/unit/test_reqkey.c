@@ -146,6 +146,62 @@ static void a_value_seen_before_is_found_not_hashed(void **unused)
     assert_int_equal(sl_req_key_hashed() - before, 1);
 }
 
+/* Where reqkey.c files a value (its cheap hash: the set, and the way
+ * it picked before), as its value_hash computes them; values of 8 to 16
+ * bytes. */
+static unsigned value_set(const char *v, size_t len, unsigned *hash_way)
+{
+    uint64_t first, last = 0;
+    memcpy(&first, v, 8);
+    size_t rem = len - (len - 1) / 8 * 8;
+    memcpy(&last, v + len - 8, 8);
+    last >>= (8 - rem) * 8;
+    uint64_t h = (first ^ len) * 0x9e3779b97f4a7c15ull ^ last * 0xc2b2ae3d27d4eb4full;
+    h ^= h >> 29;
+    *hash_way = (unsigned)(h >> 54 & 1);
+    return (unsigned)(h >> 55);
+}
+
+/* Two values of one set are both kept, whichever way their hashes pick:
+ * a third takes the way used less lately. Before, a bit of the hash
+ * picked the way (the sets were direct-mapped): B, whose bit is A's, put
+ * A out, and A was hashed again. */
+static void two_values_of_one_set_are_both_kept(void **unused)
+{
+    (void)unused;
+    uint64_t s1[4] = {11, 12, 13, 14};
+    struct sl_rule r = {.id = 9, .req_per = SL_REQ_PER_HEADER};
+    char a[17], b[17], c[17];
+    unsigned wa, wb, wc;
+    snprintf(a, sizeof a, "key-%012u", 0u);
+    unsigned set = value_set(a, 16, &wa), found = 0;
+    for (unsigned i = 1; i < 1000000 && found < 2; i++) {
+        char *x = found ? c : b;
+        snprintf(x, 17, "key-%012u", i);
+        unsigned w;
+        if (value_set(x, 16, &w) == set && w == wa) found++;
+    }
+    assert_int_equal(found, 2);
+    value_set(b, 16, &wb);
+    value_set(c, 16, &wc);
+    struct sl_key got;
+    sl_req_key_value(&got, &r, a, 16, s1);
+    sl_req_key_value(&got, &r, b, 16, s1);
+    uint64_t before = sl_req_key_hashed();
+    sl_req_key_value(&got, &r, a, 16, s1); /* found (the memo holds b) */
+    sl_req_key_value(&got, &r, b, 16, s1);
+    assert_int_equal(sl_req_key_hashed() - before, 0);
+    /* c puts out the one used less lately: a; b is still found */
+    sl_req_key_value(&got, &r, c, 16, s1);
+    sl_req_key_value(&got, &r, b, 16, s1);
+    before = sl_req_key_hashed();
+    sl_req_key_value(&got, &r, c, 16, s1);
+    sl_req_key_value(&got, &r, b, 16, s1);
+    assert_int_equal(sl_req_key_hashed() - before, 0);
+    sl_req_key_value(&got, &r, a, 16, s1);
+    assert_int_equal(sl_req_key_hashed() - before, 1);
+}
+
 /* Threads hashing 600 values (more than the memory holds: entries are
  * written over while others read them) in different orders: every key
  * handed back is the value's own. A torn read (a value of one writer, a
@@ -295,6 +351,7 @@ int main(void)
         cmocka_unit_test(a_repeated_value_keeps_its_key_and_a_change_of_anything_changes_it),
         cmocka_unit_test(a_key_from_another_secret_differs),
         cmocka_unit_test(a_value_seen_before_is_found_not_hashed),
+        cmocka_unit_test(two_values_of_one_set_are_both_kept),
         cmocka_unit_test(threads_sharing_the_memory_of_values_get_their_own_hashes),
         cmocka_unit_test(a_header_list_gives_its_copies_first_last_or_each),
         cmocka_unit_test(header_names_fold_case_and_dash_with_underscore),
