@@ -232,8 +232,8 @@ static void length_seen(struct sl_h1 *s, uint64_t len)
     s->len_last = len;
 }
 
-/* The end of one header line's value: the Cookie line is searched now. */
-static void value_done(struct sl_h1 *s)
+/* The value of the line's target as far as it was read, trimmed. */
+static void target_trim(struct sl_h1 *s)
 {
     struct sl_h1_head *h = s->head;
     if (s->target == T_HOST)
@@ -244,8 +244,13 @@ static void value_done(struct sl_h1 *s)
         trim(h->idem, &h->idem_info);
     else if (s->target == T_COOKIE)
         trim(h->cookie, &h->cookie_info);
-    else if (s->target == T_LENGTH)
-        length_seen(s, s->rd_len_bad ? 0 : s->rd_len);
+}
+
+/* The end of one header line's value: the Cookie line is searched now. */
+static void value_done(struct sl_h1 *s)
+{
+    target_trim(s);
+    if (s->target == T_LENGTH) length_seen(s, s->rd_len_bad ? 0 : s->rd_len);
     s->rd_len = 0;
     s->rd_len_bad = false;
     s->target = T_NONE;
@@ -1119,6 +1124,7 @@ static void parser_failed(struct sl_h1 *s)
          * (what follows must not depend on how the bytes were split) */
         if (s->rd == R_HVALWS || s->rd == R_HVAL) { /* the name is whole, the value not */
             s->in_value = true;
+            target_trim(s); /* what was handed over of it stays, as a line's end leaves it */
             s->target = T_NONE;
         } else { /* a complete value is done; a name cut short is no name */
             if (s->in_value) value_done(s);

@@ -576,10 +576,7 @@ static inline __attribute__((always_inline)) bool solo_key(const struct sl_req_r
      * (a fast head's slice has none) */
     const char *v = h->header;
     size_t n = h->header_len;
-    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-        n--;
-    while (n && (*v == ' ' || *v == '\t'))
-        v++, n--;
+    sl_req_unblank(&v, &n);
     return solo_key_value(x, v, n, key, hash);
 }
 

@@ -143,13 +143,11 @@ void sl_cookie_copies(const char *h, size_t len, const char *name, enum sl_per_c
             while (nlen && blank(h[i + nlen - 1]))
                 nlen--;
             if (nlen == want && memcmp(h + i, name, want) == 0) {
-                const char *s = eq + 1, *e = h + end;
-                while (s < e && blank(*s))
-                    s++;
-                while (e > s && blank(e[-1]))
-                    e--;
-                if (e - s >= 2 && *s == '"' && e[-1] == '"') s++, e--; /* a quoted cookie-value */
-                if (copy_add(c, how, s, (size_t)(e - s)) == COPY_DONE) return;
+                const char *s = eq + 1;
+                size_t n = (size_t)(h + end - s);
+                sl_req_unblank(&s, &n);
+                if (n >= 2 && *s == '"' && s[n - 1] == '"') s++, n -= 2; /* a quoted cookie-value */
+                if (copy_add(c, how, s, n) == COPY_DONE) return;
             }
         }
         i = end + 1;
@@ -161,12 +159,10 @@ void sl_header_copies(const char *v, size_t len, enum sl_per_copy how, struct sl
     *c = (struct sl_req_copies){0};
     for (size_t i = 0; i < len;) {
         const char *comma = memchr(v + i, ',', len - i);
-        size_t end = comma ? (size_t)(comma - v) : len, s = i, e = end;
-        while (s < e && blank(v[s]))
-            s++;
-        while (e > s && blank(v[e - 1]))
-            e--;
-        if (e > s && copy_add(c, how, v + s, e - s) == COPY_DONE) return;
+        size_t end = comma ? (size_t)(comma - v) : len, n = end - i;
+        const char *s = v + i;
+        sl_req_unblank(&s, &n);
+        if (n && copy_add(c, how, s, n) == COPY_DONE) return;
         i = end + 1;
     }
     if (c->n == 0) copy_add(c, how, v, 0); /* an empty value is one, as it always was */

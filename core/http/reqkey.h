@@ -66,6 +66,21 @@ struct sl_req_copies {
     size_t len[SL_REQ_COPIES_MAX];
 };
 
+/* The value at *v (*n bytes) without the blanks (SP, HT) around it, as
+ * servers read a field value (RFC 9110, 5.5) and each copy of a list:
+ * *v and *n moved in. */
+static inline void sl_req_unblank(const char **v, size_t *n)
+{
+    const char *s = *v;
+    size_t k = *n;
+    while (k && (s[k - 1] == ' ' || s[k - 1] == '\t'))
+        k--;
+    while (k && (*s == ' ' || *s == '\t'))
+        s++, k--;
+    *v = s;
+    *n = k;
+}
+
 /* Header names a and b are one name to servers: equal ignoring case, with
  * '-' and '_' alike (CGI and PHP map both to HTTP_X_API_KEY). */
 static inline bool sl_req_header_name_eq(const char *a, size_t alen, const char *b, size_t blen)

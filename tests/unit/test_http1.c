@@ -211,6 +211,25 @@ static void a_cookie_key_is_found_among_cookies_and_cookie_lines(void **unused)
     assert_string_equal(r.last.key, "s3cr3t");
 }
 
+/* A key line http-parser gives up in (a bare CR, then a byte no line
+ * holds): what it handed over of the value is the key, as a line's end
+ * would leave it, without its trailing blanks. Before, "/3 " kept its
+ * space, and a client could have a bucket for each spelling (found by
+ * fuzz_lean; reqdecide.c's lone-rule path trims as well). */
+static void a_key_cut_where_the_parser_gives_up_is_trimmed(void **unused)
+{
+    (void)unused;
+    struct scan r;
+    const char *req = "GET / HTTP/1.1\r\nX-Key: /3 \r\xf9 tail\r\n\r\n";
+    for (uint64_t seed = 0; seed < 20; seed++) {
+        uint64_t sd = seed;
+        scan_split(&r, SL_H1_KEY_HEADER, "x-key", req, strlen(req), seed ? &sd : NULL);
+        assert_int_equal(r.heads, 1);
+        assert_true(r.last.key_info.present);
+        assert_string_equal(r.last.key, "/3");
+    }
+}
+
 static void an_absolute_form_target_gives_path_query_and_host(void **unused)
 {
     (void)unused;
@@ -746,6 +765,7 @@ int main(void)
         cmocka_unit_test(a_missing_key_is_reported_missing),
         cmocka_unit_test(a_query_key_is_the_named_parameter_without_decoding),
         cmocka_unit_test(a_cookie_key_is_found_among_cookies_and_cookie_lines),
+        cmocka_unit_test(a_key_cut_where_the_parser_gives_up_is_trimmed),
         cmocka_unit_test(an_absolute_form_target_gives_path_query_and_host),
         cmocka_unit_test(a_long_value_is_truncated_and_flagged),
         cmocka_unit_test(an_upgrade_request_is_reported_and_scanning_goes_on),
