@@ -587,7 +587,7 @@ static inline __attribute__((always_inline)) void
 solo_table(const struct sl_req_rules *x, uint64_t hash, uint64_t now, struct sl_verdict *v)
 {
     const struct sl_rule *r = &x->rt->cfg->rules[x->solo];
-    for (int tries = 0; tries < 4; tries++) /* more than one: a slot lost under the step */
+    for (int tries = 0; tries < SL_TABLE_TRIES; tries++) /* a slot lost under the step: again */
         if (sl_table_decide_lean_h(x->rt->table, x->entry[x->solo], hash, &r->req_limit, now,
                                    r->cost, waits(x, r) ? r->max_delay_ns : 0, v))
             return;

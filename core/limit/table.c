@@ -663,10 +663,6 @@ static inline bool still_held(struct sl_table *t, int64_t i, uint64_t h)
     return tag == h || (tag == REUSING && held_once_settled(t, i, h));
 }
 
-/* Lookups and steps of one key, each looked at again by still_held: a few
- * rounds at most, then the key is counted as a full table counts it. */
-#define HELD_TRIES 4
-
 static int64_t find_slot_h(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
                            uint64_t quota, uint64_t now);
 
@@ -810,7 +806,7 @@ static inline __attribute__((always_inline)) void decide(struct sl_table *t, int
                                                          uint64_t cost, uint64_t slack,
                                                          struct sl_verdict *v, bool remaining)
 {
-    for (int tries = 0; tries < HELD_TRIES; tries++) {
+    for (int tries = 0; tries < SL_TABLE_TRIES; tries++) {
         int64_t i = find_slot_fast(t, rule, h, l, now);
         if (__builtin_expect(i < 0, 0)) break;
         decide_word(&t->slots[i].state, l, now, cost, slack, v, remaining);
@@ -870,7 +866,7 @@ void sl_table_decide_lean_at(struct sl_table *t, int rule, uint64_t h, int64_t *
                              const struct sl_limit *l, uint64_t now, struct sl_verdict *v)
 {
     int64_t i = *at;
-    for (int tries = 0; tries < HELD_TRIES; tries++) {
+    for (int tries = 0; tries < SL_TABLE_TRIES; tries++) {
         /* a tag names one key: the slot is the one find_slot_fast would return */
         if (i < 0 || atomic_load_explicit(&t->slots[i].tag, memory_order_acquire) != h)
             *at = i = find_slot_fast(t, rule, h, l, now);
@@ -897,7 +893,7 @@ uint64_t sl_table_take(struct sl_table *t, int rule, const struct sl_key *k,
                        uint64_t *wait_ns)
 {
     uint64_t h = sl_key_hash(k, t->secret);
-    for (int tries = 0; tries < HELD_TRIES; tries++) {
+    for (int tries = 0; tries < SL_TABLE_TRIES; tries++) {
         int64_t i = find_slot_h(t, rule, h, l, 0, now);
         if (i < 0) break;
         uint64_t got = take_word(&t->slots[i].state, l, now, want, quantum, wait_ns);
@@ -933,7 +929,7 @@ void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k, const
 bool sl_table_hold(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,
                    uint64_t until, uint64_t gap_ns, uint64_t now)
 {
-    for (int tries = 0; tries < HELD_TRIES; tries++) {
+    for (int tries = 0; tries < SL_TABLE_TRIES; tries++) {
         int64_t i = find_slot_h(t, rule, h, l, 0, now);
         if (i < 0) return false; /* a full table: the hold is not kept (fail open) */
         _Atomic uint64_t *w = &t->slots[i].state;
@@ -953,7 +949,7 @@ static bool apply_h(struct sl_table *t, int rule, uint64_t h, const struct sl_li
                     uint64_t quota, uint64_t now, uint64_t (*step)(uint64_t old, void *arg),
                     void *arg)
 {
-    for (int tries = 0; tries < HELD_TRIES; tries++) {
+    for (int tries = 0; tries < SL_TABLE_TRIES; tries++) {
         int64_t i = find_slot_h(t, rule, h, l, quota, now);
         if (i < 0) return false;
         _Atomic uint64_t *w = &t->slots[i].state;

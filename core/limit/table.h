@@ -80,6 +80,11 @@ void sl_table_decide_lean(struct sl_table *t, int rule, const struct sl_key *k,
                           const struct sl_limit *l, uint64_t now, uint64_t cost, uint64_t slack_ns,
                           struct sl_verdict *v);
 
+/* Lookups and steps of one key, each looked at again after the step (a
+ * full table may give the slot to another key under it): a few rounds at
+ * most, then the key is counted as a full table counts it. */
+#define SL_TABLE_TRIES 4
+
 /* sl_table_decide_lean for the key whose hash the caller holds:
  * h = sl_key_hash(k, sl_table_secret(t)) (a caller that remembers it for
  * a repeated key saves the hash). False, rarely: the key's slot was given

@@ -95,7 +95,7 @@ int32_t sl_table_conn_acquire(struct sl_table *t, int rule, const struct sl_key 
 {
     int64_t at = -1;
     struct sl_side *s = NULL;
-    for (int tries = 0; tries < 4 && at < 0; tries++) {
+    for (int tries = 0; tries < SL_TABLE_TRIES && at < 0; tries++) {
         at = sl_table_find_slot(t, rule, k, l, 0, now);
         if (at < 0) break;
         s = &t->side[at];

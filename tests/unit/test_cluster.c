@@ -15,6 +15,7 @@
 #include "../../core/fleet/wire.h"
 #include "cluster_util.h"
 #include "testutil.h"
+#include "threads.h"
 
 #define W SEC
 
@@ -495,15 +496,13 @@ static void threads_deciding_at_once_admit_exactly_the_limit(void **st)
     struct fleet f;
     fleet_make(&f, 2, 5000, 65536);
     gossip_round(&f, T0, true);
-    pthread_t t[4];
     struct hammer h[4];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 4; i++)
         h[i] = (struct hammer){&f, 0};
-        pthread_create(&t[i], NULL, hammer_thread, &h[i]);
-    }
+    run_threads(4, hammer_thread, h, sizeof h[0]);
     int total = 0;
     for (int i = 0; i < 4; i++)
-        pthread_join(t[i], NULL), total += h[i].ok;
+        total += h[i].ok;
     assert_int_equal(total, 4 * 5000); /* 4 keys, 5000 each */
     fleet_free(&f);
 }
@@ -536,16 +535,14 @@ static void threads_claiming_a_new_key_at_once_claim_one_slot(void **st)
     gossip_round(&f, T0, true);
     pthread_barrier_t go;
     pthread_barrier_init(&go, NULL, CLAIMERS);
-    pthread_t t[CLAIMERS];
     struct claimer h[CLAIMERS];
-    for (int i = 0; i < CLAIMERS; i++) {
+    for (int i = 0; i < CLAIMERS; i++)
         h[i] = (struct claimer){&f, &go, 0};
-        pthread_create(&t[i], NULL, claimer_thread, &h[i]);
-    }
+    run_threads(CLAIMERS, claimer_thread, h, sizeof h[0]);
+    pthread_barrier_destroy(&go);
     int total = 0;
     for (int i = 0; i < CLAIMERS; i++)
-        pthread_join(t[i], NULL), total += h[i].ok;
-    pthread_barrier_destroy(&go);
+        total += h[i].ok;
     assert_int_equal(total, 20000); /* each key once */
     fleet_free(&f);
 }
@@ -580,14 +577,10 @@ static void threads_reusing_entries_for_a_new_key_give_it_one(void **st)
         decide(&f, 0, c, T0 + 10 * MS);
     pthread_barrier_t go;
     pthread_barrier_init(&go, NULL, CLAIMERS);
-    pthread_t t[CLAIMERS];
     static struct reuser h[CLAIMERS];
-    for (int i = 0; i < CLAIMERS; i++) {
-        h[i] = (struct reuser){.f = &f, .go = &go, .now = T0 + 3 * W + 10 * MS}; /* all idle */
-        pthread_create(&t[i], NULL, reuser_thread, &h[i]);
-    }
     for (int i = 0; i < CLAIMERS; i++)
-        pthread_join(t[i], NULL);
+        h[i] = (struct reuser){.f = &f, .go = &go, .now = T0 + 3 * W + 10 * MS}; /* all idle */
+    run_threads(CLAIMERS, reuser_thread, h, sizeof h[0]);
     pthread_barrier_destroy(&go);
     int twice = 0;
     for (uint64_t key = 0; key < 2048; key++) {

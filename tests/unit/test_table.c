@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -23,6 +24,7 @@
 #include "../../core/limit/quota.h"
 #include "../../core/limit/table.h"
 #include "testutil.h"
+#include "threads.h"
 
 #define WEB_ID 0x1111ull
 #define API_ID 0x2222ull
@@ -277,7 +279,6 @@ static void run_workers(struct sl_table *t, int rule, const struct sl_limit *l, 
                         uint64_t rounds, uint64_t *allowed)
 {
     static struct worker w[NTHREADS];
-    pthread_t th[NTHREADS];
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, NTHREADS);
     for (int i = 0; i < NTHREADS; i++) {
@@ -288,10 +289,8 @@ static void run_workers(struct sl_table *t, int rule, const struct sl_limit *l, 
                                .rounds = rounds,
                                .seed = (uint64_t)i + 1,
                                .start = &start};
-        assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
     }
-    for (int i = 0; i < NTHREADS; i++)
-        assert_int_equal(pthread_join(th[i], NULL), 0);
+    run_threads(NTHREADS, worker_main, w, sizeof w[0]);
     pthread_barrier_destroy(&start);
     memset(allowed, 0, nkeys * sizeof *allowed);
     for (int i = 0; i < NTHREADS; i++)
@@ -497,6 +496,22 @@ static void idle_slots_are_reused_by_new_keys_with_fresh_buckets(void **unused)
     sl_table_close(t);
 }
 
+/* A table of `slots` (rounded up) whose every slot holds a web key of 1
+ * an hour spent at T0, so idle from T0 + HOUR, and its api rule in *api:
+ * where threads meeting new keys at once must reuse slots. */
+static struct sl_table *idle_full_table(uint32_t slots, int *api)
+{
+    struct sl_table *t = table(slots, SL_FULL_SHARED);
+    int web = sl_table_rule(t, WEB_ID, "web");
+    *api = sl_table_rule(t, API_ID, "api");
+    struct sl_limit busy = gcra(1, HOUR, 1);
+    uint64_t *slotted = malloc(sl_table_slots(t) * sizeof *slotted);
+    assert_non_null(slotted);
+    fill(t, web, &busy, slotted);
+    free(slotted);
+    return t;
+}
+
 /* Threads taking idle slots for the same new keys at once: a thread that
  * met a slot being reused (REUSING) for its own key passed it and reused
  * another, so the key had two slots and one more admission. Found in the
@@ -522,21 +537,15 @@ static void *reuser_main(void *arg)
 static void threads_reusing_slots_for_one_new_key_give_it_one(void **unused)
 {
     (void)unused;
-    struct sl_table *t = table(4096, SL_FULL_SHARED);
-    int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
-    struct sl_limit busy = gcra(1, HOUR, 1), l = gcra(1, HOUR, 1);
-    static uint64_t slotted[8192];
-    fill(t, web, &busy, slotted); /* every slot idle an hour later */
+    int api;
+    struct sl_table *t = idle_full_table(4096, &api);
+    struct sl_limit l = gcra(1, HOUR, 1);
     static struct reuser w[NTHREADS];
-    pthread_t th[NTHREADS];
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, NTHREADS);
-    for (int i = 0; i < NTHREADS; i++) {
-        w[i] = (struct reuser){.t = t, .rule = api, .l = &l, .start = &start};
-        assert_int_equal(pthread_create(&th[i], NULL, reuser_main, &w[i]), 0);
-    }
     for (int i = 0; i < NTHREADS; i++)
-        assert_int_equal(pthread_join(th[i], NULL), 0);
+        w[i] = (struct reuser){.t = t, .rule = api, .l = &l, .start = &start};
+    run_threads(NTHREADS, reuser_main, w, sizeof w[0]);
     pthread_barrier_destroy(&start);
     uint64_t twice = 0;
     for (uint64_t k = 0; k < 2048; k++) {
@@ -593,21 +602,15 @@ static void *placer_main(void *arg)
 static void threads_taking_places_for_new_keys_give_each_its_one(void **unused)
 {
     (void)unused;
-    struct sl_table *t = table(16384, SL_FULL_SHARED); /* 4,096 records */
-    int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
-    struct sl_limit busy = gcra(1, HOUR, 1), l = gcra(1, HOUR, 1);
-    static uint64_t slotted[32768];
-    fill(t, web, &busy, slotted); /* every slot idle an hour later */
+    int api;
+    struct sl_table *t = idle_full_table(16384, &api); /* 4,096 records */
+    struct sl_limit l = gcra(1, HOUR, 1);
     static struct placer w[NTHREADS];
-    pthread_t th[NTHREADS];
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, NTHREADS);
-    for (int i = 0; i < NTHREADS; i++) {
-        w[i] = (struct placer){.t = t, .rule = api, .l = &l, .start = &start};
-        assert_int_equal(pthread_create(&th[i], NULL, placer_main, &w[i]), 0);
-    }
     for (int i = 0; i < NTHREADS; i++)
-        assert_int_equal(pthread_join(th[i], NULL), 0);
+        w[i] = (struct placer){.t = t, .rule = api, .l = &l, .start = &start};
+    run_threads(NTHREADS, placer_main, w, sizeof w[0]);
     pthread_barrier_destroy(&start);
     uint64_t twice = 0, none = 0;
     for (uint64_t k = 0; k < PLACED; k++) {
@@ -863,20 +866,16 @@ static void threads_flooding_one_off_keys_never_evict_a_spent_key(void **unused)
         assert_true(decide(t, r, WEB_ID, (1ull << 40) + k, &l, T0));
     }
     static struct flooder f[NTHREADS];
-    pthread_t th[NTHREADS];
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, NTHREADS);
-    for (int i = 0; i < NTHREADS; i++) {
+    for (int i = 0; i < NTHREADS; i++)
         f[i] = (struct flooder){
             .t = t, .rule = r, .l = &l, .first = (uint64_t)i * 100000, .n = 20000, .start = &start};
-        assert_int_equal(pthread_create(&th[i], NULL, flood_main, &f[i]), 0);
-    }
-    uint64_t passed = 0;
-    for (int i = 0; i < NTHREADS; i++) {
-        assert_int_equal(pthread_join(th[i], NULL), 0);
-        passed += f[i].spent_passed;
-    }
+    run_threads(NTHREADS, flood_main, f, sizeof f[0]);
     pthread_barrier_destroy(&start);
+    uint64_t passed = 0;
+    for (int i = 0; i < NTHREADS; i++)
+        passed += f[i].spent_passed;
     assert_int_equal(passed, 0);
     assert_true(sl_table_counter(t, r, SL_C_REUSED) > 10000); /* the flood evicted its own */
     sl_table_close(t);
