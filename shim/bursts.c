@@ -3,11 +3,13 @@
 #include "bursts.h"
 
 #include <errno.h>
+#include <linux/sockios.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "../core/clock.h"
@@ -23,9 +25,13 @@
 
 struct sl_bursts_out {
     struct sl_tlsrec rec;
-    uint64_t received; /* the kernel's count of bytes received, at the last write */
-    bool granted;      /* the burst at the stream position was let go */
-    bool said;         /* the mode was logged (or needed not be) */
+    uint64_t received;        /* the kernel's count of bytes received, at the last write */
+    bool granted;             /* the burst at the stream position was let go */
+    bool said;                /* the mode was logged (or needed not be) */
+    bool any_granted;         /* some burst went: an answer may be on its way */
+    uint64_t refuse_at;       /* a refused burst ends the connection by then (0: none) */
+    uint64_t quiet_from;      /* ... once nothing came in since this time */
+    uint64_t refuse_received; /* the kernel's count of bytes received, at the last look */
     struct sl_tls_hello hello;
     unsigned port;
     size_t nhead;
@@ -79,6 +85,39 @@ static bool tcp_count_grew(int fd, bool sent, uint64_t *last)
     return grew;
 }
 
+/* How long a refused burst waits before it ends the connection (0: end
+ * now). The program's TLS state counts the refused records as sent, so
+ * the connection cannot go on; but the answers of the bursts that went
+ * are let in first. sluice cannot see where they end: h2 streams inside
+ * TLS it cannot read, where the refused burst is as likely a frame of the
+ * client's own (a WINDOW_UPDATE or SETTINGS ACK after the answer it read,
+ * each a burst under the rule of doubt) as a request. So it waits while
+ * bytes still come in or lie unread in the socket, until none did for
+ * REFUSAL_QUIET_NS, and never past the rule's max_delay from the refusal:
+ * a client is not told a call failed whose answer was arriving (Java's
+ * HttpClient was told so of a call nginx had served). A connection on
+ * which no burst went has no answer to wait for, nor has one that offered
+ * only HTTP/1.1: a burst there begins once an answer came (its client
+ * does not pipeline, or the count is not exact anyway). */
+#define REFUSAL_QUIET_NS (SL_NS_PER_SEC / 20)
+#define REFUSAL_STEP_NS  (SL_NS_PER_SEC / 200)
+static uint64_t refusal_wait(struct sl_bursts_out *t, int fd, const struct sl_rule *r, uint64_t now)
+{
+    if (!t->any_granted || sl_tls_hello_exact(&t->hello)) return 0;
+    if (!t->refuse_at) {
+        t->refuse_at = now + r->max_delay_ns;
+        t->quiet_from = now;
+    }
+    int unread = 0, saved = errno;
+    if (ioctl(fd, SIOCINQ, &unread) != 0) unread = 0;
+    errno = saved;
+    if (tcp_count_grew(fd, false, &t->refuse_received) || unread > 0) t->quiet_from = now;
+    uint64_t until = t->quiet_from + REFUSAL_QUIET_NS;
+    if (until > t->refuse_at) until = t->refuse_at;
+    if (now >= until) return 0;
+    return until - now < REFUSAL_STEP_NS ? until - now : REFUSAL_STEP_NS;
+}
+
 /* Decide with the newest configuration (shim/reload.h). */
 static void fresh(struct sl_req_conn *c)
 {
@@ -130,7 +169,8 @@ struct sl_bursts_out *sl_bursts_open(struct sl_runtime *rt, const struct sl_addr
     if (!t) return NULL;
     sl_tlsrec_init(&t->rec);
     t->received = 0;
-    t->granted = false;
+    t->granted = t->any_granted = false;
+    t->refuse_at = t->quiet_from = t->refuse_received = 0;
     char addr[64];
     sl_addr_format(dst->a, addr, sizeof addr);
     t->nhead = burst_head(t->head, sizeof t->head, h.sni[0] ? h.sni : addr);
@@ -163,17 +203,24 @@ ssize_t sl_bursts_before_write(struct sl_bursts_out *t, int fd, struct sl_fd *e,
         struct sl_req_verdict v;
         int d = decide_burst(c, t->head, t->nhead, now, &v);
         if (d > 0) {
-            t->granted = true;
+            t->granted = t->any_granted = true;
+            t->refuse_at = 0;
             atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
             errno = saved;
             return (ssize_t)len;
         }
         if (d < 0) {
             /* the program's TLS state counts the refused records sent: the
-             * connection cannot go on, so it ends now, and a client that
-             * ignores a failed write (node's http2 under undici) hears of
-             * it at once rather than at its own timeout */
+             * connection cannot go on, so it ends (once the answers on
+             * their way are in: refusal_wait), and a client that ignores
+             * a failed write (node's http2 under undici) hears of it at
+             * once rather than at its own timeout */
             const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[v.rule];
+            uint64_t wait = refusal_wait(t, fd, r, now);
+            if (wait) {
+                if (sl_hold_until(&h, now, now + wait) != 0) return -1;
+                continue;
+            }
             REAL(shutdown)(fd, SHUT_RDWR);
             errno = r->err ? r->err : ECONNREFUSED;
             return -1;

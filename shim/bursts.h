@@ -13,8 +13,11 @@
  * the address) and held at its first record until its turn: a blocking
  * write sleeps, a non-blocking one gets EAGAIN and the socket is reported
  * writable only at the turn (ready.h). `reject` fails the write with the
- * rule's errno; `reply` falls back to reject (no 429 can be put into an
- * encrypted stream). Exact for a client that offers only http/1.1 (or no
+ * rule's errno and ends the connection (its TLS state counts the records
+ * as sent); when h2 is offered, only once the answers on their way are
+ * in (bursts.c refusal_wait); `reply` waits its turn within max_delay and
+ * falls back to reject beyond it (no 429 can be put into an encrypted
+ * stream). Exact for a client that offers only http/1.1 (or no
  * ALPN) and does not pipeline; approximate when h2 is offered. The mode is
  * logged once per process for each of the two. Inbound, the same for a
  * server that decrypts without an interposed library (sl_tlsin below).

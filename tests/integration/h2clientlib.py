@@ -4,7 +4,8 @@ test_h2_tls_reply.py and test_h2_tls_refused.py: undici (npm) with
 `allowH2`, its TLS inside node's binary, and Java 17's HttpClient
 (HTTP/2, JSSE). Each makes N GETs of URL0..URL(N-1) one after another on
 one client and prints a line per call: "STATUS SECONDS" or "ERR NAME
-SECONDS" (the call's own time), then "DONE".
+SECONDS" (the call's own time), then "DONE". Java's calls time out after
+60 s, or after h2_runs' `java_timeout`.
 
 undici comes from npm into a cache that outlives the test (as the Go
 build cache does): `npm install --prefix CACHE undici@6` once; without
@@ -48,7 +49,8 @@ public class H2 {
             String said;
             try {
                 HttpRequest r = HttpRequest.newBuilder(URI.create(a[0] + i))
-                    .timeout(Duration.ofSeconds(60)).build();
+                    .timeout(Duration.ofSeconds(a.length > 2 ? Integer.parseInt(a[2]) : 60))
+                    .build();
                 said = "" + c.send(r, HttpResponse.BodyHandlers.ofString()).statusCode();
             } catch (Exception e) {
                 said = "ERR " + e.getClass().getSimpleName();
@@ -97,9 +99,10 @@ def java_build(tmp, crt):
     return tmp.join("java"), store
 
 
-def h2_clients(tmp, crt):
+def h2_clients(tmp, crt, java_timeout=60):
     """[(name, argv builder(url, n), env)] of the clients installed here,
-    trusting the vendor's certificate crt (undici: any)."""
+    trusting the vendor's certificate crt (undici: any); Java's calls time
+    out after java_timeout seconds."""
     out = []
     undici = undici_path()
     if undici:
@@ -112,7 +115,7 @@ def h2_clients(tmp, crt):
         out.append(("java HttpClient h2", lambda url, n: [
             "java", "-Djdk.internal.httpclient.disableHostnameVerification=true",
             f"-Djavax.net.ssl.trustStore={store}", "-Djavax.net.ssl.trustStorePassword=trustpw",
-            "-cp", classes, "H2", url, str(n)], {}))
+            "-cp", classes, "H2", url, str(n), str(java_timeout)], {}))
     return out
 
 
@@ -128,16 +131,18 @@ def calls(stdout):
     return out, "DONE" in stdout.split()
 
 
-def h2_runs(rule, n, modes, expect):
+def h2_runs(rule, n, modes, expect, only=None, java_timeout=60):
     """Runs each client installed here against one nginx `ssl http2`
     vendor (lib.NginxVendor), once per mode: "bare", or under `sluice run
     --out RULE` (rule with {port} filled in). Yields (client name, mode,
     run, calls(), DONE said, the numbers of the calls nginx served),
     having waited (5 s at most) for `expect` of them in its log; prints
-    SKIP and yields nothing when no client is here."""
+    SKIP and yields nothing when no client is here. only: the one client
+    whose name begins with it; java_timeout: as h2_clients'."""
     with TempDir() as tmp:
         v = NginxVendor(tmp, connection=False)
-        clients = h2_clients(tmp, v.crt)
+        clients = [c for c in h2_clients(tmp, v.crt, java_timeout)
+                   if only is None or c[0].startswith(only)]
         if not clients:
             print("SKIP: neither undici nor java here")
             return
