@@ -22,6 +22,7 @@
 #include "reload.h"
 #include "shim.h"
 #include "tiein.h"
+#include "unseen.h"
 
 struct sl_bursts_out {
     struct sl_tlsrec rec;
@@ -29,6 +30,8 @@ struct sl_bursts_out {
     bool granted;             /* the burst at the stream position was let go */
     bool said;                /* the mode was logged (or needed not be) */
     bool any_granted;         /* some burst went: an answer may be on its way */
+    bool hello_seen;          /* the ClientHello's write was looked at */
+    bool prepaid;             /* the first burst was granted at the ClientHello */
     uint64_t refuse_at;       /* a refused burst ends the connection by then (0: none) */
     uint64_t quiet_from;      /* ... once nothing came in since this time */
     uint64_t refuse_received; /* the kernel's count of bytes received, at the last look */
@@ -169,7 +172,7 @@ struct sl_bursts_out *sl_bursts_open(struct sl_runtime *rt, const struct sl_addr
     if (!t) return NULL;
     sl_tlsrec_init(&t->rec);
     t->received = 0;
-    t->granted = t->any_granted = false;
+    t->granted = t->any_granted = t->hello_seen = t->prepaid = false;
     t->refuse_at = t->quiet_from = t->refuse_received = 0;
     char addr[64];
     sl_addr_format(dst->a, addr, sizeof addr);
@@ -183,9 +186,50 @@ struct sl_bursts_out *sl_bursts_open(struct sl_runtime *rt, const struct sl_addr
     return t;
 }
 
+/* The connection's end at a refusal: its reads meet the end at once, and
+ * the write fails with the rule's errno. */
+static ssize_t refuse(int fd, struct sl_req_conn *c, int rule)
+{
+    const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[rule];
+    REAL(shutdown)(fd, SHUT_RDWR);
+    errno = r->err ? r->err : ECONNREFUSED;
+    return -1;
+}
+
+/* The ClientHello's write, when h2 is offered and no library sluice reads
+ * can have written it (sl_unseen_tls_certain: else its session may yet
+ * show its requests through SSL_write, and the tracker is dropped): the
+ * first burst is decided now. A refusal fails the ClientHello, which
+ * clients take as a connection that could not be made; a refusal of the
+ * first burst after the handshake was lost by undici (its request never
+ * settled: a session that ends as it starts) or waited for Java's whole
+ * timeout. A grant is kept for the first burst (prepaid); a wait is left
+ * to it. -1: refused. */
+static int hello_turn(struct sl_bursts_out *t, int fd)
+{
+    t->hello_seen = true;
+    if (sl_tls_hello_exact(&t->hello) || !t->nhead || !sl_unseen_tls_certain()) return 0;
+    struct sl_req_conn *c = CONN(t);
+    fresh(c);
+    struct sl_req_verdict v;
+    int d = decide_burst(c, t->head, t->nhead, sl_clock_now(), &v);
+    if (d > 0) t->prepaid = true;
+    if (d >= 0) return 0;
+    if (!t->said) {
+        t->said = true;
+        say_mode(&t->hello, t->hello.sni, t->port);
+    }
+    return refuse(fd, c, v.rule), -1;
+}
+
 ssize_t sl_bursts_before_write(struct sl_bursts_out *t, int fd, struct sl_fd *e, const void *buf,
                                size_t len, bool nonblock_flag)
 {
+    if (!t->hello_seen) {
+        int saved = errno;
+        if (hello_turn(t, fd) < 0) return -1;
+        errno = saved;
+    }
     if (!t->granted && tcp_count_grew(fd, false, &t->received)) sl_tlsrec_answered(&t->rec);
     size_t at = t->granted ? len : sl_tlsrec_peek(&t->rec, buf, len);
     if (at > 0 || !t->nhead || sl_req_done(CONN(t)))
@@ -201,8 +245,9 @@ ssize_t sl_bursts_before_write(struct sl_bursts_out *t, int fd, struct sl_fd *e,
     for (;;) {
         uint64_t now = sl_clock_now();
         struct sl_req_verdict v;
-        int d = decide_burst(c, t->head, t->nhead, now, &v);
+        int d = t->prepaid ? 1 : decide_burst(c, t->head, t->nhead, now, &v);
         if (d > 0) {
+            t->prepaid = false;
             t->granted = t->any_granted = true;
             t->refuse_at = 0;
             atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
@@ -215,15 +260,12 @@ ssize_t sl_bursts_before_write(struct sl_bursts_out *t, int fd, struct sl_fd *e,
              * their way are in: refusal_wait), and a client that ignores
              * a failed write (node's http2 under undici) hears of it at
              * once rather than at its own timeout */
-            const struct sl_rule *r = &sl_req_conn_runtime(c)->cfg->rules[v.rule];
-            uint64_t wait = refusal_wait(t, fd, r, now);
+            uint64_t wait = refusal_wait(t, fd, &sl_req_conn_runtime(c)->cfg->rules[v.rule], now);
             if (wait) {
                 if (sl_hold_until(&h, now, now + wait) != 0) return -1;
                 continue;
             }
-            REAL(shutdown)(fd, SHUT_RDWR);
-            errno = r->err ? r->err : ECONNREFUSED;
-            return -1;
+            return refuse(fd, c, v.rule);
         }
         if (sl_hold_until(&h, now, now + v.wait_ns) != 0) return -1; /* HOLD: its turn */
     }

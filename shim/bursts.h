@@ -17,7 +17,9 @@
  * as sent); when h2 is offered, only once the answers on their way are
  * in (bursts.c refusal_wait); `reply` waits its turn within max_delay and
  * falls back to reject beyond it (no 429 can be put into an encrypted
- * stream). Exact for a client that offers only http/1.1 (or no
+ * stream). When h2 is offered by a program in which no library sluice
+ * reads can have written the ClientHello, the first burst is decided at
+ * the ClientHello, and a refusal fails that write (bursts.c hello_turn). Exact for a client that offers only http/1.1 (or no
  * ALPN) and does not pipeline; approximate when h2 is offered. The mode is
  * logged once per process for each of the two. Inbound, the same for a
  * server that decrypts without an interposed library (sl_tlsin below).

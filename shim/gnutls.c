@@ -58,10 +58,11 @@
 #include "shim.h"
 #include "tie.h"
 #include "tiein.h"
+#include "unseen.h"
 #include "wait.h"
 
 #define GNUTLS_VERSION "GNUTLS_3_4"
-#define GNUTLS_LIB     "libgnutls.so.30"
+#define GNUTLS_LIB     SL_LIB_GNUTLS
 
 /* From gnutls/gnutls.h (the ABI of libgnutls.so.30), not included so the
  * build needs no GnuTLS headers. */

@@ -100,7 +100,7 @@
 #include "wait.h"
 
 #define SSL_VERSION "OPENSSL_3.0.0"
-#define SSL_LIB     "libssl.so.3"
+#define SSL_LIB     SL_LIB_OPENSSL
 
 static struct {
     int (*read)(SSL *, void *, int);

@@ -2,6 +2,8 @@
 /* unseen.c - what sluice cannot see in this program: see unseen.h. */
 #include "unseen.h"
 
+#include <dlfcn.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,4 +45,22 @@ const char *sl_unseen_tls_cause(void)
                "records itself, and this session could not be tied to its socket by its "
                "ClientHello (shim/tlsbio.c)";
     return "a TLS library sluice does not interpose (rustls, Java's JSSE, a static OpenSSL)";
+}
+
+bool sl_unseen_tls_certain(void)
+{
+    static _Atomic bool loaded; /* a library once loaded stays so */
+    if (atomic_load_explicit(&tls_inside, memory_order_relaxed)) return true;
+    if (atomic_load_explicit(&loaded, memory_order_relaxed)) return false;
+    static const char *const libs[] = {SL_LIB_OPENSSL, SL_LIB_GNUTLS};
+    int saved = errno;
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+        void *h = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            dlclose(h); /* NOLOAD took a reference of its own */
+            atomic_store_explicit(&loaded, true, memory_order_relaxed);
+        }
+    }
+    errno = saved;
+    return !atomic_load_explicit(&loaded, memory_order_relaxed);
 }

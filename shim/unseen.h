@@ -13,6 +13,8 @@
 #ifndef SL_UNSEEN_H
 #define SL_UNSEEN_H
 
+#include <stdbool.h>
+
 struct sl_runtime;
 
 /* init.c: the runtime was published. */
@@ -23,5 +25,16 @@ void sl_unseen_memory_bio(void);
 
 /* reqout.c: the likely reason a connection's TLS is not read, a phrase. */
 const char *sl_unseen_tls_cause(void);
+
+/* The TLS libraries whose calls sluice interposes, by soname (tls.c,
+ * gnutls.c). */
+#define SL_LIB_OPENSSL "libssl.so.3"
+#define SL_LIB_GNUTLS  "libgnutls.so.30"
+
+/* bursts.c, at a ClientHello no interposed library is known to have
+ * written: whether none can have (OpenSSL inside the program's binary,
+ * or neither library loaded: Java's JSSE, rustls). Its session's requests
+ * will then surely be counted from its records. */
+bool sl_unseen_tls_certain(void);
 
 #endif

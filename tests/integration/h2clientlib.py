@@ -8,8 +8,12 @@ SECONDS" (the call's own time), then "DONE". Java's calls time out after
 60 s, or after h2_runs' `java_timeout`.
 
 undici comes from npm into a cache that outlives the test (as the Go
-build cache does): `npm install --prefix CACHE undici@6` once; without
-npm or the registry the undici cases SKIP.
+build cache does): `npm install --prefix CACHE undici@7` once; without
+npm or the registry the undici cases SKIP. Version 7: undici 6 loses a
+request queued after an h2 connection ends without a GOAWAY (its socket's
+close handler keeps the dead connection as the client's, so the request
+is never dispatched and node exits with it pending); 7 drops it
+(client-h2.js onHttp2SocketClose) and connects again.
 """
 from lib import *
 
@@ -70,11 +74,11 @@ def undici_path():
     if not shutil.which("node") or not shutil.which("npm"):
         print("undici: no node or npm")
         return None
-    cache = os.path.join(tempfile.gettempdir(), "sluice-test-npm")
+    cache = os.path.join(tempfile.gettempdir(), "sluice-test-npm-undici7")
     path = os.path.join(cache, "node_modules", "undici")
     if not os.path.exists(os.path.join(path, "package.json")):
         os.makedirs(cache, exist_ok=True)
-        r = run(["npm", "install", "--no-audit", "--no-fund", "--prefix", cache, "undici@6"],
+        r = run(["npm", "install", "--no-audit", "--no-fund", "--prefix", cache, "undici@7"],
                 timeout=170, cwd=cache)
         if r.returncode != 0:
             print(f"undici: npm install failed: {r.stderr[-500:]}")
