@@ -168,17 +168,20 @@ void sl_header_copies(const char *v, size_t len, enum sl_per_copy how, struct sl
     if (c->n == 0) copy_add(c, how, v, 0); /* an empty value is one, as it always was */
 }
 
-/* The last value this thread hashed, and its hash; and the last table
- * hash of a key made of it (sl_key_hash of the rule, the value's hash and
- * `extra`, under the same secret). A keep-alive client sends the same API
- * key request after request, and SipHash over it is the same each time
- * (~220 instructions; the compare is a few dozen). Keyed by the secret
- * too, so a reload with a new secret never reuses a hash. After a miss
- * only every fourth value is kept (as core/http/h1fast.c's memory of
- * heads): realistic heads, whose keys vary, paid its copy on every
- * request (11 instructions a request fewer in bench/insn.sh's realistic
- * case). Values over sizeof v are hashed every time. Thread-local: no sharing, no lock
- * (initial-exec, as core/limit/table.c's stripe). */
+/* The last long value this thread hashed (over the VALUE_WORDS words the
+ * process's memory below keeps: a JWT or a long token as the key), and
+ * its hash; and the last table hash of a key made of it (sl_key_hash of
+ * the rule, the value's hash and `extra`, under the same secret). A
+ * keep-alive client sends the same key request after request, and
+ * SipHash over a few hundred bytes costs several hundred instructions;
+ * the compare a few dozen. Keyed by the secret too, so a reload with a
+ * new secret never reuses a hash. After a miss only every fourth value
+ * is kept (as core/http/h1fast.c's memory of heads). Short values skip it:
+ * the memory below finds them, and asking the memo first cost more than
+ * it saved (bench/insn.sh, per request: 64 keys in turn 48 instructions,
+ * realistic heads 60, the repeated head none, which the lane answers).
+ * Values over sizeof v are hashed every time. Thread-local: no sharing,
+ * no lock (initial-exec, as core/limit/table.c's stripe). */
 struct memo {
     uint64_t secret[4];
     uint64_t hi, lo;
@@ -355,7 +358,8 @@ static inline __attribute__((always_inline)) void key_value(struct sl_key *k,
     k->rule = r->id;
     k->extra = SL_REQ_KEY_BUCKET | SL_REQ_KEY_VALUE | (uint64_t)r->req_per;
     struct memo *m = &memo;
-    if (len && len == m->len && same_secret(m->secret, secret) && same_value(m->v, v, len)) {
+    bool long_value = len > VALUE_WORDS * 8;
+    if (long_value && len == m->len && same_secret(m->secret, secret) && same_value(m->v, v, len)) {
         m->misses = 0;
         k->hi = m->hi;
         k->lo = m->lo;
@@ -373,7 +377,7 @@ static inline __attribute__((always_inline)) void key_value(struct sl_key *k,
     uint64_t h = hash ? *hash = sl_key_hash(k, secret) : 0;
     /* values that vary (real traffic: many keys in turn) would pay the
      * store on every request: after a miss, only every fourth is kept */
-    if (len && len <= sizeof m->v && (m->len == 0 || ++m->misses >= 4)) {
+    if (long_value && len <= sizeof m->v && (m->len == 0 || ++m->misses >= 4)) {
         m->misses = 0;
         memcpy(m->secret, secret, sizeof m->secret);
         memcpy(m->v, v, len);

@@ -44,8 +44,11 @@ static void a_repeated_value_keeps_its_key_and_a_change_of_anything_changes_it(v
     uint64_t s1[4] = {1, 2, 3, 4}, s2[4] = {5, 6, 7, 8};
     struct sl_rule r1 = {.id = 11, .req_per = SL_REQ_PER_HEADER};
     struct sl_rule r2 = {.id = 12, .req_per = SL_REQ_PER_QUERY};
-    char longv[600];
+    char longv[600], mid[100], mid2[100];
     memset(longv, 'v', sizeof longv);
+    memset(mid, 'm', sizeof mid);
+    memcpy(mid2, mid, sizeof mid);
+    mid2[sizeof mid2 - 1] = 'M';
     const struct {
         const struct sl_rule *r;
         const char *v;
@@ -69,6 +72,14 @@ static void a_repeated_value_keeps_its_key_and_a_change_of_anything_changes_it(v
         {&r1, "abcXefghijklmnopqrsX", 20, s1},
         {&r1, "short", 5, s1},
         {&r1, "shorT", 5, s1},
+        /* longer than the process's memory keeps: the thread's memo */
+        {&r1, mid, 100, s1},
+        {&r1, mid, 100, s1},
+        {&r2, mid, 100, s1},
+        {&r1, mid, 100, s2},
+        {&r1, mid2, 100, s2},
+        {&r1, mid, 99, s2},
+        {&r1, mid, 100, s2},
     };
     /* the key alone, then with its table hash, then the two in turn (a
      * value remembered without its hash, then asked with it) */
@@ -114,9 +125,10 @@ static void a_value_seen_before_is_found_not_hashed(void **unused)
         v[i] = (char)('a' + i % 26);
     struct sl_key got, want;
     /* every length from 1 to 80, twice in turn with four other values
-     * between (after a miss the thread's memo keeps every fourth value, so
-     * it holds one of them then): the second is found when the value fits
-     * (<= 64 bytes), and right either way */
+     * between: the second is found when the value fits (<= 64 bytes), and
+     * right either way (a longer one is the thread's memo's, which keeps
+     * every fourth value after a miss: a_long_value_repeated_is_hashed_
+     * at_most_until_the_memo_keeps_it) */
     static const char *between[4] = {"between0", "between1", "between2", "between3"};
     for (size_t len = 1; len <= sizeof v; len++) {
         uint64_t before = sl_req_key_hashed();
@@ -129,7 +141,8 @@ static void a_value_seen_before_is_found_not_hashed(void **unused)
         uint64_t mid = sl_req_key_hashed();
         sl_req_key_value(&got, &r, v, len, s1);
         same_key(&got, &want);
-        assert_int_equal(sl_req_key_hashed() - mid, len <= 64 ? 0 : 1);
+        if (len <= 64) assert_int_equal(sl_req_key_hashed() - mid, 0);
+        assert_true(sl_req_key_hashed() - mid <= 1);
     }
     /* one byte else at the end of a word, and a value shorter by a byte */
     sl_req_key_value(&got, &r, "abcdefghijklmnop", 16, s1);
@@ -145,6 +158,43 @@ static void a_value_seen_before_is_found_not_hashed(void **unused)
     uint64_t before = sl_req_key_hashed();
     sl_req_key_value(&got, &r, "abcdefghijklmno", 15, s2);
     reference(&want, &r, "abcdefghijklmno", 15, s2);
+    same_key(&got, &want);
+    assert_int_equal(sl_req_key_hashed() - before, 1);
+}
+
+/* A value too long for the process's memory (a JWT as the key), sent
+ * request after request on one thread: the memo keeps it by its fourth
+ * miss at the latest, and then finds it; short values between do not put
+ * it out (they skip the memo). */
+static void a_long_value_repeated_is_hashed_at_most_until_the_memo_keeps_it(void **unused)
+{
+    (void)unused;
+    uint64_t s1[4] = {21, 22, 23, 24};
+    struct sl_rule r = {.id = 5, .req_per = SL_REQ_PER_HEADER};
+    char jwt[200];
+    for (size_t i = 0; i < sizeof jwt; i++)
+        jwt[i] = (char)('A' + i % 57);
+    struct sl_key got, want;
+    reference(&want, &r, jwt, sizeof jwt, s1);
+    uint64_t before = sl_req_key_hashed();
+    for (int i = 0; i < 4; i++) {
+        sl_req_key_value(&got, &r, jwt, sizeof jwt, s1);
+        same_key(&got, &want);
+    }
+    assert_true(sl_req_key_hashed() - before <= 4);
+    before = sl_req_key_hashed();
+    for (int i = 0; i < 4; i++) {
+        sl_req_key_value(&got, &r, "short-key", 9, s1);
+        uint64_t h = sl_req_key_value_hash(&got, &r, jwt, sizeof jwt, s1);
+        same_key(&got, &want);
+        assert_int_equal(h, sl_key_hash(&want, s1));
+    }
+    assert_true(sl_req_key_hashed() - before <= 1); /* short-key, once */
+    /* one byte else at its end: hashed, and its own key */
+    jwt[sizeof jwt - 1] ^= 1;
+    reference(&want, &r, jwt, sizeof jwt, s1);
+    before = sl_req_key_hashed();
+    sl_req_key_value(&got, &r, jwt, sizeof jwt, s1);
     same_key(&got, &want);
     assert_int_equal(sl_req_key_hashed() - before, 1);
 }
@@ -355,6 +405,7 @@ int main(void)
         cmocka_unit_test(a_key_from_another_secret_differs),
         cmocka_unit_test(a_value_seen_before_is_found_not_hashed),
         cmocka_unit_test(two_values_of_one_set_are_both_kept),
+        cmocka_unit_test(a_long_value_repeated_is_hashed_at_most_until_the_memo_keeps_it),
         cmocka_unit_test(threads_sharing_the_memory_of_values_get_their_own_hashes),
         cmocka_unit_test(a_header_list_gives_its_copies_first_last_or_each),
         cmocka_unit_test(header_names_fold_case_and_dash_with_underscore),
