@@ -246,8 +246,7 @@ static void give_back(struct sl_runtime *rt, const struct sl_req_rules *x, const
         struct sl_key qk;
         quota_key(&qk, &g->key);
         struct quota_op op = {.cost = r->cost, .end = g->quota_end, .refund = true};
-        sl_table_apply(rt->table, e, &qk, sl_quota_slot_limit(), SL_QUOTA_MAX, now, quota_step,
-                       &op);
+        sl_table_give_back(rt->table, &qk, quota_step, &op);
     }
     if (g->mark_end) {
         struct idem_op op = {.opened = g->mark_end, .unmark = true};

@@ -29,7 +29,9 @@
  * new hash. An idle bucket is equivalent to a fresh one. A step of the old
  * key racing the reuse may fall on the new key's state: the stepper then
  * reads the tag again (still_held) and looks for its key's slot anew, so
- * that request counts for both keys, never for neither. The pass reads a
+ * that request counts for both keys, never for neither; a give-back (a
+ * refund) reads the tag before its exchange instead, and gives nothing
+ * once the slot is gone (give_back_h). The pass reads a
  * slot's tag again after its state: a slot taken meanwhile for the same
  * key (by another thread, and spent already) is the key's, not a busy
  * one to pass on the way to a second slot for it.
@@ -905,25 +907,58 @@ uint64_t sl_table_take(struct sl_table *t, int rule, const struct sl_key *k,
     return take_word(&t->rules[rule].overflow_state, l, now, want, quantum, wait_ns);
 }
 
-/* Not looked at again as the steps are (still_held): a refund racing the
- * slot's reuse may give the new key back what the old one took. It needs
- * the old key's slot to be idle (so nothing of its own left to give back)
- * and the new key to have spent in between: a request, at most, per reuse. */
+enum given { GIVEN, GONE, NO_SLOT };
+
+/* `step` on key h's state word while the slot is the key's, never after:
+ * what gives back (a refund) must not fall on a key given the slot
+ * meanwhile (it would pass a request more), as a step that takes may
+ * (still_held). So the tag is read after the state and before the
+ * exchange, every access seq_cst (still_held's argument): a reuse in
+ * between exchanges the state (the reuser's CAS from the state it judged
+ * idle), so this exchange fails and the tag read again says the slot is
+ * gone. Then nothing is given back: what the old key took went with its
+ * slot. Never claims a slot. */
+static enum given give_back_h(struct sl_table *t, uint64_t h, uint64_t (*step)(uint64_t, void *),
+                              void *arg)
+{
+    struct probe p = probe_start(t, h);
+    for (int64_t at; (at = probe_next(&p)) >= 0;) {
+        uint64_t tag = sl_settled_tag(&t->slots[at].tag, REUSING);
+        if (tag == 0) return NO_SLOT;
+        if (tag != h) continue;
+        _Atomic uint64_t *w = &t->slots[at].state;
+        uint64_t s = atomic_load(w);
+        while (still_held(t, at, h))
+            if (atomic_compare_exchange_weak(w, &s, step(s, arg))) return GIVEN;
+        return GONE;
+    }
+    return NO_SLOT;
+}
+
+bool sl_table_give_back(struct sl_table *t, const struct sl_key *k,
+                        uint64_t (*step)(uint64_t old, void *arg), void *arg)
+{
+    return give_back_h(t, sl_key_hash(k, t->secret), step, arg) == GIVEN;
+}
+
+struct refund {
+    const struct sl_limit *l;
+    uint64_t now, cost;
+};
+
+static uint64_t refund_step(uint64_t old, void *arg)
+{
+    const struct refund *r = arg;
+    return sl_limit_refund(r->l, old, r->now, r->cost);
+}
+
 void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
                      uint64_t now, uint64_t cost)
 {
-    uint64_t h = sl_key_hash(k, t->secret);
-    struct probe p = probe_start(t, h);
-    for (int64_t at; (at = probe_next(&p)) >= 0;) {
-        struct sl_slot *s = &t->slots[at];
-        uint64_t tag = atomic_load_explicit(&s->tag, memory_order_acquire);
-        if (tag == h) {
-            refund_word(&s->state, l, now, cost);
-            return;
-        }
-        if (tag == 0) break;
-    }
-    if (t->on_full == SL_FULL_SHARED) refund_word(&t->rules[rule].overflow_state, l, now, cost);
+    struct refund r = {.l = l, .now = now, .cost = cost};
+    if (give_back_h(t, sl_key_hash(k, t->secret), refund_step, &r) == NO_SLOT &&
+        t->on_full == SL_FULL_SHARED)
+        refund_word(&t->rules[rule].overflow_state, l, now, cost);
 }
 
 bool sl_table_hold(struct sl_table *t, int rule, uint64_t h, const struct sl_limit *l,

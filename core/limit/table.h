@@ -128,9 +128,21 @@ void sl_table_conn_release(struct sl_table *t, int32_t rec);
 uint32_t sl_table_conns(struct sl_table *t, int rule, const struct sl_key *k,
                         const struct sl_limit *l, uint64_t now);
 
-/* Gives back a request sl_table_decide let through. */
+/* Gives back a request sl_table_decide let through: to the key's slot
+ * while it holds the key (never to a key given the slot meanwhile:
+ * sl_table_give_back), or to the rule's overflow bucket when the key has
+ * no slot and a full table shares it. */
 void sl_table_refund(struct sl_table *t, int rule, const struct sl_key *k, const struct sl_limit *l,
                      uint64_t now, uint64_t cost);
+
+/* Gives back to the key's state word by `step` (step may run more than
+ * once), only while the slot is the key's: a thread filling a full table
+ * may give it to another key between the lookup and the step, and then
+ * nothing is given back (what the old key took went with its slot),
+ * where sl_table_apply's step would count for the new key. Never claims a
+ * slot. True: given back. */
+bool sl_table_give_back(struct sl_table *t, const struct sl_key *k,
+                        uint64_t (*step)(uint64_t old, void *arg), void *arg);
 
 /* A learned hold (core/http/learn.h): the GCRA bucket of the key of hash
  * h (limit l) moves so that its next request passes no sooner than

@@ -645,6 +645,7 @@ struct interloper {
     uint64_t now;
     int calls;
     bool took;
+    uint64_t key; /* the key that took it */
 };
 
 static uint64_t spend_after_an_interloper(uint64_t old, void *arg)
@@ -656,8 +657,16 @@ static uint64_t spend_after_an_interloper(uint64_t old, void *arg)
             uint64_t reused = sl_table_counter(x->t, x->rule, SL_C_REUSED);
             decide(x->t, x->rule, 0x4444, i, x->l, x->now);
             x->took = sl_table_counter(x->t, x->rule, SL_C_REUSED) > reused;
+            x->key = i;
         }
     return x->now + HOUR; /* a spent bucket of 1 an hour */
+}
+
+/* The same interloper, in a step that gives back a request of 1 an hour. */
+static uint64_t refund_after_an_interloper(uint64_t old, void *arg)
+{
+    spend_after_an_interloper(old, arg);
+    return old > HOUR ? old - HOUR : 0;
 }
 
 static void a_slot_taken_between_lookup_and_step_is_looked_for_again(void **unused)
@@ -686,6 +695,35 @@ static void a_slot_taken_between_lookup_and_step_is_looked_for_again(void **unus
      * Now the key is looked for again, and the full table has no room. */
     assert_false(kept);
     assert_false(kept && decide(t, api, API_ID, k1 - 1, &l, now));
+    sl_table_close(t);
+}
+
+/* A give-back (a refund, or a quota's) racing the reuse of its key's
+ * slot: the slot is given to another key, which spends, between the
+ * lookup and the exchange (the step plays that thread). A give-back must
+ * not fall on the new key: its next request of 1 an hour would pass. As
+ * sl_table_apply's step (what the quota's refund used) it did, and
+ * sl_table_refund's exchange (no step to play in) could the same. Now
+ * nothing is given back. */
+static void a_give_back_never_falls_on_a_key_given_the_slot(void **unused)
+{
+    (void)unused;
+    struct sl_table *t = table(64, SL_FULL_SHARED);
+    int web = sl_table_rule(t, WEB_ID, "web");
+    int ws = sl_table_rule(t, 0x4444, "ws");
+    struct sl_limit busy = gcra(1, HOUR, 1), brief = gcra(1, SEC, 1), l = gcra(1, HOUR, 1);
+    decide(t, web, WEB_ID, 1000000, &brief, T0); /* idle a second later: the only one */
+    for (uint64_t i = 0; sl_table_used(t) < sl_table_slots(t); i++) {
+        assert_true(i < 100000);
+        decide(t, web, WEB_ID, i, &busy, T0);
+    }
+    uint64_t now = T0 + MIN;
+    struct interloper x = {.t = t, .rule = ws, .l = &l, .now = now};
+    struct sl_key k = key(WEB_ID, 1000000);
+    bool given = sl_table_give_back(t, &k, refund_after_an_interloper, &x);
+    assert_true(x.took);                                 /* the other key has the slot, and spent */
+    assert_false(decide(t, ws, 0x4444, x.key, &l, now)); /* as sl_table_apply: passed */
+    assert_false(given);
     sl_table_close(t);
 }
 
@@ -1120,6 +1158,7 @@ int main(void)
         cmocka_unit_test(threads_reusing_slots_for_one_new_key_give_it_one),
         cmocka_unit_test(a_slot_taken_between_lookup_and_step_is_looked_for_again),
         cmocka_unit_test(threads_taking_places_for_new_keys_give_each_its_one),
+        cmocka_unit_test(a_give_back_never_falls_on_a_key_given_the_slot),
         cmocka_unit_test(table_memory_never_grows),
         cmocka_unit_test(one_off_keys_leave_an_honest_new_key_its_whole_budget),
         cmocka_unit_test(a_full_table_evicts_the_least_used_key_first),
