@@ -124,7 +124,10 @@ static void idem_apply(struct sl_runtime *rt, int e, const struct sl_key *bucket
 {
     struct sl_key mk;
     sl_idem_key(&mk, bucket, h, sl_table_secret(rt->table));
-    sl_table_apply(rt->table, e, &mk, sl_quota_slot_limit(), SL_QUOTA_MAX, now, idem_step, op);
+    if (op->unmark) /* taken back: only from the mark's own slot */
+        sl_table_give_back(rt->table, &mk, idem_step, op);
+    else
+        sl_table_apply(rt->table, e, &mk, sl_quota_slot_limit(), SL_QUOTA_MAX, now, idem_step, op);
 }
 
 struct quota_op {
