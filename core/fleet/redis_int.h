@@ -33,9 +33,9 @@
  * name, whose reply is dropped and whose key expires unused. */
 struct sl_rentry {
     _Atomic uint64_t tag;
-    _Atomic uint32_t meta; /* rule index + 1 */
-    uint32_t req;          /* counts requests, not connections */
-    uint64_t period_ns;    /* W of the limit it counts against */
+    _Atomic uint32_t meta;      /* rule index + 1 */
+    uint32_t req;               /* counts requests, not connections */
+    _Atomic uint64_t period_ns; /* W of the limit it counts against (read by probers: atomic) */
     _Atomic uint64_t own;
     _Atomic uint64_t rest;
     _Atomic uint64_t synced; /* own as the sender last sent it (early rounds) */

@@ -115,7 +115,10 @@ static bool format_call(struct sl_rconn *c, struct sl_rlink *l, const struct sl_
     call_keys(c, x, k1, k2, sizeof k1);
     snprintf(a3, sizeof a3, "%llu", (unsigned long long)x->oc);
     snprintf(a4, sizeof a4, "%llu", (unsigned long long)x->op);
-    snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)(2 * x->e->period_ns / 1000000 + 1000));
+    snprintf(ttl, sizeof ttl, "%llu",
+             (unsigned long long)(2 * atomic_load_explicit(&x->e->period_ns, memory_order_relaxed) /
+                                      1000000 +
+                                  1000));
     snprintf(k3, sizeof k3, "%s{%s}:hold", c->s->cfg->redis.prefix, x->e->name);
     snprintf(held, sizeof held, "%llu", (unsigned long long)x->held);
     uint64_t wall_ms = sl_redis_wall(c->s, sl_clock_now()) / 1000000;
@@ -143,8 +146,9 @@ static void add_call(struct sl_rconn *c, struct sl_rentry *e, uint64_t wn)
     uint64_t tag = atomic_load_explicit(&e->tag, memory_order_acquire);
     if (tag < 2 || m == 0 || m > (uint32_t)cfg->nrules) return;
     const struct sl_rule *r = &cfg->rules[m - 1];
-    if (r->scope != SL_SCOPE_REDIS || !e->period_ns) return;
-    const uint64_t W = e->period_ns, cur = wn / W;
+    const uint64_t W = atomic_load_explicit(&e->period_ns, memory_order_relaxed);
+    if (r->scope != SL_SCOPE_REDIS || !W) return;
+    const uint64_t cur = wn / W;
     uint64_t own = atomic_load_explicit(&e->own, memory_order_relaxed);
     uint64_t rest = atomic_load_explicit(&e->rest, memory_order_relaxed);
     bool live = (own && sl_win_diff(cur, sl_win_index(own)) <= 1) ||

@@ -52,6 +52,7 @@
 #include "redis_int.h"
 #include "../shm.h"
 #include "../sys.h"
+#include "../limit/settle.h"
 #include "../limit/window.h"
 
 uint64_t sl_redis_wall(const struct sl_redis_state *s, uint64_t now)
@@ -107,7 +108,9 @@ static bool entry_idle(const struct sl_redis_state *s, struct sl_rentry *e, uint
 {
     uint32_t m = atomic_load_explicit(&e->meta, memory_order_acquire);
     if (m == 0 || m > (uint32_t)s->cfg->nrules) return false;
-    uint64_t cur = wn / e->period_ns;
+    uint64_t p = atomic_load_explicit(&e->period_ns, memory_order_relaxed);
+    if (p == 0) return false; /* being set up */
+    uint64_t cur = wn / p;
     uint64_t w[2] = {atomic_load_explicit(&e->own, memory_order_relaxed),
                      atomic_load_explicit(&e->rest, memory_order_relaxed)};
     for (int i = 0; i < 2; i++)
@@ -126,7 +129,7 @@ static void setup(const struct sl_redis_state *s, struct sl_rentry *e, int rule,
     atomic_store_explicit(&e->missed, 0, memory_order_relaxed);
     atomic_store_explicit(&e->held, 0, memory_order_relaxed);
     e->req = is_req(k);
-    e->period_ns = w->limit->period_ns;
+    atomic_store_explicit(&e->period_ns, w->limit->period_ns, memory_order_relaxed);
     key_name(s, r, w, k, e->name, sizeof e->name);
     atomic_store_explicit(&e->meta, (uint32_t)rule + 1, memory_order_relaxed);
     atomic_store_explicit(&e->tag, hash, memory_order_release);
@@ -141,7 +144,9 @@ static struct sl_rentry *find(struct sl_redis_state *s, int rule, const struct s
     uint64_t idle_tag = 0;
     for (uint32_t i = 0; i < SL_REDIS_PROBE; i++) {
         struct sl_rentry *e = &s->ents[(hash + i) & s->mask];
-        uint64_t t = atomic_load_explicit(&e->tag, memory_order_acquire);
+        /* an entry being set up (1) may be this key's: wait for its tag,
+         * or a second entry is claimed for the key (settle.h) */
+        uint64_t t = sl_settled_tag(&e->tag, 1);
         if (t == hash) return e;
         if (t == 0) {
             if (!claim) return NULL;
@@ -150,16 +155,25 @@ static struct sl_rentry *find(struct sl_redis_state *s, int rule, const struct s
                 setup(s, e, rule, r, w, k, hash);
                 return e;
             }
-            if (t == hash) return e;
+            if ((t = sl_settled_tag(&e->tag, 1)) == hash) return e;
         }
-        if (claim && !idle && t > 1 && entry_idle(s, e, wn)) {
-            idle = e;
-            idle_tag = t;
+        if (claim && !idle && t > 1) {
+            /* the counts read for the tag read: an entry reused meanwhile
+             * for this key (by another thread, and counted in) is its own,
+             * not a busy one to pass for a second entry */
+            bool was_idle = entry_idle(s, e, wn);
+            uint64_t again = sl_settled_tag(&e->tag, 1);
+            if (again == hash) return e;
+            if (was_idle && again == t) {
+                idle = e;
+                idle_tag = t;
+            }
         }
     }
-    if (!idle || !atomic_compare_exchange_strong_explicit(
-                     &idle->tag, &idle_tag, 1, memory_order_acquire, memory_order_relaxed))
-        return NULL;
+    if (!idle) return NULL;
+    if (!atomic_compare_exchange_strong_explicit(&idle->tag, &idle_tag, 1, memory_order_acquire,
+                                                 memory_order_relaxed))
+        return sl_settled_tag(&idle->tag, 1) == hash ? idle : NULL; /* maybe for this key */
     atomic_store_explicit(&idle->meta, 0, memory_order_relaxed);
     setup(s, idle, rule, r, w, k, hash);
     return idle;
