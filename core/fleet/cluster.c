@@ -60,7 +60,7 @@
 #include <stddef.h>
 
 #include "cluster_t.h"
-#include "../limit/settle.h"
+#include "entries.h"
 #include "../limit/window.h"
 
 typedef sl_u128 u128;
@@ -137,54 +137,48 @@ static bool entry_idle(const struct sl_cluster *c, struct sl_centry *e, uint64_t
     return true;
 }
 
-/* Finds the key's entry, claiming a free or idle one when `claim`. */
+struct probing {
+    struct sl_cluster *c;
+    int rule;
+    uint64_t hash, wallnow;
+};
+
+static bool probe_idle(void *ctx, void *entry)
+{
+    const struct probing *p = ctx;
+    return entry_idle(p->c, entry, p->wallnow);
+}
+
+/* A claimed entry gets its rule; a reused one has its counts reset first. */
+static void probe_setup(void *ctx, void *entry, bool reused)
+{
+    const struct probing *p = ctx;
+    struct sl_centry *e = entry;
+    if (reused) {
+        atomic_store_explicit(&e->meta, 0, memory_order_relaxed);
+        for (int o = 0; o < SL_CLUSTER_ORIGINS; o++)
+            atomic_store_explicit(&e->w[o], 0, memory_order_relaxed);
+        atomic_store_explicit(&e->sent, 0, memory_order_relaxed);
+        count(p->c, SL_CC_REUSED, 1);
+    }
+    atomic_store_explicit(&e->meta, (uint32_t)p->rule + 1, memory_order_relaxed);
+    atomic_store_explicit(&e->tag, p->hash, memory_order_release);
+}
+
+/* Finds the key's entry, claiming a free or idle one when `claim`
+ * (entries.h). */
 static struct sl_centry *find(struct sl_cluster *c, int rule, uint64_t hash, uint64_t wallnow,
                               bool claim)
 {
-    struct sl_centry *idle = NULL;
-    uint64_t idle_tag = 0;
-    for (uint32_t i = 0; i < SL_CLUSTER_PROBE; i++) {
-        struct sl_centry *e = &c->ents[(hash + i) & c->mask];
-        uint64_t t = sl_settled_tag(&e->tag, 1);
-        if (t == hash) return e;
-        if (t == 0) {
-            if (!claim) return NULL;
-            if (atomic_compare_exchange_strong_explicit(&e->tag, &t, 1, memory_order_acquire,
-                                                        memory_order_acquire)) {
-                atomic_store_explicit(&e->meta, (uint32_t)rule + 1, memory_order_relaxed);
-                atomic_store_explicit(&e->tag, hash, memory_order_release);
-                return e;
-            }
-            if ((t = sl_settled_tag(&e->tag, 1)) == hash) return e;
-        }
-        if (claim && !idle && t > 1) {
-            /* the counts read for the tag read: an entry reused meanwhile
-             * for this key (by another thread, and counted in) is its
-             * own, not a busy one to pass for a second entry */
-            bool was_idle = entry_idle(c, e, wallnow);
-            uint64_t again = sl_settled_tag(&e->tag, 1);
-            if (again == hash) return e;
-            if (was_idle && again == t) {
-                idle = e;
-                idle_tag = t;
-            }
-        }
-    }
-    if (!idle) return NULL;
-    /* Reuse: take the tag away from the old key first (1 = being set up). */
-    if (!atomic_compare_exchange_strong_explicit(&idle->tag, &idle_tag, 1, memory_order_acquire,
-                                                 memory_order_relaxed))
-        return sl_settled_tag(&idle->tag, 1) == hash
-                   ? idle
-                   : NULL; /* another took it, maybe for this key */
-    atomic_store_explicit(&idle->meta, 0, memory_order_relaxed);
-    for (int o = 0; o < SL_CLUSTER_ORIGINS; o++)
-        atomic_store_explicit(&idle->w[o], 0, memory_order_relaxed);
-    atomic_store_explicit(&idle->sent, 0, memory_order_relaxed);
-    atomic_store_explicit(&idle->meta, (uint32_t)rule + 1, memory_order_relaxed);
-    atomic_store_explicit(&idle->tag, hash, memory_order_release);
-    count(c, SL_CC_REUSED, 1);
-    return idle;
+    struct probing p = {.c = c, .rule = rule, .hash = hash, .wallnow = wallnow};
+    struct sl_entries x = {.ents = (char *)c->ents,
+                           .stride = sizeof *c->ents,
+                           .mask = c->mask,
+                           .probe = SL_CLUSTER_PROBE,
+                           .idle = probe_idle,
+                           .setup = probe_setup,
+                           .ctx = &p};
+    return sl_entries_find(&x, hash, claim);
 }
 
 /* ---- deciding ---------------------------------------------------------- */

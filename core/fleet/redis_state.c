@@ -49,10 +49,10 @@
 #include "../clock.h"
 #include "../limit/key.h"
 #include "../mem.h"
+#include "entries.h"
 #include "redis_int.h"
 #include "../shm.h"
 #include "../sys.h"
-#include "../limit/settle.h"
 #include "../limit/window.h"
 
 uint64_t sl_redis_wall(const struct sl_redis_state *s, uint64_t now)
@@ -135,48 +135,43 @@ static void setup(const struct sl_redis_state *s, struct sl_rentry *e, int rule,
     atomic_store_explicit(&e->tag, hash, memory_order_release);
 }
 
+struct probing {
+    struct sl_redis_state *s;
+    int rule;
+    const struct sl_rule *r;
+    const struct sl_redis_what *w;
+    const struct sl_key *k;
+    uint64_t hash, wn;
+};
+
+static bool probe_idle(void *ctx, void *entry)
+{
+    const struct probing *p = ctx;
+    return entry_idle(p->s, entry, p->wn);
+}
+
+static void probe_setup(void *ctx, void *entry, bool reused)
+{
+    const struct probing *p = ctx;
+    if (reused) atomic_store_explicit(&((struct sl_rentry *)entry)->meta, 0, memory_order_relaxed);
+    setup(p->s, entry, p->rule, p->r, p->w, p->k, p->hash);
+}
+
+/* The key's entry, claiming a free or idle one when `claim` (entries.h). */
 static struct sl_rentry *find(struct sl_redis_state *s, int rule, const struct sl_rule *r,
                               const struct sl_redis_what *w, const struct sl_key *k, uint64_t wn,
                               bool claim)
 {
-    uint64_t hash = sl_key_hash(k, s->secret);
-    struct sl_rentry *idle = NULL;
-    uint64_t idle_tag = 0;
-    for (uint32_t i = 0; i < SL_REDIS_PROBE; i++) {
-        struct sl_rentry *e = &s->ents[(hash + i) & s->mask];
-        /* an entry being set up (1) may be this key's: wait for its tag,
-         * or a second entry is claimed for the key (settle.h) */
-        uint64_t t = sl_settled_tag(&e->tag, 1);
-        if (t == hash) return e;
-        if (t == 0) {
-            if (!claim) return NULL;
-            if (atomic_compare_exchange_strong_explicit(&e->tag, &t, 1, memory_order_acquire,
-                                                        memory_order_acquire)) {
-                setup(s, e, rule, r, w, k, hash);
-                return e;
-            }
-            if ((t = sl_settled_tag(&e->tag, 1)) == hash) return e;
-        }
-        if (claim && !idle && t > 1) {
-            /* the counts read for the tag read: an entry reused meanwhile
-             * for this key (by another thread, and counted in) is its own,
-             * not a busy one to pass for a second entry */
-            bool was_idle = entry_idle(s, e, wn);
-            uint64_t again = sl_settled_tag(&e->tag, 1);
-            if (again == hash) return e;
-            if (was_idle && again == t) {
-                idle = e;
-                idle_tag = t;
-            }
-        }
-    }
-    if (!idle) return NULL;
-    if (!atomic_compare_exchange_strong_explicit(&idle->tag, &idle_tag, 1, memory_order_acquire,
-                                                 memory_order_relaxed))
-        return sl_settled_tag(&idle->tag, 1) == hash ? idle : NULL; /* maybe for this key */
-    atomic_store_explicit(&idle->meta, 0, memory_order_relaxed);
-    setup(s, idle, rule, r, w, k, hash);
-    return idle;
+    struct probing p = {
+        .s = s, .rule = rule, .r = r, .w = w, .k = k, .hash = sl_key_hash(k, s->secret), .wn = wn};
+    struct sl_entries x = {.ents = (char *)s->ents,
+                           .stride = sizeof *s->ents,
+                           .mask = s->mask,
+                           .probe = SL_REDIS_PROBE,
+                           .idle = probe_idle,
+                           .setup = probe_setup,
+                           .ctx = &p};
+    return sl_entries_find(&x, p.hash, claim);
 }
 
 /* ---- deciding ------------------------------------------------------------- */
