@@ -669,18 +669,27 @@ static uint64_t refund_after_an_interloper(uint64_t old, void *arg)
     return old > HOUR ? old - HOUR : 0;
 }
 
+/* Fills table t with web keys (rule web) of 1 an hour spent at T0, but
+ * for the web key 1000000, of 1 a second: from T0 + SEC its slot is the
+ * table's only idle one. */
+static void one_idle_slot(struct sl_table *t, int web)
+{
+    struct sl_limit busy = gcra(1, HOUR, 1), brief = gcra(1, SEC, 1);
+    decide(t, web, WEB_ID, 1000000, &brief, T0);
+    for (uint64_t i = 0; sl_table_used(t) < sl_table_slots(t); i++) {
+        assert_true(i < 100000);
+        decide(t, web, WEB_ID, i, &busy, T0);
+    }
+}
+
 static void a_slot_taken_between_lookup_and_step_is_looked_for_again(void **unused)
 {
     (void)unused;
     struct sl_table *t = table(64, SL_FULL_SHARED);
     int web = sl_table_rule(t, WEB_ID, "web"), api = sl_table_rule(t, API_ID, "api");
     int ws = sl_table_rule(t, 0x4444, "ws");
-    struct sl_limit busy = gcra(1, HOUR, 1), brief = gcra(1, SEC, 1), l = gcra(1, HOUR, 1);
-    decide(t, web, WEB_ID, 1000000, &brief, T0); /* idle a second later: the only one */
-    for (uint64_t i = 0; sl_table_used(t) < sl_table_slots(t); i++) {
-        assert_true(i < 100000);
-        decide(t, web, WEB_ID, i, &busy, T0);
-    }
+    struct sl_limit l = gcra(1, HOUR, 1);
+    one_idle_slot(t, web);
     uint64_t now = T0 + MIN;
     struct interloper x = {.t = t, .rule = ws, .l = &l, .now = now};
     bool kept = false;
@@ -711,12 +720,8 @@ static void a_give_back_never_falls_on_a_key_given_the_slot(void **unused)
     struct sl_table *t = table(64, SL_FULL_SHARED);
     int web = sl_table_rule(t, WEB_ID, "web");
     int ws = sl_table_rule(t, 0x4444, "ws");
-    struct sl_limit busy = gcra(1, HOUR, 1), brief = gcra(1, SEC, 1), l = gcra(1, HOUR, 1);
-    decide(t, web, WEB_ID, 1000000, &brief, T0); /* idle a second later: the only one */
-    for (uint64_t i = 0; sl_table_used(t) < sl_table_slots(t); i++) {
-        assert_true(i < 100000);
-        decide(t, web, WEB_ID, i, &busy, T0);
-    }
+    struct sl_limit l = gcra(1, HOUR, 1);
+    one_idle_slot(t, web);
     uint64_t now = T0 + MIN;
     struct interloper x = {.t = t, .rule = ws, .l = &l, .now = now};
     struct sl_key k = key(WEB_ID, 1000000);
