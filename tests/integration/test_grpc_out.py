@@ -33,9 +33,9 @@ port=P ...'`:
             span at least the floor, and none took more than 2 s beyond
             its pacing (call i is due (i)/5 s after the first; the whole
             batch within DUE + 2 s).
-The calls a refusal cuts short while others are in flight (the server has
-executed one the client is told failed) are test_grpc_out_inflight.py's,
-a known defect.
+The calls a refusal cuts short while others are in flight (the server had
+executed one the client was told failed, before a refusal waited for the
+streams before it) are test_grpc_out_inflight.py's.
 """
 from grpclib import *
 

@@ -26,7 +26,7 @@ Each client makes N = 12 calls one after another:
            first (the handshake, the JVM's class loading) within 4 s; the
            log said the pacing and, once, why no answer can be given.
 What a refusal (beyond max_delay) does to these clients is
-test_h2_tls_refused.py's (known defects).
+test_h2_tls_refused.py's.
 """
 from h2clientlib import *
 
