@@ -277,28 +277,24 @@ H1_FN struct sl_h1fast_slice value_of(const char *p, size_t ls, size_t v, size_t
                                     .present = true};
 }
 
-/* A header line [ls, ls + n) of the head, at p, whose name (c bytes) may
- * be one looked at; false: the head declines. After the line loop: two
- * or three lines of a head come here. */
-H1_FN bool header_line(const char *p, size_t ls, size_t n, size_t c, struct fields *fs)
+/* The name lengths of the framing headers (framing). */
+#define FRAMING_LENS (1ull << 7 | 1ull << 10 | 1ull << 14 | 1ull << 16)
+
+/* The framing a header line [0, n) at p gives, whose name (c bytes, a
+ * length in FRAMING_LENS) may be Upgrade, Connection, Content-Length or
+ * Proxy-Connection, its value from p + v; false: the head declines. */
+H1_FN bool framing(const char *p, size_t n, size_t c, size_t v, struct sl_h1fast *out,
+                   struct state *st)
 {
-    const struct sl_h1fast_key *k = fs->k;
-    struct sl_h1fast *out = fs->out;
-    struct state *st = &fs->st;
-    size_t v = c + 1;
-    while (p[v] == ' ') /* the value is not empty: scan_head checked */
-        v++;
-    /* framing first: it does not depend on which field the value feeds */
     switch (c) {
     case 7:
-        if (IS(p, c, "upgrade")) return false;
-        break;
+        return !IS(p, c, "upgrade");
     case 10:
         if (IS(p, c, "connection")) {
             if (n - v != 10 || !EQ(p + v, n - v, "keep-alive")) return false;
             st->keep_alive = true;
         }
-        break;
+        return true;
     case 14:
         if (IS(p, c, "content-length")) {
             if (out->has_length || n - v > 15) return false;
@@ -310,13 +306,23 @@ H1_FN bool header_line(const char *p, size_t ls, size_t n, size_t c, struct fiel
             out->has_length = true;
             out->content_length = len;
         }
-        break;
-    case 16:
-        if (IS(p, c, "proxy-connection")) return false;
-        break;
+        return true;
     default:
-        break;
+        return !IS(p, c, "proxy-connection");
     }
+}
+
+/* A header line [ls, ls + n) of the head, at p, whose name (c bytes) may
+ * be one looked at and whose value begins at p + v (header found it);
+ * false: the head declines. After the line loop: two or three lines of a
+ * head come here. */
+H1_FN bool header_line(const char *p, size_t ls, size_t n, size_t c, size_t v, struct fields *fs)
+{
+    const struct sl_h1fast_key *k = fs->k;
+    struct sl_h1fast *out = fs->out;
+    /* framing first: it does not depend on which field the value feeds
+     * (most kept lines are Host and the key: one test steps over it) */
+    if (((FRAMING_LENS >> c) & 1) && !framing(p, n, c, v, out, &fs->st)) return false;
     /* http-parser takes any name that begins with Transfer-Encoding for
      * one (it sets the flag once the name's first 17 bytes match) */
     if (c >= 17 && IS(p, 16, "transfer-encodin") && (p[16] | 0x20) == 'g') return false;
@@ -339,14 +345,15 @@ H1_FN bool header_line(const char *p, size_t ls, size_t n, size_t c, struct fiel
 
 /* The slow side of header's check of the line at buf whose name ends at
  * e, its CR at r: the name ends at a colon, and a value follows, not only
- * spaces. */
-static __attribute__((noinline, cold)) H1_TARGET bool odd_value(const char *buf, size_t e, size_t r)
+ * spaces. Where the value begins; 0: it does not. */
+static __attribute__((noinline, cold)) H1_TARGET size_t odd_value(const char *buf, size_t e,
+                                                                  size_t r)
 {
-    if (buf[e] != ':') return false;
+    if (buf[e] != ':') return 0;
     size_t v = e + 1;
     while (buf[v] == ' ')
         v++;
-    return v < r;
+    return v < r ? v : 0;
 }
 
 /* The lines of a head whose name may be one looked at, kept by the line
@@ -355,7 +362,7 @@ static __attribute__((noinline, cold)) H1_TARGET bool odd_value(const char *buf,
 #define H1_LOOKED_MAX 8
 struct looked {
     unsigned n;
-    uint16_t s[H1_LOOKED_MAX], e[H1_LOOKED_MAX], r[H1_LOOKED_MAX];
+    uint16_t s[H1_LOOKED_MAX], e[H1_LOOKED_MAX], v[H1_LOOKED_MAX], r[H1_LOOKED_MAX];
 };
 
 /* The header line [s, r) of the head at buf (r: its CR, an LF after it),
@@ -366,14 +373,16 @@ struct looked {
  * head declines. */
 H1_FN bool header(const char *buf, size_t s, size_t e, size_t r, size_t klen, struct looked *lk)
 {
-    size_t c = e - s;
+    size_t c = e - s, v = e + 2;
     if (c - 1 >= 63) return false;
     /* ": x" is the common shape */
-    if ((load2(buf + e) != (':' | ' ' << 8) || (uint8_t)buf[e + 2] <= ' ') && !odd_value(buf, e, r))
+    if ((load2(buf + e) != (':' | ' ' << 8) || (uint8_t)buf[e + 2] <= ' ') &&
+        !(v = odd_value(buf, e, r)))
         return false;
     if (!((looked_at[buf[s] & 31] >> c) & 1) && c != klen) return true;
     if (lk->n == H1_LOOKED_MAX) return false;
     lk->s[lk->n] = (uint16_t)s, lk->e[lk->n] = (uint16_t)e, lk->r[lk->n] = (uint16_t)r;
+    lk->v[lk->n] = (uint16_t)(v - s);
     lk->n++;
     return true;
 }
@@ -453,7 +462,8 @@ H1_FN bool scan_head(const char *buf, size_t lim, const struct sl_h1fast_key *k,
     }
     if (s + 2 > lim || load2(buf + s) != CRLF) return false;
     for (unsigned i = 0; i < lk.n; i++)
-        if (!header_line(buf + lk.s[i], lk.s[i], lk.r[i] - lk.s[i], lk.e[i] - lk.s[i], &fs))
+        if (!header_line(buf + lk.s[i], lk.s[i], lk.r[i] - lk.s[i], lk.e[i] - lk.s[i], lk.v[i],
+                         &fs))
             return false;
     return head_end(s, &fs.st, out);
 }
