@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /* h1fast.c - the one-pass reader of common request heads (see h1fast.h):
- * the key, the thread's memory of the last head, and which scan reads a
- * head that is not in it.
+ * the key, the thread's memory of the last head (which also answers a
+ * head that differs from it only inside header values: a trace id per
+ * request), and which scan reads a head it does not answer.
  *
  * The scan (h1fast_body.h: a line at a time, its first 32 bytes
  * classified at once for where its name ends and its first stop) is
@@ -14,7 +15,8 @@
  *
  * Measured (callgrind, bench/h1_insn.sh: 20,000 realistic heads of ~296
  * bytes, none repeated, sl_h1fast_read whole): AVX2 2.70 instructions per
- * byte of head (801 a head), SSE2 3.81, plain C 24; before (a line at a
+ * byte of head (801 a head; 816 with heads up to 1,024 bytes remembered,
+ * not 256), SSE2 3.81, plain C 24; before (a line at a
  * time, SSE2, 16 bytes a load, each kept line read by a call from the
  * loop) 3.83. SSE4.2's PCMPISTRI (one instruction for a search of 16
  * bytes, as picohttpparser uses) counted 3.1 but took more cycles.
@@ -23,6 +25,10 @@
 
 #include <stdatomic.h>
 #include <string.h>
+#include <strings.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "h1fast_scan.h"
 
@@ -135,18 +141,31 @@ bool sl_h1fast_scan_path(enum sl_h1fast_path p, const char *buf, size_t len,
  * keep-alive connections sends one head) and `cookies`, which the
  * scanner's owner may set after init. Per thread: no sharing, no lock
  * (initial-exec, as core/http/reqkey.c's hash memo, which also holds
- * request bytes). */
+ * request bytes). A head that differs from it only inside header values
+ * (vary_of) gives its result too (memo_read): real clients repeat a head
+ * but for a trace id. Heads up to SL_H1FAST_MAX bytes: an SDK's head is
+ * often 500 to 700 (on bench/insn.sh's realistic heads, 512 and 1,024
+ * counted alike, 17 instructions a request above 256). */
+enum near { NEAR_UNSEEN, NEAR_SEEN, NEAR_NONE };
+
 struct memo {
     uint64_t gen;
     bool cookies;
     uint8_t misses;  /* since the last hit or store */
+    uint8_t near;    /* whether `vary` is this head's (vary_of) */
+    uint8_t cl_len;  /* Content-Length's digits (vary_of; 0: none)... */
+    uint16_t cl_at;  /* ...from here */
     uint16_t len;    /* 0: empty */
     uint64_t serial; /* this store's (memo_serials) */
     struct sl_h1fast out;
+    uint64_t vary[SL_H1FAST_MEMO / 64]; /* bit i: head[i] may differ (vary_of) */
     char head[SL_H1FAST_MEMO];
 };
 static __thread struct memo memo __attribute__((tls_model("initial-exec")));
 static _Atomic uint64_t memo_serials; /* stores in every thread: a store's serial */
+
+/* Heads this thread read as like the memory's (memo_read), for tests. */
+static __thread uint64_t near_reads __attribute__((tls_model("initial-exec")));
 
 /* Where a head that is not the memory's is read. */
 static __thread struct sl_h1fast room __attribute__((tls_model("initial-exec")));
@@ -162,13 +181,14 @@ static __attribute__((noinline)) const struct sl_h1fast *read_new(const char *bu
      * every request: after a miss, only every fourth head is kept */
     if (out->end <= sizeof m->head && (m->len == 0 || ++m->misses >= 4)) {
         m->misses = 0;
+        m->near = NEAR_UNSEEN;
         memcpy(m->head, buf, out->end);
         m->len = (uint16_t)out->end;
         m->out = *out;
         m->gen = k->gen;
         m->cookies = k->cookies;
         m->serial = atomic_fetch_add_explicit(&memo_serials, 1, memory_order_relaxed) + 1;
-        return &m->out; /* the same result, now with a serial */
+        return out; /* no serial yet: the lane opens at a head read again */
     }
     return out;
 }
@@ -193,19 +213,183 @@ static inline bool memo_may_hold(const struct memo *m, const char *buf, size_t l
            load8(buf + m->len - 12) == load8(m->head + m->len - 12);
 }
 
-/* sl_h1fast_read once memo_may_hold: the whole compare. */
+/* The spaces of the 16 bytes at a, as a bit mask. */
+static inline uint32_t spaces16(const char *a)
+{
+#if defined(__SSE2__)
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)a);
+    return (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8(' ')));
+#else
+    uint32_t sp = 0;
+    for (int i = 0; i < 16; i++)
+        sp |= (uint32_t)(a[i] == ' ') << i;
+    return sp;
+#endif
+}
+
+/* Where the memory's head may differ from a head the scan would read the
+ * same way, offsets included: the bytes of its header values, save their
+ * spaces; not the request line, a name, a colon, a line end or the value
+ * of Connection (framing). The scan looks at a value's bytes only for its
+ * first stop (its CR), where it begins (its first byte that is not a
+ * space) and where its trim ends (its last): any other byte from 0x21 to
+ * 0x7e (memo_read's test) leaves each of them where it was, and a slice
+ * of the key, Host or Idempotency-Key where it was, with the new bytes.
+ * Content-Length's digits may differ too: memo_read reads them again
+ * (length_again), as a client posting bodies of one number of digits
+ * sends them. Run once for a head, at its first read as a near one: the
+ * head is one the scan read whole, so each header line has a colon and
+ * ends at a CR. */
+static __attribute__((noinline, cold)) void vary_of(struct memo *m)
+{
+    const char *h = m->head;
+    size_t n = m->len;
+    memset(m->vary, 0, sizeof m->vary);
+    m->near = NEAR_NONE;
+    m->cl_len = 0;
+    const char *nl = memchr(h, '\n', n);
+    if (!nl) return;
+    for (size_t s = (size_t)(nl - h) + 1; s + 2 < n;) {
+        const char *cr = memchr(h + s, '\r', n - s);
+        const char *colon = cr ? memchr(h + s, ':', (size_t)(cr - h) - s) : NULL;
+        if (!colon) return;
+        size_t r = (size_t)(cr - h), c = (size_t)(colon - h) - s;
+        if (c == 14 && strncasecmp(h + s, "content-length", 14) == 0) {
+            size_t v = s + c + 1;
+            while (h[v] == ' ')
+                v++;
+            m->cl_at = (uint16_t)v; /* digits to the CR (the scan read them so) */
+            m->cl_len = (uint8_t)(r - v);
+        }
+        if (!(c == 10 && strncasecmp(h + s, "connection", 10) == 0))
+            for (size_t at = s + c + 1; at < r;) { /* bits [at, r), a word at a time */
+                size_t w = at / 64, end = r - w * 64 < 64 ? r - w * 64 : 64;
+                m->vary[w] |= (end == 64 ? ~0ull : (1ull << end) - 1) & ~0ull << (at % 64);
+                at = w * 64 + end;
+            }
+        s = r + 2;
+    }
+    for (size_t at = 0; at < n; at += 16) /* then not its spaces (n <= SL_H1FAST_MEMO) */
+        m->vary[at / 64] &= ~((uint64_t)spaces16(h + at) << (at % 64));
+    m->near = NEAR_SEEN;
+}
+
+/* The bytes of the 16 at a that differ from the 16 at b, as a bit mask. */
+static inline uint32_t differ16(const char *a, const char *b)
+{
+#if defined(__SSE2__)
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)a);
+    __m128i y = _mm_loadu_si128((const __m128i *)(const void *)b);
+    return ~(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) & 0xffff;
+#else
+    uint32_t d = 0;
+    for (int i = 0; i < 16; i++)
+        d |= (uint32_t)(a[i] != b[i]) << i;
+    return d;
+#endif
+}
+
+/* The bytes of the 16 at a that are not 0x21 to 0x7e, as a bit mask. */
+static inline uint32_t odd16(const char *a)
+{
+#if defined(__SSE2__)
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)a);
+    /* 0x21..0x7e + 0x5f is 0x80..0xdd: as signed bytes, -128 to -35 */
+    return (uint32_t)_mm_movemask_epi8(
+        _mm_cmpgt_epi8(_mm_add_epi8(x, _mm_set1_epi8(0x5f)), _mm_set1_epi8(-35)));
+#else
+    uint32_t o = 0;
+    for (int i = 0; i < 16; i++)
+        o |= (uint32_t)((uint8_t)a[i] < 0x21 || (uint8_t)a[i] > 0x7e) << i;
+    return o;
+#endif
+}
+
+/* Whether the bytes d of the memory's head from `at` (a multiple of 16)
+ * may differ as they do, odd those of them outside 0x21..0x7e. */
+static inline bool may_differ(struct memo *m, size_t at, uint32_t d, uint32_t odd)
+{
+    /* never in the request line: no vary_of for another target */
+    if (at + (unsigned)__builtin_ctz(d) < (size_t)m->out.url.off + m->out.url.len + 11u)
+        return false;
+    if (m->near == NEAR_UNSEEN) vary_of(m);
+    return m->near == NEAR_SEEN && !(d & odd) && !(d & ~(uint32_t)(m->vary[at / 64] >> (at % 64)));
+}
+
+/* Content-Length's new digits (len of them at p) into f, as the scan
+ * reads them; false: the scan would decline (not digits, or a body after
+ * a GET or HEAD). */
+static bool length_again(struct sl_h1fast *f, const char *p, size_t len)
+{
+    uint64_t cl = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] < '0' || p[i] > '9') return false;
+        cl = cl * 10 + (uint64_t)(p[i] - '0');
+    }
+    if (cl && (strcmp(f->method, "GET") == 0 || strcmp(f->method, "HEAD") == 0)) return false;
+    f->content_length = cl;
+    return true;
+}
+
+/* A head at buf that may be the memory's (memo_may_start): the memory's
+ * result when it is the same, byte for byte; when it differs only in
+ * bytes vary_of allows, each now from 0x21 to 0x7e (a trace id, a request
+ * id, another key of one length), the same result, in `room` (read whole
+ * it would be the same, offsets included: no serial, as the lane takes
+ * only a head that is the memory's); else the scan's. The compare, 16
+ * bytes a step, costs about half an instruction a byte against the
+ * scan's two or three. */
 static __attribute__((noinline)) const struct sl_h1fast *memo_read(const char *buf, size_t len,
                                                                    const struct sl_h1fast_key *k)
 {
     struct memo *m = &memo;
-    if (memcmp(buf, m->head, m->len) != 0) return read_new(buf, len, k);
+    size_t n = m->len, at = 0;
+    uint32_t any = 0;
+    for (; at + 16 <= n; at += 16) {
+        uint32_t d = differ16(buf + at, m->head + at);
+        if (d && !may_differ(m, at, d, odd16(buf + at))) return read_new(buf, len, k);
+        any |= d;
+    }
+    if (at < n) { /* the 16 bytes before n, shifted: none past the head (n >= 18) */
+        size_t sh = at - (n - 16);
+        uint32_t d = differ16(buf + n - 16, m->head + n - 16) >> sh;
+        if (d && !may_differ(m, at, d, odd16(buf + n - 16) >> sh)) return read_new(buf, len, k);
+        any |= d;
+    }
     m->misses = 0;
-    return &m->out;
+    if (!any) return &m->out;
+    room = m->out;
+    if (m->cl_len && memcmp(buf + m->cl_at, m->head + m->cl_at, m->cl_len) != 0 &&
+        !length_again(&room, buf + m->cl_at, m->cl_len))
+        return read_new(buf, len, k);
+    near_reads++;
+    return &room;
+}
+
+uint64_t sl_h1fast_near_reads(void)
+{
+    return near_reads;
+}
+
+void sl_h1fast_forget(void)
+{
+    memo.len = 0;
+}
+
+/* Whether buf may begin with the memory's head, or one like it
+ * (memo_read): the same key, and a blank line where the memory's ends. */
+static inline bool memo_may_start(const struct memo *m, const char *buf, size_t len,
+                                  const struct sl_h1fast_key *k)
+{
+    if (!m->len || len < m->len || m->gen != k->gen || m->cookies != k->cookies) return false;
+    uint32_t end;
+    memcpy(&end, buf + m->len - 4, 4);
+    return end == ('\r' | '\n' << 8 | '\r' << 16 | (uint32_t)'\n' << 24);
 }
 
 const struct sl_h1fast *sl_h1fast_read(const char *buf, size_t len, const struct sl_h1fast_key *k)
 {
-    if (!memo_may_hold(&memo, buf, len, k)) return read_new(buf, len, k);
+    if (!memo_may_start(&memo, buf, len, k)) return read_new(buf, len, k);
     return memo_read(buf, len, k);
 }
 

@@ -19,7 +19,9 @@
  * No allocation, no clock. The result depends only on the head's bytes
  * and the key: each thread remembers the last head it read whole (up to
  * SL_H1FAST_MEMO bytes) and what it gave, so a keep-alive client sending
- * the same head again costs a compare instead of a scan (h1fast.c).
+ * the same head again, or one that differs only inside header values (a
+ * trace id or a request id per request, another key of one length),
+ * costs a compare instead of a scan (h1fast.c).
  */
 #ifndef SL_H1FAST_H
 #define SL_H1FAST_H
@@ -32,8 +34,9 @@
  * http-parser: it fits every bounded field of struct sl_h1_head. */
 #define SL_H1FAST_MAX 1024
 
-/* Heads up to this long are remembered per thread (see above). */
-#define SL_H1FAST_MEMO 256
+/* Heads up to this long are remembered per thread (see above): as long
+ * as the fast path reads; about 1.2 KiB of each thread's static TLS. */
+#define SL_H1FAST_MEMO SL_H1FAST_MAX
 
 /* What a connection knows once: the key's header name, lowercased. */
 struct sl_h1fast_key {
@@ -89,6 +92,14 @@ bool sl_h1fast_scan_path(enum sl_h1fast_path p, const char *buf, size_t len,
 /* The serial of the thread's memory of a head when f is it (unique across
  * threads and stores), else 0. */
 uint64_t sl_h1fast_serial(const struct sl_h1fast *f);
+
+/* How many heads this thread read as differing from its memory only in
+ * header values' bytes (h1fast.c memo_read): the memory's result, no scan. */
+uint64_t sl_h1fast_near_reads(void);
+
+/* For tests: this thread's memory is emptied (its next head read whole is
+ * remembered). */
+void sl_h1fast_forget(void);
 
 /* sl_h1fast_read when the thread's memory is still `serial` and buf
  * begins with its head (with the same key): that head; else NULL, nothing
