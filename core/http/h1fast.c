@@ -152,6 +152,8 @@ struct memo {
     uint64_t gen;
     bool cookies;
     uint8_t misses;  /* since the last hit or store */
+    uint8_t every;   /* misses before a head is kept (read_new) */
+    bool hit;        /* since the last store */
     uint8_t near;    /* whether `vary` is this head's (vary_of) */
     uint8_t cl_len;  /* Content-Length's digits (vary_of; 0: none)... */
     uint16_t cl_at;  /* ...from here */
@@ -164,8 +166,10 @@ struct memo {
 static __thread struct memo memo __attribute__((tls_model("initial-exec")));
 static _Atomic uint64_t memo_serials; /* stores in every thread: a store's serial */
 
-/* Heads this thread read as like the memory's (memo_read), for tests. */
+/* Heads this thread read as like the memory's (memo_read), and heads it
+ * kept (read_new), for tests. */
 static __thread uint64_t near_reads __attribute__((tls_model("initial-exec")));
+static __thread uint64_t kept __attribute__((tls_model("initial-exec")));
 
 /* Where a head that is not the memory's is read. */
 static __thread struct sl_h1fast room __attribute__((tls_model("initial-exec")));
@@ -178,9 +182,13 @@ static __attribute__((noinline)) const struct sl_h1fast *read_new(const char *bu
     struct sl_h1fast *out = &room;
     if (!scan(buf, len, k, out)) return NULL;
     /* heads that vary (another path each time) would pay the store on
-     * every request: after a miss, only every fourth head is kept */
-    if (out->end <= sizeof m->head && (m->len == 0 || ++m->misses >= 4)) {
+     * every request: after a hit, the fourth miss is kept; after a head
+     * kept and never hit, the eighth, ... the 64th */
+    if (out->end <= sizeof m->head && (m->len == 0 || ++m->misses >= m->every)) {
+        m->every = m->len == 0 || m->hit ? 4 : m->every < 64 ? m->every * 2 : 64;
+        m->hit = false;
         m->misses = 0;
+        kept++;
         m->near = NEAR_UNSEEN;
         memcpy(m->head, buf, out->end);
         m->len = (uint16_t)out->end;
@@ -211,6 +219,14 @@ static inline bool memo_may_hold(const struct memo *m, const char *buf, size_t l
 {
     return m->len && len >= m->len && m->gen == k->gen && m->cookies == k->cookies &&
            load8(buf + m->len - 12) == load8(m->head + m->len - 12);
+}
+
+/* The memory's head answered a read: kept after 4 misses again. */
+static inline void answered(struct memo *m)
+{
+    m->misses = 0;
+    m->hit = true;
+    m->every = 4;
 }
 
 /* The spaces of the 16 bytes at a, as a bit mask. */
@@ -356,19 +372,25 @@ static __attribute__((noinline)) const struct sl_h1fast *memo_read(const char *b
         if (d && !may_differ(m, at, d, odd16(buf + n - 16) >> sh)) return read_new(buf, len, k);
         any |= d;
     }
-    m->misses = 0;
-    if (!any) return &m->out;
-    room = m->out;
-    if (m->cl_len && memcmp(buf + m->cl_at, m->head + m->cl_at, m->cl_len) != 0 &&
-        !length_again(&room, buf + m->cl_at, m->cl_len))
-        return read_new(buf, len, k);
-    near_reads++;
-    return &room;
+    if (any) {
+        room = m->out;
+        if (m->cl_len && memcmp(buf + m->cl_at, m->head + m->cl_at, m->cl_len) != 0 &&
+            !length_again(&room, buf + m->cl_at, m->cl_len))
+            return read_new(buf, len, k);
+        near_reads++;
+    }
+    answered(m);
+    return any ? &room : &m->out;
 }
 
 uint64_t sl_h1fast_near_reads(void)
 {
     return near_reads;
+}
+
+uint64_t sl_h1fast_kept(void)
+{
+    return kept;
 }
 
 void sl_h1fast_forget(void)
@@ -404,6 +426,6 @@ const struct sl_h1fast *sl_h1fast_again(const char *buf, size_t len, const struc
     struct memo *m = &memo;
     if (m->serial != serial || !memo_may_hold(m, buf, len, k) || memcmp(buf, m->head, m->len) != 0)
         return NULL;
-    m->misses = 0;
+    answered(m);
     return &m->out;
 }

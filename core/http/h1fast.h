@@ -97,6 +97,9 @@ uint64_t sl_h1fast_serial(const struct sl_h1fast *f);
  * header values' bytes (h1fast.c memo_read): the memory's result, no scan. */
 uint64_t sl_h1fast_near_reads(void);
 
+/* How many heads this thread's memory took (h1fast.c read_new). */
+uint64_t sl_h1fast_kept(void);
+
 /* For tests: this thread's memory is emptied (its next head read whole is
  * remembered). */
 void sl_h1fast_forget(void);

@@ -39,6 +39,15 @@ static void slice_is(const char *buf, struct sl_h1fast_slice s, const char *want
     assert_memory_equal(buf + s.off, want, s.len);
 }
 
+/* The thread's memory made to hold head: kept by its first read, which
+ * gives no serial (h1fast.c read_new), and given by its second. */
+static void remember(const char *head, const struct sl_h1fast_key *k)
+{
+    sl_h1fast_forget();
+    assert_int_equal(sl_h1fast_serial(sl_h1fast_read(head, strlen(head), k)), 0);
+    assert_int_not_equal(sl_h1fast_serial(sl_h1fast_read(head, strlen(head), k)), 0);
+}
+
 static void a_common_head_is_read_in_one_pass_as_slices(void **unused)
 {
     (void)unused;
@@ -368,10 +377,8 @@ static void keys_of_one_name_share_the_threads_memory(void **unused)
     sl_h1fast_key_init(&k2, "x-api-key", 9, false);
     sl_h1fast_key_init(&k3, "X-API-Kez", 9, false);
     assert_true(k1.gen == k2.gen && k1.gen != k3.gen);
-    uint64_t serial = 0;
-    for (int i = 0; i < 5 && !serial; i++) /* kept at the latest on the fourth miss */
-        serial = sl_h1fast_serial(sl_h1fast_read(a, strlen(a), &k1));
-    assert_true(serial != 0);
+    remember(a, &k1);
+    uint64_t serial = sl_h1fast_serial(sl_h1fast_read(a, strlen(a), &k1));
     const struct sl_h1fast *f = sl_h1fast_read(a, strlen(a), &k2);
     assert_int_equal(sl_h1fast_serial(f), serial);
     slice_is(a, f->key, "k1");
@@ -545,15 +552,6 @@ static void every_path_reads_heads_across_block_edges_alike(void **unused)
             fail_msg("%s: %s", i == 0 ? "declined" : "read", heads[i]);
 }
 
-/* The thread's memory made to hold head: kept by its first read, which
- * gives no serial (h1fast.c read_new), and given by its second. */
-static void remember(const char *head, const struct sl_h1fast_key *k)
-{
-    sl_h1fast_forget();
-    assert_int_equal(sl_h1fast_serial(sl_h1fast_read(head, strlen(head), k)), 0);
-    assert_int_not_equal(sl_h1fast_serial(sl_h1fast_read(head, strlen(head), k)), 0);
-}
-
 /* A head that differs from the thread's memory of the last one only in
  * bytes of header values (a trace id, another key of one length, Host) is
  * read from the memory, without a scan, and reads as the scan reads it:
@@ -629,6 +627,35 @@ static void a_head_differing_only_in_values_is_read_as_its_scan_reads_it(void **
     assert_int_not_equal(sl_h1fast_serial(sl_h1fast_read(b, strlen(b), &k)), 0);
 }
 
+/* Heads that vary (another target each) are kept by the thread's memory
+ * at first after 4 misses, then, each kept head never hit, after 8, 16,
+ * 32 and 64: a store of a head no read will use is paid ever more
+ * rarely. A hit brings it back to 4. */
+static void heads_never_hit_are_kept_ever_more_rarely(void **unused)
+{
+    (void)unused;
+    struct sl_h1fast_key k;
+    sl_h1fast_key_init(&k, "X-API-Key", 9, false);
+    char head[128];
+    sl_h1fast_forget();
+    uint64_t kept0 = sl_h1fast_kept();
+    for (int i = 0; i < 100; i++) {
+        snprintf(head, sizeof head, "GET /%d HTTP/1.1\r\nX-API-Key: k\r\n\r\n", i);
+        assert_non_null(sl_h1fast_read(head, strlen(head), &k));
+    }
+    /* the first read (an empty memory), then misses 4, 8, 16 and 32 later:
+     * reads 1, 5, 13, 29 and 61 (every fourth would have kept 25) */
+    assert_int_equal(sl_h1fast_kept() - kept0, 5);
+    snprintf(head, sizeof head, "GET /%d HTTP/1.1\r\nX-API-Key: k\r\n\r\n", 60);
+    assert_non_null(sl_h1fast_read(head, strlen(head), &k)); /* read 61's head: a hit */
+    kept0 = sl_h1fast_kept();
+    for (int i = 0; i < 4; i++) {
+        snprintf(head, sizeof head, "GET /x%d HTTP/1.1\r\nX-API-Key: k\r\n\r\n", i);
+        assert_non_null(sl_h1fast_read(head, strlen(head), &k));
+    }
+    assert_int_equal(sl_h1fast_kept() - kept0, 1); /* after 4 misses again */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -646,6 +673,7 @@ int main(void)
         cmocka_unit_test(copies_of_the_key_are_joined_alike_by_both_readers),
         cmocka_unit_test(every_path_reads_heads_across_block_edges_alike),
         cmocka_unit_test(a_head_differing_only_in_values_is_read_as_its_scan_reads_it),
+        cmocka_unit_test(heads_never_hit_are_kept_ever_more_rarely),
     };
     /* the whole group once by each scan this CPU has */
     int failed = 0;
