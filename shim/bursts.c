@@ -26,15 +26,17 @@
 
 struct sl_bursts_out {
     struct sl_tlsrec rec;
-    uint64_t received;        /* the kernel's count of bytes received, at the last write */
-    bool granted;             /* the burst at the stream position was let go */
-    bool said;                /* the mode was logged (or needed not be) */
-    bool any_granted;         /* some burst went: an answer may be on its way */
-    bool hello_seen;          /* the ClientHello's write was looked at */
-    bool prepaid;             /* the first burst was granted at the ClientHello */
-    uint64_t refuse_at;       /* a refused burst ends the connection by then (0: none) */
-    uint64_t quiet_from;      /* ... once nothing came in since this time */
-    uint64_t refuse_received; /* the kernel's count of bytes received, at the last look */
+    uint64_t received; /* the kernel's count of bytes received, at the last write */
+    bool granted;      /* the burst at the stream position was let go */
+    bool said;         /* the mode was logged (or needed not be) */
+    bool any_granted;  /* some burst went: an answer may be on its way */
+    bool hello_seen;   /* the ClientHello's write was looked at */
+    bool prepaid;      /* the first burst was granted at the ClientHello */
+    struct {
+        uint64_t by;         /* a refused burst ends the connection by then (0: none) */
+        uint64_t quiet_from; /* ... once nothing came in since this time */
+        uint64_t received;   /* the kernel's count of bytes received, at the last look */
+    } refusal;               /* refusal_wait's */
     struct sl_tls_hello hello;
     unsigned port;
     size_t nhead;
@@ -107,16 +109,16 @@ static bool tcp_count_grew(int fd, bool sent, uint64_t *last)
 static uint64_t refusal_wait(struct sl_bursts_out *t, int fd, const struct sl_rule *r, uint64_t now)
 {
     if (!t->any_granted || sl_tls_hello_exact(&t->hello)) return 0;
-    if (!t->refuse_at) {
-        t->refuse_at = now + r->max_delay_ns;
-        t->quiet_from = now;
+    if (!t->refusal.by) {
+        t->refusal.by = now + r->max_delay_ns;
+        t->refusal.quiet_from = now;
     }
     int unread = 0, saved = errno;
     if (ioctl(fd, SIOCINQ, &unread) != 0) unread = 0;
     errno = saved;
-    if (tcp_count_grew(fd, false, &t->refuse_received) || unread > 0) t->quiet_from = now;
-    uint64_t until = t->quiet_from + REFUSAL_QUIET_NS;
-    if (until > t->refuse_at) until = t->refuse_at;
+    if (tcp_count_grew(fd, false, &t->refusal.received) || unread > 0) t->refusal.quiet_from = now;
+    uint64_t until = t->refusal.quiet_from + REFUSAL_QUIET_NS;
+    if (until > t->refusal.by) until = t->refusal.by;
     if (now >= until) return 0;
     return until - now < REFUSAL_STEP_NS ? until - now : REFUSAL_STEP_NS;
 }
@@ -162,6 +164,15 @@ static void say_mode(const struct sl_tls_hello *h, const char *server, unsigned 
                  : "approximate: h2 is offered, several streams in one burst count once");
 }
 
+/* The connection's mode, at its first burst (or its refusal at the
+ * ClientHello). */
+static void say_once(struct sl_bursts_out *t)
+{
+    if (t->said) return;
+    t->said = true;
+    say_mode(&t->hello, t->hello.sni, t->port);
+}
+
 struct sl_bursts_out *sl_bursts_open(struct sl_runtime *rt, const struct sl_addr *dst, int fd,
                                      const void *buf, size_t len)
 {
@@ -173,7 +184,7 @@ struct sl_bursts_out *sl_bursts_open(struct sl_runtime *rt, const struct sl_addr
     sl_tlsrec_init(&t->rec);
     t->received = 0;
     t->granted = t->any_granted = t->hello_seen = t->prepaid = false;
-    t->refuse_at = t->quiet_from = t->refuse_received = 0;
+    memset(&t->refusal, 0, sizeof t->refusal);
     char addr[64];
     sl_addr_format(dst->a, addr, sizeof addr);
     t->nhead = burst_head(t->head, sizeof t->head, h.sni[0] ? h.sni : addr);
@@ -215,10 +226,7 @@ static int hello_turn(struct sl_bursts_out *t, int fd)
     int d = decide_burst(c, t->head, t->nhead, sl_clock_now(), &v);
     if (d > 0) t->prepaid = true;
     if (d >= 0) return 0;
-    if (!t->said) {
-        t->said = true;
-        say_mode(&t->hello, t->hello.sni, t->port);
-    }
+    say_once(t);
     return refuse(fd, c, v.rule), -1;
 }
 
@@ -235,10 +243,7 @@ ssize_t sl_bursts_before_write(struct sl_bursts_out *t, int fd, struct sl_fd *e,
     if (at > 0 || !t->nhead || sl_req_done(CONN(t)))
         return (ssize_t)(at ? at : len); /* the bytes before a burst go first */
     struct sl_req_conn *c = CONN(t);
-    if (!t->said) {
-        t->said = true;
-        say_mode(&t->hello, t->hello.sni, t->port);
-    }
+    say_once(t);
     fresh(c);
     int saved = errno;
     struct sl_hold h = sl_hold_for(fd, e, SL_IO_SEND, nonblock_flag);
@@ -249,7 +254,7 @@ ssize_t sl_bursts_before_write(struct sl_bursts_out *t, int fd, struct sl_fd *e,
         if (d > 0) {
             t->prepaid = false;
             t->granted = t->any_granted = true;
-            t->refuse_at = 0;
+            t->refusal.by = 0;
             atomic_store_explicit(&e->ready_at[SL_IO_SEND], 0, memory_order_relaxed);
             errno = saved;
             return (ssize_t)len;

@@ -126,17 +126,6 @@ def check(cond, msg):
         raise AssertionError(msg)
 
 
-def known_defect(what):
-    """True (and SKIP said, with `what`) unless SLUICE_KNOWN_DEFECTS=1: a
-    test that shows a known defect runs only when asked, so that the suite
-    passes while the defect waits for its fix, and the test is there to
-    fail before the fix and pass after it."""
-    if os.environ.get("SLUICE_KNOWN_DEFECTS") == "1":
-        return False
-    print(f"SKIP: known defect ({what}); SLUICE_KNOWN_DEFECTS=1 runs it")
-    return True
-
-
 # ---------------------------------------------------------------------------
 # Added for the outbound, nginx, config and fork tests. Everything below is
 # bounded in time and cleans up after itself.
