@@ -19,13 +19,18 @@
 # reading the answers adds, issue 35; also on realistic heads). Then
 # plain, limit_req and sluice again with each
 # request carrying the next of 64 API keys in turn (insn_client.py `keys`):
-# a head that never repeats the last one, so no memory of a head, a key's
-# hash or the lane (core/http/request.c) helps. Then plain, limit_req and
+# a head that never repeats the last one, so the lane (core/http/request.c)
+# never helps (the thread's memory of a head reads it as differing only in
+# the key's value, core/http/h1fast.c). Then plain, limit_req and
 # sluice on realistic heads (insn_client.py `real`: ~300-byte heads from a
 # seeded generator, a traceparent unique to each, 1,000 keys of skewed
 # use, 40 routes with query strings, SDK headers, 1 in 10 a POST with a
 # JSON body, over 8 keep-alive connections in turn; nginx answers the
-# routes itself, bench/nginx-api.conf).
+# routes itself, bench/nginx-api.conf). Then plain, limit_req and sluice
+# on one SDK client's requests (insn_client.py `client`: the Python SDK's
+# head, one key, POST /v1/chat/completions with a traceparent and a body of
+# 100 to 999 bytes each, over one connection): heads that differ only
+# inside header values, as a real client's do.
 # Per new connection: the same nginx, one request per connection
 # (`Connection: close`), plain and under `in port=P rate=1000000000/s
 # burst=1000000000` (every accept decided, none limited).
@@ -47,7 +52,7 @@
 # Runs alone: `make bench-insn` (about 3-4 minutes).
 # Knobs: BUILD (build), INSN_N (1000), INSN_WARM (300), INSN_TLS_RUNS (3),
 # INSN_PARTS (all; `requests`: the keep-alive request cases alone; `real`:
-# the realistic case alone; `answers`: plain, sluice and sluice reading
+# the realistic and one-client cases alone; `answers`: plain, sluice and sluice reading
 # every response, repeated and realistic heads), INSN_KEEP (a directory: each run's callgrind
 # file is kept there, for bench/insn_diff.py's per-function breakdown:
 # `INSN_PARTS=answers INSN_KEEP=D`, then `bench/insn_diff.py 1000
@@ -107,7 +112,7 @@ nginx_run() {
     [ "$kind" = limit_req ] &&
         limit='limit_req_zone $http_x_api_key zone=keys:10m rate=1000000r/s; limit_req zone=keys burst=100000 nodelay;'
     local conf=$root/bench/nginx-keepalive.conf
-    [ "$mode" = real ] && conf=$root/bench/nginx-api.conf
+    [ "$mode" = real ] || [ "$mode" = client ] && conf=$root/bench/nginx-api.conf
     nginx_prefix "$d" "$p" "$conf" f "$limit"
     local envs=()
     case $kind in
@@ -174,6 +179,11 @@ kinds="plain limit_req sluice answers"
 [ "$parts" = answers ] && kinds="plain sluice answers"
 for kind in $kinds; do
     q[$kind]=$(per $kind real)
+done
+echo "insn: nginx keep-alive requests, one client's heads" >&2
+declare -A o=([plain]=- [limit_req]=- [sluice]=-)
+[ "$parts" = answers ] || for kind in plain limit_req sluice; do
+    o[$kind]=$(per $kind client)
 done
 c_plain=- c_conn=- t_bare=- t_rule=-
 [ "$parts" = all ] && {
@@ -269,6 +279,12 @@ echo "| plain | ${q[plain]} | |"
 echo "| nginx \`limit_req\` keyed by \`\$http_x_api_key\`, never limiting | ${q[limit_req]} | $(added "${q[plain]}" "${q[limit_req]}") |"
 echo "| sluice, the same rule, never limiting | ${q[sluice]} | $(added "${q[plain]}" "${q[sluice]}") |"
 echo "| sluice, the same rule reading every response (\`count_status=429\`) | ${q[answers]} | $(added "${q[plain]}" "${q[answers]}") |"
+echo
+echo "| nginx, keep-alive, one connection, one SDK client's requests (POST /v1/chat/completions, one key, a traceparent and a body of 100 to 999 bytes each) | instructions per request | added to plain |"
+echo "|---|---:|---:|"
+echo "| plain | ${o[plain]} | |"
+echo "| nginx \`limit_req\` keyed by \`\$http_x_api_key\`, never limiting | ${o[limit_req]} | $(added "${o[plain]}" "${o[limit_req]}") |"
+echo "| sluice, the same rule, never limiting | ${o[sluice]} | $(added "${o[plain]}" "${o[sluice]}") |"
 echo
 echo "| nginx, one request per connection | instructions per connection | added to plain |"
 echo "|---|---:|---:|"

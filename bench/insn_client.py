@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """insn_client.py - a fixed-count HTTP/1.1 client for bench/insn.sh.
 
-    insn_client.py PORT COUNT keepalive|keys|real|close
+    insn_client.py PORT COUNT keepalive|keys|real|client|close
 
 keepalive: COUNT requests over one connection, each sent when the previous
 answer is complete; keys: the same, each request with the next of 64 API
 keys in turn (a head that never repeats the last one: no memory of a
 head or key helps); real: COUNT requests as an API's clients send them
 (real_heads: ~300-byte heads, none repeated) over 8 keep-alive
-connections in turn, against bench/nginx-api.conf's routes; close: COUNT connections of one request each
+connections in turn, against bench/nginx-api.conf's routes; client: COUNT
+requests as one SDK client sends them (client_heads: a trace id and a body
+length each, over one connection); close: COUNT connections of one request each
 (`Connection: close`). Every request carries an X-API-Key header (the key
 of the request rules measured). Waits up to 60 s for the server to listen
 (nginx under valgrind starts slowly), then exits 1 on any answer that is
@@ -89,7 +91,33 @@ def connect():
             time.sleep(0.05)
 
 
-if mode == "real":
+def client_heads(count, seed):
+    """COUNT requests as one SDK client sends them (the Python SDK's
+    headers, one API key, POST /v1/chat/completions) over one keep-alive
+    connection: a W3C traceparent and a JSON body of 100 to 999 bytes each
+    (a Content-Length of three digits), so no head repeats the last one,
+    and each differs from it only inside header values."""
+    rnd = random.Random(seed)
+    for _ in range(count):
+        body = b'{"model":"m-small","input":"%s"}\n' % bytes(
+            rnd.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(rnd.randrange(70, 969)))
+        h = ["POST /v1/chat/completions HTTP/1.1", "Host: api.example.com",
+             "User-Agent: " + AGENTS[0], "Accept: application/json",
+             "Content-Type: application/json", "Content-Length: %d" % len(body),
+             "X-API-Key: sk-live-5bd1e99500c0ffee", "x-stainless-lang: python",
+             "x-stainless-package-version: 1.51.0",
+             "traceparent: 00-%032x-%016x-01" % (rnd.getrandbits(128), rnd.getrandbits(64))]
+        yield ("\r\n".join(h) + "\r\n\r\n").encode() + body
+
+
+if mode == "client":
+    s = connect()
+    buf = b""
+    for req in client_heads(count, count):
+        s.sendall(req)
+        buf = answer(s, buf)
+    s.close()
+elif mode == "real":
     socks = [connect() for _ in range(8)]
     bufs = [b""] * 8
     for i, req in enumerate(real_heads(count, count)):
