@@ -254,6 +254,15 @@ added() { # added A B: B - A, signed, or blank
     num "$1" && num "$2" && printf '%+d' $(($2 - $1))
 }
 ratio() { num "$1" && num "$2" && awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", b / a}'; }
+# case_rows TITLE PLAIN LIMIT_REQ SLUICE: a request case's table, its
+# first three rows (plain, limit_req, the sluice rule)
+case_rows() {
+    echo "| $1 | instructions per request | added to plain |"
+    echo "|---|---:|---:|"
+    echo "| plain | $2 | |"
+    echo "| nginx \`limit_req\` keyed by \`\$http_x_api_key\`, never limiting | $3 | $(added "$2" "$3") |"
+    echo "| sluice, the same rule, never limiting | $4 | $(added "$2" "$4") |"
+}
 
 echo "User-space instructions counted by \`valgrind --tool=callgrind\` (\`bench/insn.sh\`, runnable alone with"
 echo "\`make bench-insn\`; its opening comment is the method): the difference of two runs of $n and $((2 * n))"
@@ -267,24 +276,15 @@ echo "| sluice \`in port=P req_rate=1000000000/s req_burst=1000000000 per=header
 echo "| libsluice loaded, a request rule on another port only (no rule matching) | ${r[nomatch]} | $(added "${r[plain]}" "${r[nomatch]}") |"
 echo "| sluice, the same rule reading every response (\`count_status=429\`, a status nginx never sends here: each answer read and its request's cost given back) | ${r[answers]} | $(added "${r[plain]}" "${r[answers]}") |"
 echo
-echo "| nginx, keep-alive, one connection, each request with the next of 64 API keys | instructions per request | added to plain |"
-echo "|---|---:|---:|"
-echo "| plain | ${k[plain]} | |"
-echo "| nginx \`limit_req\` keyed by \`\$http_x_api_key\`, never limiting | ${k[limit_req]} | $(added "${k[plain]}" "${k[limit_req]}") |"
-echo "| sluice, the same rule, never limiting | ${k[sluice]} | $(added "${k[plain]}" "${k[sluice]}") |"
+case_rows "nginx, keep-alive, one connection, each request with the next of 64 API keys" \
+    "${k[plain]}" "${k[limit_req]}" "${k[sluice]}"
 echo
-echo "| nginx, keep-alive, 8 connections, realistic heads (~300 bytes, none repeated, 1,000 keys, 40 routes, 1 in 10 a POST) | instructions per request | added to plain |"
-echo "|---|---:|---:|"
-echo "| plain | ${q[plain]} | |"
-echo "| nginx \`limit_req\` keyed by \`\$http_x_api_key\`, never limiting | ${q[limit_req]} | $(added "${q[plain]}" "${q[limit_req]}") |"
-echo "| sluice, the same rule, never limiting | ${q[sluice]} | $(added "${q[plain]}" "${q[sluice]}") |"
+case_rows "nginx, keep-alive, 8 connections, realistic heads (~300 bytes, none repeated, 1,000 keys, 40 routes, 1 in 10 a POST)" \
+    "${q[plain]}" "${q[limit_req]}" "${q[sluice]}"
 echo "| sluice, the same rule reading every response (\`count_status=429\`) | ${q[answers]} | $(added "${q[plain]}" "${q[answers]}") |"
 echo
-echo "| nginx, keep-alive, one connection, one SDK client's requests (POST /v1/chat/completions, one key, a traceparent and a body of 100 to 999 bytes each) | instructions per request | added to plain |"
-echo "|---|---:|---:|"
-echo "| plain | ${o[plain]} | |"
-echo "| nginx \`limit_req\` keyed by \`\$http_x_api_key\`, never limiting | ${o[limit_req]} | $(added "${o[plain]}" "${o[limit_req]}") |"
-echo "| sluice, the same rule, never limiting | ${o[sluice]} | $(added "${o[plain]}" "${o[sluice]}") |"
+case_rows "nginx, keep-alive, one connection, one SDK client's requests (POST /v1/chat/completions, one key, a traceparent and a body of 100 to 999 bytes each)" \
+    "${o[plain]}" "${o[limit_req]}" "${o[sluice]}"
 echo
 echo "| nginx, one request per connection | instructions per connection | added to plain |"
 echo "|---|---:|---:|"
