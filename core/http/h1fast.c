@@ -31,6 +31,9 @@
 #endif
 
 #include "h1fast_scan.h"
+#if defined(SL_H1FAST_X86)
+#include <immintrin.h>
+#endif
 
 /* The key's generation: FNV-1a over what the scan reads of it (its
  * length and lowercase name). Names come from the configuration, so two
@@ -74,6 +77,7 @@ typedef bool scan_fn(const char *buf, size_t lim, const struct sl_h1fast_key *k,
 /* The scan reads use: NULL until the first read picks one (a race of two
  * threads picks the same). */
 static scan_fn *_Atomic scanner;
+static void match_with(scan_fn *f);
 
 static scan_fn *path_fn(enum sl_h1fast_path p)
 {
@@ -94,7 +98,10 @@ static scan_fn *path_fn(enum sl_h1fast_path p)
 bool sl_h1fast_use(enum sl_h1fast_path p)
 {
     scan_fn *f = path_fn(p);
-    if (f) atomic_store_explicit(&scanner, f, memory_order_relaxed);
+    if (f) {
+        atomic_store_explicit(&scanner, f, memory_order_relaxed);
+        match_with(f);
+    }
     return f != NULL;
 }
 
@@ -118,6 +125,7 @@ static bool scan(const char *buf, size_t len, const struct sl_h1fast_key *k, str
     scan_fn *f = atomic_load_explicit(&scanner, memory_order_relaxed);
     if (!f) {
         f = path_fn(SL_H1FAST_BEST);
+        match_with(f);
         atomic_store_explicit(&scanner, f, memory_order_relaxed);
     }
     return scan_by(f, buf, len, k, out);
@@ -201,26 +209,6 @@ static __attribute__((noinline)) const struct sl_h1fast *read_new(const char *bu
         return out; /* no serial yet: the lane opens at a head read again */
     }
     return out;
-}
-
-/* 8 bytes at p. */
-static inline uint64_t load8(const char *p)
-{
-    uint64_t w;
-    memcpy(&w, p, 8);
-    return w;
-}
-
-/* Whether buf may begin with the head the memory holds, read with a key
- * like k: all but the compare of the bytes, save the 8 before the last
- * CR LF CR LF (heads that vary differ there: the last line's value, a
- * trace id, a key; heads are at least 18 bytes long). No call: a head that
- * misses costs no frame here. */
-static inline bool memo_may_hold(const struct memo *m, const char *buf, size_t len,
-                                 const struct sl_h1fast_key *k)
-{
-    return m->len && len >= m->len && m->gen == k->gen && m->cookies == k->cookies &&
-           load8(buf + m->len - 12) == load8(m->head + m->len - 12);
 }
 
 /* The memory's head answered a read: kept after 4 misses again. */
@@ -324,13 +312,13 @@ static inline uint32_t odd16(const char *a)
 }
 
 /* Whether the bytes d of the memory's head from `at` (a multiple of 16;
- * of 32 when d has 32 bits)
- * may differ as they do, odd those of them outside 0x21..0x7e. */
-static inline bool may_differ(struct memo *m, size_t at, uint32_t d, uint32_t odd)
+ * of 32 when d has 32 bits) may differ as they do, odd those of them
+ * outside 0x21..0x7e; vary_of made already (h1fast_match.h's NEAR: no
+ * call here, in its loop). */
+static inline bool may_differ(const struct memo *m, size_t at, uint32_t d, uint32_t odd)
 {
-    /* never in the request line: no vary_of for another target */
+    /* never in the request line */
     if (at + (unsigned)__builtin_ctz(d) < m->lines) return false;
-    if (m->near == NEAR_UNSEEN) vary_of(m);
     return m->near == NEAR_SEEN && !(d & odd) && !(d & ~(uint32_t)(m->vary[at / 64] >> (at % 64)));
 }
 
@@ -350,49 +338,86 @@ static bool length_again(struct sl_h1fast *f, const char *p, size_t len)
     return true;
 }
 
-/* A head at buf that may be the memory's (memo_may_start): the memory's
- * result when it is the same, byte for byte; when it differs only in
- * bytes vary_of allows, each now from 0x21 to 0x7e (a trace id, a request
- * id, another key of one length), the same result, in `room` (read whole
- * it would be the same, offsets included: no serial, as the lane takes
- * only a head that is the memory's); else the scan's. The compare, 32
- * bytes a step, costs about an instruction a byte against the scan's two
- * or three. */
+/* Where a head read as differing from the memory's only in bytes
+ * vary_of allows is given the memory's result (memo_match): apart from
+ * `room` (read_new's), so that a read tells which it was
+ * (sl_h1fast_memory). */
+static __thread struct sl_h1fast near_room __attribute__((tls_model("initial-exec")));
+
+/* memo_match, once per instruction set (h1fast_match.h). */
+typedef const struct sl_h1fast *match_fn(const char *buf);
+
+#define MATCH_ATTR
+#define MATCH        match_16
+#define NEAR         near_16
+#define DIFF32(a, b) (differ16(a, b) | differ16((a) + 16, (b) + 16) << 16)
+#define ODD32(a)     (odd16(a) | odd16((a) + 16) << 16)
+#include "h1fast_match.h"
+#undef MATCH_ATTR
+#undef MATCH
+#undef NEAR
+#undef DIFF32
+#undef ODD32
+
+#if defined(SL_H1FAST_X86)
+#define H1_AVX2 __attribute__((target("avx2")))
+static inline __attribute__((always_inline)) H1_AVX2 uint32_t differ32(const char *a, const char *b)
+{
+    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)a);
+    __m256i y = _mm256_loadu_si256((const __m256i *)(const void *)b);
+    return ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, y));
+}
+
+/* Its constants made at each use, behind an empty asm: hoisted out of
+ * near_avx2's loop they lived across vary_of's call, and the spill of a
+ * vector register cost that function an aligned frame (it runs once or
+ * twice a head). */
+static inline __attribute__((always_inline)) H1_AVX2 uint32_t odd32(const char *a)
+{
+    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)a);
+    __m256i shift = _mm256_set1_epi8(0x5f), least = _mm256_set1_epi8(-35);
+    __asm__("" : "+x"(shift), "+x"(least));
+    /* 0x21..0x7e + 0x5f is 0x80..0xdd: as signed bytes, -128 to -35 */
+    return (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(_mm256_add_epi8(x, shift), least));
+}
+
+#define MATCH_ATTR   H1_AVX2
+#define MATCH        match_avx2
+#define NEAR         near_avx2
+#define DIFF32(a, b) differ32(a, b)
+#define ODD32(a)     odd32(a)
+#include "h1fast_match.h"
+#undef MATCH_ATTR
+#undef MATCH
+#undef NEAR
+#undef DIFF32
+#undef ODD32
+#endif
+
+/* The memory's compare: AVX2's where the scan is (h1fast_avx2.c). */
+static match_fn *_Atomic matcher = match_16;
+
+static void match_with(scan_fn *f)
+{
+#if defined(SL_H1FAST_X86)
+    atomic_store_explicit(&matcher, f == sl_h1fast_scan_avx2 ? match_avx2 : match_16,
+                          memory_order_relaxed);
+#else
+    (void)f;
+#endif
+}
+
+static inline const struct sl_h1fast *memo_match(const char *buf)
+{
+    return atomic_load_explicit(&matcher, memory_order_relaxed)(buf);
+}
+
+/* memo_match, else the scan's read (read_new). */
 static __attribute__((noinline)) const struct sl_h1fast *memo_read(const char *buf, size_t len,
                                                                    const struct sl_h1fast_key *k)
 {
-    struct memo *m = &memo;
-    size_t n = m->len, at = 0;
-    uint32_t any = 0;
-    for (; at + 32 <= n; at += 32) { /* two compares a step: half the loop's own work */
-        uint32_t d = differ16(buf + at, m->head + at) | differ16(buf + at + 16, m->head + at + 16)
-                                                            << 16;
-        if (d && !may_differ(m, at, d, odd16(buf + at) | odd16(buf + at + 16) << 16))
-            return read_new(buf, len, k);
-        any |= d;
-    }
-    if (at + 16 <= n) {
-        uint32_t d = differ16(buf + at, m->head + at);
-        if (d && !may_differ(m, at, d, odd16(buf + at))) return read_new(buf, len, k);
-        any |= d;
-        at += 16;
-    }
-    if (at < n) { /* the 16 bytes before n, shifted: none past the head (n >= 18) */
-        size_t sh = at - (n - 16);
-        uint32_t d = differ16(buf + n - 16, m->head + n - 16) >> sh;
-        if (d && !may_differ(m, at, d, odd16(buf + n - 16) >> sh)) return read_new(buf, len, k);
-        any |= d;
-    }
-    if (any) {
-        room = m->out;
-        /* read again whether or not they changed: fewer instructions
-         * than a compare (three or four digits) */
-        if (m->cl_len && !length_again(&room, buf + m->cl_at, m->cl_len))
-            return read_new(buf, len, k);
-        near_reads++;
-    }
-    answered(m);
-    return any ? &room : &m->out;
+    const struct sl_h1fast *f = memo_match(buf);
+    return f ? f : read_new(buf, len, k);
 }
 
 uint64_t sl_h1fast_near_reads(void)
@@ -432,12 +457,15 @@ uint64_t sl_h1fast_serial(const struct sl_h1fast *f)
     return f == &memo.out ? memo.serial : 0;
 }
 
+uint64_t sl_h1fast_memory(const struct sl_h1fast *f)
+{
+    return f == &memo.out || f == &near_room ? memo.serial : 0;
+}
+
 const struct sl_h1fast *sl_h1fast_again(const char *buf, size_t len, const struct sl_h1fast_key *k,
                                         uint64_t serial)
 {
     struct memo *m = &memo;
-    if (m->serial != serial || !memo_may_hold(m, buf, len, k) || memcmp(buf, m->head, m->len) != 0)
-        return NULL;
-    answered(m);
-    return &m->out;
+    if (m->serial != serial || !memo_may_start(m, buf, len, k)) return NULL;
+    return memo_match(buf);
 }

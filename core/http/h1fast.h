@@ -104,9 +104,16 @@ uint64_t sl_h1fast_kept(void);
  * remembered). */
 void sl_h1fast_forget(void);
 
+/* The serial of the thread's memory of a head when f is it or was read
+ * from it as a head differing only in header values (a near read: the
+ * memory's result, with the new head's Content-Length), else 0. A near
+ * read's key is its own: only sl_h1fast_serial's head has the memory's. */
+uint64_t sl_h1fast_memory(const struct sl_h1fast *f);
+
 /* sl_h1fast_read when the thread's memory is still `serial` and buf
- * begins with its head (with the same key): that head; else NULL, nothing
- * read. */
+ * begins with its head or one that differs from it only in header values
+ * (with the same key): that head's read (sl_h1fast_serial tells which);
+ * else NULL, nothing read. */
 const struct sl_h1fast *sl_h1fast_again(const char *buf, size_t len, const struct sl_h1fast_key *k,
                                         uint64_t serial);
 

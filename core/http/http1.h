@@ -250,12 +250,14 @@ static inline const struct sl_h1fast *sl_h1_fast(const struct sl_h1 *s, const ch
 }
 
 /* The fast head the scanner's last feed read (the thread's memory of it,
- * `serial`: sl_h1fast_serial) again at the scanner's position, filling
- * buf exactly, without a body: the scanner moves past it as sl_h1_feed
- * would (SL_H1_HEAD, sl_h1_fast valid) and it returns len; 0 when it is
- * not so (the scanner untouched). Only for a scanner whose last feed read
- * that head and nothing else, which the caller knows (core/http/request.c's
- * lane): the state the head leaves is then already the scanner's. */
+ * `serial`: sl_h1fast_memory), or one differing from it only in header
+ * values (sl_h1fast_again), again at the scanner's position, filling buf
+ * exactly, without a body: the scanner moves past it as sl_h1_feed would
+ * (SL_H1_HEAD, sl_h1_fast valid) and it returns len; 0 when it is not so
+ * (the scanner untouched). Only for a scanner whose last feed read such a
+ * head and nothing else, which the caller knows (core/http/request.c's
+ * lane): the state the head leaves (its method and version, no body) is
+ * then already the scanner's. */
 size_t sl_h1_feed_again(struct sl_h1 *s, const char *buf, size_t len, uint64_t serial);
 
 /* Frees what the scanner allocated (it may be initialised again). */

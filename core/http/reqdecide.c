@@ -559,8 +559,8 @@ static inline __attribute__((always_inline)) bool solo_key_value(const struct sl
         *hash = sl_key_hash(key, secret);
     } else {
         /* a list ("a, b": lines joined, or node's join) has copies */
-        if (!val || !(x->by_header >> x->solo & 1) || memchr(val, ',', len)) return false;
-        *hash = sl_req_key_value_hash(key, r, val, len, secret);
+        if (!val || !(x->by_header >> x->solo & 1)) return false;
+        return sl_req_key_one_hash(key, r, val, len, secret, hash);
     }
     return true;
 }

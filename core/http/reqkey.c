@@ -316,9 +316,14 @@ static void value_keep(struct value_entry *e, const char *v, size_t len, uint64_
     atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
 }
 
-/* The value's two hash words: from the process's memory, else SipHash. */
-static inline __attribute__((always_inline)) void value_hash(struct sl_key *k, const char *v,
-                                                             size_t len, const uint64_t secret[4])
+/* The value's two hash words: from the process's memory, else SipHash.
+ * The memory keeps only values without a comma, so that a value found
+ * there is known to be one key, not a list: `one` asks for that (false
+ * and nothing made when it is a list); `unlisted`: len bytes at v already
+ * known to hold no comma. */
+static inline __attribute__((always_inline)) bool value_hash(struct sl_key *k, const char *v,
+                                                             size_t len, const uint64_t secret[4],
+                                                             bool one, bool unlisted)
 {
     struct value_entry *set = NULL;
     _Atomic uint8_t *recent = NULL;
@@ -335,8 +340,12 @@ static inline __attribute__((always_inline)) void value_hash(struct sl_key *k, c
             (way = 1, value_found(&set[1], v, len, last, secret, k))) {
             if (atomic_load_explicit(recent, memory_order_relaxed) != way)
                 atomic_store_explicit(recent, (uint8_t)way, memory_order_relaxed);
-            return;
+            return true;
         }
+    }
+    if (!unlisted) {
+        unlisted = !memchr(v, ',', len);
+        if (one && !unlisted) return false;
     }
     unsigned char out[crypto_shorthash_siphashx24_BYTES];
     unsigned char key[crypto_shorthash_siphashx24_KEYBYTES];
@@ -345,20 +354,29 @@ static inline __attribute__((always_inline)) void value_hash(struct sl_key *k, c
     memcpy(&k->hi, out, 8);
     memcpy(&k->lo, out + 8, 8);
     values_hashed++;
-    if (set) {
+    if (set && unlisted) {
         unsigned way = atomic_load_explicit(recent, memory_order_relaxed) ^ 1u;
         atomic_store_explicit(recent, (uint8_t)way, memory_order_relaxed);
         value_keep(&set[way], v, len, last, secret, k);
     }
+    return true;
 }
 
-/* hash: where to put the key's table hash, or NULL (not wanted) */
-static inline __attribute__((always_inline)) void key_value(struct sl_key *k,
+/* hash: where to put the key's table hash, or NULL (not wanted). one:
+ * only for a value that is one key (no comma, the whole value looked at):
+ * false, nothing made, for a list. The thread's memo, as the process's
+ * memory, keeps only values without a comma. */
+static inline __attribute__((always_inline)) bool key_value(struct sl_key *k,
                                                             const struct sl_rule *r, const char *v,
                                                             size_t len, const uint64_t secret[4],
-                                                            uint64_t *hash)
+                                                            uint64_t *hash, bool one)
 {
-    if (len > SL_REQ_VALUE_MAX) len = SL_REQ_VALUE_MAX;
+    bool unlisted = false;
+    if (len > SL_REQ_VALUE_MAX) { /* the list is told by the whole value */
+        if (one && memchr(v, ',', len)) return false;
+        unlisted = one;
+        len = SL_REQ_VALUE_MAX;
+    }
     k->rule = r->id;
     k->extra = SL_REQ_KEY_BUCKET | SL_REQ_KEY_VALUE | (uint64_t)r->req_per;
     struct memo *m = &memo;
@@ -367,21 +385,25 @@ static inline __attribute__((always_inline)) void key_value(struct sl_key *k,
         m->misses = 0;
         k->hi = m->hi;
         k->lo = m->lo;
-        if (!hash) return;
+        if (!hash) return true;
         if (m->h && m->rule == k->rule && m->extra == k->extra) {
             *hash = m->h;
-            return;
+            return true;
         }
         m->rule = k->rule;
         m->extra = k->extra;
         *hash = m->h = sl_key_hash(k, secret);
-        return;
+        return true;
     }
-    value_hash(k, v, len, secret);
+    if (long_value && !unlisted) {
+        unlisted = !memchr(v, ',', len);
+        if (one && !unlisted) return false;
+    }
+    if (!value_hash(k, v, len, secret, one, unlisted)) return false;
     uint64_t h = hash ? *hash = sl_key_hash(k, secret) : 0;
     /* values that vary (real traffic: many keys in turn) would pay the
      * store on every request: after a miss, only every fourth is kept */
-    if (long_value && len <= sizeof m->v && (m->len == 0 || ++m->misses >= 4)) {
+    if (long_value && unlisted && len <= sizeof m->v && (m->len == 0 || ++m->misses >= 4)) {
         m->misses = 0;
         memcpy(m->secret, secret, sizeof m->secret);
         memcpy(m->v, v, len);
@@ -392,20 +414,27 @@ static inline __attribute__((always_inline)) void key_value(struct sl_key *k,
         m->extra = k->extra;
         m->h = h;
     }
+    return true;
 }
 
 void sl_req_key_value(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,
                       const uint64_t secret[4])
 {
-    key_value(k, r, v, len, secret, NULL);
+    key_value(k, r, v, len, secret, NULL, false);
 }
 
 uint64_t sl_req_key_value_hash(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,
                                const uint64_t secret[4])
 {
     uint64_t h;
-    key_value(k, r, v, len, secret, &h);
+    key_value(k, r, v, len, secret, &h, false);
     return h;
+}
+
+bool sl_req_key_one_hash(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,
+                         const uint64_t secret[4], uint64_t *hash)
+{
+    return key_value(k, r, v, len, secret, hash, true);
 }
 
 void sl_req_key_addr(struct sl_key *k, const struct sl_rule *r, const struct sl_addr *a)

@@ -113,12 +113,17 @@ void sl_req_key_value(struct sl_key *k, const struct sl_rule *r, const char *v, 
                       const uint64_t secret[4]);
 /* The same, returning the key's table hash, sl_key_hash(k, secret) (both
  * remembered while the value repeats). */
+uint64_t sl_req_key_value_hash(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,
+                               const uint64_t secret[4]);
+/* The same for a value that is one key: false, nothing made, when it is a
+ * list (a comma anywhere in its len bytes). A value the memories of
+ * hashed values hold is known to be one without being looked at again:
+ * they keep no value with a comma. */
+bool sl_req_key_one_hash(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,
+                         const uint64_t secret[4], uint64_t *hash);
 /* How many values this thread has hashed with SipHash (not found in the
  * memo or the process's memory): for the tests. */
 uint64_t sl_req_key_hashed(void);
-
-uint64_t sl_req_key_value_hash(struct sl_key *k, const struct sl_rule *r, const char *v, size_t len,
-                               const uint64_t secret[4]);
 /* The bucket key of an address (per_missing = peer, or no request key). */
 void sl_req_key_addr(struct sl_key *k, const struct sl_rule *r, const struct sl_addr *a);
 /* The bucket key of everything without a key (per_missing = rule). */

@@ -760,13 +760,6 @@ static bool h1_head_of(struct sl_req_conn *c, const struct sl_h1fast *fast, cons
     return true;
 }
 
-static bool h1_head(struct sl_req_conn *c, struct sl_req_head *h, struct found *f)
-{
-    const char *base = NULL;
-    const struct sl_h1fast *fast = sl_h1_fast(&c->scan, &base);
-    return h1_head_of(c, fast, base, h, f);
-}
-
 /* The client reset HTTP/2 stream `stream` (its RST_STREAM ends at
  * `end`): nothing more is written to it, so the places its request holds
  * are given back once the program has been passed the reset
@@ -1102,15 +1095,16 @@ static bool place_awaited(const struct sl_req_conn *c)
 }
 
 /* The lane's opening (see lane()), after a head that passed at once under
- * the single rule's key of table hash `hash` (0: none) and left the
- * scanner at the read's end: one fast head the thread remembers (serial)
- * that was the whole read [start, end), on a connection whose answers the
- * lane may leave as act() would (method: lane_answers). */
+ * the single rule and left the scanner at the read's end: one fast head
+ * read from the thread's memory (serial: sl_h1fast_memory) that was the
+ * whole read [start, end), on a connection whose answers the lane may
+ * leave as act() would (method: lane_answers). `hash`: the table hash of
+ * the memory's own key when the head was the memory's, byte for byte; 0
+ * when it is not known (a head that differed in values has its own key). */
 static inline void lane_open(struct sl_req_conn *c, size_t len, uint64_t serial, uint64_t hash,
                              uint64_t start, uint64_t end, const char *method)
 {
-    if (serial && hash && (!c->rp || lane_answers(c, method)) && start == c->pos &&
-        end == c->pos + len) {
+    if (serial && (!c->rp || lane_answers(c, method)) && start == c->pos && end == c->pos + len) {
         c->lane_serial = serial;
         c->lane_hash = hash;
     }
@@ -1168,8 +1162,8 @@ static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t no
         if (solo == SL_REQ_SOLO_PASSED) { /* and act()'s part */
             if (c->rp) lane_answered(c, hash);
             if (sl_h1_pos(&c->scan) < c->pos + len) continue;
-            lane_open(c, len, sl_h1fast_serial(fast), hash, sl_h1_head_start(&c->scan),
-                      sl_h1_pos(&c->scan), fast->method);
+            lane_open(c, len, sl_h1fast_memory(fast), sl_h1fast_serial(fast) ? hash : 0,
+                      sl_h1_head_start(&c->scan), sl_h1_pos(&c->scan), fast->method);
             return;
         }
         if (solo == SL_REQ_SOLO_SETTLE) {
@@ -1199,7 +1193,8 @@ static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t no
          * since the last feed). One fast head that was the whole read and
          * passed at once by the single rule opens the lane. */
         if (scan_pos(c) >= c->pos + len) {
-            if (!d.wait_ns) lane_open(c, len, fd.serial, d.key_hash, fd.start, fd.end, fd.method);
+            if (!d.wait_ns && d.key_hash)
+                lane_open(c, len, fd.serial, d.key_hash, fd.start, fd.end, fd.method);
             return;
         }
     }
@@ -1225,24 +1220,38 @@ uint64_t sl_req_lane_heads(void)
 
 enum lane { LANE_NO, LANE_PASS, LANE_STOP };
 
-/* The lane: a read that is exactly the head the connection's last read
- * was, byte for byte, while the thread still remembers it (h1fast.h) and
- * after which nothing was held, denied or begun, is the same request
- * again: the scanner steps over it without reading it (sl_h1_feed_again)
- * and the table decides for the key it had (sl_req_decide_again), with no
- * head, key or hash made. A verdict other than "pass now" is settled as
- * scan() would settle it, the head made from the thread's memory.
- * LANE_NO: not such a read, nothing done; LANE_PASS: every byte passes
- * (counted as sl_req_passed); LANE_STOP: decided, not all may pass now. */
+/* The lane: a read that is exactly a head from the thread's memory
+ * (h1fast.h) which the connection's last read was too, while the thread
+ * still remembers it, and after which nothing was held, denied or begun:
+ * the scanner steps over it without reading it (sl_h1_feed_again) and it
+ * is decided as scan() decides a fast head under the single rule. The
+ * memory's own head, byte for byte, is the same request again: the table
+ * decides for the key it had (sl_req_decide_again), with no head, key or
+ * hash made. A head differing from it only in header values (another key
+ * of one length, a trace id) has the memory's result and its own key:
+ * decided lean (sl_req_solo_decide), as scan() would. A verdict other
+ * than "pass now" is settled as scan() would settle it, the head made
+ * from the thread's memory. LANE_NO: not such a read, nothing done;
+ * LANE_PASS: every byte passes (counted as sl_req_passed); LANE_STOP:
+ * decided, not all may pass now. */
 static enum lane lane(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
 {
     if (c->denied || c->nahead || c->nsw || c->pass || c->is_h2 || sl_h1_pos(&c->scan) != c->pos ||
         !sl_h1_feed_again(&c->scan, buf, len, c->lane_serial))
         return LANE_NO;
     lane_heads++;
+    const char *base = NULL;
+    const struct sl_h1fast *f = sl_h1_fast(&c->scan, &base);
     struct sl_verdict v;
-    if (sl_req_decide_again(&c->rules, c->lane_hash, now, &v)) {
-        if (c->rp) lane_answered(c, c->lane_hash);
+    uint64_t hash = c->lane_hash;
+    enum sl_req_solo solo;
+    if (hash && sl_h1fast_serial(f))
+        solo =
+            sl_req_decide_again(&c->rules, hash, now, &v) ? SL_REQ_SOLO_PASSED : SL_REQ_SOLO_SETTLE;
+    else if ((solo = lean(c, f, base, now, &hash, &v)) != SL_REQ_SOLO_NO && sl_h1fast_serial(f))
+        c->lane_hash = hash; /* the memory's own key */
+    if (solo == SL_REQ_SOLO_PASSED) {
+        if (c->rp) lane_answered(c, hash);
         c->pos += len; /* sl_req_passed, nothing ahead */
         return LANE_PASS;
     }
@@ -1250,8 +1259,11 @@ static enum lane lane(struct sl_req_conn *c, const char *buf, size_t len, uint64
     struct sl_req_head h;
     struct found fd;
     struct sl_req_decision d;
-    if (!h1_head(c, &h, &fd)) return all_pass(c, len) ? LANE_NO : LANE_STOP;
-    sl_req_settle_again(&c->rules, &h, &v, now, &d);
+    if (!h1_head_of(c, f, base, &h, &fd)) return all_pass(c, len) ? LANE_NO : LANE_STOP;
+    if (solo == SL_REQ_SOLO_SETTLE)
+        sl_req_settle_again(&c->rules, &h, &v, now, &d);
+    else /* a key header made a list, say: as scan()'s general path (no Idempotency-Key here) */
+        sl_req_decide(&c->rules, &h, now, &d);
     act(c, &fd, &d, now);
     return LANE_STOP;
 }

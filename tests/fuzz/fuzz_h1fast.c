@@ -147,7 +147,8 @@ static bool same_fast(const struct sl_h1fast *f, const struct sl_h1fast *ref)
  * head made of it by changing one byte (its low bit, its 0x20 bit, or to
  * a control byte): read through the thread's memory (the same result, or
  * one read as differing only in values, or a scan), each as the plain
- * path reads it alone. */
+ * path reads it alone; and asked of the memory alone, as the lane asks
+ * it (sl_h1fast_again: the same result, or none). */
 static void near_alike(const uint8_t *buf, size_t len, const struct sl_h1fast_key *k)
 {
     struct sl_h1fast ref, want;
@@ -160,10 +161,15 @@ static void near_alike(const uint8_t *buf, size_t len, const struct sl_h1fast_ke
         for (size_t i = 0; i < sizeof flips; i++) {
             sl_h1fast_forget();
             if (!sl_h1fast_read((const char *)buf, ref.end, k)) abort();
+            /* read again: the memory's own, with its serial */
+            uint64_t serial = sl_h1fast_serial(sl_h1fast_read((const char *)buf, ref.end, k));
+            if (!serial) abort();
             memcpy(b, buf, ref.end);
             b[p] = (char)(i == 2 ? flips[i] : b[p] ^ flips[i]);
-            const struct sl_h1fast *f = sl_h1fast_read(b, ref.end, k);
             bool got = sl_h1fast_scan_path(SL_H1FAST_PLAIN, b, ref.end, k, &want);
+            const struct sl_h1fast *g = sl_h1fast_again(b, ref.end, k, serial);
+            if (g && (!got || !same_fast(g, &want))) abort();
+            const struct sl_h1fast *f = sl_h1fast_read(b, ref.end, k);
             if ((f != NULL) != got || (f && !same_fast(f, &want))) abort();
         }
 }

@@ -162,6 +162,39 @@ static void a_value_seen_before_is_found_not_hashed(void **unused)
     assert_int_equal(sl_req_key_hashed() - before, 1);
 }
 
+/* A value that is one key gets the key and table hash sl_req_key_value_hash
+ * gives it, found or hashed; a list (a comma anywhere, past the bytes
+ * hashed too) gets none, even after the same bytes were hashed as a value
+ * over and over: the memories of values keep no list, so a value found
+ * there is known to be one key without being looked at again. Short
+ * (the process's memory), long (the thread's memo) and over-long values. */
+static void a_value_answered_as_one_key_is_never_a_list(void **unused)
+{
+    (void)unused;
+    uint64_t s1[4] = {9, 8, 7, 6};
+    struct sl_rule r = {.id = 3, .req_per = SL_REQ_PER_HEADER};
+    static char v[SL_REQ_VALUE_MAX + 40];
+    const size_t lens[] = {5, 64, 100, 256, SL_REQ_VALUE_MAX + 40};
+    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
+        size_t len = lens[i];
+        for (size_t j = 0; j < len; j++)
+            v[j] = (char)('a' + (j + i) % 26);
+        struct sl_key got, want;
+        uint64_t h, hw;
+        for (int round = 0; round < 6; round++) { /* found from the second or the fifth on */
+            hw = sl_req_key_value_hash(&want, &r, v, len, s1);
+            assert_true(sl_req_key_one_hash(&got, &r, v, len, s1, &h));
+            same_key(&got, &want);
+            assert_int_equal(h, hw);
+        }
+        v[len - 2] = ','; /* past SL_REQ_VALUE_MAX for the last length */
+        for (int round = 0; round < 6; round++) {
+            sl_req_key_value_hash(&want, &r, v, len, s1);
+            assert_false(sl_req_key_one_hash(&got, &r, v, len, s1, &h));
+        }
+    }
+}
+
 /* A value too long for the process's memory (a JWT as the key), sent
  * request after request on one thread: the memo keeps it by its fourth
  * miss at the latest, and then finds it; short values between do not put
@@ -404,6 +437,7 @@ int main(void)
         cmocka_unit_test(a_repeated_value_keeps_its_key_and_a_change_of_anything_changes_it),
         cmocka_unit_test(a_key_from_another_secret_differs),
         cmocka_unit_test(a_value_seen_before_is_found_not_hashed),
+        cmocka_unit_test(a_value_answered_as_one_key_is_never_a_list),
         cmocka_unit_test(two_values_of_one_set_are_both_kept),
         cmocka_unit_test(a_long_value_repeated_is_hashed_at_most_until_the_memo_keeps_it),
         cmocka_unit_test(threads_sharing_the_memory_of_values_get_their_own_hashes),

@@ -15,6 +15,7 @@
 
 #include "../../core/log.h"
 #include "../../core/mem.h"
+#include "../../core/http/h1fast.h"
 #include "../../core/http/request.h"
 #include "../../core/limit/table.h"
 #include "h2_frames.h"
@@ -272,7 +273,8 @@ static void read_stream(struct req_world *w, bool as_gate, struct req_world *oth
  * read as the gate reads (the lane where it applies), one by sl_req_admit
  * alone (never the lane): the same bytes pass with the same verdicts and
  * counters, through reads that repeat the head, change it (another key, a
- * body, no key header), carry two heads or half of one, with another
+ * body, no key header, only values: another key of one length, a list of
+ * keys), carry two heads or half of one, with another
  * connection of the thread reading between them, over time so that heads
  * pass, wait and are refused. */
 static void the_lane_passes_holds_and_refuses_what_the_scan_does(void **unused)
@@ -282,6 +284,13 @@ static void the_lane_passes_holds_and_refuses_what_the_scan_does(void **unused)
         "GET /a HTTP/1.1\r\nX-API-Key: other\r\n\r\n",
         "POST /b HTTP/1.1\r\nX-API-Key: k\r\nContent-Length: 5\r\n\r\nhello",
         "GET /x HTTP/1.1\r\nHost: a\r\n\r\n",
+        /* differing from a head before only in values: read from the
+         * thread's memory, and by the lane when it is open (its own key;
+         * a list of keys decided by the general path) */
+        "GET /x HTTP/1.1\r\nHost: b\r\nX-API-Key: j\r\n\r\n",
+        "GET /x HTTP/1.1\r\nHost: a\r\nX-API-Key: kkk\r\n\r\n",
+        "GET /x HTTP/1.1\r\nHost: a\r\nX-API-Key: k,k\r\n\r\n",
+        "GET /x HTTP/1.1\r\nHost: a\r\nX-API-Key: jjj\r\n\r\n",
     };
     const struct {
         uint64_t count, burst, step_us;
@@ -303,12 +312,12 @@ static void the_lane_passes_holds_and_refuses_what_the_scan_does(void **unused)
             size_t len = 0;
             for (int i = 0; i < NREADS; i++) {
                 lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
-                unsigned pick = (unsigned)(lcg >> 33) % 16;
+                unsigned pick = (unsigned)(lcg >> 33) % 20;
                 if (pick < 11) {
                     len += (size_t)sprintf(s + len, GET);
-                } else if (pick < 14) {
+                } else if (pick < 18) {
                     len += (size_t)sprintf(s + len, "%s", others[pick - 11]);
-                } else if (pick == 14) {
+                } else if (pick == 18) {
                     len += (size_t)sprintf(s + len, GET GET);
                 } else {
                     len += (size_t)sprintf(s + len, GET "GET /x HTT");
@@ -356,33 +365,44 @@ static void the_lane_passes_holds_and_refuses_what_the_scan_does(void **unused)
     }
 }
 
-/* The lane is the connection's own last head: another connection of the
- * thread, keyed by the same header, that leaves the thread's memory
- * holding another head (another API key) which this connection then
- * reads, does not lend that head the lane's key. One request a key at
- * once: the second key passes; charged to the first key it would not. */
+/* The lane decides a head by its own key. A head differing from the
+ * thread's memory only in its key's value (another key of one length) is
+ * taken by the lane, and charged to that key. Another connection of the
+ * thread that leaves the memory holding another head (a key of another
+ * length) which this connection then reads: not taken, and not lent the
+ * lane's key. One request a key at once: the second key passes; charged
+ * to the first key it would not. */
 static void the_lane_never_takes_another_head_for_its_own(void **unused)
 {
     (void)unused;
-    const char *a = GET, *b = "GET /x HTTP/1.1\r\nHost: a\r\nX-API-Key: j\r\n\r\n";
-    struct req_world *y = world(10, 1, SL_ACT_REPLY), *o = world(1000000, 1000000, SL_ACT_REPLY);
-    uint64_t t = T0, lane = sl_req_lane_heads();
-    /* the thread's memory keeps a head after four misses, and the lane
-     * opens once it does: for key k, and is taken */
-    for (int i = 0; i < 6; i++, t += 200 * MS)
-        assert_true(sl_req_admit_all(y->c, a, strlen(a), t));
-    assert_true(sl_req_lane_heads() > lane);
-    t -= 200 * MS;
-    for (int i = 0; i < 4; i++) /* and now keeps b */
-        assert_true(sl_req_admit_all(o->c, b, strlen(b), t));
-    lane = sl_req_lane_heads();
-    assert_true(sl_req_admit_all(y->c, b, strlen(b), t)); /* key j: its first request */
-    assert_int_equal(sl_req_lane_heads(), lane);
+    const char *a = GET, *b = "GET /x HTTP/1.1\r\nHost: a\r\nX-API-Key: j\r\n\r\n",
+               *b2 = "GET /x HTTP/1.1\r\nHost: a\r\nX-API-Key: jj\r\n\r\n";
     struct sl_req_verdict v;
-    assert_false(sl_req_admit_all(y->c, a, strlen(a), t)); /* key k: its second now, refused */
-    assert_int_equal(sl_req_admit(y->c, a, strlen(a), t, &v), 0);
-    assert_int_equal(v.status, SL_REQ_DENY);
-    world_free(y);
+    struct req_world *o = world(1000000, 1000000, SL_ACT_REPLY);
+    uint64_t t = T0;
+    for (int near = 1; near >= 0; near--) {
+        const char *other = near ? b : b2;
+        struct req_world *y = world(10, 1, SL_ACT_REPLY);
+        uint64_t lane = sl_req_lane_heads();
+        /* an empty memory keeps the first head read whole, and the lane
+         * opens once it is read again: for key k, and is taken */
+        sl_h1fast_forget();
+        for (int i = 0; i < 6; i++, t += 200 * MS)
+            assert_true(sl_req_admit_all(y->c, a, strlen(a), t));
+        assert_true(sl_req_lane_heads() > lane);
+        t -= 200 * MS;
+        if (!near)
+            for (int i = 0; i < 4; i++) /* the memory now keeps b2 */
+                assert_true(sl_req_admit_all(o->c, b2, strlen(b2), t));
+        lane = sl_req_lane_heads();
+        assert_true(sl_req_admit_all(y->c, other, strlen(other), t)); /* its key's first request */
+        assert_int_equal(sl_req_lane_heads(), lane + (near ? 1 : 0));
+        assert_false(sl_req_admit_all(y->c, a, strlen(a), t)); /* key k: its second now, refused */
+        assert_int_equal(sl_req_admit(y->c, a, strlen(a), t, &v), 0);
+        assert_int_equal(v.status, SL_REQ_DENY);
+        world_free(y);
+        t += 1000 * MS;
+    }
     world_free(o);
 }
 

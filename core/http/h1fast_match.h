@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* h1fast_match.h - inside h1fast.c: the compare of a head with the
+ * thread's memory of one (h1fast.c's memo_match says when they give one
+ * result), written once and compiled twice: h1fast.c defines MATCH_ATTR
+ * (the functions' attributes), MATCH and NEAR (their names), DIFF32(a, b)
+ * (the bytes of the 32 at a that differ from the 32 at b, as a bit mask)
+ * and ODD32(a) (the bytes of the 32 at a that are not 0x21 to 0x7e), then
+ * includes this file: once with AVX2 (one compare a step), once with SSE2
+ * or plain C (two). */
+
+/* MATCH's head, which differs from the memory's in the bytes from `at`
+ * (where MATCH's step found the first): the memory's result, with the new
+ * head's Content-Length, in `near_room` when they differ only in bytes
+ * vary_of allows, each now from 0x21 to 0x7e; else NULL. */
+static __attribute__((noinline)) MATCH_ATTR const struct sl_h1fast *NEAR(const char *buf, size_t at)
+{
+    struct memo *m = &memo;
+    size_t n = m->len;
+    if (m->near == NEAR_UNSEEN) { /* once a head: not for one of another target */
+        size_t first = at;        /* a byte from `at` on differs */
+        while (buf[first] == m->head[first])
+            first++;
+        if (first < m->lines) return NULL;
+        vary_of(m);
+    }
+    for (; at + 32 <= n; at += 32) {
+        uint32_t d = DIFF32(buf + at, m->head + at);
+        if (d && !may_differ(m, at, d, ODD32(buf + at))) return NULL;
+    }
+    if (at + 16 <= n) {
+        uint32_t d = differ16(buf + at, m->head + at);
+        if (d && !may_differ(m, at, d, odd16(buf + at))) return NULL;
+        at += 16;
+    }
+    if (at < n) { /* the 16 bytes before n, shifted: none past the head (n >= 18) */
+        size_t sh = at - (n - 16);
+        uint32_t d = differ16(buf + n - 16, m->head + n - 16) >> sh;
+        if (d && !may_differ(m, at, d, odd16(buf + n - 16) >> sh)) return NULL;
+    }
+    near_room = m->out;
+    /* read again whether or not they changed: fewer instructions than a
+     * compare (three or four digits) */
+    if (m->cl_len && !length_again(&near_room, buf + m->cl_at, m->cl_len)) return NULL;
+    near_reads++;
+    answered(m);
+    return &near_room;
+}
+
+/* A head at buf that may be the memory's (memo_may_start): the memory's
+ * result when it is the same, byte for byte; when it differs only in
+ * bytes vary_of allows (a trace id, a request id, another key of one
+ * length), NEAR's (read whole it would be the same, offsets included: no
+ * serial, as the lane takes the memory's own key only for the memory's
+ * own bytes); else NULL, nothing read. The compare makes no call until a
+ * byte differs: a head the memory holds costs a dozen instructions and a
+ * few a step of 32 bytes. */
+static MATCH_ATTR const struct sl_h1fast *MATCH(const char *buf)
+{
+    struct memo *m = &memo;
+    size_t n = m->len, at = 0;
+    for (; at + 32 <= n; at += 32)
+        if (DIFF32(buf + at, m->head + at)) return NEAR(buf, at);
+    if (at + 16 <= n) {
+        if (differ16(buf + at, m->head + at)) return NEAR(buf, at);
+        at += 16;
+    }
+    if (at < n && differ16(buf + n - 16, m->head + n - 16) >> (at - (n - 16))) return NEAR(buf, at);
+    answered(m);
+    return &m->out;
+}
