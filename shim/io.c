@@ -819,6 +819,11 @@ SL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
     struct sl_fd *e = watched(fd);
     if (__builtin_expect(!e && sl_real.recv != NULL, 1)) return sl_real.recv(fd, buf, len, flags);
+    /* the request read (recv_slow's first case), a tail call from here:
+     * one frame fewer on the read a keep-alive server makes per request */
+    struct sl_runtime *rt;
+    if (e && plain_request_read(e, len, flags) && (rt = sl_runtime_now()))
+        return sl_reqin_recv(rt, fd, e, buf, len, flags);
     return recv_slow(e, fd, buf, len, flags);
 }
 

@@ -183,6 +183,12 @@ static __thread uint64_t kept __attribute__((tls_model("initial-exec")));
 /* Where a head that is not the memory's is read. */
 static __thread struct sl_h1fast room __attribute__((tls_model("initial-exec")));
 
+/* Where a head read as differing from the memory's only in bytes vary_of
+ * allows is answered (h1fast_match.h): the memory's result, copied when
+ * it is stored, and the new head's Content-Length; apart from `room`
+ * (read_new's), so that a read tells which it was (sl_h1fast_memory). */
+static __thread struct sl_h1fast near_room __attribute__((tls_model("initial-exec")));
+
 /* A head that is not the memory's: read, and perhaps remembered. */
 static __attribute__((noinline)) const struct sl_h1fast *read_new(const char *buf, size_t len,
                                                                   const struct sl_h1fast_key *k)
@@ -202,7 +208,7 @@ static __attribute__((noinline)) const struct sl_h1fast *read_new(const char *bu
         memcpy(m->head, buf, out->end);
         m->len = (uint16_t)out->end;
         m->lines = (uint16_t)(out->url.off + out->url.len + 11); /* " HTTP/1.x" CR LF */
-        m->out = *out;
+        m->out = near_room = *out;
         m->gen = k->gen;
         m->cookies = k->cookies;
         m->serial = atomic_fetch_add_explicit(&memo_serials, 1, memory_order_relaxed) + 1;
@@ -338,12 +344,6 @@ static bool length_again(struct sl_h1fast *f, const char *p, size_t len)
     return true;
 }
 
-/* Where a head read as differing from the memory's only in bytes
- * vary_of allows is given the memory's result (memo_match): apart from
- * `room` (read_new's), so that a read tells which it was
- * (sl_h1fast_memory). */
-static __thread struct sl_h1fast near_room __attribute__((tls_model("initial-exec")));
-
 /* memo_match, once per instruction set (h1fast_match.h). */
 typedef const struct sl_h1fast *match_fn(const char *buf);
 
@@ -368,16 +368,23 @@ static inline __attribute__((always_inline)) H1_AVX2 uint32_t differ32(const cha
     return ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x, y));
 }
 
-/* Its constants made at each use, behind an empty asm: hoisted out of
- * near_avx2's loop they lived across vary_of's call, and the spill of a
- * vector register cost that function an aligned frame (it runs once or
- * twice a head). */
+/* Its constants loaded at each use, from an address behind a volatile
+ * asm (which stays where it is, in the branch of a differing step):
+ * hoisted, they cost the compare of every head, a near one or not, their
+ * broadcasts and the registers that hold them, where a head differs in a
+ * step or two. */
+static const int8_t odd_konst[2][32] __attribute__((aligned(32))) = {
+    {[0 ... 31] = 0x5f}, /* 0x21..0x7e + 0x5f is 0x80..0xdd: */
+    {[0 ... 31] = -35},  /* as signed bytes, -128 to -35 */
+};
+
 static inline __attribute__((always_inline)) H1_AVX2 uint32_t odd32(const char *a)
 {
+    const int8_t(*k)[32] = odd_konst;
+    __asm__ volatile("" : "+r"(k));
     __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)a);
-    __m256i shift = _mm256_set1_epi8(0x5f), least = _mm256_set1_epi8(-35);
-    __asm__("" : "+x"(shift), "+x"(least));
-    /* 0x21..0x7e + 0x5f is 0x80..0xdd: as signed bytes, -128 to -35 */
+    __m256i shift = _mm256_load_si256((const __m256i *)(const void *)k[0]);
+    __m256i least = _mm256_load_si256((const __m256i *)(const void *)k[1]);
     return (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(_mm256_add_epi8(x, shift), least));
 }
 

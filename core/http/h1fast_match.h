@@ -10,7 +10,7 @@
 
 /* MATCH's head, which differs from the memory's in the bytes from `at`
  * (where MATCH's step found the first): the memory's result, with the new
- * head's Content-Length, in `near_room` when they differ only in bytes
+ * head's Content-Length, as `near_room` when they differ only in bytes
  * vary_of allows, each now from 0x21 to 0x7e; else NULL. */
 static __attribute__((noinline)) MATCH_ATTR const struct sl_h1fast *NEAR(const char *buf, size_t at)
 {
@@ -37,9 +37,9 @@ static __attribute__((noinline)) MATCH_ATTR const struct sl_h1fast *NEAR(const c
         uint32_t d = differ16(buf + n - 16, m->head + n - 16) >> sh;
         if (d && !may_differ(m, at, d, odd16(buf + n - 16) >> sh)) return NULL;
     }
-    near_room = m->out;
-    /* read again whether or not they changed: fewer instructions than a
-     * compare (three or four digits) */
+    /* near_room is the memory's result (read_new), but for Content-Length:
+     * read again whether or not its digits changed, fewer instructions
+     * than a compare (three or four digits) */
     if (m->cl_len && !length_again(&near_room, buf + m->cl_at, m->cl_len)) return NULL;
     near_reads++;
     answered(m);

@@ -335,11 +335,12 @@ static inline __attribute__((always_inline)) bool value_hash(struct sl_key *k, c
         h ^= h >> 29;
         set = values[h >> (64 - VALUE_SETS_LOG2)];
         recent = &values_recent[h >> (64 - VALUE_SETS_LOG2)];
-        unsigned way = 0;
-        if (value_found(&set[0], v, len, last, secret, k) ||
-            (way = 1, value_found(&set[1], v, len, last, secret, k))) {
-            if (atomic_load_explicit(recent, memory_order_relaxed) != way)
-                atomic_store_explicit(recent, (uint8_t)way, memory_order_relaxed);
+        /* the way last hit or written first: a set that holds one value
+         * (most, with 2,048 sets) has it there, and is read once */
+        unsigned first = atomic_load_explicit(recent, memory_order_relaxed) & 1u, way = first;
+        if (value_found(&set[way], v, len, last, secret, k) ||
+            value_found(&set[way ^= 1u], v, len, last, secret, k)) {
+            if (way != first) atomic_store_explicit(recent, (uint8_t)way, memory_order_relaxed);
             return true;
         }
     }
