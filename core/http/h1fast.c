@@ -2,7 +2,8 @@
 /* h1fast.c - the one-pass reader of common request heads (see h1fast.h):
  * the key, the thread's memory of the last head (which also answers a
  * head that differs from it only inside header values: a trace id per
- * request), and which scan reads a head it does not answer.
+ * request; compared by h1fast_match.h, with AVX2 where the scan has it),
+ * and which scan reads a head it does not answer.
  *
  * The scan (h1fast_body.h: a line at a time, its first 32 bytes
  * classified at once for where its name ends and its first stop) is
