@@ -151,7 +151,6 @@ struct sl_h1 {
     uint64_t body_end;   /* where the last message with a body ended (0: none yet) */
     uint64_t ck_left;    /* the chunk-size being read, then the chunk's data bytes left */
     uint64_t odd_body;   /* the first byte of a body servers frame differently (0: none) */
-    uint8_t preface;     /* stream bytes held while they match the HTTP/2 preface */
     uint64_t preface_at; /* where the preface may begin (0, or after an upgrade request) */
     bool want_cookie;    /* collect Cookie lines into head.cookie */
     bool trust_bodies;   /* a GET's body is skipped like any other (outbound) */
@@ -170,6 +169,7 @@ struct sl_h1 {
     uint64_t rd_len, len_first, len_last;
     bool rd_len_bad;
     uint8_t nlens;
+    uint8_t preface;    /* stream bytes held while they match the HTTP/2 preface (at preface_at) */
     uint64_t resync[2]; /* stream offsets where a line is taken to begin (0: none) */
     char rd_method[SL_H1_METHOD_MAX];
     bool head_done;    /* set by the parser's callback: a head just completed */

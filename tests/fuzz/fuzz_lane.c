@@ -10,7 +10,9 @@
  * both twins); each further byte is a read:
  * the repeated head, another key's head (of one length: read by the lane
  * as differing only in values), a list of keys of that length (the
- * general path's, inside the lane too), a POST with a body, two heads, or
+ * general path's, inside the lane too), the key's head with another Host
+ * (by the lane too), a POST with a body,
+ * two heads, or
  * the input's own next bytes, perhaps cut in two reads, after a time step,
  * perhaps after another connection of the thread read a head of its own.
  * Twin connections on twin tables read the same stream: one as the gate
@@ -30,6 +32,7 @@ static void describe(struct stream *st, const uint8_t *d, size_t size)
         HEAD,
         "GET /x HTTP/1.1\r\nHost: a\r\nX-Key: j\r\n\r\n",
         "GET /x HTTP/1.1\r\nHost: b\r\nX-Key: ,\r\n\r\n",
+        "GET /x HTTP/1.1\r\nHost: c\r\nX-Key: k\r\n\r\n",
         "POST /p HTTP/1.1\r\nX-Key: k\r\nContent-Length: 3\r\n\r\nabc",
         HEAD HEAD,
     };
@@ -41,10 +44,10 @@ static void describe(struct stream *st, const uint8_t *d, size_t size)
         uint8_t b = d[i];
         size_t at = st->len;
         unsigned pick = b & 7;
-        if (pick < 3) {
+        if (pick < 2) {
             st->len += (size_t)sprintf(st->s + at, "%s", pieces[0]);
         } else if (pick < 7) {
-            st->len += (size_t)sprintf(st->s + at, "%s", pieces[pick - 2]);
+            st->len += (size_t)sprintf(st->s + at, "%s", pieces[pick - 1]);
         } else { /* the input's own next bytes */
             size_t n = (size_t)(b >> 3) + 1;
             if (n > size - i - 1) n = size - i - 1;

@@ -65,7 +65,10 @@ enum { NHEADS = 600, MAXREADS = 2 * NHEADS };
 /* A stream of heads from a seeded generator: keys that vary (one missing,
  * one a list, an Idempotency-Key now and then), a trace id unique to
  * each head, POSTs with bodies, HEADs; cut into reads of one head, two
- * heads, or a head in two parts. */
+ * heads, or a head in two parts. one_route: every head has one target and
+ * one of two keys of one length, so a head often differs from one before
+ * only in its values (its trace id, its key: read from the thread's
+ * memory of a head, and by the lane). */
 struct stream {
     char s[NHEADS * 200];
     size_t len;
@@ -76,7 +79,7 @@ struct stream {
     int nreads;
 };
 
-static void make_stream(struct stream *st, uint64_t seed)
+static void make_stream(struct stream *st, uint64_t seed, bool one_route)
 {
     static const char *const keys[] = {"alpha", "beta", "gamma", "delta", NULL, "a, b"};
     st->len = 0;
@@ -84,12 +87,13 @@ static void make_stream(struct stream *st, uint64_t seed)
     for (int i = 0; i < NHEADS; i++) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         unsigned r = (unsigned)(seed >> 33);
-        const char *key = keys[r % 6];
+        /* one route: a client's key most of the time, another of its length */
+        const char *key = one_route ? (r % 4 ? keys[0] : keys[2]) : keys[r % 6];
         unsigned kind = (r >> 4) % 10; /* 0-5 GET, 6-7 POST, 8 HEAD, 9 POST with Idempotency-Key */
         const char *method = kind < 6 ? "GET" : kind == 8 ? "HEAD" : "POST";
         char *p = st->s + st->len;
         int n = sprintf(p, "%s /v1/things/%u?page=%u HTTP/1.1\r\nHost: api.example\r\n", method,
-                        r % 97, r % 7);
+                        one_route ? 1 : r % 97, one_route ? 1 : r % 7);
         if (key) n += sprintf(p + n, "X-API-Key: %s\r\n", key);
         n += sprintf(p + n, "traceparent: 00-%016llx-01\r\n", (unsigned long long)seed);
         if (kind == 9) n += sprintf(p + n, "Idempotency-Key: idem-%u\r\n", r % 3);
@@ -207,14 +211,16 @@ static void the_lean_path_decides_as_the_general_loop(void **unused)
     static struct stream st;
     static struct outcome ox, oy;
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        for (uint64_t seed = 1; seed <= 3; seed++) {
-            make_stream(&st, seed * 7919 + c);
+        for (uint64_t seed = 1; seed <= 4; seed++) {
+            bool one_route = seed == 4;
+            make_stream(&st, seed * 7919 + c, one_route);
             struct req_world *x =
                 world(cases[c].count, cases[c].burst, cases[c].action, false, false);
             struct req_world *y =
                 world(cases[c].count, cases[c].burst, cases[c].action, true, false);
             uint64_t lane0 = sl_req_lane_heads();
             read_stream(x, &st, cases[c].step_us * 1000, false, &ox);
+            uint64_t lane1 = sl_req_lane_heads();
             read_stream(y, &st, cases[c].step_us * 1000, false, &oy);
             char what[64];
             snprintf(what, sizeof what, "case %zu seed %llu", c, (unsigned long long)seed);
@@ -226,10 +232,17 @@ static void the_lean_path_decides_as_the_general_loop(void **unused)
                 held += ox.status[i] == SL_REQ_HOLD;
                 if (refused < 0 && ox.status[i] == SL_REQ_DENY) refused = i;
             }
-            print_message("%s: %llu allowed, %d reads held, refused at read %d of %d\n", what,
-                          (unsigned long long)counter(x, SL_C_ALLOWED), held, refused, st.nreads);
-            /* the heads vary (a trace id each): no lane, each decided whole */
-            assert_int_equal(sl_req_lane_heads(), lane0);
+            print_message("%s%s: %llu allowed, %d reads held, refused at read %d of %d, %llu by "
+                          "the lane\n",
+                          what, one_route ? " one route" : "",
+                          (unsigned long long)counter(x, SL_C_ALLOWED), held, refused, st.nreads,
+                          (unsigned long long)(lane1 - lane0));
+            /* the general loop never takes the lane */
+            assert_int_equal(sl_req_lane_heads(), lane1);
+            if (!one_route) /* the heads vary (a target each): no lane, each decided whole */
+                assert_int_equal(lane1, lane0);
+            else if (c == 4) /* never limited, all read: heads differing in values, by the lane */
+                assert_true(lane1 - lane0 > 0);
             if (c == 4) /* never limited: every request was counted, by both */
                 assert_int_equal(counter(x, SL_C_ALLOWED), (uint64_t)st.nheads);
             world_free(x);
@@ -256,7 +269,7 @@ static void the_lean_path_leaves_answers_as_the_general_loop(void **unused)
     static struct stream st;
     static struct outcome ox, oy;
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        make_stream(&st, 4242 + c);
+        make_stream(&st, 4242 + c, c % 2 == 1);
         struct req_world *x = world(cases[c].count, cases[c].burst, cases[c].action, false, true);
         struct req_world *y = world(cases[c].count, cases[c].burst, cases[c].action, true, true);
         read_stream(x, &st, cases[c].step_us * 1000, true, &ox);
@@ -278,7 +291,7 @@ static void answers_given_back_let_more_heads_pass(void **unused)
     (void)unused;
     static struct stream st;
     static struct outcome o;
-    make_stream(&st, 99);
+    make_stream(&st, 99, false);
     struct req_world *w = world(1, 5, SL_ACT_REPLY, false, true);
     read_stream(w, &st, 1000, true, &o); /* 1 ms apart: 1 a second would pass 5 or 6 */
     assert_true(counter(w, SL_C_ALLOWED) > 20);
