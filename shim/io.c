@@ -797,30 +797,21 @@ static inline bool plain_request_read(struct sl_fd *e, size_t len, int flags)
            sl_gate_in(e) && !sl_pending_held(e);
 }
 
-/* recv_slow's general case, a function of its own so that the common
- * request read is a tail call from a frame that saves no registers. */
-static SLOW ssize_t recv_call(struct sl_runtime *rt, struct sl_fd *e, int fd, void *buf, size_t len,
-                              int flags)
-{
-    if (passes(e, SL_IO_RECV)) return REAL(recv)(fd, buf, len, flags);
-    struct call c = {.k = K_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags};
-    return run(rt, e, &c, SL_IO_RECV);
-}
-
+/* recv's general case: the request read is taken in recv itself. */
 static SLOW ssize_t recv_slow(struct sl_fd *e, int fd, void *buf, size_t len, int flags)
 {
     struct sl_runtime *rt = sl_runtime_now();
-    if (!e || !rt) return REAL(recv)(fd, buf, len, flags);
-    if (plain_request_read(e, len, flags)) return sl_reqin_recv(rt, fd, e, buf, len, flags);
-    return recv_call(rt, e, fd, buf, len, flags);
+    if (!e || !rt || passes(e, SL_IO_RECV)) return REAL(recv)(fd, buf, len, flags);
+    struct call c = {.k = K_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags};
+    return run(rt, e, &c, SL_IO_RECV);
 }
 
 SL_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
     struct sl_fd *e = watched(fd);
     if (__builtin_expect(!e && sl_real.recv != NULL, 1)) return sl_real.recv(fd, buf, len, flags);
-    /* the request read (recv_slow's first case), a tail call from here:
-     * one frame fewer on the read a keep-alive server makes per request */
+    /* the request read a keep-alive server makes per request: a tail
+     * call from here, no frame of recv_slow's */
     struct sl_runtime *rt;
     if (e && plain_request_read(e, len, flags) && (rt = sl_runtime_now()))
         return sl_reqin_recv(rt, fd, e, buf, len, flags);

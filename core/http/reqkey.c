@@ -316,6 +316,14 @@ static void value_keep(struct value_entry *e, const char *v, size_t len, uint64_
     atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
 }
 
+/* Whether v, asked for as one key (`one`), is a list: its len bytes are
+ * looked at for a comma once (*unlisted: looked at, and none). */
+static inline bool a_list(const char *v, size_t len, bool one, bool *unlisted)
+{
+    if (!*unlisted) *unlisted = !memchr(v, ',', len);
+    return one && !*unlisted;
+}
+
 /* The value's two hash words: from the process's memory, else SipHash.
  * The memory keeps only values without a comma, so that a value found
  * there is known to be one key, not a list: `one` asks for that (false
@@ -344,10 +352,7 @@ static inline __attribute__((always_inline)) bool value_hash(struct sl_key *k, c
             return true;
         }
     }
-    if (!unlisted) {
-        unlisted = !memchr(v, ',', len);
-        if (one && !unlisted) return false;
-    }
+    if (a_list(v, len, one, &unlisted)) return false;
     unsigned char out[crypto_shorthash_siphashx24_BYTES];
     unsigned char key[crypto_shorthash_siphashx24_KEYBYTES];
     memcpy(key, secret, sizeof key);
@@ -374,8 +379,7 @@ static inline __attribute__((always_inline)) bool key_value(struct sl_key *k,
 {
     bool unlisted = false;
     if (len > SL_REQ_VALUE_MAX) { /* the list is told by the whole value */
-        if (one && memchr(v, ',', len)) return false;
-        unlisted = one;
+        if (one && a_list(v, len, one, &unlisted)) return false;
         len = SL_REQ_VALUE_MAX;
     }
     k->rule = r->id;
@@ -396,10 +400,7 @@ static inline __attribute__((always_inline)) bool key_value(struct sl_key *k,
         *hash = m->h = sl_key_hash(k, secret);
         return true;
     }
-    if (long_value && !unlisted) {
-        unlisted = !memchr(v, ',', len);
-        if (one && !unlisted) return false;
-    }
+    if (long_value && a_list(v, len, one, &unlisted)) return false;
     if (!value_hash(k, v, len, secret, one, unlisted)) return false;
     uint64_t h = hash ? *hash = sl_key_hash(k, secret) : 0;
     /* values that vary (real traffic: many keys in turn) would pay the

@@ -1244,12 +1244,13 @@ static enum lane lane(struct sl_req_conn *c, const char *buf, size_t len, uint64
     const struct sl_h1fast *f = sl_h1_fast(&c->scan, &base);
     struct sl_verdict v;
     uint64_t hash = c->lane_hash;
+    bool own = sl_h1fast_serial(f) != 0; /* the memory's own bytes: its own key */
     enum sl_req_solo solo;
-    if (hash && sl_h1fast_serial(f))
+    if (hash && own)
         solo =
             sl_req_decide_again(&c->rules, hash, now, &v) ? SL_REQ_SOLO_PASSED : SL_REQ_SOLO_SETTLE;
-    else if ((solo = lean(c, f, base, now, &hash, &v)) != SL_REQ_SOLO_NO && sl_h1fast_serial(f))
-        c->lane_hash = hash; /* the memory's own key */
+    else if ((solo = lean(c, f, base, now, &hash, &v)) != SL_REQ_SOLO_NO && own)
+        c->lane_hash = hash;
     if (solo == SL_REQ_SOLO_PASSED) {
         if (c->rp) lane_answered(c, hash);
         c->pos += len; /* sl_req_passed, nothing ahead */
