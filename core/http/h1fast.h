@@ -7,8 +7,7 @@
  * It accepts only what it is sure http-parser 2.9.4 reads the same way:
  * "METHOD /target HTTP/1.x" with a common method, CRLF line ends,
  * printable ASCII, token header names of 1 to 63 bytes, Content-Length
- * as plain digits, a keep-alive connection, at most 8 lines a rule or
- * the framing may read (Host, the key, ...). Anything else (obs-fold, tabs, control or
+ * as plain digits, a keep-alive connection. Anything else (obs-fold, tabs, control or
  * high bytes, Transfer-Encoding, Upgrade, Proxy-Connection, Connection
  * other than keep-alive, a repeated Content-Length, an empty value, a
  * head not complete in the buffer or over SL_H1FAST_MAX, a Cookie line

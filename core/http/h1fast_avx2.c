@@ -16,7 +16,7 @@
 
 #define H1_TARGET  __attribute__((target("avx2,bmi")))
 #define H1_FN      static inline __attribute__((always_inline)) H1_TARGET
-#define H1_TZ32(x) _tzcnt_u32(x) /* unsigned: no sign extension */
+#define H1_TZ32(x) _tzcnt_u64((uint32_t)(x)) /* 64-bit: no extension after it */
 
 /* The constants, in memory: loads an instruction may take as an operand,
  * never rebuilt after a call (which may clobber every vector register). */

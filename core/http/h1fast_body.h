@@ -25,10 +25,13 @@
  * The name must be 1 to 63 bytes and end at a colon, and a value not
  * only spaces must follow. A line whose name may be one the rule or the
  * framing reads (by its length and first letter: `looked_at`, or the
- * key's length) is kept, and compared and read by header_line once the
- * head's end is found: no call in the line loop, whose vector constants
- * stay in registers. Most of a real head (User-Agent, Accept,
- * traceparent, x-stainless-*) is only checked. Bytes past the buffer are
+ * key's length) is compared and read by header_line, inlined: the line
+ * loop makes no call but on rare shapes, and its vector constants stay
+ * in registers. Most of a real head (User-Agent, Accept, traceparent,
+ * x-stainless-*) is only checked. Each step of the loop needs little:
+ * a stop is no name byte, so the name's end is found at or before the
+ * line's first stop, and a line that begins more than 32 bytes before
+ * lim has the byte after its CR in the buffer. Bytes past the buffer are
  * never read: the last 32 bytes before lim are read instead, their masks
  * shifted (a head under 32 bytes is scanned in a copy with 32 readable
  * bytes before its end: h1fast.c). The bytes a load takes in
@@ -36,11 +39,12 @@
  * head's bytes (h1fast.c's memory relies on it).
  *
  * Measured (callgrind, bench/h1_insn.sh: ~300-byte realistic heads, none
- * repeated, AVX2): about 36 instructions a line, 12 of them vector; the
- * request line about 100; each kept line (Host, the key) 35 to 50.
- * Classifying whole 64-byte blocks first (simdjson's way: line starts and
- * name ends as bit masks, E = (nm + S) & ~nm) counted more: 4 blocks of
- * ~70 and a visit of ~30 per line still, against 8 lines of ~36 here.
+ * repeated, AVX2): about 37 instructions a line, 11 of them vector; the
+ * request line about 90; a line read by header_line (Host, the key) 15
+ * to 30 more. Classifying whole 64-byte blocks first (simdjson's way:
+ * line starts and name ends as bit masks, E = (nm + S) & ~nm) counted
+ * more: 4 blocks of ~70 and a visit of ~30 per line still, against 7
+ * lines of ~37 here.
  *
  * Why each shape is safe (http-parser 2.9.4, built without strict mode):
  * its URL characters in a path or query are every printable ASCII byte
@@ -157,22 +161,17 @@ H1_FN bool request_line(const char *buf, size_t lim, struct sl_h1fast *out, stru
 {
     int m = method_of(buf);
     if (m < 0) return false;
-    size_t t = methods[m].len + 1u, q = 0, x = 0;
-    bool have_q = false;
+    size_t t = methods[m].len + 1u, at = t, q = SIZE_MAX;
     if (buf[t] != '/') return false;
-    for (size_t at = t;; at += 32) { /* the target: to its first space, '#' or stop */
-        uint32_t qm, ends = tg_at(buf, at, lim, &qm, kc);
-        if (ends) {
-            size_t i = H1_TZ32(ends);
-            x = at + i;
-            qm &= (1u << i) - 1; /* i < 32 */
-        }
-        if (!have_q && qm) {
-            q = at + H1_TZ32(qm);
-            have_q = true;
-        }
-        if (ends) break;
+    uint32_t qm, ends;
+    /* the target: to its first space, '#' or stop; q at its first '?' */
+    while (!(ends = tg_at(buf, at, lim, &qm, kc))) {
+        if (qm && q == SIZE_MAX) q = at + H1_TZ32(qm);
+        at += 32;
     }
+    size_t x = at + H1_TZ32(ends);
+    qm &= ends ^ (ends - 1); /* the '?' bytes before the end */
+    if (q == SIZE_MAX) q = qm ? at + H1_TZ32(qm) : x;
     /* " HTTP/1.x" CR LF ends the line */
     if (x + 11 > lim || load8(buf + x) != W(' ', 'H', 'T', 'T', 'P', '/', '1', '.') ||
         load2(buf + x + 9) != CRLF)
@@ -180,7 +179,6 @@ H1_FN bool request_line(const char *buf, size_t lim, struct sl_h1fast *out, stru
     char minor = buf[x + 8];
     if (minor != '0' && minor != '1') return false;
     size_t tl = x - t;
-    if (!have_q) q = x;
     q -= t;
     out->method = methods[m].name;
     out->method_len = methods[m].len;
@@ -314,8 +312,9 @@ H1_FN bool framing(const char *p, size_t n, size_t c, size_t v, struct sl_h1fast
 
 /* A header line [ls, ls + n) of the head, at p, whose name (c bytes) may
  * be one looked at and whose value begins at p + v (header found it);
- * false: the head declines. After the line loop: two or three lines of a
- * head come here. */
+ * false: the head declines. Two or three lines of a head come here. It
+ * makes no call: inlined into the line loop, the scan's vector constants
+ * stay in their registers. */
 H1_FN bool header_line(const char *p, size_t ls, size_t n, size_t c, size_t v, struct fields *fs)
 {
     const struct sl_h1fast_key *k = fs->k;
@@ -356,35 +355,22 @@ static __attribute__((noinline, cold)) H1_TARGET size_t odd_value(const char *bu
     return v < r ? v : 0;
 }
 
-/* The lines of a head whose name may be one looked at, kept by the line
- * loop and read by header_line after it (no call in the loop: the scan's
- * vector constants stay in their registers). More than fit: declined. */
-#define H1_LOOKED_MAX 8
-struct looked {
-    unsigned n;
-    uint16_t s[H1_LOOKED_MAX], e[H1_LOOKED_MAX], v[H1_LOOKED_MAX], r[H1_LOOKED_MAX];
-};
-
 /* The header line [s, r) of the head at buf (r: its CR, an LF after it),
- * whose name ends at e (its first byte that is not a name byte): that
- * byte must be a colon after 1 to 63 name bytes, and a value must follow
+ * whose name ends at e (its first byte that is not a name byte, after 1
+ * to 63 name bytes): that byte must be a colon, and a value must follow
  * it (not only spaces: http-parser's callbacks differ for an empty
- * value). Lines whose name may be looked at are kept in lk. False: the
- * head declines. */
-H1_FN bool header(const char *buf, size_t s, size_t e, size_t r, size_t klen, struct looked *lk)
+ * value). A line whose name may be looked at (looked_at, or the key's
+ * length: its bit in kbit) is read by header_line. False: the head
+ * declines. */
+H1_FN bool header(const char *buf, size_t s, size_t e, size_t r, uint64_t kbit, struct fields *fs)
 {
-    size_t c = e - s, v = e + 2;
-    if (c - 1 >= 63) return false;
+    size_t c = e - s, v = e + 2; /* 1 <= c <= 63: the line loop's */
     /* ": x" is the common shape */
     if ((load2(buf + e) != (':' | ' ' << 8) || (uint8_t)buf[e + 2] <= ' ') &&
         !(v = odd_value(buf, e, r)))
         return false;
-    if (!((looked_at[buf[s] & 31] >> c) & 1) && c != klen) return true;
-    if (lk->n == H1_LOOKED_MAX) return false;
-    lk->s[lk->n] = (uint16_t)s, lk->e[lk->n] = (uint16_t)e, lk->r[lk->n] = (uint16_t)r;
-    lk->v[lk->n] = (uint16_t)(v - s);
-    lk->n++;
-    return true;
+    if (!(((looked_at[buf[s] & 31] | kbit) >> c) & 1)) return true;
+    return header_line(buf + s, s, r - s, c, v - s, fs);
 }
 
 /* The 32 bytes from `at` (< lim) as ln_classify reads them: stops in the
@@ -448,23 +434,37 @@ H1_FN bool scan_head(const char *buf, size_t lim, const struct sl_h1fast_key *k,
     memset(out, 0, sizeof *out);
     size_t s;
     if (!request_line(buf, lim, out, &fs.st, &s, &kc)) return false;
-    size_t klen = k->len;
-    struct looked lk;
-    lk.n = 0;
+    uint64_t kbit = k->len < 64 ? 1ull << k->len : 0; /* a name's length is below 64 */
     for (;;) { /* a line at s: its first 32 bytes give its name's end and its first stop */
-        uint32_t nn, st = ln_at(buf, s, lim, &nn, &kc);
-        if (st & 1) break; /* the blank line, or a stop where a name begins */
-        size_t c = nn ? H1_TZ32(nn) : long_name(buf, s, lim);
-        size_t r = st ? s + H1_TZ32(st) : line_stop(buf, s + 32, lim, &kc);
-        if (r + 1 >= lim || load2(buf + r) != CRLF) return false;
-        if (!header(buf, s, s + c, r, klen, &lk)) return false;
+        uint32_t nn, st;
+        size_t c, r;
+        if (s + 32 < lim) { /* the byte after each of the 32 is the head's too */
+            st = ln_classify(buf + s, &nn, &kc);
+            /* a stop is no name byte: bit 0 of nn is set at the blank
+             * line, at a stop or any other byte where a name must begin */
+            if (nn & 1) break;
+            if (st) { /* nn's lowest bit is at or before st's */
+                c = H1_TZ32(nn);
+                r = s + H1_TZ32(st);
+            } else { /* a line longer than 32 bytes */
+                c = nn ? H1_TZ32(nn) : long_name(buf, s, lim);
+                r = line_stop(buf, s + 32, lim, &kc);
+                if (c >= 64 || r + 1 >= lim) return false;
+            }
+        } else { /* the head's last bytes: bits past lim are set in both */
+            if (s + 2 <= lim && load2(buf + s) == CRLF) break; /* most often */
+            st = ln_at(buf, s, lim, &nn, &kc);
+            if (nn & 1) break;
+            if (!st) return false; /* s + 32 == lim: no CR before lim */
+            c = H1_TZ32(nn);
+            r = s + H1_TZ32(st);
+            if (r + 1 >= lim) return false;
+        }
+        if (load2(buf + r) != CRLF) return false;
+        if (!header(buf, s, s + c, r, kbit, &fs)) return false;
         s = r + 2;
     }
     if (s + 2 > lim || load2(buf + s) != CRLF) return false;
-    for (unsigned i = 0; i < lk.n; i++)
-        if (!header_line(buf + lk.s[i], lk.s[i], lk.r[i] - lk.s[i], lk.e[i] - lk.s[i], lk.v[i],
-                         &fs))
-            return false;
     return head_end(s, &fs.st, out);
 }
 

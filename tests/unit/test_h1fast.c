@@ -225,6 +225,40 @@ static void the_scanner_reports_with_the_fast_path_what_http_parser_reports(void
     }
 }
 
+/* A head with many lines whose names the scan must compare (of Host's
+ * length and first letter, Connection's, Cookie's when cookies are not
+ * wanted, the key's length) is read by the fast path as http-parser
+ * reads it: the scan compares each as it goes, with no list of them to
+ * fill (it declined past eight before). */
+static void many_lines_to_compare_are_read_by_the_fast_path(void **unused)
+{
+    (void)unused;
+    char req[1024];
+    int n = snprintf(req, sizeof req, "GET /m HTTP/1.1\r\nHost: h1\r\n");
+    for (int i = 0; i < 6; i++)
+        n += snprintf(req + n, sizeof req - (size_t)n,
+                      "hxy%d: v\r\nCookie: c=%d\r\nX-API-Kez: z\r\n", i, i);
+    n += snprintf(req + n, sizeof req - (size_t)n,
+                  "Host: h2\r\nCOnnection: keep-alive\r\nx-API-key: k\r\n\r\n");
+    struct sl_h1 fast, ref;
+    struct rec rf, rr;
+    sl_h1_init(&fast, SL_H1_KEY_HEADER, "X-API-Key");
+    sl_h1_init(&ref, SL_H1_KEY_HEADER, "X-API-Key");
+    sl_h1_slow_only(&ref);
+    feed_all(&fast, req, (size_t)n, &rf);
+    feed_all(&ref, req, (size_t)n, &rr);
+    assert_int_equal(fast.fast_heads, 1);
+    assert_int_equal(rf.heads, 1);
+    assert_int_equal(rr.heads, 1);
+    same_head(&rf.head[0], &rr.head[0]);
+    sl_h1_fini(&fast);
+    sl_h1_fini(&ref);
+    struct sl_h1fast f;
+    assert_true(scan(req, "X-API-Key", false, &f));
+    slice_is(req, f.host, "h1");
+    slice_is(req, f.key, "k");
+}
+
 /* Found by fuzz_h1fast: a head without a version after a fast head is
  * odd, and reports the version the line reader last read (1.1), as it
  * does after a head http-parser read; the fast path left it 0.0. */
@@ -674,6 +708,7 @@ int main(void)
         cmocka_unit_test(every_path_reads_heads_across_block_edges_alike),
         cmocka_unit_test(a_head_differing_only_in_values_is_read_as_its_scan_reads_it),
         cmocka_unit_test(heads_never_hit_are_kept_ever_more_rarely),
+        cmocka_unit_test(many_lines_to_compare_are_read_by_the_fast_path),
     };
     /* the whole group once by each scan this CPU has */
     int failed = 0;
