@@ -362,14 +362,15 @@ static __attribute__((noinline, cold)) H1_TARGET size_t odd_value(const char *bu
  * value). A line whose name may be looked at (looked_at, or the key's
  * length: its bit in kbit) is read by header_line. False: the head
  * declines. */
-H1_FN bool header(const char *buf, size_t s, size_t e, size_t r, uint64_t kbit, struct fields *fs)
+H1_FN bool header(const char *buf, size_t s, size_t e, size_t r, const uint64_t *la, uint64_t kbit,
+                  struct fields *fs)
 {
     size_t c = e - s, v = e + 2; /* 1 <= c <= 63: the line loop's */
     /* ": x" is the common shape */
     if ((load2(buf + e) != (':' | ' ' << 8) || (uint8_t)buf[e + 2] <= ' ') &&
         !(v = odd_value(buf, e, r)))
         return false;
-    if (!(((looked_at[buf[s] & 31] | kbit) >> c) & 1)) return true;
+    if (!(((la[buf[s] & 31] | kbit) >> c) & 1)) return true;
     return header_line(buf + s, s, r - s, c, v - s, fs);
 }
 
@@ -435,6 +436,8 @@ H1_FN bool scan_head(const char *buf, size_t lim, const struct sl_h1fast_key *k,
     size_t s;
     if (!request_line(buf, lim, out, &fs.st, &s, &kc)) return false;
     uint64_t kbit = k->len < 64 ? 1ull << k->len : 0; /* a name's length is below 64 */
+    const uint64_t *la = looked_at;
+    __asm__("" : "+r"(la)); /* the table's address in a register, not rebuilt each line */
     for (;;) { /* a line at s: its first 32 bytes give its name's end and its first stop */
         uint32_t nn, st;
         size_t c, r;
@@ -461,7 +464,7 @@ H1_FN bool scan_head(const char *buf, size_t lim, const struct sl_h1fast_key *k,
             if (r + 1 >= lim) return false;
         }
         if (load2(buf + r) != CRLF) return false;
-        if (!header(buf, s, s + c, r, kbit, &fs)) return false;
+        if (!header(buf, s, s + c, r, la, kbit, &fs)) return false;
         s = r + 2;
     }
     if (s + 2 > lim || load2(buf + s) != CRLF) return false;
