@@ -649,7 +649,11 @@ static enum rd_event rd_byte(struct sl_h1 *s, unsigned char c)
         return not_request(s, c);
     case R_SP1:
         if (c == ' ') return RD_NONE;
-        if (c == '\r' || c == '\n' || c == '\t') return not_request(s, c);
+        /* no target and no version: node's server takes "CONNECT " LF
+         * (an empty authority, HTTP/0.9) for a request; as HTTP/0.9,
+         * below, for any method a server may know */
+        if (c == '\r' || c == '\n') break;
+        if (c == '\t') return not_request(s, c);
         s->rd = R_TARGET;
         /* fall through */
     case R_TARGET:

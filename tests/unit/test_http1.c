@@ -555,6 +555,30 @@ static void a_versionless_request_of_any_known_method_is_counted_under_doubt(voi
     assert_string_equal(r.last.url, "/last");
 }
 
+/* Found by diff_llhttp (CI, 22:28): node's server takes "CONNECT" SP LF
+ * with a blank line after it for a request (an empty authority, HTTP/0.9:
+ * its 'connect' event), where the line reader saw no request line and
+ * passed the stream through uncounted (seen failing: 0 heads,
+ * passthrough). A known method with no target, alone on its line, is now
+ * counted as any line without a version is. */
+static void a_method_with_no_target_is_counted_not_passed(void **unused)
+{
+    (void)unused;
+    static const char *const streams[] = {"CONNECT  \n\r\n", "CONNECT \r\n\r\n",
+                                          "GET \n\r\nGET /a HTTP/1.1\r\n\r\n"};
+    static const int heads[] = {1, 1, 2};
+    for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++) {
+        struct scan r;
+        scan(&r, streams[i]);
+        assert_false(r.passthrough);
+        assert_int_equal(r.heads, heads[i]);
+    }
+    struct scan r;
+    scan(&r, "FROB \n\r\n"); /* no method: not HTTP from its first bytes */
+    assert_true(r.passthrough);
+    assert_int_equal(r.heads, 0);
+}
+
 /* Issue 18.3: what the server acts on. Before the fix: the path was cut at
  * 2 KB, Host won over the target's host, long keys were cut to a common
  * prefix, and Cookie lines were not kept (seen failing). */
@@ -776,6 +800,7 @@ int main(void)
         cmocka_unit_test(a_request_line_a_body_end_cuts_is_counted_under_doubt),
         cmocka_unit_test(a_version_http_parser_reads_loosely_is_counted_under_doubt),
         cmocka_unit_test(a_versionless_request_of_any_known_method_is_counted_under_doubt),
+        cmocka_unit_test(a_method_with_no_target_is_counted_not_passed),
         cmocka_unit_test(the_full_path_the_target_host_whole_keys_and_cookies),
         cmocka_unit_test(the_http2_preface_is_reported_and_look_alikes_are_http1),
         cmocka_unit_test(a_chunked_body_servers_frame_differently_is_read_for_heads),
