@@ -103,10 +103,11 @@ uint64_t sl_h1fast_kept(void);
  * remembered). */
 void sl_h1fast_forget(void);
 
-/* The serial of the thread's memory of a head when f is it or was read
- * from it as a head differing only in header values (a near read: the
- * memory's result, with the new head's Content-Length), else 0. A near
- * read's key is its own: only sl_h1fast_serial's head has the memory's. */
+/* The serial of the thread's memory of a head when f, a read of this
+ * thread's (sl_h1fast_read, sl_h1fast_again), is it or was read from it
+ * as a head differing only in header values (a near read: the memory's
+ * result, with the new head's Content-Length), else 0. A near read's key
+ * is its own: only sl_h1fast_serial's head has the memory's. */
 uint64_t sl_h1fast_memory(const struct sl_h1fast *f);
 
 /* sl_h1fast_read when the thread's memory is still `serial` and buf

@@ -455,7 +455,8 @@ H1_FN bool scan_head(const char *buf, size_t lim, const struct sl_h1fast_key *k,
                 if (c >= 64 || r + 1 >= lim) return false;
             }
         } else { /* the head's last bytes: bits past lim are set in both */
-            if (s + 2 <= lim && load2(buf + s) == CRLF) break; /* most often */
+            if (s + 2 <= lim && load2(buf + s) == CRLF)
+                return head_end(s, &fs.st, out); /* most often */
             st = ln_at(buf, s, lim, &nn, &kc);
             if (nn & 1) break;
             if (!st) return false; /* s + 32 == lim: no CR before lim */

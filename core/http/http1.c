@@ -1214,17 +1214,13 @@ static void fast_text(char *dst, size_t cap, struct sl_h1_text *t, const char *b
 }
 
 /* The fast path (core/http/h1fast.h): a complete common head at buf, read in
- * one pass, its parser left untouched (it is `fresh`, and a kept-alive
+ * one pass (f), its parser left untouched (it is `fresh`, and a kept-alive
  * head leaves it so). The head is kept as slices of buf (s->fast_at); the
  * copy into struct sl_h1_head that http-parser's run would have made is
- * made only if asked for (fast_fill). Returns the head's length, 0 when
- * declined. Inline in sl_h1_feed's loop, which takes one per request;
- * fast_head for the preface's rare case. */
-static inline __attribute__((always_inline)) size_t fast_head_in(struct sl_h1 *s, const char *buf,
-                                                                 size_t len)
+ * made only if asked for (fast_fill). Returns the head's length. */
+static inline __attribute__((always_inline)) size_t
+fast_take(struct sl_h1 *s, const struct sl_h1fast *f, const char *buf, size_t len)
 {
-    const struct sl_h1fast *f = sl_h1fast_read(buf, len, &s->fast_key);
-    if (!f) return 0;
     s->fast_at = f;
     /* the line reader as following the head would leave it (an odd head
      * without a version of its own reports the last one read) */
@@ -1251,6 +1247,16 @@ static inline __attribute__((always_inline)) size_t fast_head_in(struct sl_h1 *s
         s->head = NULL;
     }
     return f->end;
+}
+
+/* The fast path's read and take; 0 when declined. Inline in sl_h1_feed's
+ * loop, which takes one per request; fast_head for the preface's rare
+ * case. */
+static inline __attribute__((always_inline)) size_t fast_head_in(struct sl_h1 *s, const char *buf,
+                                                                 size_t len)
+{
+    const struct sl_h1fast *f = sl_h1fast_read(buf, len, &s->fast_key);
+    return f ? fast_take(s, f, buf, len) : 0;
 }
 
 static size_t fast_head(struct sl_h1 *s, const char *buf, size_t len)
@@ -1356,6 +1362,19 @@ size_t sl_h1_feed_again(struct sl_h1 *s, const char *buf, size_t len, uint64_t s
     s->fast_len = len;
     s->fast_found = true;
     return len;
+}
+
+const struct sl_h1fast *sl_h1_peek(const struct sl_h1 *s, const char *buf, size_t len)
+{
+    /* where sl_h1_feed tries the fast path at once, before any other byte */
+    if (s->state != SL_H1_IDLE || !s->fresh || s->slow_only || s->doubt || in_preface(s))
+        return NULL;
+    return sl_h1fast_read(buf, len, &s->fast_key);
+}
+
+size_t sl_h1_take(struct sl_h1 *s, const struct sl_h1fast *f, const char *buf, size_t len)
+{
+    return fast_take(s, f, buf, len);
 }
 
 size_t sl_h1_feed(struct sl_h1 *s, const void *data, size_t len, enum sl_h1_event *ev)

@@ -260,6 +260,16 @@ static inline const struct sl_h1fast *sl_h1_fast(const struct sl_h1 *s, const ch
  * then already the scanner's. */
 size_t sl_h1_feed_again(struct sl_h1 *s, const char *buf, size_t len, uint64_t serial);
 
+/* The fast head at the scanner's position, where sl_h1_feed would read
+ * the fast path first (an idle scanner, buf from the position): read,
+ * the scanner untouched; NULL when sl_h1_feed would not take it so. Then
+ * sl_h1_take(s, f, buf, len), with nothing fed in between, moves the
+ * scanner past it as that feed would (SL_H1_HEAD, sl_h1_fast valid) and
+ * returns its length: one read of the head for a caller that decides
+ * before the scanner moves (core/http/request.c's whole()). */
+const struct sl_h1fast *sl_h1_peek(const struct sl_h1 *s, const char *buf, size_t len);
+size_t sl_h1_take(struct sl_h1 *s, const struct sl_h1fast *f, const char *buf, size_t len);
+
 /* Frees what the scanner allocated (it may be initialised again). */
 void sl_h1_fini(struct sl_h1 *s);
 

@@ -1142,12 +1142,15 @@ static inline bool act_needed(const struct sl_req_conn *c, const struct sl_req_d
  * settled from the head made then (sl_req_settle_again), as the lane
  * does: the same counters, log lines and verdicts as sl_req_decide's
  * single-rule path (test_reqlean). */
-static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
+static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now,
+                 const struct sl_h1fast *pre)
 {
     c->lane_serial = 0; /* the lane is for a read right after one made by the lane's rules */
     while (!c->denied && !c->pass && c->nahead < SL_REQ_AHEAD && c->nsw < SL_REQ_AHEAD &&
            !place_awaited(c)) {
-        bool found = next_head(c, buf, len);
+        /* pre: the fast head at the position, read by whole() */
+        bool found = pre ? sl_h1_take(&c->scan, pre, buf, len) : next_head(c, buf, len);
+        pre = NULL;
         if (c->nsw) swallow_ends(c);
         if (!c->odd_body && !c->is_h2 && sl_h1_odd_body(&c->scan) && odd_body(c, now)) return;
         if (!found) return;
@@ -1322,7 +1325,7 @@ size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t
                     struct sl_req_verdict *v)
 {
     *v = (struct sl_req_verdict){.status = SL_REQ_PASS, .rule = -1};
-    scan(c, buf, len, now);
+    scan(c, buf, len, now, NULL);
     if (all_pass(c, len)) return len;
     uint64_t limit = c->pos + len;
     if (!c->pass) {
@@ -1353,14 +1356,78 @@ size_t sl_req_admit(struct sl_req_conn *c, const void *buf, size_t len, uint64_t
     return limit > c->pos ? (size_t)(limit - c->pos) : 0;
 }
 
+static __thread uint64_t whole_heads __attribute__((tls_model("initial-exec")));
+
+uint64_t sl_req_whole_heads(void)
+{
+    return whole_heads;
+}
+
+/* whole()'s head f (at buf, the scanner past it) with a verdict v other
+ * than "pass now": settled as scan() settles it. Out of line: its frame
+ * (a head, a decision) is not set up for the head that passes. */
+static __attribute__((noinline)) void whole_settle(struct sl_req_conn *c, const struct sl_h1fast *f,
+                                                   const char *buf, const struct sl_verdict *v,
+                                                   uint64_t now)
+{
+    struct sl_req_head h;
+    struct found fd;
+    struct sl_req_decision d;
+    fast_of(c, f, buf, &h, &fd); /* true: lean() asked fast_fits */
+    sl_req_settle_again(&c->rules, &h, v, now, &d);
+    act(c, &fd, &d, now);
+}
+
+/* The common read of a keep-alive client on a connection whose one rule
+ * is plain: one whole request, a fast head and the body its
+ * Content-Length gives (or the body's first bytes), on a connection where
+ * nothing is held, denied, swallowed or begun. It is read once
+ * (sl_h1_peek) and decided lean, as scan() decides it, before the scanner
+ * moves; passed at once, the scanner steps over it with no more of
+ * scan()'s rounds. LANE_PASS: every byte passes; LANE_STOP: decided
+ * otherwise, settled as scan() settles it; LANE_NO: nothing decided,
+ * *pre the head read when there is one (scan() takes it from there). */
+static enum lane whole(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now,
+                       const struct sl_h1fast **pre)
+{
+    if (c->rules.solo < 0 || c->denied || c->nahead || c->nsw || c->pass || c->is_h2 ||
+        sl_h1_pos(&c->scan) != c->pos || !(*pre = sl_h1_peek(&c->scan, buf, len)))
+        return LANE_NO;
+    const struct sl_h1fast *f = *pre;
+    if (f->end + f->content_length < len) return LANE_NO; /* a head after it: scan()'s rounds */
+    uint64_t hash;
+    struct sl_verdict v;
+    enum sl_req_solo solo = lean(c, f, buf, now, &hash, &v);
+    if (solo == SL_REQ_SOLO_NO) return LANE_NO;
+    whole_heads++;
+    *pre = NULL;
+    c->lane_serial = 0;
+    sl_h1_take(&c->scan, f, buf, len);
+    if (solo == SL_REQ_SOLO_PASSED) { /* and act()'s part, as scan() */
+        if (c->rp) lane_answered(c, hash);
+        if (f->end < len) { /* its body's bytes: the scanner steps over them */
+            enum sl_h1_event ev;
+            sl_h1_feed(&c->scan, buf + f->end, len - f->end, &ev);
+        } else {
+            uint64_t memory = sl_h1fast_memory(f); /* most heads are not the memory's */
+            if (memory)
+                lane_open(c, len, memory, sl_h1fast_serial(f) ? hash : 0, c->pos, c->pos + len,
+                          f->method);
+        }
+        c->pos += len; /* sl_req_passed, nothing ahead */
+        return LANE_PASS;
+    }
+    whole_settle(c, f, buf, &v, now);
+    return LANE_STOP;
+}
+
 bool sl_req_admit_all(struct sl_req_conn *c, const void *buf, size_t len, uint64_t now)
 {
-    if (c->lane_serial) {
-        enum lane l = lane(c, buf, len, now);
-        if (l == LANE_PASS) return true;
-        if (l == LANE_STOP && !all_pass(c, len)) return false;
-    }
-    scan(c, buf, len, now);
+    const struct sl_h1fast *pre = NULL;
+    enum lane l = c->lane_serial ? lane(c, buf, len, now) : LANE_NO;
+    if (l == LANE_NO) l = whole(c, buf, len, now, &pre);
+    if (l == LANE_PASS) return true;
+    scan(c, buf, len, now, pre); /* after LANE_STOP: the rest of the read (a body, say) */
     if (!all_pass(c, len)) return false;
     c->pos += len;                                /* sl_req_passed, nothing ahead (all_pass) */
     if (c->rp && c->rp->resets) resets_passed(c); /* as sl_req_passed */

@@ -98,6 +98,10 @@ bool sl_req_admit_all(struct sl_req_conn *c, const void *buf, size_t len, uint64
 /* Heads this thread's connections passed by the lane (request.c; tests). */
 uint64_t sl_req_lane_heads(void);
 
+/* Reads of one whole request this thread's connections decided before
+ * their scanner moved (request.c's whole(); tests). */
+uint64_t sl_req_whole_heads(void);
+
 /* The n bytes at the stream position were passed (read by the program, or
  * sent): advances the position. n never exceeds what sl_req_admit last
  * returned for them. buf is needed: the scanner reads what passed. */
