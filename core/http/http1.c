@@ -1346,11 +1346,16 @@ static inline bool in_preface(const struct sl_h1 *s)
     return s->preface < H2_PREFACE_LEN && s->pos == s->preface_at + s->preface;
 }
 
+/* Whether sl_h1_feed would try the fast path at once, before any other
+ * byte (sl_h1_feed_again's and sl_h1_peek's question). */
+static inline bool fast_first(const struct sl_h1 *s)
+{
+    return s->state == SL_H1_IDLE && s->fresh && !s->slow_only && !s->doubt && !in_preface(s);
+}
+
 size_t sl_h1_feed_again(struct sl_h1 *s, const char *buf, size_t len, uint64_t serial)
 {
-    /* where sl_h1_feed would try the fast path at once */
-    if (s->state != SL_H1_IDLE || !s->fresh || s->slow_only || s->doubt || s->head || in_preface(s))
-        return 0;
+    if (!fast_first(s) || s->head) return 0;
     const struct sl_h1fast *f = sl_h1fast_again(buf, len, &s->fast_key, serial);
     if (!f || f->end != len || f->content_length) return 0;
     /* the rest of fast_head's state is the same head's, left as it is */
@@ -1366,10 +1371,7 @@ size_t sl_h1_feed_again(struct sl_h1 *s, const char *buf, size_t len, uint64_t s
 
 const struct sl_h1fast *sl_h1_peek(const struct sl_h1 *s, const char *buf, size_t len)
 {
-    /* where sl_h1_feed tries the fast path at once, before any other byte */
-    if (s->state != SL_H1_IDLE || !s->fresh || s->slow_only || s->doubt || in_preface(s))
-        return NULL;
-    return sl_h1fast_read(buf, len, &s->fast_key);
+    return fast_first(s) ? sl_h1fast_read(buf, len, &s->fast_key) : NULL;
 }
 
 size_t sl_h1_take(struct sl_h1 *s, const struct sl_h1fast *f, const char *buf, size_t len)

@@ -1223,6 +1223,15 @@ uint64_t sl_req_lane_heads(void)
 
 enum lane { LANE_NO, LANE_PASS, LANE_STOP };
 
+/* A connection the lane and whole() may take a read on: nothing held,
+ * denied, swallowed or passed through, HTTP/1, and its scanner at the
+ * read's first byte. */
+static inline bool at_rest(const struct sl_req_conn *c)
+{
+    return !c->denied && !c->nahead && !c->nsw && !c->pass && !c->is_h2 &&
+           sl_h1_pos(&c->scan) == c->pos;
+}
+
 /* The lane: a read that is exactly a head from the thread's memory
  * (h1fast.h) which the connection's last read was too, while the thread
  * still remembers it, and after which nothing was held, denied or begun:
@@ -1239,9 +1248,7 @@ enum lane { LANE_NO, LANE_PASS, LANE_STOP };
  * decided, not all may pass now. */
 static enum lane lane(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now)
 {
-    if (c->denied || c->nahead || c->nsw || c->pass || c->is_h2 || sl_h1_pos(&c->scan) != c->pos ||
-        !sl_h1_feed_again(&c->scan, buf, len, c->lane_serial))
-        return LANE_NO;
+    if (!at_rest(c) || !sl_h1_feed_again(&c->scan, buf, len, c->lane_serial)) return LANE_NO;
     lane_heads++;
     const char *base = NULL;
     const struct sl_h1fast *f = sl_h1_fast(&c->scan, &base);
@@ -1390,8 +1397,7 @@ static __attribute__((noinline)) void whole_settle(struct sl_req_conn *c, const 
 static enum lane whole(struct sl_req_conn *c, const char *buf, size_t len, uint64_t now,
                        const struct sl_h1fast **pre)
 {
-    if (c->rules.solo < 0 || c->denied || c->nahead || c->nsw || c->pass || c->is_h2 ||
-        sl_h1_pos(&c->scan) != c->pos || !(*pre = sl_h1_peek(&c->scan, buf, len)))
+    if (c->rules.solo < 0 || !at_rest(c) || !(*pre = sl_h1_peek(&c->scan, buf, len)))
         return LANE_NO;
     const struct sl_h1fast *f = *pre;
     if (f->end + f->content_length < len) return LANE_NO; /* a head after it: scan()'s rounds */
