@@ -16,6 +16,11 @@ ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 ls.bind(("127.0.0.1", port)); ls.listen(64)
 
 
+def say(*words):
+    """one line in one write: sluice's own log lines share stderr"""
+    os.write(2, (" ".join(map(str, words)) + "\n").encode())
+
+
 def redis_sockets():
     """fds of this process that are TCP connections to Redis."""
     inodes = set()
@@ -38,19 +43,19 @@ c, _ = ls.accept(); c.close()          # the first decision: the sender starts
 deadline = time.time() + 5
 while redis_sockets() == 0 and time.time() < deadline:
     time.sleep(0.02)
-print("parent threads", len(os.listdir("/proc/self/task")), "redis sockets", redis_sockets(), file=sys.stderr, flush=True)
+say("parent threads", len(os.listdir("/proc/self/task")), "redis sockets", redis_sockets())
 pid = os.fork()
 if pid:
     time.sleep(0.3)
     os._exit(0)                          # the sender's process dies
-print("child threads", len(os.listdir("/proc/self/task")), "redis sockets", redis_sockets(), file=sys.stderr, flush=True)
+say("child threads", len(os.listdir("/proc/self/task")), "redis sockets", redis_sockets())
 t0 = time.time(); n = 0; slowest = 0.0
 while time.time() - t0 < 3:
     t = time.time()
     c, _ = ls.accept(); c.close(); n += 1
     slowest = max(slowest, time.time() - t)
-print("child accepted", n, "threads", len(os.listdir("/proc/self/task")),
-      "redis sockets", redis_sockets(), file=sys.stderr, flush=True)
+say("child accepted", n, "threads", len(os.listdir("/proc/self/task")),
+    "redis sockets", redis_sockets())
 '''
 
 with TempDir() as tmp:
