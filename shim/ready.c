@@ -23,7 +23,15 @@ void sl_ready_throttle(int fd, struct sl_fd *e, enum sl_io io, uint64_t until_ns
 {
     atomic_store(&e->ready_at[io], until_ns); /* the truth epoll.c reads again under its lock */
     int saved = errno;
-    sl_epoll_throttle(fd, sl_clock_now());
+    /* The hook has told the program EAGAIN already. If the refill came
+     * between its decision and now (a thread preempted there, a refill a
+     * few microseconds away), the throttle must still be seen: else an
+     * edge-triggered registration, whose edge the program has used, would
+     * never hear of bytes the kernel holds. So it is seen as of just
+     * before `until_ns`: masked, listed, and restored (a new edge) by the
+     * next wait, or by the helper for a thread already waiting. */
+    uint64_t now = sl_clock_now();
+    sl_epoll_throttle(fd, until_ns && now >= until_ns ? until_ns - 1 : now);
     errno = saved;
 }
 
