@@ -1124,6 +1124,17 @@ static inline enum sl_req_solo lean(const struct sl_req_conn *c, const struct sl
                               now, hash, v);
 }
 
+/* A fast head that lean() decided with a verdict v other than "pass now":
+ * its head made from the slices (true: lean() asked fast_fits) and settled
+ * as the single rule's general path settles it, for act(). */
+static inline void lean_settle(const struct sl_req_conn *c, const struct sl_h1fast *f,
+                               const char *base, const struct sl_verdict *v, uint64_t now,
+                               struct sl_req_head *h, struct found *fd, struct sl_req_decision *d)
+{
+    fast_of(c, f, base, h, fd);
+    sl_req_settle_again(&c->rules, h, v, now, d);
+}
+
 /* What act() leaves for a decision that let a head pass now with nothing
  * to remember: none where no response is paired (allowed, no wait, no
  * place in flight taken): the common request makes no call for it. */
@@ -1170,8 +1181,7 @@ static void scan(struct sl_req_conn *c, const char *buf, size_t len, uint64_t no
             return;
         }
         if (solo == SL_REQ_SOLO_SETTLE) {
-            fast_of(c, fast, base, &h, &fd); /* true: lean() asked fast_fits */
-            sl_req_settle_again(&c->rules, &h, &v, now, &d);
+            lean_settle(c, fast, base, &v, now, &h, &fd, &d);
         } else {
             if (c->is_h2)
                 head_of(sl_h2_head(c->h2), &h, &fd);
@@ -1380,8 +1390,7 @@ static __attribute__((noinline)) void whole_settle(struct sl_req_conn *c, const 
     struct sl_req_head h;
     struct found fd;
     struct sl_req_decision d;
-    fast_of(c, f, buf, &h, &fd); /* true: lean() asked fast_fits */
-    sl_req_settle_again(&c->rules, &h, v, now, &d);
+    lean_settle(c, f, buf, v, now, &h, &fd, &d);
     act(c, &fd, &d, now);
 }
 
