@@ -4,12 +4,12 @@ with one replica each on loopback (cluster-node-timeout 1 s), two
 http.servers sharing 10 connections a second per client address for
 twelve addresses spread over the three primaries, flooded together. One
 primary is killed with SIGKILL:
-  1. the keys of that primary follow on_backend_error = local (each
-     program local_share = 30 % of the limit on its own counts: the pair
-     at 60 % of the limit, bounded at 75 % for small limits counted in
-     whole connections), while the keys of the two others keep counting
-     with the fleet (the pair within 15 % of their limits, well above the
-     60 % a fallback would give them);
+  1. until the replica is promoted, the keys of that primary follow
+     on_backend_error = local (each program local_share = 30 % of the
+     limit on its own counts: the pair at 60 % of the limit, bounded at
+     75 % for small limits counted in whole connections), while the keys
+     of the two others keep counting with the fleet (the pair within 15 %
+     of their limits, well above the 60 % a fallback would give them);
   2. no connection waits on Redis (slowest under 0.5 s);
   3. once the cluster has promoted the replica, the programs refresh the
      slot map and the lost keys count on the new primary (both programs'
@@ -45,7 +45,14 @@ with TempDir() as tmp:
         new = cl.node_of(key_slot(key(lost[0], 0)))
         # the programs see the slot map change at their next failed round (within 100 ms)
         time.sleep(0.5)
-        down = flood.admitted_by(tk + 0.3, tp)
+        # The fallback is measured up to 0.3 s before this poll saw the
+        # promotion: the programs ask the map every 100 ms and may see it
+        # first (this poll also waits 100 ms and a redis-cli's start), and at
+        # their return the fleet admits at once what the window's limit has
+        # left after the fallback's smaller share (a sliding window; measured
+        # 34 to 40 of the lost keys' connections in 0.2 s around this poll,
+        # which inside the window made the 47.9/s of a red CI run).
+        down = flood.admitted_by(tk + 0.3, tp - 0.3)
         lost_rate = sum(down[c] for c in lost)
         kept_rate = sum(down[c] for c in kept)
         slow = flood.slowest(tk, tp + 0.5)
