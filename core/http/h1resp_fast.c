@@ -11,7 +11,8 @@
  * the status line's reason may hold any byte but CR and LF there, and
  * is taken here only as printable ASCII and tabs; names are its strict
  * tokens (RFC 9110's tchar), matched to its special names case-blind as
- * it does (c | 0x20, exact on tokens); values its header characters less
+ * it does (c | 0x20, exact on tokens; a name that begins with
+ * Transfer-Encoding is one for it); values its header characters less
  * the high bytes. Values are scanned sixteen bytes a step (SSE2) or
  * eight (SWAR): the first byte below 0x20 or from 0x7f up ends the run,
  * and is the CR of the line's end or a tab, or the head is declined.
@@ -151,6 +152,9 @@ size_t sl_h1resp_fast_head(const char *p, size_t n, struct sl_h1resp_head *h)
             q++;
         const char *v = q;
         if (!(q = line_end(v, end)) || q == v) return 0; /* an empty value: to the parser */
+        /* http-parser flags Transfer-Encoding once a name's first 17 bytes
+         * are it, whatever follows ("Transfer-EncodingA" too) */
+        if (nlen >= 17 && named(name, 17, "transfer-encoding", 17)) return 0;
         switch (nlen) {
         case 14:
             if (!named(name, nlen, "content-length", 14)) break;
@@ -160,9 +164,6 @@ size_t sl_h1resp_fast_head(const char *p, size_t n, struct sl_h1resp_head *h)
         case 10: /* HTTP/1.1 is kept alive: "keep-alive" changes nothing */
             if (named(name, nlen, "connection", 10) && !named(v, (size_t)(q - v), "keep-alive", 10))
                 return 0;
-            break;
-        case 17:
-            if (named(name, nlen, "transfer-encoding", 17)) return 0;
             break;
         case 16:
             if (named(name, nlen, "proxy-connection", 16)) return 0;
