@@ -76,7 +76,7 @@ BUILD=$build bash bench/conn_mem.sh "$tmp/targets-mem" >"$tmp/mem.md" 2>"$tmp/me
     printf '_memory bench failed._\n' >>"$tmp/mem.md"
     status=1
 }
-echo "bench: requests (about 60 s)" >&2
+echo "bench: requests (about 2 minutes)" >&2
 BUILD=$build bash bench/requests.sh "$tmp/targets-requests" >"$tmp/requests.md" 2>"$tmp/requests.err" || {
     echo "requests bench failed: $(tail -5 "$tmp/requests.err")" >&2
     printf '_requests bench failed._\n' >>"$tmp/requests.md"
@@ -166,6 +166,10 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "\`bench/requests.sh\` (its opening comment is the full method): nginx 1 worker, keep-alive, a 13-byte file;"
     echo "wrk \`-t1 -c32\` with an X-API-Key header; plain, under a request rule keyed by that header that never"
     echo "limits, and with nginx's own \`limit_req\` keyed the same way; ${REQ_ROUNDS:-5} interleaved rounds of ${REQ_SECONDS:-4} s."
+    echo "Then the same three on realistic heads (\`bench/wrk_real.lua\`, the distribution of \`bench/insn.sh\`'s"
+    echo "realistic case: a trace id per request, 1,000 keys, 40 routes, SDK headers, 1 in 10 a POST), one"
+    echo "connection in a closed loop so that every configuration reads one request a wait. Worker CPU is user +"
+    echo "system time: the kernel's share, which callgrind's counts leave out, is in it."
     echo
     cat "$tmp/requests.md"
     echo
