@@ -18,9 +18,10 @@
 #
 # Cost on realistic heads: the same three, from bench/nginx-api.conf (every
 # route answered with the file), and wrk -t1 -c1 sending the heads of
-# bench/wrk_real.lua (bench/insn_client.py's realistic distribution: a
-# trace id per request, 1,000 keys of skewed use, 40 routes, SDK headers,
-# one in ten a POST with a body), ROUNDS rounds interleaved the same way.
+# bench/wrk_real.lua: 20,000 requests of bench/heads.py's real_heads (the
+# heads of bench/insn.sh's realistic case: a trace id per request, 1,000
+# keys of skewed use, 40 routes, SDK headers, one in ten a POST with a
+# body), ROUNDS rounds interleaved the same way.
 # One connection in a closed loop, so that each request is its own wait,
 # read and write in every configuration: with more, a busier server reads
 # more requests a wait, and its CPU per request falls with its load, not
@@ -51,6 +52,7 @@ for tool in nginx wrk curl python3; do
     command -v $tool >/dev/null || skip "$tool is not installed"
 done
 [ -x "$build/sluice" ] && [ -f "$build/libsluice.so" ] || skip "sluice is not built"
+python3 "$root/bench/heads.py" real 20000 1 >"$work/heads" || skip "bench/heads.py failed"
 
 declare -A port dir
 # start NAME KIND [RULE]: KIND plain | sluice | limit_req.
@@ -80,7 +82,8 @@ cpu_ns() { awk '{print $1}' "/proc/$1/schedstat" 2>/dev/null || echo 0; }
 
 # run IDX SECONDS KEY: one wrk run; sets RPS, CPU (µs per request), N
 # (requests completed), BAD (non-2xx), ELAPSED (s). KEY "real": the heads
-# of bench/wrk_real.lua on one connection, seeded by the run's start.
+# of bench/wrk_real.lua on one connection, from a place in them the run's
+# start picks.
 declare -A master
 run() {
     local out w c0 c1 t0 t1 how
@@ -89,7 +92,8 @@ run() {
     w=$(worker "${master[$1]}")
     c0=$(cpu_ns "$w")
     t0=$(date +%s.%N)
-    out=$(WRK_SEED=$((${t0%.*} % 100000)) timeout $(($2 + 10)) wrk -t1 -d"$2s" "${how[@]}" 2>&1)
+    out=$(WRK_HEADS=$work/heads WRK_SEED=$((${t0%.*} % 100000)) \
+        timeout $(($2 + 10)) wrk -t1 -d"$2s" "${how[@]}" 2>&1)
     t1=$(date +%s.%N)
     c1=$(cpu_ns "$w")
     RPS=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
