@@ -166,8 +166,8 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "\`bench/requests.sh\` (its opening comment is the full method): nginx 1 worker, keep-alive, a 13-byte file;"
     echo "wrk \`-t1 -c32\` with an X-API-Key header; plain, under a request rule keyed by that header that never"
     echo "limits, and with nginx's own \`limit_req\` keyed the same way; ${REQ_ROUNDS:-5} interleaved rounds of ${REQ_SECONDS:-4} s."
-    echo "Then the same three on realistic heads (\`bench/wrk_real.lua\`, the distribution of \`bench/insn.sh\`'s"
-    echo "realistic case: a trace id per request, 1,000 keys, 40 routes, SDK headers, 1 in 10 a POST), one"
+    echo "Then the same three on realistic heads (\`bench/wrk_real.lua\` sending 20,000 of \`bench/heads.py\`'s, the heads of"
+    echo "\`bench/insn.sh\`'s realistic case: a trace id per request, 1,000 keys, 40 routes, SDK headers, 1 in 10 a POST), one"
     echo "connection in a closed loop so that every configuration reads one request a wait. Worker CPU is user +"
     echo "system time: the kernel's share, which callgrind's counts leave out, is in it."
     echo
