@@ -168,8 +168,10 @@ model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
     echo "limits, and with nginx's own \`limit_req\` keyed the same way; ${REQ_ROUNDS:-5} interleaved rounds of ${REQ_SECONDS:-4} s."
     echo "Then the same three on realistic heads (\`bench/wrk_real.lua\` sending 20,000 of \`bench/heads.py\`'s, the heads of"
     echo "\`bench/insn.sh\`'s realistic case: a trace id per request, 1,000 keys, 40 routes, SDK headers, 1 in 10 a POST), one"
-    echo "connection in a closed loop so that every configuration reads one request a wait. Worker CPU is user +"
-    echo "system time: the kernel's share, which callgrind's counts leave out, is in it."
+    echo "connection in a closed loop so that every configuration reads one request a wait, nginx and wrk on one CPU"
+    echo "(taskset: with a CPU each, every request wakes an idle CPU, and the worker's CPU then measures the wake-ups"
+    echo "more than the request). Worker CPU is user + system time: the kernel's share, which callgrind's counts leave"
+    echo "out, is in it."
     echo
     cat "$tmp/requests.md"
     echo
