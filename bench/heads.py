@@ -82,8 +82,10 @@ def client_heads(count, seed):
 
 
 def main():
-    kind, count, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    gen = real_heads if kind == "real" else client_heads
+    gens = {"real": real_heads, "client": client_heads}
+    if len(sys.argv) != 4 or sys.argv[1] not in gens:
+        sys.exit("usage: heads.py real|client COUNT SEED")
+    gen, count, seed = gens[sys.argv[1]], int(sys.argv[2]), int(sys.argv[3])
     out = sys.stdout.buffer
     for req in gen(count, seed):
         out.write(b"%d\n" % len(req) + req)

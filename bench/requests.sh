@@ -58,6 +58,15 @@ done
 python3 "$root/bench/heads.py" real 20000 1 >"$work/heads" || skip "bench/heads.py failed"
 
 declare -A port dir
+
+# pinned NAME: the array NAME made the prefix that runs a command on CPU
+# PIN (taskset), or empty when PIN is not set.
+pinned() {
+    local -n to=$1
+    to=()
+    [ -n "${PIN:-}" ] && to=(taskset -c "$PIN")
+    return 0
+}
 # start NAME KIND [RULE]: KIND plain | sluice | limit_req.
 # CONF (a template; nginx-keepalive.conf), FILE (small.txt) and PIN (a CPU
 # for nginx and wrk alike; none) may be set.
@@ -68,8 +77,8 @@ start() {
         limit=${LIMIT:-'limit_req_zone $http_x_api_key zone=keys:10m rate=1000000r/s; limit_req zone=keys burst=100000 nodelay;'}
     fi
     nginx_prefix "$d" "$p" "${CONF:-$root/bench/nginx-keepalive.conf}" "${FILE:-small.txt}" "$limit"
-    local cmd=(nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off;') pin=()
-    [ -n "${PIN:-}" ] && pin=(taskset -c "$PIN")
+    local cmd=(nginx -p "$d" -c "$d/nginx.conf" -g 'daemon off;') pin
+    pinned pin
     case $kind in
     sluice) "${pin[@]}" "$build/sluice" run --in "port=$p $rule" -- "${cmd[@]}" 2>>"$d/stderr" & ;;
     *) "${pin[@]}" "${cmd[@]}" 2>>"$d/stderr" & ;;
@@ -91,8 +100,8 @@ cpu_ns() { awk '{print $1}' "/proc/$1/schedstat" 2>/dev/null || echo 0; }
 # start picks.
 declare -A master
 run() {
-    local out w c0 c1 t0 t1 how pin=()
-    [ -n "${PIN:-}" ] && pin=(taskset -c "$PIN")
+    local out w c0 c1 t0 t1 how pin
+    pinned pin
     how=(-c32 -H "X-API-Key: $3" "http://127.0.0.1:${port[$1]}/small.txt")
     [ "$3" = real ] && how=(-c1 -s "$root/bench/wrk_real.lua" "http://127.0.0.1:${port[$1]}/")
     w=$(worker "${master[$1]}")
