@@ -21,11 +21,14 @@
  * is scanned (what a client whose heads change pays); `slow` is
  * http-parser alone.
  *
- * `real`, `realslow` and `realscan` read heads as real API traffic sends
- * them, none repeated (see real_heads): each as its own read through the
- * scanner (`real`), through http-parser alone (`realslow`), or given to
- * the one-pass reader alone (`realscan`, sl_h1fast_read: the scanner's
- * own cost, no glue). They print the heads' bytes: instructions per byte
+ * `real`, `realslow`, `realscan` and `realbare` read heads as real API
+ * traffic sends them, none repeated (see real_heads): each as its own
+ * read through the scanner (`real`), through http-parser alone
+ * (`realslow`), given to the one-pass reader alone (`realscan`,
+ * sl_h1fast_read: the scanner's own cost, no glue, with the thread's
+ * memory of header lines: h1fast.c's shapes), or to the scan alone
+ * (`realbare`, sl_h1fast_scan_path: no thread memory, every line read).
+ * They print the heads' bytes: instructions per byte
  * of head are the total of the toggled function over that, e.g.
  *   valgrind --tool=callgrind --toggle-collect=feed_real build/bench/bench_h1 realscan 20000
  * (bench/h1_insn.sh runs all three and prints the figures).
@@ -33,7 +36,7 @@
  * The scan is the best this CPU has (h1fast.c); a last argument avx2,
  * sse2 or plain forces one (the fallbacks' cost).
  *
- * Usage: bench_h1 fast|vary|slow|real|realslow|realscan [N] [--post] [avx2|sse2|plain]
+ * Usage: bench_h1 fast|vary|slow|real|realslow|realscan|realbare [N] [--post] [avx2|sse2|plain]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,10 +205,15 @@ static char *real_heads(size_t n, size_t **at, size_t *head_bytes)
     return buf;
 }
 
-/* Feeds request i of buf as one read (scan: to the one-pass reader
- * alone); returns how many heads were read. */
+/* The scan a last argument forced (force_path), for `realbare`. */
+static enum sl_h1fast_path forced = SL_H1FAST_BEST;
+
+enum how { FEED, READ, BARE };
+
+/* Feeds request i of buf as one read (READ: to the one-pass reader alone;
+ * BARE: to the scan alone); returns how many heads were read. */
 __attribute__((noinline)) static size_t feed_real(struct sl_h1 *s, const char *buf,
-                                                  const size_t *at, size_t n, bool scan)
+                                                  const size_t *at, size_t n, enum how how)
 {
     size_t heads = 0;
     struct sl_h1fast_key k;
@@ -213,8 +221,13 @@ __attribute__((noinline)) static size_t feed_real(struct sl_h1 *s, const char *b
     for (size_t i = 0; i < n; i++) {
         const char *m = buf + at[i];
         size_t len = at[i + 1] - at[i];
-        if (scan) {
+        if (how == READ) {
             heads += sl_h1fast_read(m, len, &k) != NULL;
+            continue;
+        }
+        if (how == BARE) {
+            struct sl_h1fast f;
+            heads += sl_h1fast_scan_path(forced, m, len, &k, &f);
             continue;
         }
         size_t off = 0;
@@ -241,18 +254,22 @@ static int real(const char *mode, size_t n)
     static struct sl_h1 s;
     sl_h1_init(&s, SL_H1_KEY_HEADER, "X-API-Key");
     if (strcmp(mode, "realslow") == 0) sl_h1_slow_only(&s);
-    bool scan = strcmp(mode, "realscan") == 0;
+    enum how how = strcmp(mode, "realscan") == 0   ? READ
+                   : strcmp(mode, "realbare") == 0 ? BARE
+                                                   : FEED;
+    bool scan = how != FEED;
     double t0 = now_ns();
-    size_t heads = feed_real(&s, buf, at, n, scan);
+    size_t heads = feed_real(&s, buf, at, n, how);
     double t1 = now_ns();
     if (heads != n) {
         fprintf(stderr, "bench_h1: %zu heads of %zu\n", heads, n);
         return 1;
     }
     printf("%s: %zu heads, %zu bytes of head (%.1f a head), %.1f ns per head, %llu by the fast "
-           "path\n",
+           "path, %llu with header lines from a shape\n",
            mode, n, head_bytes, (double)head_bytes / (double)n, (t1 - t0) / (double)n,
-           scan ? (unsigned long long)n : (unsigned long long)s.fast_heads);
+           scan ? (unsigned long long)n : (unsigned long long)s.fast_heads,
+           (unsigned long long)sl_h1fast_shape_reads());
     free(buf);
     free(at);
     return 0;
@@ -271,6 +288,7 @@ static int force_path(int argc, char **argv)
             fprintf(stderr, "bench_h1: no %s scan on this CPU\n", paths[i].name);
             exit(2);
         }
+        forced = paths[i].path;
         return argc - 1;
     }
     return argc;
@@ -282,11 +300,12 @@ int main(int argc, char **argv)
     size_t n = argc > 2 && argv[2][0] != '-' ? strtoul(argv[2], NULL, 10) : 100000;
     if (argc >= 2 && strncmp(argv[1], "real", 4) == 0 &&
         (strcmp(argv[1], "real") == 0 || strcmp(argv[1], "realslow") == 0 ||
-         strcmp(argv[1], "realscan") == 0))
+         strcmp(argv[1], "realscan") == 0 || strcmp(argv[1], "realbare") == 0))
         return real(argv[1], n);
     if (argc < 2 || (strcmp(argv[1], "fast") != 0 && strcmp(argv[1], "vary") != 0 &&
                      strcmp(argv[1], "slow") != 0)) {
-        fprintf(stderr, "usage: bench_h1 fast|vary|slow|real|realslow|realscan [N] [--post]\n");
+        fprintf(stderr,
+                "usage: bench_h1 fast|vary|slow|real|realslow|realscan|realbare [N] [--post]\n");
         return 2;
     }
     bool post = argc > 2 && strcmp(argv[argc - 1], "--post") == 0;

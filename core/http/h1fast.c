@@ -3,7 +3,9 @@
  * the key, the thread's memory of the last head (which also answers a
  * head that differs from it only inside header values: a trace id per
  * request; compared by h1fast_match.h, with AVX2 where the scan has it),
- * and which scan reads a head it does not answer.
+ * its memory of the header lines of recent heads (shapes: lines that
+ * differ from one only inside values are read from it, whatever the
+ * request line), and which scan reads a head it does not answer.
  *
  * The scan (h1fast_body.h: a line at a time, its first 32 bytes
  * classified at once for where its name ends and its first stop) is
@@ -15,12 +17,14 @@
  * every input. Every path gives the same result for the same bytes.
  *
  * Measured (callgrind, bench/h1_insn.sh: 20,000 realistic heads of ~296
- * bytes, none repeated, sl_h1fast_read whole): AVX2 2.70 instructions per
- * byte of head (801 a head; 816 with heads up to 1,024 bytes remembered,
- * not 256), SSE2 3.81, plain C 24; before (a line at a
- * time, SSE2, 16 bytes a load, each kept line read by a call from the
- * loop) 3.83. SSE4.2's PCMPISTRI (one instruction for a search of 16
- * bytes, as picohttpparser uses) counted 3.1 but took more cycles.
+ * bytes, none repeated): sl_h1fast_read, its lines read from the
+ * thread's shapes, 1.74 instructions per byte of head with AVX2 (514 a
+ * head), 2.21 with SSE2, 6.2 in plain C; the scan alone, every line read,
+ * 2.26 (669), 3.18 and 21. Before the shapes, the reader was the scan
+ * (2.34 with AVX2); before that (a line at a time, SSE2, 16 bytes a load,
+ * each kept line read by a call from the loop) 3.83.
+ * SSE4.2's PCMPISTRI (one instruction for a search of 16 bytes, as
+ * picohttpparser uses) counted 3.1 but took more cycles.
  */
 #include "h1fast.h"
 
@@ -73,7 +77,11 @@ bool sl_h1fast_key_init(struct sl_h1fast_key *k, const char *name, size_t len, b
 
 /* A scan of h1fast_scan.h. */
 typedef bool scan_fn(const char *buf, size_t lim, const struct sl_h1fast_key *k,
-                     struct sl_h1fast *out);
+                     struct sl_h1fast *out, sl_h1fast_lines_fn *lines);
+
+/* The reading of header lines from the thread's shapes that the scan
+ * asks (h1fast_match.h's LINES, for the scan's instruction set). */
+static sl_h1fast_lines_fn *_Atomic liner;
 
 /* The scan reads use: NULL until the first read picks one (a race of two
  * threads picks the same). */
@@ -110,17 +118,20 @@ bool sl_h1fast_use(enum sl_h1fast_path p)
  * A head that may end within its first 32 bytes is scanned in a copy
  * whose 32 bytes before its end are readable (the scans read 32 bytes
  * at a time). */
-static bool scan_by(scan_fn *f, const char *buf, size_t len, const struct sl_h1fast_key *k,
-                    struct sl_h1fast *out)
+static inline __attribute__((always_inline)) bool scan_by(scan_fn *f, const char *buf, size_t len,
+                                                          const struct sl_h1fast_key *k,
+                                                          struct sl_h1fast *out,
+                                                          sl_h1fast_lines_fn *lines)
 {
     size_t lim = len < SL_H1FAST_MAX ? len : SL_H1FAST_MAX;
     if (lim < 18) return false; /* "GET / HTTP/1.1" and two CRLFs at least */
-    if (lim >= 32) return f(buf, lim, k, out);
-    char pad[32];
+    if (lim >= 32) return f(buf, lim, k, out, lines);
+    char pad[32]; /* too short for a shape (SHAPE_MIN): none is asked */
     memcpy(pad + 32 - lim, buf, lim);
-    return f(pad + 32 - lim, lim, k, out);
+    return f(pad + 32 - lim, lim, k, out, NULL);
 }
 
+/* The scan reads use, with the thread's shapes of header lines. */
 static bool scan(const char *buf, size_t len, const struct sl_h1fast_key *k, struct sl_h1fast *out)
 {
     scan_fn *f = atomic_load_explicit(&scanner, memory_order_relaxed);
@@ -129,14 +140,14 @@ static bool scan(const char *buf, size_t len, const struct sl_h1fast_key *k, str
         match_with(f);
         atomic_store_explicit(&scanner, f, memory_order_relaxed);
     }
-    return scan_by(f, buf, len, k, out);
+    return scan_by(f, buf, len, k, out, atomic_load_explicit(&liner, memory_order_relaxed));
 }
 
 bool sl_h1fast_scan_path(enum sl_h1fast_path p, const char *buf, size_t len,
                          const struct sl_h1fast_key *k, struct sl_h1fast *out)
 {
     scan_fn *f = path_fn(p);
-    return f && scan_by(f, buf, len, k, out);
+    return f && scan_by(f, buf, len, k, out, NULL);
 }
 
 /* The last head this thread read whole, and what it gave. A keep-alive
@@ -190,13 +201,20 @@ static __thread struct sl_h1fast room __attribute__((tls_model("initial-exec")))
  * (read_new's), so that a read tells which it was (sl_h1fast_memory). */
 static __thread struct sl_h1fast near_room __attribute__((tls_model("initial-exec")));
 
-/* A head that is not the memory's: read, and perhaps remembered. */
+static void shape_keep(const char *buf, const struct sl_h1fast *out, const struct sl_h1fast_key *k);
+/* Heads read with header lines from a shape (shape_take). */
+static __thread uint64_t shape_reads __attribute__((tls_model("initial-exec")));
+
+/* A head that is not the memory's: read, and perhaps remembered (and its
+ * header lines as a shape, when the scan read them itself). */
 static __attribute__((noinline)) const struct sl_h1fast *read_new(const char *buf, size_t len,
                                                                   const struct sl_h1fast_key *k)
 {
     struct memo *m = &memo;
     struct sl_h1fast *out = &room;
+    uint64_t shaped = shape_reads;
     if (!scan(buf, len, k, out)) return NULL;
+    if (shape_reads == shaped) shape_keep(buf, out, k);
     /* heads that vary (another path each time) would pay the store on
      * every request: after a hit, the fourth miss is kept; after a head
      * kept and never hit, the eighth, ... the 64th */
@@ -240,51 +258,61 @@ static inline uint32_t spaces16(const char *a)
 #endif
 }
 
-/* Where the memory's head may differ from a head the scan would read the
- * same way, offsets included: the bytes of its header values, save their
- * spaces; not the request line, a name, a colon, a line end or the value
- * of Connection (framing). The scan looks at a value's bytes only for its
- * first stop (its CR), where it begins (its first byte that is not a
- * space) and where its trim ends (its last): any other byte from 0x21 to
- * 0x7e (memo_read's test) leaves each of them where it was, and a slice
- * of the key, Host or Idempotency-Key where it was, with the new bytes.
- * Content-Length's digits may differ too: memo_read reads them again
- * (length_again), as a client posting bodies of one number of digits
- * sends them. Run once for a head, at its first read as a near one: the
- * head is one the scan read whole, so each header line has a colon and
- * ends at a CR. */
-static __attribute__((noinline, cold)) void vary_of(struct memo *m)
+/* Where a head's header lines h[s, n) (each with a colon, ending at a CR:
+ * a head the scan read whole) may differ from those of a head the scan
+ * would read the same way, offsets included, as bits of vary (bit i:
+ * h[i]; cleared first): the bytes of their values, save their spaces;
+ * not a name, a colon, a line end or the value of Connection (framing).
+ * The scan looks at a value's bytes only for its first stop (its CR),
+ * where it begins (its first byte that is not a space) and where its trim
+ * ends (its last): any other byte from 0x21 to 0x7e (may_differ's test)
+ * leaves each of them where it was, and a slice of the key, Host or
+ * Idempotency-Key where it was, with the new bytes. Content-Length's
+ * digits may differ too (*cl_at, *cl_len; 0: no such line): they are
+ * read again (length_again), as a client posting bodies of one number of
+ * digits sends them. h is readable to n rounded up to 16. False: a line
+ * without a colon (never, for a head the scan read). */
+static bool vary_lines(const char *h, size_t s, size_t n, uint64_t *vary, size_t words,
+                       uint16_t *cl_at, uint8_t *cl_len)
 {
-    const char *h = m->head;
-    size_t n = m->len;
-    memset(m->vary, 0, sizeof m->vary);
-    m->near = NEAR_NONE;
-    m->cl_len = 0;
-    const char *nl = memchr(h, '\n', n);
-    if (!nl) return;
-    for (size_t s = (size_t)(nl - h) + 1; s + 2 < n;) {
+    memset(vary, 0, words * sizeof *vary);
+    *cl_len = 0;
+    while (s + 2 < n) {
         const char *cr = memchr(h + s, '\r', n - s);
         const char *colon = cr ? memchr(h + s, ':', (size_t)(cr - h) - s) : NULL;
-        if (!colon) return;
+        if (!colon) return false;
         size_t r = (size_t)(cr - h), c = (size_t)(colon - h) - s;
         if (c == 14 && strncasecmp(h + s, "content-length", 14) == 0) {
             size_t v = s + c + 1;
             while (h[v] == ' ')
                 v++;
-            m->cl_at = (uint16_t)v; /* digits to the CR (the scan read them so) */
-            m->cl_len = (uint8_t)(r - v);
+            *cl_at = (uint16_t)v; /* digits to the CR (the scan read them so) */
+            *cl_len = (uint8_t)(r - v);
         }
         if (!(c == 10 && strncasecmp(h + s, "connection", 10) == 0))
             for (size_t at = s + c + 1; at < r;) { /* bits [at, r), a word at a time */
                 size_t w = at / 64, end = r - w * 64 < 64 ? r - w * 64 : 64;
-                m->vary[w] |= (end == 64 ? ~0ull : (1ull << end) - 1) & ~0ull << (at % 64);
+                vary[w] |= (end == 64 ? ~0ull : (1ull << end) - 1) & ~0ull << (at % 64);
                 at = w * 64 + end;
             }
         s = r + 2;
     }
-    for (size_t at = 0; at < n; at += 16) /* then not its spaces (n <= SL_H1FAST_MEMO) */
-        m->vary[at / 64] &= ~((uint64_t)spaces16(h + at) << (at % 64));
-    m->near = NEAR_SEEN;
+    for (size_t at = 0; at < n; at += 16) /* then not its spaces */
+        vary[at / 64] &= ~((uint64_t)spaces16(h + at) << (at % 64));
+    return true;
+}
+
+/* Where the memory's head may differ (vary_lines): in its header lines,
+ * never in its request line. Run once for a head, at its first read as a
+ * near one. */
+static __attribute__((noinline, cold)) void vary_of(struct memo *m)
+{
+    const char *nl = memchr(m->head, '\n', m->len);
+    m->near = NEAR_NONE;
+    m->cl_len = 0;
+    if (nl && vary_lines(m->head, (size_t)(nl - m->head) + 1, m->len, m->vary,
+                         sizeof m->vary / sizeof m->vary[0], &m->cl_at, &m->cl_len))
+        m->near = NEAR_SEEN;
 }
 
 /* The bytes of the 16 at a that differ from the 16 at b, as a bit mask. */
@@ -345,18 +373,197 @@ static bool length_again(struct sl_h1fast *f, const char *p, size_t len)
     return true;
 }
 
+/* The thread's shapes: the header lines of the last few heads it read
+ * whole, apart from their request lines. An API's clients send a few
+ * shapes of head (one an SDK): the same lines in the same order, values
+ * of one length but for the ones that vary (a trace id, a key), while the
+ * request line changes from request to request (a path, a query): the
+ * memory of the whole head (memo) does not answer them. A head whose
+ * header lines differ from a shape's only where vary_lines allows, each
+ * new byte from 0x21 to 0x7e, has the shape's reading of them, moved to
+ * where its own begin (shape_take), with its own Content-Length: the scan
+ * reads its request line and asks (LINES, h1fast_match.h) instead of
+ * reading its lines. Why that is the scan's reading: the scan reads the
+ * lines in turn, and what it makes of one depends on its name, where its
+ * value begins and ends and the lines before it (a second Host is not
+ * read, a second key declines), and on nothing in the request line but
+ * its method (a body after a GET declines: shape_take asks) and version;
+ * names, spaces and line ends are the shape's, byte for byte. Only for
+ * HTTP/1.1 heads: HTTP/1.0's keep-alive depends on the lines (head_end).
+ * SHAPES of them, the least recently used replaced, a store paid ever
+ * more rarely while none is read (shape_keep); about 6 KiB of each
+ * thread's static TLS. bench_h1's realistic heads (3 SDKs, 1 in 10 a POST
+ * with a body of 2 or 3 digits: 9 shapes) have 98.8 % of their lines
+ * read from a shape with 8 of them, 95.5 % with 6, 88.5 % with 4. */
+#define SHAPES    8
+#define SHAPE_MIN 32  /* bytes of lines: the compare reads 32 at a time */
+#define SHAPE_MAX 640 /* an SDK's head is often 500 to 700 bytes, its request line 30 to 150 */
+
+struct shape {
+    uint16_t len;   /* block's bytes, to the end of the blank line; 0: empty */
+    uint16_t cl_at; /* Content-Length's digits, in block (vary_lines)... */
+    uint8_t cl_len; /* ...this many (0: none) */
+    uint8_t near;   /* whether vary is this one's (vary_lines) */
+    bool cookies;
+    bool has_length;
+    uint64_t gen;  /* the key's, as the memo's */
+    uint64_t used; /* shape_clock at its last store or read: the least is replaced */
+    uint64_t content_length;
+    uint64_t slices[3]; /* Host, the key, Idempotency-Key: sl_h1fast_slice, off in block */
+    uint64_t vary[SHAPE_MAX / 64];
+    char block[SHAPE_MAX];
+};
+static __thread struct shape shapes[SHAPES] __attribute__((tls_model("initial-exec")));
+/* each one's len again, side by side: LINES looks for the one whose lines
+ * end where the head may without touching the others */
+static __thread uint16_t shape_lens[SHAPES] __attribute__((tls_model("initial-exec")));
+static __thread uint64_t shape_clock __attribute__((tls_model("initial-exec")));
+/* as the memo's: misses since the last store, and how many make one (0:
+ * none stored yet; after a store no read used, twice as many, up to 64) */
+static __thread uint64_t shape_reads_kept __attribute__((tls_model("initial-exec")));
+static __thread uint8_t shape_misses __attribute__((tls_model("initial-exec")));
+static __thread uint8_t shape_every __attribute__((tls_model("initial-exec")));
+
+_Static_assert(sizeof(struct sl_h1fast_slice) == 8, "a slice is one word");
+
+static inline uint64_t slice_word(struct sl_h1fast_slice v)
+{
+    uint64_t w;
+    memcpy(&w, &v, sizeof w);
+    return w;
+}
+
+/* A shape's slice word (off in its block) for lines from ls: off is the
+ * low 16 bits, and off + ls < SL_H1FAST_MAX carries into nothing. An
+ * absent slice (present false, len 0) gets off ls, which says nothing
+ * (h1fast.h). */
+static inline struct sl_h1fast_slice slice_at(uint64_t w, size_t ls)
+{
+    w += ls;
+    struct sl_h1fast_slice v;
+    memcpy(&v, &w, sizeof v);
+    return v;
+}
+
+/* A shape's vary, at its first compare that finds a byte changed (until
+ * then vary is 0: no byte may differ). False: none may. */
+static __attribute__((noinline, cold)) bool shape_vary(struct shape *s)
+{
+    s->near = vary_lines(s->block, 0, s->len, s->vary, sizeof s->vary / sizeof s->vary[0],
+                         &s->cl_at, &s->cl_len)
+                  ? NEAR_SEEN
+                  : NEAR_NONE;
+    if (s->near == NEAR_NONE) memset(s->vary, 0, sizeof s->vary);
+    return s->near == NEAR_SEEN;
+}
+
+/* A shape's lines against a head's (h1fast_match.h's LIKE). */
+enum like { LIKE_NO, LIKE_YES, LIKE_UNSEEN };
+
+/* The bits of shape s's vary for its 32 bytes from `at` (a multiple of
+ * 32): half a word, little-endian. */
+static inline uint32_t shape_vary32(const struct shape *s, size_t at)
+{
+    uint32_t v;
+    memcpy(&v, (const char *)s->vary + at / 8, sizeof v);
+    return v;
+}
+
+/* The head at buf whose header lines, from ls, shape s stands for (LINES
+ * compared them): its reading of them into out, moved to ls, with the
+ * head's own Content-Length; false, out untouched: the scan reads them
+ * (it will decline: digits no more, or a body after a GET or HEAD). */
+static inline bool shape_take(struct shape *s, const char *buf, size_t ls, bool get,
+                              struct sl_h1fast *out)
+{
+    uint64_t cl = s->content_length;
+    if (s->cl_len && s->near == NEAR_SEEN) { /* else the block's own digits: no byte differed */
+        const char *p = buf + ls + s->cl_at;
+        cl = 0;
+        for (size_t i = 0; i < s->cl_len; i++) {
+            if (p[i] < '0' || p[i] > '9') return false;
+            cl = cl * 10 + (uint64_t)(p[i] - '0');
+        }
+    }
+    if (get && cl) return false;
+    out->content_length = cl;
+    out->has_length = s->has_length;
+    out->end = (uint16_t)(ls + s->len);
+    out->host = slice_at(s->slices[0], ls);
+    out->key = slice_at(s->slices[1], ls);
+    out->idem = slice_at(s->slices[2], ls);
+    s->used = ++shape_clock;
+    shape_reads++;
+    return true;
+}
+
+_Static_assert(SHAPE_MAX % 32 == 0, "vary in halves of words");
+
+/* Whether the head's end may be at e: its blank line's CR LF CR LF. */
+static inline bool ends_at(const char *buf, size_t e)
+{
+    uint32_t end;
+    memcpy(&end, buf + e - 4, 4);
+    return end == ('\r' | '\n' << 8 | '\r' << 16 | (uint32_t)'\n' << 24);
+}
+
+/* A slice of a head whose header lines begin at `lines`, as a shape
+ * holds it: off in its block. */
+static inline uint64_t slice_in(struct sl_h1fast_slice v, size_t lines)
+{
+    v.off = v.present ? (uint16_t)(v.off - lines) : 0;
+    return slice_word(v);
+}
+
+/* The head at buf, read whole by the scan (out) and not from a shape:
+ * its header lines kept as one, in place of the least recently used. */
+static __attribute__((noinline)) void shape_keep(const char *buf, const struct sl_h1fast *out,
+                                                 const struct sl_h1fast_key *k)
+{
+    size_t lines = (size_t)out->url.off + out->url.len + 11, n = out->end - lines;
+    if (n < SHAPE_MIN || n > SHAPE_MAX || ++shape_misses < shape_every) return;
+    bool read = shape_reads != shape_reads_kept; /* a shape was read since the last store */
+    shape_every = !shape_every || read ? 1 : shape_every < 64 ? shape_every * 2 : 64;
+    shape_reads_kept = shape_reads;
+    shape_misses = 0;
+    size_t v = 0;
+    for (size_t i = 1; i < SHAPES; i++)
+        if (shapes[i].used < shapes[v].used) v = i;
+    struct shape *s = &shapes[v];
+    memcpy(s->block, buf + lines, n);
+    s->len = shape_lens[v] = (uint16_t)n;
+    s->near = NEAR_UNSEEN;
+    memset(s->vary, 0, sizeof s->vary); /* none may differ until shape_vary */
+    s->cookies = k->cookies;
+    s->has_length = out->has_length;
+    s->gen = k->gen;
+    s->used = ++shape_clock;
+    s->content_length = out->content_length;
+    s->slices[0] = slice_in(out->host, lines);
+    s->slices[1] = slice_in(out->key, lines);
+    s->slices[2] = slice_in(out->idem, lines);
+}
+
 /* memo_match, once per instruction set (h1fast_match.h). */
 typedef const struct sl_h1fast *match_fn(const char *buf);
 
 #define MATCH_ATTR
 #define MATCH        match_16
 #define NEAR         near_16
+#define LINES        lines_16
+#define LIKE         like_16
+#define LIKE_MADE    like_made_16
 #define DIFF32(a, b) (differ16(a, b) | differ16((a) + 16, (b) + 16) << 16)
 #define ODD32(a)     (odd16(a) | odd16((a) + 16) << 16)
+#define ODDL32(a)    ODD32(a)
 #include "h1fast_match.h"
 #undef MATCH_ATTR
 #undef MATCH
 #undef NEAR
+#undef LINES
+#undef LIKE
+#undef LIKE_MADE
+#undef ODDL32
 #undef DIFF32
 #undef ODD32
 
@@ -389,15 +596,32 @@ static inline __attribute__((always_inline)) H1_AVX2 uint32_t odd32(const char *
     return (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(_mm256_add_epi8(x, shift), least));
 }
 
+/* odd32 with constants the compiler may keep in registers (LIKE: a
+ * head's lines nearly always differ in a trace id). */
+static inline __attribute__((always_inline)) H1_AVX2 uint32_t odd32_kept(const char *a)
+{
+    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)a);
+    return (uint32_t)_mm256_movemask_epi8(
+        _mm256_cmpgt_epi8(_mm256_add_epi8(x, _mm256_set1_epi8(0x5f)), _mm256_set1_epi8(-35)));
+}
+
 #define MATCH_ATTR   H1_AVX2
 #define MATCH        match_avx2
 #define NEAR         near_avx2
+#define LINES        lines_avx2
+#define LIKE         like_avx2
+#define LIKE_MADE    like_made_avx2
 #define DIFF32(a, b) differ32(a, b)
 #define ODD32(a)     odd32(a)
+#define ODDL32(a)    odd32_kept(a)
 #include "h1fast_match.h"
 #undef MATCH_ATTR
 #undef MATCH
 #undef NEAR
+#undef LINES
+#undef LIKE
+#undef LIKE_MADE
+#undef ODDL32
 #undef DIFF32
 #undef ODD32
 #endif
@@ -408,10 +632,12 @@ static match_fn *_Atomic matcher = match_16;
 static void match_with(scan_fn *f)
 {
 #if defined(SL_H1FAST_X86)
-    atomic_store_explicit(&matcher, f == sl_h1fast_scan_avx2 ? match_avx2 : match_16,
-                          memory_order_relaxed);
+    bool avx2 = f == sl_h1fast_scan_avx2;
+    atomic_store_explicit(&matcher, avx2 ? match_avx2 : match_16, memory_order_relaxed);
+    atomic_store_explicit(&liner, avx2 ? lines_avx2 : lines_16, memory_order_relaxed);
 #else
     (void)f;
+    atomic_store_explicit(&liner, lines_16, memory_order_relaxed);
 #endif
 }
 
@@ -438,9 +664,20 @@ uint64_t sl_h1fast_kept(void)
     return kept;
 }
 
+uint64_t sl_h1fast_shape_reads(void)
+{
+    return shape_reads;
+}
+
 void sl_h1fast_forget(void)
 {
     memo.len = 0;
+    for (size_t i = 0; i < SHAPES; i++) {
+        shapes[i] = (struct shape){0};
+        shape_lens[i] = 0;
+    }
+    shape_misses = shape_every = 0;
+    shape_reads_kept = shape_reads;
 }
 
 /* Whether buf may begin with the memory's head, or one like it

@@ -20,7 +20,11 @@
  * SL_H1FAST_MEMO bytes) and what it gave, so a keep-alive client sending
  * the same head again, or one that differs only inside header values (a
  * trace id or a request id per request, another key of one length),
- * costs a compare instead of a scan (h1fast.c).
+ * costs a compare instead of a scan (h1fast.c); and the header lines of
+ * the last few (8) it read, so that a head whose request line is new (a
+ * path, a query string) but whose lines are those of one of them, but
+ * for bytes inside values, has its request line read and its lines
+ * compared, not scanned.
  */
 #ifndef SL_H1FAST_H
 #define SL_H1FAST_H
@@ -95,6 +99,10 @@ uint64_t sl_h1fast_serial(const struct sl_h1fast *f);
 /* How many heads this thread read as differing from its memory only in
  * header values' bytes (h1fast.c memo_read): the memory's result, no scan. */
 uint64_t sl_h1fast_near_reads(void);
+
+/* How many heads this thread read with header lines from its shapes
+ * (h1fast.c: the lines of a recent head, whatever its request line). */
+uint64_t sl_h1fast_shape_reads(void);
 
 /* How many heads this thread's memory took (h1fast.c read_new). */
 uint64_t sl_h1fast_kept(void);

@@ -16,8 +16,10 @@
  *
  * The algorithm. The request line is read first: its method by one
  * 8-byte compare, its target 32 bytes a step to its first space, '#' or
- * stop, which must be the space of " HTTP/1.x" CR LF. Then each header
- * line: its first 32 bytes classified at once give where its name ends
+ * stop, which must be the space of " HTTP/1.x" CR LF. An HTTP/1.1 head's
+ * header lines may then be read from the thread's memory of recent ones
+ * (h1fast.c's shapes, through the `lines` hook: a call, made only there).
+ * Otherwise each header line: its first 32 bytes classified at once give where its name ends
  * (the first byte that is not a name byte) and its first stop; a longer
  * line is searched on 32 bytes a step for its first stop. That stop must
  * be its CR, before an LF; so every byte up to the blank line that ends
@@ -425,9 +427,10 @@ H1_FN bool head_end(size_t ls, const struct state *st, struct sl_h1fast *out)
 }
 
 /* The head at buf (the 32 bytes before buf + lim readable), as the file's
- * comment says. */
+ * comment says; lines, when given, may read the header lines of an
+ * HTTP/1.1 head from its memory (scan_head's declaration). */
 H1_FN bool scan_head(const char *buf, size_t lim, const struct sl_h1fast_key *k,
-                     struct sl_h1fast *out)
+                     struct sl_h1fast *out, sl_h1fast_lines_fn *lines)
 {
     struct fields fs = {.k = k, .out = out};
     struct blk_k kc;
@@ -435,6 +438,10 @@ H1_FN bool scan_head(const char *buf, size_t lim, const struct sl_h1fast_key *k,
     memset(out, 0, sizeof *out);
     size_t s;
     if (!request_line(buf, lim, out, &fs.st, &s, &kc)) return false;
+    if (lines && out->http_minor == 1) {
+        if (lines(buf, lim, s, fs.st.get, k, out)) return true;
+        blk_init(&kc); /* the call may clobber every vector register: loaded, not kept */
+    }
     uint64_t kbit = k->len < 64 ? 1ull << k->len : 0; /* a name's length is below 64 */
     const uint64_t *la = looked_at;
     __asm__("" : "+r"(la)); /* the table's address in a register, not rebuilt each line */

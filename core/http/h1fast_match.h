@@ -68,3 +68,54 @@ static MATCH_ATTR const struct sl_h1fast *MATCH(const char *buf)
     answered(m);
     return &m->out;
 }
+
+/* Whether the n bytes at p (the head's, readable) are shape s's lines
+ * but where its vary allows a byte to differ, from 0x21 to 0x7e; UNSEEN:
+ * a byte differs and vary is not made yet (it is 0 until shape_vary). */
+static inline __attribute__((always_inline)) MATCH_ATTR enum like LIKE(const struct shape *s,
+                                                                       const char *p, size_t n)
+{
+    size_t at = 0;
+    for (; at + 32 <= n; at += 32) {
+        uint32_t d = DIFF32(p + at, s->block + at);
+        if (d && (d & (ODDL32(p + at) | ~shape_vary32(s, at)))) goto differs;
+    }
+    if (at < n) { /* the 32 bytes before n, shifted: none past the lines (n >= SHAPE_MIN) */
+        size_t sh = at + 32 - n;
+        uint32_t d = DIFF32(p + n - 32, s->block + n - 32) >> sh;
+        if (d && (d & ((ODDL32(p + n - 32) >> sh) | ~shape_vary32(s, at)))) goto differs;
+    }
+    return LIKE_YES;
+differs:
+    return s->near == NEAR_UNSEEN ? LIKE_UNSEEN : LIKE_NO;
+}
+
+/* LIKE once vary is made (out of line: once a shape). */
+static __attribute__((noinline, cold)) MATCH_ATTR bool LIKE_MADE(struct shape *s, const char *p,
+                                                                 size_t n)
+{
+    return shape_vary(s) && LIKE(s, p, n) == LIKE_YES;
+}
+
+/* The header lines of the head at buf, from ls (its request line read,
+ * HTTP/1.1), read from the thread's shapes (sl_h1fast_lines_fn): the
+ * first whose lines end where the head may (a blank line there) and
+ * differ from the head's only where the shape's vary allows. */
+static MATCH_ATTR bool LINES(const char *buf, size_t lim, size_t ls, bool get,
+                             const struct sl_h1fast_key *k, struct sl_h1fast *out)
+{
+    const char *p = buf + ls;
+    size_t left = lim - ls;
+    struct shape *all = shapes;
+    __asm__("" : "+r"(all)); /* one address from the thread pointer, not one an entry */
+    for (size_t i = 0; i < SHAPES; i++) {
+        size_t n = shape_lens[i];
+        if (n - 1 >= left || !ends_at(p, n)) continue; /* empty (0), or not here */
+        struct shape *s = &all[i];
+        if (s->gen != k->gen || s->cookies != k->cookies) continue;
+        enum like l = LIKE(s, p, n);
+        if (l == LIKE_YES || (l == LIKE_UNSEEN && LIKE_MADE(s, p, n)))
+            return shape_take(s, buf, ls, get, out);
+    }
+    return false;
+}

@@ -56,7 +56,7 @@ H1_FN uint32_t tg_classify(const char *p, uint32_t *q, const struct blk_k *kc)
 #include "h1fast_body.h"
 
 bool sl_h1fast_scan_plain(const char *buf, size_t lim, const struct sl_h1fast_key *k,
-                          struct sl_h1fast *out)
+                          struct sl_h1fast *out, sl_h1fast_lines_fn *lines)
 {
-    return scan_head(buf, lim, k, out);
+    return scan_head(buf, lim, k, out, lines);
 }

@@ -24,17 +24,25 @@ static const uint8_t sl_h1fast_name_chr[256] = {
 #undef L
 };
 
+/* The header lines of the head at buf, from ls (its request line read
+ * into out, an HTTP/1.1 one; get: its method is GET or HEAD), read from a
+ * memory of such lines (h1fast.c's shapes): true, out filled as the scan
+ * would fill it; false, out untouched: the scan reads them. */
+typedef bool sl_h1fast_lines_fn(const char *buf, size_t lim, size_t ls, bool get,
+                                const struct sl_h1fast_key *k, struct sl_h1fast *out);
+
 /* The head at buf (lim <= SL_H1FAST_MAX bytes, the 32 before buf + lim
- * readable) into out; false: declined (h1fast_body.h). One per
+ * readable) into out; false: declined (h1fast_body.h). lines (NULL:
+ * none) may read its header lines once its request line is read. One per
  * instruction set; each gives the same result for the same bytes. */
 bool sl_h1fast_scan_plain(const char *buf, size_t lim, const struct sl_h1fast_key *k,
-                          struct sl_h1fast *out);
+                          struct sl_h1fast *out, sl_h1fast_lines_fn *lines);
 #if defined(__x86_64__) && defined(__SSE2__)
 #define SL_H1FAST_X86 1
 bool sl_h1fast_scan_sse2(const char *buf, size_t lim, const struct sl_h1fast_key *k,
-                         struct sl_h1fast *out);
+                         struct sl_h1fast *out, sl_h1fast_lines_fn *lines);
 bool sl_h1fast_scan_avx2(const char *buf, size_t lim, const struct sl_h1fast_key *k,
-                         struct sl_h1fast *out);
+                         struct sl_h1fast *out, sl_h1fast_lines_fn *lines);
 #endif
 
 #endif

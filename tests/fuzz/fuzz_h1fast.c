@@ -19,7 +19,11 @@
  * which must all give the plain path's result, field by field. The
  * thread's memory of a head answers heads that differ from it only in
  * header values without a scan: the first head, remembered, is read
- * again with each of its bytes changed, each as the plain path reads it. */
+ * again with each of its bytes changed, each as the plain path reads it.
+ * Its memory of header lines (shapes) answers heads whose lines differ
+ * from a recent head's only in values, whatever their request line: the
+ * first head's lines are read after a longer request line, each of their
+ * bytes changed, each as the plain path reads it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +178,35 @@ static void near_alike(const uint8_t *buf, size_t len, const struct sl_h1fast_ke
         }
 }
 
+/* The head at buf, kept by the reader as a shape (its header lines,
+ * h1fast.c), against heads made of another request line (its target a
+ * byte longer) and its lines, each line byte changed in turn (as in
+ * near_alike), and unchanged: read through the thread's memory (from the
+ * shape, or by the scan), each as the plain path reads it alone. */
+static void shapes_alike(const uint8_t *buf, size_t len, const struct sl_h1fast_key *k)
+{
+    struct sl_h1fast ref, want;
+    if (!sl_h1fast_scan_path(SL_H1FAST_PLAIN, (const char *)buf, len, k, &ref) ||
+        ref.end >= SL_H1FAST_MEMO)
+        return;
+    size_t t = ref.url.off, lines = (size_t)ref.url.off + ref.url.len + 11;
+    static const uint8_t flips[] = {0x01, 0x20, 0x0a};
+    char b[SL_H1FAST_MEMO + 1];
+    for (size_t p = lines; p <= ref.end; p++)
+        for (size_t i = 0; i < sizeof flips; i++) {
+            sl_h1fast_forget();
+            if (!sl_h1fast_read((const char *)buf, ref.end, k)) abort();
+            memcpy(b, buf, t + 1); /* the target's '/', then a byte more */
+            b[t + 1] = 'x';
+            memcpy(b + t + 2, buf + t + 1, ref.end - t - 1);
+            if (p < ref.end) b[p + 1] = (char)(i == 2 ? flips[i] : b[p + 1] ^ flips[i]);
+            bool got = sl_h1fast_scan_path(SL_H1FAST_PLAIN, b, ref.end + 1, k, &want);
+            const struct sl_h1fast *f = sl_h1fast_read(b, ref.end + 1, k);
+            if ((f != NULL) != got || (f && !same_fast(f, &want))) abort();
+            if (p == ref.end) break; /* unchanged: once */
+        }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct sl_h1 fast, ref;
@@ -183,6 +216,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     init(&fast, data[0], false);
     paths_alike(buf, len, &fast.fast_key);
     near_alike(buf, len, &fast.fast_key);
+    shapes_alike(buf, len, &fast.fast_key);
     size_t turn = 0;
     /* every split of an input up to 512 bytes; of a longer one, 256
      * splits spread over it (the work is quadratic in the length) */

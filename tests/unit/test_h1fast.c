@@ -661,6 +661,142 @@ static void a_head_differing_only_in_values_is_read_as_its_scan_reads_it(void **
     assert_int_not_equal(sl_h1fast_serial(sl_h1fast_read(b, strlen(b), &k)), 0);
 }
 
+/* The head made of a request line and the lines of another head (at
+ * its first CR LF): into b. */
+static void with_lines(char *b, size_t size, const char *line, const char *head)
+{
+    snprintf(b, size, "%s%s", line, strstr(head, "\r\n") + 2);
+}
+
+/* A head whose header lines are those of a recent head (a shape), but
+ * for bytes of values (a trace id, another key of one length,
+ * Content-Length's digits), is read from the shape whatever its request
+ * line, and reads as the scan reads it: every field, slices into its own
+ * bytes. A difference anywhere else (a name, a space, a control byte), an
+ * HTTP/1.0 request line (its keep-alive is in the lines), or a body after
+ * a GET is read by the scan (or declined by it). */
+static void header_lines_like_a_recent_heads_are_read_from_its_shape(void **unused)
+{
+    (void)unused;
+    const char *a = "POST /v1/chat?x=1 HTTP/1.1\r\nHost: api.example.com\r\n"
+                    "User-Agent: OpenAI/Python 1.51.0\r\nX-API-Key: sk-0001 \r\n"
+                    "Content-Length: 12\r\ntraceparent: 00-aaaa-01\r\nAccept:*/*\r\n\r\n";
+    static const struct {
+        const char *line, *from, *to;
+        bool shaped;
+    } changes[] = {
+        {"PUT /v2/other/much/longer?y=22&z=3 HTTP/1.1\r\n", "", "", true},
+        {"POST / HTTP/1.1\r\n", "sk-0001", "sk-0002", true},
+        {"POST /a HTTP/1.1\r\n", "00-aaaa-01", "00-b:b#-01", true},
+        {"POST /a HTTP/1.1\r\n", "api.example.com", "API.exbmple.c0m", true},
+        {"POST /a HTTP/1.1\r\n", "Length: 12", "Length: 99", true},
+        {"POST /a HTTP/1.1\r\n", "Length: 12", "Length: 1x", false},
+        {"GET /a HTTP/1.1\r\n", "", "", false}, /* a body after a GET: declined */
+        {"POST /a HTTP/1.0\r\n", "", "", false},
+        {"POST /a HTTP/1.1\r\n", "sk-0001 ", "sk-0001x", false},
+        {"POST /a HTTP/1.1\r\n", "sk-0001", "sk 0001", false},
+        {"POST /a HTTP/1.1\r\n", "sk-0001",
+         "sk-\x01"
+         "001",
+         false},
+        {"POST /a HTTP/1.1\r\n", "Host", "Hosx", false},
+        {"POST /a HTTP/1.1\r\n", "Accept:*", "Accept: ", false},
+    };
+    struct sl_h1fast_key k;
+    sl_h1fast_key_init(&k, "X-API-Key", 9, false);
+    for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
+        char c[512], b[512];
+        snprintf(c, sizeof c, "%s", a);
+        if (*changes[i].from) {
+            char *at = strstr(c, changes[i].from);
+            assert_non_null(at);
+            assert_int_equal(strlen(changes[i].from), strlen(changes[i].to));
+            memcpy(at, changes[i].to, strlen(changes[i].to));
+        }
+        with_lines(b, sizeof b, changes[i].line, c);
+        sl_h1fast_forget();
+        assert_non_null(sl_h1fast_read(a, strlen(a), &k)); /* kept as a shape */
+        uint64_t shaped = sl_h1fast_shape_reads();
+        const struct sl_h1fast *f = sl_h1fast_read(b, strlen(b), &k);
+        struct sl_h1fast ref;
+        bool want = sl_h1fast_scan_path(SL_H1FAST_PLAIN, b, strlen(b), &k, &ref);
+        if ((f != NULL) != want ||
+            sl_h1fast_shape_reads() - shaped != (changes[i].shaped ? 1u : 0u))
+            fail_msg("%s%s -> %s: read %s, %s shape", changes[i].line, changes[i].from,
+                     changes[i].to, f ? "whole" : "declined",
+                     sl_h1fast_shape_reads() > shaped ? "from a" : "not from a");
+        if (!f) continue;
+        same_fast(f, &ref, changes[i].to);
+        if (changes[i].shaped) {
+            assert_int_equal(sl_h1fast_serial(f), 0);
+            assert_int_equal(sl_h1fast_memory(f), 0); /* the lane takes it as a head read anew */
+            const char *key = strcmp(changes[i].from, "sk-0001") == 0 ? changes[i].to : "sk-0001";
+            assert_int_equal(f->key.trimmed, 7);
+            assert_memory_equal(b + f->key.off, key, 7);
+        }
+    }
+}
+
+/* The lines of head i (another length each: another shape), after the
+ * request line of target `to`: into head. */
+static void padded(char *head, size_t size, int i, const char *to)
+{
+    snprintf(head, size, "GET /%s%d HTTP/1.1\r\nX-API-Key: k\r\nX-Pad: %.*s\r\n\r\n", to, i, 20 + i,
+             "0123456789012345678901234567890123456789");
+}
+
+/* Whether head (after the one read before) is read from a shape. */
+static bool from_shape(const char *head, const struct sl_h1fast_key *k)
+{
+    uint64_t before = sl_h1fast_shape_reads();
+    assert_non_null(sl_h1fast_read(head, strlen(head), k));
+    return sl_h1fast_shape_reads() - before == 1;
+}
+
+/* The thread keeps 8 shapes, the least recently used replaced: of 9
+ * shapes kept in turn (each read once after it is kept), the first is
+ * gone and the other 8 are read from. */
+static void the_least_recently_used_shape_is_replaced(void **unused)
+{
+    (void)unused;
+    struct sl_h1fast_key k;
+    sl_h1fast_key_init(&k, "X-API-Key", 9, false);
+    char head[256];
+    sl_h1fast_forget();
+    for (int i = 0; i < 9; i++) {
+        padded(head, sizeof head, i, "k");
+        if (from_shape(head, &k)) fail_msg("head %d: read from a shape before it was kept", i);
+        padded(head, sizeof head, i, "again");
+        if (!from_shape(head, &k)) fail_msg("head %d: not read from the shape just kept", i);
+    }
+    for (int i = 8; i >= 0; i--) { /* the 9th replaced the first */
+        padded(head, sizeof head, i, "once-more");
+        if (from_shape(head, &k) != (i > 0))
+            fail_msg("head %d: %s a shape", i, i > 0 ? "not read from" : "read from");
+    }
+}
+
+/* After a shape kept and never read from, the next is kept after 2
+ * misses, then 4, ... 64 (as the memory's: a store no read will use is
+ * paid ever more rarely); a read from one brings it back to 1. */
+static void shapes_never_read_are_kept_ever_more_rarely(void **unused)
+{
+    (void)unused;
+    struct sl_h1fast_key k;
+    sl_h1fast_key_init(&k, "X-API-Key", 9, false);
+    char head[256];
+    sl_h1fast_forget();
+    for (int i = 0; i < 8; i++) { /* kept: 0 (the first), 1 (after 1), 3 (2), 7 (4) */
+        padded(head, sizeof head, i, "k");
+        assert_false(from_shape(head, &k));
+    }
+    for (int i = 0; i < 8; i++) {
+        padded(head, sizeof head, i, "again");
+        bool kept = i == 0 || i == 1 || i == 3 || i == 7;
+        if (from_shape(head, &k) != kept) fail_msg("head %d: %s", i, kept ? "not kept" : "kept");
+    }
+}
+
 /* Heads that vary (another target each) are kept by the thread's memory
  * at first after 4 misses, then, each kept head never hit, after 8, 16,
  * 32 and 64: a store of a head no read will use is paid ever more
@@ -707,6 +843,9 @@ int main(void)
         cmocka_unit_test(copies_of_the_key_are_joined_alike_by_both_readers),
         cmocka_unit_test(every_path_reads_heads_across_block_edges_alike),
         cmocka_unit_test(a_head_differing_only_in_values_is_read_as_its_scan_reads_it),
+        cmocka_unit_test(header_lines_like_a_recent_heads_are_read_from_its_shape),
+        cmocka_unit_test(the_least_recently_used_shape_is_replaced),
+        cmocka_unit_test(shapes_never_read_are_kept_ever_more_rarely),
         cmocka_unit_test(heads_never_hit_are_kept_ever_more_rarely),
         cmocka_unit_test(many_lines_to_compare_are_read_by_the_fast_path),
     };
