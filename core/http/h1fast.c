@@ -18,8 +18,8 @@
  *
  * Measured (callgrind, bench/h1_insn.sh: 20,000 realistic heads of ~296
  * bytes, none repeated): sl_h1fast_read, its lines read from the
- * thread's shapes, 1.74 instructions per byte of head with AVX2 (514 a
- * head), 2.21 with SSE2, 6.2 in plain C; the scan alone, every line read,
+ * thread's shapes, 1.69 instructions per byte of head with AVX2 (499 a
+ * head), 2.2 with SSE2, 6.2 in plain C; the scan alone, every line read,
  * 2.26 (669), 3.18 and 21. Before the shapes, the reader was the scan
  * (2.34 with AVX2); before that (a line at a time, SSE2, 16 bytes a load,
  * each kept line read by a call from the loop) 3.83.
@@ -443,6 +443,23 @@ static inline struct sl_h1fast_slice slice_at(uint64_t w, size_t ls)
     struct sl_h1fast_slice v;
     memcpy(&v, &w, sizeof v);
     return v;
+}
+
+/* The shapes whose lines are n bytes long, as a bit each (bit i:
+ * shapes[i]); n >= 1. */
+static inline unsigned shapes_of_len(size_t n)
+{
+#if defined(__SSE2__)
+    _Static_assert(SHAPES == 8 && sizeof shape_lens == 16, "the lengths: one vector");
+    __m128i l = _mm_loadu_si128((const __m128i *)(const void *)shape_lens);
+    __m128i eq = _mm_cmpeq_epi16(l, _mm_set1_epi16((short)n)); /* 0xffff or 0 a length */
+    return (unsigned)_mm_movemask_epi8(_mm_packs_epi16(eq, _mm_setzero_si128())); /* a bit each */
+#else
+    unsigned m = 0;
+    for (unsigned i = 0; i < SHAPES; i++)
+        m |= (unsigned)(shape_lens[i] == n) << i;
+    return m;
+#endif
 }
 
 /* A shape's vary, at its first compare that finds a byte changed (until

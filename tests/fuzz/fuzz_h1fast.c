@@ -181,8 +181,9 @@ static void near_alike(const uint8_t *buf, size_t len, const struct sl_h1fast_ke
 /* The head at buf, kept by the reader as a shape (its header lines,
  * h1fast.c), against heads made of another request line (its target a
  * byte longer) and its lines, each line byte changed in turn (as in
- * near_alike), and unchanged: read through the thread's memory (from the
- * shape, or by the scan), each as the plain path reads it alone. */
+ * near_alike), and unchanged, alone in the read or with what follows the
+ * head in the input: read through the thread's memory (from the shape,
+ * or by the scan), each as the plain path reads it alone. */
 static void shapes_alike(const uint8_t *buf, size_t len, const struct sl_h1fast_key *k)
 {
     struct sl_h1fast ref, want;
@@ -190,8 +191,9 @@ static void shapes_alike(const uint8_t *buf, size_t len, const struct sl_h1fast_
         ref.end >= SL_H1FAST_MEMO)
         return;
     size_t t = ref.url.off, lines = (size_t)ref.url.off + ref.url.len + 11;
+    size_t more = len - ref.end < SL_H1FAST_MEMO ? len - ref.end : SL_H1FAST_MEMO;
     static const uint8_t flips[] = {0x01, 0x20, 0x0a};
-    char b[SL_H1FAST_MEMO + 1];
+    char b[2 * SL_H1FAST_MEMO + 1];
     for (size_t p = lines; p <= ref.end; p++)
         for (size_t i = 0; i < sizeof flips; i++) {
             sl_h1fast_forget();
@@ -200,8 +202,12 @@ static void shapes_alike(const uint8_t *buf, size_t len, const struct sl_h1fast_
             b[t + 1] = 'x';
             memcpy(b + t + 2, buf + t + 1, ref.end - t - 1);
             if (p < ref.end) b[p + 1] = (char)(i == 2 ? flips[i] : b[p + 1] ^ flips[i]);
-            bool got = sl_h1fast_scan_path(SL_H1FAST_PLAIN, b, ref.end + 1, k, &want);
-            const struct sl_h1fast *f = sl_h1fast_read(b, ref.end + 1, k);
+            /* every other one with the input's bytes after its head (a body,
+             * the next head) in the read: lines that end before it does */
+            size_t n = ref.end + 1 + (p % 2 ? more : 0);
+            memcpy(b + ref.end + 1, buf + ref.end, n - ref.end - 1);
+            bool got = sl_h1fast_scan_path(SL_H1FAST_PLAIN, b, n, k, &want);
+            const struct sl_h1fast *f = sl_h1fast_read(b, n, k);
             if ((f != NULL) != got || (f && !same_fast(f, &want))) abort();
             if (p == ref.end) break; /* unchanged: once */
         }
