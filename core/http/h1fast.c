@@ -18,13 +18,13 @@
  *
  * Measured (callgrind, bench/h1_insn.sh: 20,000 realistic heads of ~296
  * bytes, none repeated): sl_h1fast_read, its lines read from the
- * thread's shapes, 1.69 instructions per byte of head with AVX2 (499 a
+ * thread's shapes, 1.71 instructions per byte of head with AVX2 (505 a
  * head), 2.2 with SSE2, 6.2 in plain C; the scan alone, every line read,
  * 2.26 (669), 3.18 and 21. Before the shapes, the reader was the scan
  * (2.34 with AVX2); before that (a line at a time, SSE2, 16 bytes a load,
- * each kept line read by a call from the loop) 3.83.
- * SSE4.2's PCMPISTRI (one instruction for a search of 16 bytes, as
- * picohttpparser uses) counted 3.1 but took more cycles.
+ * each kept line read by a call from the loop) 3.83. SSE4.2's PCMPISTRI
+ * (one instruction for a search of 16 bytes, as picohttpparser uses)
+ * counted 3.1 but took more cycles.
  */
 #include "h1fast.h"
 
@@ -201,7 +201,8 @@ static __thread struct sl_h1fast room __attribute__((tls_model("initial-exec")))
  * (read_new's), so that a read tells which it was (sl_h1fast_memory). */
 static __thread struct sl_h1fast near_room __attribute__((tls_model("initial-exec")));
 
-static void shape_keep(const char *buf, const struct sl_h1fast *out, const struct sl_h1fast_key *k);
+static inline void shape_keep(const char *buf, const struct sl_h1fast *out,
+                              const struct sl_h1fast_key *k);
 /* Heads read with header lines from a shape (shape_take). */
 static __thread uint64_t shape_reads __attribute__((tls_model("initial-exec")));
 
@@ -391,19 +392,22 @@ static bool length_again(struct sl_h1fast *f, const char *p, size_t len)
  * names, spaces and line ends are the shape's, byte for byte. Only for
  * HTTP/1.1 heads: HTTP/1.0's keep-alive depends on the lines (head_end).
  * SHAPES of them, the least recently used replaced, a store paid ever
- * more rarely while none is read (shape_keep); about 6 KiB of each
- * thread's static TLS. bench_h1's realistic heads (3 SDKs, 1 in 10 a POST
+ * more rarely while none is read (shape_keep), one that keeps finding
+ * other lines let go (shape_failed); about 6 KiB of each thread's static
+ * TLS. bench_h1's realistic heads (3 SDKs, 1 in 10 a POST
  * with a body of 2 or 3 digits: 9 shapes) have 98.8 % of their lines
  * read from a shape with 8 of them, 95.5 % with 6, 88.5 % with 4. */
-#define SHAPES    8
-#define SHAPE_MIN 32  /* bytes of lines: the compare reads 32 at a time */
-#define SHAPE_MAX 640 /* an SDK's head is often 500 to 700 bytes, its request line 30 to 150 */
+#define SHAPES      8
+#define SHAPE_MIN   32  /* bytes of lines: the compare reads 32 at a time */
+#define SHAPE_MAX   640 /* an SDK's head is often 500 to 700 bytes, its request line 30 to 150 */
+#define SHAPE_FAILS 4   /* compares in a row that find other lines: the shape is let go */
 
 struct shape {
     uint16_t len;   /* block's bytes, to the end of the blank line; 0: empty */
     uint16_t cl_at; /* Content-Length's digits, in block (vary_lines)... */
     uint8_t cl_len; /* ...this many (0: none) */
     uint8_t near;   /* whether vary is this one's (vary_lines) */
+    uint8_t fails;  /* compares in a row that found other lines (shape_failed) */
     bool cookies;
     bool has_length;
     uint64_t gen;  /* the key's, as the memo's */
@@ -445,19 +449,21 @@ static inline struct sl_h1fast_slice slice_at(uint64_t w, size_t ls)
     return v;
 }
 
-/* The shapes whose lines are n bytes long, as a bit each (bit i:
- * shapes[i]); n >= 1. */
-static inline unsigned shapes_of_len(size_t n)
+/* The shapes whose lines are n bytes long (shorter: those shorter, not
+ * empty), as a bit each (bit i: shapes[i]); 1 <= n <= SL_H1FAST_MAX. */
+static inline unsigned shapes_of_len(size_t n, bool shorter)
 {
 #if defined(__SSE2__)
     _Static_assert(SHAPES == 8 && sizeof shape_lens == 16, "the lengths: one vector");
-    __m128i l = _mm_loadu_si128((const __m128i *)(const void *)shape_lens);
-    __m128i eq = _mm_cmpeq_epi16(l, _mm_set1_epi16((short)n)); /* 0xffff or 0 a length */
-    return (unsigned)_mm_movemask_epi8(_mm_packs_epi16(eq, _mm_setzero_si128())); /* a bit each */
+    __m128i l = _mm_loadu_si128((const __m128i *)(const void *)shape_lens), z = _mm_setzero_si128();
+    __m128i want = _mm_set1_epi16((short)n); /* lengths <= SL_H1FAST_MAX: signed compares */
+    __m128i m = shorter ? _mm_and_si128(_mm_cmpgt_epi16(l, z), _mm_cmplt_epi16(l, want))
+                        : _mm_cmpeq_epi16(l, want);
+    return (unsigned)_mm_movemask_epi8(_mm_packs_epi16(m, z)); /* a bit each */
 #else
     unsigned m = 0;
     for (unsigned i = 0; i < SHAPES; i++)
-        m |= (unsigned)(shape_lens[i] == n) << i;
+        m |= (unsigned)(shorter ? shape_lens[i] && shape_lens[i] < n : shape_lens[i] == n) << i;
     return m;
 #endif
 }
@@ -510,8 +516,23 @@ static inline bool shape_take(struct shape *s, const char *buf, size_t ls, bool 
     out->key = slice_at(s->slices[1], ls);
     out->idem = slice_at(s->slices[2], ls);
     s->used = ++shape_clock;
+    s->fails = 0;
     shape_reads++;
     return true;
+}
+
+/* Shape i (s) was compared with a head's lines of its length and found
+ * other lines: after SHAPE_FAILS such compares in a row, none read from
+ * it between, it is let go (the first replaced), so that a thread whose
+ * heads share no shape, or whose heads of one length differ in a name,
+ * stops comparing them. 20,000 heads whose lines share no shape, of one
+ * length each with another name: 891 instructions a head, 1,497 without
+ * letting go, 769 before shapes; of 50 lengths in turn: 822, 903, 682. */
+static __attribute__((noinline)) void shape_failed(struct shape *s, size_t i)
+{
+    if (++s->fails < SHAPE_FAILS) return;
+    s->len = shape_lens[i] = 0;
+    s->used = 0;
 }
 
 _Static_assert(SHAPE_MAX % 32 == 0, "vary in halves of words");
@@ -532,13 +553,11 @@ static inline uint64_t slice_in(struct sl_h1fast_slice v, size_t lines)
     return slice_word(v);
 }
 
-/* The head at buf, read whole by the scan (out) and not from a shape:
- * its header lines kept as one, in place of the least recently used. */
-static __attribute__((noinline)) void shape_keep(const char *buf, const struct sl_h1fast *out,
-                                                 const struct sl_h1fast_key *k)
+/* shape_keep's store of lines [lines, lines + n) of the head at buf. */
+static __attribute__((noinline)) void shape_store(const char *buf, const struct sl_h1fast *out,
+                                                  const struct sl_h1fast_key *k, size_t lines,
+                                                  size_t n)
 {
-    size_t lines = (size_t)out->url.off + out->url.len + 11, n = out->end - lines;
-    if (n < SHAPE_MIN || n > SHAPE_MAX || ++shape_misses < shape_every) return;
     bool read = shape_reads != shape_reads_kept; /* a shape was read since the last store */
     shape_every = !shape_every || read ? 1 : shape_every < 64 ? shape_every * 2 : 64;
     shape_reads_kept = shape_reads;
@@ -550,6 +569,7 @@ static __attribute__((noinline)) void shape_keep(const char *buf, const struct s
     memcpy(s->block, buf + lines, n);
     s->len = shape_lens[v] = (uint16_t)n;
     s->near = NEAR_UNSEEN;
+    s->fails = 0;
     memset(s->vary, 0, sizeof s->vary); /* none may differ until shape_vary */
     s->cookies = k->cookies;
     s->has_length = out->has_length;
@@ -559,6 +579,17 @@ static __attribute__((noinline)) void shape_keep(const char *buf, const struct s
     s->slices[0] = slice_in(out->host, lines);
     s->slices[1] = slice_in(out->key, lines);
     s->slices[2] = slice_in(out->idem, lines);
+}
+
+/* The head at buf, read whole by the scan (out) and not from a shape:
+ * its header lines kept as one, in place of the least recently used,
+ * when a store is due (the test inline: most misses store nothing). */
+static inline void shape_keep(const char *buf, const struct sl_h1fast *out,
+                              const struct sl_h1fast_key *k)
+{
+    size_t lines = (size_t)out->url.off + out->url.len + 11, n = out->end - lines;
+    if (n - SHAPE_MIN > SHAPE_MAX - SHAPE_MIN || ++shape_misses < shape_every) return;
+    shape_store(buf, out, k, lines, n);
 }
 
 /* memo_match, once per instruction set (h1fast_match.h). */

@@ -111,21 +111,28 @@ static MATCH_ATTR bool LINES(const char *buf, size_t lim, size_t ls, bool get,
     if (left < SHAPE_MIN) return false;
     struct shape *all = shapes;
     __asm__("" : "+r"(all)); /* one address from the thread pointer, not one an entry */
-    for (unsigned ends = shapes_of_len(left); ends; ends &= ends - 1) {
+    for (unsigned ends = shapes_of_len(left, false); ends; ends &= ends - 1) {
         struct shape *s = &all[__builtin_ctz(ends)];
         if (s->gen != k->gen || s->cookies != k->cookies || !ends_at(p, left)) continue;
         enum like l = LIKE(s, p, left);
-        if (l == LIKE_YES || (l == LIKE_UNSEEN && LIKE_MADE(s, p, left)))
-            return shape_take(s, buf, ls, get, out);
+        if (l == LIKE_YES || (l == LIKE_UNSEEN && LIKE_MADE(s, p, left))) {
+            if (shape_take(s, buf, ls, get, out)) return true;
+        } else {
+            shape_failed(s, (size_t)(s - all));
+        }
     }
-    for (size_t i = 0; i < SHAPES; i++) { /* lines that end before the buffer does */
-        size_t n = shape_lens[i];
-        if (n - 1 >= left - 1 || !ends_at(p, n)) continue; /* empty (0), or not here */
+    /* lines that end before the buffer does */
+    for (unsigned shorter = shapes_of_len(left, true); shorter; shorter &= shorter - 1) {
+        size_t i = (size_t)__builtin_ctz(shorter), n = shape_lens[i];
+        if (!ends_at(p, n)) continue;
         struct shape *s = &all[i];
         if (s->gen != k->gen || s->cookies != k->cookies) continue;
         enum like l = LIKE(s, p, n);
-        if (l == LIKE_YES || (l == LIKE_UNSEEN && LIKE_MADE(s, p, n)))
-            return shape_take(s, buf, ls, get, out);
+        if (l == LIKE_YES || (l == LIKE_UNSEEN && LIKE_MADE(s, p, n))) {
+            if (shape_take(s, buf, ls, get, out)) return true;
+        } else {
+            shape_failed(s, i);
+        }
     }
     return false;
 }

@@ -788,6 +788,41 @@ static void the_least_recently_used_shape_is_replaced(void **unused)
     }
 }
 
+/* A head of the lines of "X-Pad-" name (8 bytes) after target `to`. */
+static void named(char *head, size_t size, const char *to, const char *name)
+{
+    snprintf(head, size, "GET /%s HTTP/1.1\r\nX-API-Key: k\r\nX-Pad-%s: 0123456789\r\n\r\n", to,
+             name);
+}
+
+/* A shape compared with heads' lines of its length that are other lines
+ * (another name) 4 times in a row, none read from it between, is let go:
+ * a thread whose heads share no shape stops comparing them. Fewer, or a
+ * read from it between, keep it. */
+static void a_shape_that_keeps_finding_other_lines_is_let_go(void **unused)
+{
+    (void)unused;
+    struct sl_h1fast_key k;
+    sl_h1fast_key_init(&k, "X-API-Key", 9, false);
+    char head[256];
+    sl_h1fast_forget();
+    named(head, sizeof head, "a", "aa");
+    assert_false(from_shape(head, &k)); /* kept */
+    static const char *const others[] = {"b1", "b2", "b3", "b4", "b5", "b6", "b7"};
+    for (int i = 0; i < 3; i++) {
+        named(head, sizeof head, "b", others[i]);
+        assert_false(from_shape(head, &k));
+    }
+    named(head, sizeof head, "again", "aa");
+    assert_true(from_shape(head, &k)); /* 3 in a row: kept, and now read */
+    for (int i = 3; i < 7; i++) {
+        named(head, sizeof head, "b", others[i]);
+        assert_false(from_shape(head, &k));
+    }
+    named(head, sizeof head, "once-more", "aa");
+    assert_false(from_shape(head, &k)); /* 4 in a row: let go */
+}
+
 /* After a shape kept and never read from, the next is kept after 2
  * misses, then 4, ... 64 (as the memory's: a store no read will use is
  * paid ever more rarely); a read from one brings it back to 1. */
@@ -858,6 +893,7 @@ int main(void)
         cmocka_unit_test(header_lines_like_a_recent_heads_are_read_from_its_shape),
         cmocka_unit_test(the_least_recently_used_shape_is_replaced),
         cmocka_unit_test(shapes_never_read_are_kept_ever_more_rarely),
+        cmocka_unit_test(a_shape_that_keeps_finding_other_lines_is_let_go),
         cmocka_unit_test(heads_never_hit_are_kept_ever_more_rarely),
         cmocka_unit_test(many_lines_to_compare_are_read_by_the_fast_path),
     };
