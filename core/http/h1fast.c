@@ -361,13 +361,23 @@ static inline bool may_differ(const struct memo *m, size_t at, uint32_t d, uint3
 /* Content-Length's new digits (len of them at p) into f, as the scan
  * reads them; false: the scan would decline (not digits, or a body after
  * a GET or HEAD). */
-static bool length_again(struct sl_h1fast *f, const char *p, size_t len)
+/* The len digits at p (Content-Length's, as the scan reads them) into
+ * *cl; false: a byte that is not a digit. */
+static inline bool digits(const char *p, size_t len, uint64_t *cl)
 {
-    uint64_t cl = 0;
+    uint64_t v = 0;
     for (size_t i = 0; i < len; i++) {
         if (p[i] < '0' || p[i] > '9') return false;
-        cl = cl * 10 + (uint64_t)(p[i] - '0');
+        v = v * 10 + (uint64_t)(p[i] - '0');
     }
+    *cl = v;
+    return true;
+}
+
+static bool length_again(struct sl_h1fast *f, const char *p, size_t len)
+{
+    uint64_t cl;
+    if (!digits(p, len, &cl)) return false;
     /* GET and HEAD: the only methods of the scan's that begin so */
     if (cl && (f->method[0] == 'G' || f->method[0] == 'H')) return false;
     f->content_length = cl;
@@ -499,15 +509,9 @@ static inline uint32_t shape_vary32(const struct shape *s, size_t at)
 static inline bool shape_take(struct shape *s, const char *buf, size_t ls, bool get,
                               struct sl_h1fast *out)
 {
-    uint64_t cl = s->content_length;
-    if (s->cl_len && s->near == NEAR_SEEN) { /* else the block's own digits: no byte differed */
-        const char *p = buf + ls + s->cl_at;
-        cl = 0;
-        for (size_t i = 0; i < s->cl_len; i++) {
-            if (p[i] < '0' || p[i] > '9') return false;
-            cl = cl * 10 + (uint64_t)(p[i] - '0');
-        }
-    }
+    uint64_t cl = s->content_length; /* the block's own digits, when no byte differed */
+    if (s->cl_len && s->near == NEAR_SEEN && !digits(buf + ls + s->cl_at, s->cl_len, &cl))
+        return false;
     if (get && cl) return false;
     out->content_length = cl;
     out->has_length = s->has_length;

@@ -19,8 +19,9 @@
  * stop, which must be the space of " HTTP/1.x" CR LF. An HTTP/1.1 head's
  * header lines may then be read from the thread's memory of recent ones
  * (h1fast.c's shapes, through the `lines` hook: a call, made only there).
- * Otherwise each header line: its first 32 bytes classified at once give where its name ends
- * (the first byte that is not a name byte) and its first stop; a longer
+ * Otherwise each header line: its first 32 bytes classified at once give
+ * where its name ends (the first byte that is not a name byte) and its
+ * first stop; a longer
  * line is searched on 32 bytes a step for its first stop. That stop must
  * be its CR, before an LF; so every byte up to the blank line that ends
  * the head is either in a line without stops or one of a line's CR LF.
