@@ -230,8 +230,11 @@ static inline bool same_secret(const uint64_t a[4], const uint64_t b[4])
  * writer makes its word odd, writes, and makes it even again; a reader
  * that saw it change, or odd, misses (and hashes); a writer that finds it
  * odd leaves the entry to the other. An attacker who picks values that
- * share a set only makes them miss. 512 KiB a process, untouched until
- * used (a page holds 32 entries: a few hundred keys touch most). No
+ * share a set only makes them miss. With the value's hash, an entry keeps
+ * the table hash of the key the rule that kept it made of it: a single
+ * rule's request then makes no sl_key_hash (about 25 instructions).
+ * 608 KiB a process, untouched until used (a page holds 26 entries: a
+ * few hundred keys touch most). No
  * fence (TSan builds refuse them): a reader's loads are acquire, so its
  * second look at the word comes after them all, and a writer's stores are
  * release, so each comes after its odd word (plain moves on x86-64). */
@@ -244,6 +247,10 @@ struct value_entry {
     _Atomic uint64_t w[VALUE_WORDS]; /* the value; its last word zero-padded */
     _Atomic uint64_t secret[4];
     _Atomic uint64_t hi, lo;
+    /* the table hash of the key of rule `rule`, extra `extra` made of the
+     * value (sl_key_hash): the rule that hashed it first, as a request
+     * rule's single key asks again on every request; h 0: none */
+    _Atomic uint64_t rule, extra, h;
 };
 static struct value_entry values[VALUE_SETS][2] __attribute__((aligned(64)));
 /* Each set's way last hit or written: a new value takes the other. */
@@ -277,7 +284,7 @@ static inline uint64_t last_word(const char *v, size_t len)
 static inline __attribute__((always_inline)) bool value_found(struct value_entry *e, const char *v,
                                                               size_t len, uint64_t last,
                                                               const uint64_t secret[4],
-                                                              struct sl_key *k)
+                                                              struct sl_key *k, uint64_t *hash)
 {
     uint64_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
     if ((seq & 1) || atomic_load_explicit(&e->len, memory_order_acquire) != len) return false;
@@ -291,14 +298,19 @@ static inline __attribute__((always_inline)) bool value_found(struct value_entry
          (atomic_load_explicit(&e->secret[3], memory_order_acquire) ^ secret[3]);
     uint64_t hi = atomic_load_explicit(&e->hi, memory_order_acquire);
     uint64_t lo = atomic_load_explicit(&e->lo, memory_order_acquire);
+    uint64_t h = 0;
+    if (hash && atomic_load_explicit(&e->rule, memory_order_acquire) == k->rule &&
+        atomic_load_explicit(&e->extra, memory_order_acquire) == k->extra)
+        h = atomic_load_explicit(&e->h, memory_order_acquire);
     if (d || atomic_load_explicit(&e->seq, memory_order_relaxed) != seq) return false;
     k->hi = hi;
     k->lo = lo;
+    if (hash) *hash = h;
     return true;
 }
 
 static void value_keep(struct value_entry *e, const char *v, size_t len, uint64_t last,
-                       const uint64_t secret[4], const struct sl_key *k)
+                       const uint64_t secret[4], const struct sl_key *k, uint64_t table_hash)
 {
     uint64_t seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
     if ((seq & 1) || !atomic_compare_exchange_strong_explicit(
@@ -313,6 +325,9 @@ static void value_keep(struct value_entry *e, const char *v, size_t len, uint64_
         atomic_store_explicit(&e->secret[i], secret[i], memory_order_release);
     atomic_store_explicit(&e->hi, k->hi, memory_order_release);
     atomic_store_explicit(&e->lo, k->lo, memory_order_release);
+    atomic_store_explicit(&e->rule, k->rule, memory_order_release);
+    atomic_store_explicit(&e->extra, k->extra, memory_order_release);
+    atomic_store_explicit(&e->h, table_hash, memory_order_release);
     atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
 }
 
@@ -328,10 +343,13 @@ static inline bool a_list(const char *v, size_t len, bool one, bool *unlisted)
  * The memory keeps only values without a comma, so that a value found
  * there is known to be one key, not a list: `one` asks for that (false
  * and nothing made when it is a list); `unlisted`: len bytes at v already
- * known to hold no comma. */
+ * known to hold no comma. hash (NULL: not wanted): where the key's
+ * table hash goes when the memory has it for k's rule and extra, or when
+ * it was just kept there (untouched otherwise). */
 static inline __attribute__((always_inline)) bool value_hash(struct sl_key *k, const char *v,
                                                              size_t len, const uint64_t secret[4],
-                                                             bool one, bool unlisted)
+                                                             bool one, bool unlisted,
+                                                             uint64_t *hash)
 {
     struct value_entry *set = NULL;
     _Atomic uint8_t *recent = NULL;
@@ -346,8 +364,8 @@ static inline __attribute__((always_inline)) bool value_hash(struct sl_key *k, c
         /* the way last hit or written first: a set that holds one value
          * (most, with 2,048 sets) has it there, and is read once */
         unsigned first = atomic_load_explicit(recent, memory_order_relaxed) & 1u, way = first;
-        if (value_found(&set[way], v, len, last, secret, k) ||
-            value_found(&set[way ^= 1u], v, len, last, secret, k)) {
+        if (value_found(&set[way], v, len, last, secret, k, hash) ||
+            value_found(&set[way ^= 1u], v, len, last, secret, k, hash)) {
             if (way != first) atomic_store_explicit(recent, (uint8_t)way, memory_order_relaxed);
             return true;
         }
@@ -361,9 +379,11 @@ static inline __attribute__((always_inline)) bool value_hash(struct sl_key *k, c
     memcpy(&k->lo, out + 8, 8);
     values_hashed++;
     if (set && unlisted) {
+        uint64_t table_hash = sl_key_hash(k, secret);
+        if (hash) *hash = table_hash;
         unsigned way = atomic_load_explicit(recent, memory_order_relaxed) ^ 1u;
         atomic_store_explicit(recent, (uint8_t)way, memory_order_relaxed);
-        value_keep(&set[way], v, len, last, secret, k);
+        value_keep(&set[way], v, len, last, secret, k, table_hash);
     }
     return true;
 }
@@ -401,8 +421,9 @@ static inline __attribute__((always_inline)) bool key_value(struct sl_key *k,
         return true;
     }
     if (long_value && a_list(v, len, one, &unlisted)) return false;
-    if (!value_hash(k, v, len, secret, one, unlisted)) return false;
-    uint64_t h = hash ? *hash = sl_key_hash(k, secret) : 0;
+    uint64_t h = 0;
+    if (!value_hash(k, v, len, secret, one, unlisted, hash ? &h : NULL)) return false;
+    if (hash) *hash = h = h ? h : sl_key_hash(k, secret);
     /* values that vary (real traffic: many keys in turn) would pay the
      * store on every request: after a miss, only every fourth is kept */
     if (long_value && unlisted && len <= sizeof m->v && (m->len == 0 || ++m->misses >= 4)) {

@@ -162,6 +162,36 @@ static void a_value_seen_before_is_found_not_hashed(void **unused)
     assert_int_equal(sl_req_key_hashed() - before, 1);
 }
 
+/* The memory of values keeps the table hash of the key the rule that
+ * kept a value made of it (reqkey.c `values`): asked again by that rule
+ * it is handed back, not made; by another rule, or one of another `per`
+ * (another extra), with the same value found, the table hash is that
+ * rule's own. Each is found, not hashed again. */
+static void a_value_found_gives_the_table_hash_of_the_rule_that_asks(void **unused)
+{
+    (void)unused;
+    uint64_t s1[4] = {21, 22, 23, 24};
+    struct sl_rule a = {.id = 31, .req_per = SL_REQ_PER_HEADER};
+    struct sl_rule b = {.id = 32, .req_per = SL_REQ_PER_HEADER};
+    struct sl_rule q = {.id = 31, .req_per = SL_REQ_PER_QUERY}; /* a's id, another extra */
+    const struct sl_rule *order[] = {&a, &a, &b, &q, &a, &b, &q};
+    static const char v[] = "tenant-0099-table-hash";
+    size_t len = sizeof v - 1;
+    struct sl_key got, want;
+    sl_req_key_value_hash(&got, &a, v, len, s1); /* kept, with a's table hash */
+    uint64_t before = sl_req_key_hashed();
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        uint64_t h = sl_req_key_value_hash(&got, order[i], v, len, s1);
+        reference(&want, order[i], v, len, s1);
+        same_key(&got, &want);
+        assert_int_equal(h, sl_key_hash(&want, s1));
+        uint64_t one = 0;
+        assert_true(sl_req_key_one_hash(&got, order[i], v, len, s1, &one));
+        assert_int_equal(one, sl_key_hash(&want, s1));
+    }
+    assert_int_equal(sl_req_key_hashed() - before, 0);
+}
+
 /* A value that is one key gets the key and table hash sl_req_key_value_hash
  * gives it, found or hashed; a list (a comma anywhere, past the bytes
  * hashed too) gets none, even after the same bytes were hashed as a value
@@ -437,6 +467,7 @@ int main(void)
         cmocka_unit_test(a_repeated_value_keeps_its_key_and_a_change_of_anything_changes_it),
         cmocka_unit_test(a_key_from_another_secret_differs),
         cmocka_unit_test(a_value_seen_before_is_found_not_hashed),
+        cmocka_unit_test(a_value_found_gives_the_table_hash_of_the_rule_that_asks),
         cmocka_unit_test(a_value_answered_as_one_key_is_never_a_list),
         cmocka_unit_test(two_values_of_one_set_are_both_kept),
         cmocka_unit_test(a_long_value_repeated_is_hashed_at_most_until_the_memo_keeps_it),
