@@ -131,6 +131,10 @@ static inline __attribute__((always_inline)) bool scan_by(scan_fn *f, const char
     return f(pad + 32 - lim, lim, k, out, NULL);
 }
 
+/* A read's scan of a head (scan's signature). */
+typedef bool scan_read_fn(const char *buf, size_t len, const struct sl_h1fast_key *k,
+                          struct sl_h1fast *out);
+
 /* The scan reads use, with the thread's shapes of header lines. */
 static bool scan(const char *buf, size_t len, const struct sl_h1fast_key *k, struct sl_h1fast *out)
 {
@@ -206,15 +210,16 @@ static inline void shape_keep(const char *buf, const struct sl_h1fast *out,
 /* Heads read with header lines from a shape (shape_take). */
 static __thread uint64_t shape_reads __attribute__((tls_model("initial-exec")));
 
-/* A head that is not the memory's: read, and perhaps remembered (and its
- * header lines as a shape, when the scan read them itself). */
-static __attribute__((noinline)) const struct sl_h1fast *read_new(const char *buf, size_t len,
-                                                                  const struct sl_h1fast_key *k)
+/* A head that is not the memory's: read by scan_it, and perhaps
+ * remembered (and its header lines as a shape, when the scan read them
+ * itself). Inline in read_new and read_new_avx2, each with its scan. */
+static inline __attribute__((always_inline)) const struct sl_h1fast *
+read_new_by(scan_read_fn *scan_it, const char *buf, size_t len, const struct sl_h1fast_key *k)
 {
     struct memo *m = &memo;
     struct sl_h1fast *out = &room;
     uint64_t shaped = shape_reads;
-    if (!scan(buf, len, k, out)) return NULL;
+    if (!scan_it(buf, len, k, out)) return NULL;
     if (shape_reads == shaped) shape_keep(buf, out, k);
     /* heads that vary (another path each time) would pay the store on
      * every request: after a hit, the fourth miss is kept; after a head
@@ -236,6 +241,19 @@ static __attribute__((noinline)) const struct sl_h1fast *read_new(const char *bu
     }
     return out;
 }
+
+/* read_new_by with the scan of the scanner picked (scan). */
+static __attribute__((noinline)) const struct sl_h1fast *read_new(const char *buf, size_t len,
+                                                                  const struct sl_h1fast_key *k)
+{
+    return read_new_by(scan, buf, len, k);
+}
+
+/* The reads' read_new: read_new, or the one of the scanner picked
+ * (match_with), which makes no call to scan a head. */
+typedef const struct sl_h1fast *read_new_fn(const char *buf, size_t len,
+                                            const struct sl_h1fast_key *k);
+static read_new_fn *_Atomic reader = read_new;
 
 /* The memory's head answered a read: kept after 4 misses again. */
 static inline void answered(struct memo *m)
@@ -600,6 +618,7 @@ static inline void shape_keep(const char *buf, const struct sl_h1fast *out,
 typedef const struct sl_h1fast *match_fn(const char *buf);
 
 #define MATCH_ATTR
+#define LINES_ATTR
 #define MATCH        match_16
 #define NEAR         near_16
 #define LINES        lines_16
@@ -610,6 +629,7 @@ typedef const struct sl_h1fast *match_fn(const char *buf);
 #define ODDL32(a)    ODD32(a)
 #include "h1fast_match.h"
 #undef MATCH_ATTR
+#undef LINES_ATTR
 #undef MATCH
 #undef NEAR
 #undef LINES
@@ -649,15 +669,21 @@ static inline __attribute__((always_inline)) H1_AVX2 uint32_t odd32(const char *
 }
 
 /* odd32 with constants the compiler may keep in registers (LIKE: a
- * head's lines nearly always differ in a trace id). */
+ * head's lines nearly always differ in a trace id), or take as operands
+ * from memory: behind an asm that is not volatile, loads it may hoist,
+ * never broadcasts rebuilt from immediates at each use. */
 static inline __attribute__((always_inline)) H1_AVX2 uint32_t odd32_kept(const char *a)
 {
+    const int8_t(*k)[32] = odd_konst;
+    __asm__("" : "+r"(k));
     __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)a);
-    return (uint32_t)_mm256_movemask_epi8(
-        _mm256_cmpgt_epi8(_mm256_add_epi8(x, _mm256_set1_epi8(0x5f)), _mm256_set1_epi8(-35)));
+    __m256i shift = _mm256_load_si256((const __m256i *)(const void *)k[0]);
+    __m256i least = _mm256_load_si256((const __m256i *)(const void *)k[1]);
+    return (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(_mm256_add_epi8(x, shift), least));
 }
 
 #define MATCH_ATTR   H1_AVX2
+#define LINES_ATTR   inline __attribute__((always_inline)) /* in read_new_avx2 */
 #define MATCH        match_avx2
 #define NEAR         near_avx2
 #define LINES        lines_avx2
@@ -668,6 +694,7 @@ static inline __attribute__((always_inline)) H1_AVX2 uint32_t odd32_kept(const c
 #define ODDL32(a)    odd32_kept(a)
 #include "h1fast_match.h"
 #undef MATCH_ATTR
+#undef LINES_ATTR
 #undef MATCH
 #undef NEAR
 #undef LINES
@@ -676,6 +703,29 @@ static inline __attribute__((always_inline)) H1_AVX2 uint32_t odd32_kept(const c
 #undef ODDL32
 #undef DIFF32
 #undef ODD32
+#endif
+
+#if defined(SL_H1FAST_X86)
+#include "h1fast_vec32.h"
+
+/* scan() with AVX2: the scan compiled here (h1fast_vec32.h), with the
+ * AVX2 compare of the thread's shapes inlined where it asks them. */
+static inline __attribute__((always_inline)) H1_TARGET bool
+scan_avx2(const char *buf, size_t len, const struct sl_h1fast_key *k, struct sl_h1fast *out)
+{
+    if (len < 32) return scan_by(sl_h1fast_scan_avx2, buf, len, k, out, NULL);
+    return scan_head(buf, len < SL_H1FAST_MAX ? len : SL_H1FAST_MAX, k, out, lines_avx2);
+}
+
+/* read_new with AVX2: a head read, its header lines most often from a
+ * shape, in one frame, with no call (issue 32: a call and a frame each
+ * for read_new, the scan and the shapes' compare were about 60
+ * instructions a realistic head). */
+static __attribute__((noinline)) H1_TARGET const struct sl_h1fast *
+read_new_avx2(const char *buf, size_t len, const struct sl_h1fast_key *k)
+{
+    return read_new_by(scan_avx2, buf, len, k);
+}
 #endif
 
 /* The memory's compare: AVX2's where the scan is (h1fast_avx2.c). */
@@ -687,6 +737,7 @@ static void match_with(scan_fn *f)
     bool avx2 = f == sl_h1fast_scan_avx2;
     atomic_store_explicit(&matcher, avx2 ? match_avx2 : match_16, memory_order_relaxed);
     atomic_store_explicit(&liner, avx2 ? lines_avx2 : lines_16, memory_order_relaxed);
+    atomic_store_explicit(&reader, avx2 ? read_new_avx2 : read_new, memory_order_relaxed);
 #else
     (void)f;
     atomic_store_explicit(&liner, lines_16, memory_order_relaxed);
@@ -703,7 +754,7 @@ static __attribute__((noinline)) const struct sl_h1fast *memo_read(const char *b
                                                                    const struct sl_h1fast_key *k)
 {
     const struct sl_h1fast *f = memo_match(buf);
-    return f ? f : read_new(buf, len, k);
+    return f ? f : atomic_load_explicit(&reader, memory_order_relaxed)(buf, len, k);
 }
 
 uint64_t sl_h1fast_near_reads(void)
@@ -745,7 +796,8 @@ static inline bool memo_may_start(const struct memo *m, const char *buf, size_t 
 
 const struct sl_h1fast *sl_h1fast_read(const char *buf, size_t len, const struct sl_h1fast_key *k)
 {
-    if (!memo_may_start(&memo, buf, len, k)) return read_new(buf, len, k);
+    if (!memo_may_start(&memo, buf, len, k))
+        return atomic_load_explicit(&reader, memory_order_relaxed)(buf, len, k);
     return memo_read(buf, len, k);
 }
 

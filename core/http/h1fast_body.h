@@ -439,9 +439,12 @@ H1_FN bool scan_head(const char *buf, size_t lim, const struct sl_h1fast_key *k,
     memset(out, 0, sizeof *out);
     size_t s;
     if (!request_line(buf, lim, out, &fs.st, &s, &kc)) return false;
-    if (lines && out->http_minor == 1) {
-        if (lines(buf, lim, s, fs.st.get, k, out)) return true;
-        blk_init(&kc); /* the call may clobber every vector register: loaded, not kept */
+    if (lines) {
+        if (out->http_minor == 1 && lines(buf, lim, s, fs.st.get, k, out)) return true;
+        /* the call may clobber every vector register: loaded, not kept;
+         * where lines is inlined, the line loop's constants are then not
+         * loaded before the request line (which takes a few of them) */
+        blk_init(&kc);
     }
     uint64_t kbit = k->len < 64 ? 1ull << k->len : 0; /* a name's length is below 64 */
     const uint64_t *la = looked_at;

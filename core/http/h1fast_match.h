@@ -2,7 +2,8 @@
 /* h1fast_match.h - inside h1fast.c: the compare of a head with the
  * thread's memory of one (h1fast.c's memo_match says when they give one
  * result), written once and compiled twice: h1fast.c defines MATCH_ATTR
- * (the functions' attributes), MATCH and NEAR (their names), DIFF32(a, b)
+ * (the functions' attributes), LINES_ATTR (LINES' own: inline where
+ * the scan is compiled with it), MATCH and NEAR (their names), DIFF32(a, b)
  * (the bytes of the 32 at a that differ from the 32 at b, as a bit mask)
  * and ODD32(a) (the bytes of the 32 at a that are not 0x21 to 0x7e), then
  * includes this file: once with AVX2 (one compare a step), once with SSE2
@@ -103,8 +104,8 @@ static __attribute__((noinline, cold)) MATCH_ATTR bool LIKE_MADE(struct shape *s
  * differ from the head's only where the shape's vary allows. A head alone
  * in its read (a GET's, most often) ends the buffer: the shapes of that
  * length are tried first, found by one compare of the eight lengths. */
-static MATCH_ATTR bool LINES(const char *buf, size_t lim, size_t ls, bool get,
-                             const struct sl_h1fast_key *k, struct sl_h1fast *out)
+static LINES_ATTR MATCH_ATTR bool LINES(const char *buf, size_t lim, size_t ls, bool get,
+                                        const struct sl_h1fast_key *k, struct sl_h1fast *out)
 {
     const char *p = buf + ls;
     size_t left = lim - ls;
