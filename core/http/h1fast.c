@@ -421,11 +421,14 @@ static bool length_again(struct sl_h1fast *f, const char *p, size_t len)
  * HTTP/1.1 heads: HTTP/1.0's keep-alive depends on the lines (head_end).
  * SHAPES of them, the least recently used replaced, a store paid ever
  * more rarely while none is read (shape_keep), one that keeps finding
- * other lines let go (shape_failed); about 6 KiB of each thread's static
- * TLS. bench_h1's realistic heads (3 SDKs, 1 in 10 a POST
- * with a body of 2 or 3 digits: 9 shapes) have 98.8 % of their lines
- * read from a shape with 8 of them, 95.5 % with 6, 88.5 % with 4. */
-#define SHAPES      8
+ * other lines let go (shape_failed); about 12.5 KiB of each thread's
+ * static TLS. bench_h1's realistic heads (3 SDKs, 1 in 10 a POST with a
+ * body of 2 or 3 digits: 9 shapes) have 99.9 % of their lines read from
+ * a shape with 16 of them, 98.8 % with 8 (the rarest shapes replacing
+ * each other: about 15 instructions a head more), 95.5 % with 6, 88.5 %
+ * with 4. An API's clients send a few SDKs' heads, each with and without
+ * a body: 16 leaves room for a dozen shapes. */
+#define SHAPES      SL_H1FAST_SHAPES
 #define SHAPE_MIN   32  /* bytes of lines: the compare reads 32 at a time */
 #define SHAPE_MAX   640 /* an SDK's head is often 500 to 700 bytes, its request line 30 to 150 */
 #define SHAPE_FAILS 4   /* compares in a row that find other lines: the shape is let go */
@@ -477,17 +480,27 @@ static inline struct sl_h1fast_slice slice_at(uint64_t w, size_t ls)
     return v;
 }
 
+#if defined(__SSE2__)
+/* shapes_of_len's compare of eight lengths l (as 16-bit words: 0xffff each). */
+static inline __m128i lens8(__m128i l, __m128i want, bool shorter)
+{
+    __m128i z = _mm_setzero_si128(); /* lengths <= SL_H1FAST_MAX: signed compares */
+    return shorter ? _mm_and_si128(_mm_cmpgt_epi16(l, z), _mm_cmplt_epi16(l, want))
+                   : _mm_cmpeq_epi16(l, want);
+}
+#endif
+
 /* The shapes whose lines are n bytes long (shorter: those shorter, not
  * empty), as a bit each (bit i: shapes[i]); 1 <= n <= SL_H1FAST_MAX. */
 static inline unsigned shapes_of_len(size_t n, bool shorter)
 {
 #if defined(__SSE2__)
-    _Static_assert(SHAPES == 8 && sizeof shape_lens == 16, "the lengths: one vector");
-    __m128i l = _mm_loadu_si128((const __m128i *)(const void *)shape_lens), z = _mm_setzero_si128();
-    __m128i want = _mm_set1_epi16((short)n); /* lengths <= SL_H1FAST_MAX: signed compares */
-    __m128i m = shorter ? _mm_and_si128(_mm_cmpgt_epi16(l, z), _mm_cmplt_epi16(l, want))
-                        : _mm_cmpeq_epi16(l, want);
-    return (unsigned)_mm_movemask_epi8(_mm_packs_epi16(m, z)); /* a bit each */
+    _Static_assert(SHAPES == 16 && sizeof shape_lens == 32, "the lengths: two vectors");
+    __m128i want = _mm_set1_epi16((short)n);
+    __m128i l0 = _mm_loadu_si128((const __m128i *)(const void *)shape_lens);
+    __m128i l1 = _mm_loadu_si128((const __m128i *)(const void *)(shape_lens + 8));
+    return (unsigned)_mm_movemask_epi8(
+        _mm_packs_epi16(lens8(l0, want, shorter), lens8(l1, want, shorter))); /* a bit each */
 #else
     unsigned m = 0;
     for (unsigned i = 0; i < SHAPES; i++)

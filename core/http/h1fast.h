@@ -41,6 +41,10 @@
  * as the fast path reads; about 1.2 KiB of each thread's static TLS. */
 #define SL_H1FAST_MEMO SL_H1FAST_MAX
 
+/* Shapes of header lines remembered per thread (h1fast.c's shapes:
+ * each up to 640 bytes of lines, about 12.5 KiB of static TLS in all). */
+#define SL_H1FAST_SHAPES 16
+
 /* What a connection knows once: the key's header name, lowercased. */
 struct sl_h1fast_key {
     char name[64]; /* lowercase, '_' as '-'; len 0: no header key */

@@ -103,7 +103,8 @@ static __attribute__((noinline, cold)) MATCH_ATTR bool LIKE_MADE(struct shape *s
  * first whose lines end where the head may (a blank line there) and
  * differ from the head's only where the shape's vary allows. A head alone
  * in its read (a GET's, most often) ends the buffer: the shapes of that
- * length are tried first, found by one compare of the eight lengths. */
+ * length are tried first, found by a compare of their sixteen lengths
+ * (two SSE2 compares). */
 static LINES_ATTR MATCH_ATTR bool LINES(const char *buf, size_t lim, size_t ls, bool get,
                                         const struct sl_h1fast_key *k, struct sl_h1fast *out)
 {

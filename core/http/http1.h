@@ -169,11 +169,16 @@ struct sl_h1 {
     uint64_t rd_len, len_first, len_last;
     bool rd_len_bad;
     uint8_t nlens;
-    uint8_t preface;    /* stream bytes held while they match the HTTP/2 preface (at preface_at) */
-    uint64_t resync[2]; /* stream offsets where a line is taken to begin (0: none) */
-    char rd_method[SL_H1_METHOD_MAX];
+    uint8_t preface;   /* stream bytes held while they match the HTTP/2 preface (at preface_at) */
     bool head_done;    /* set by the parser's callback: a head just completed */
     bool message_done; /* set by the parser's callback: a message just ended */
+    /* the fast path's (fast_key's comment below; here, where they fill
+     * the words before resync: struct sl_req_conn stays within 768 bytes) */
+    bool fresh;
+    bool slow_only;     /* tests: http-parser alone (the reference) */
+    bool fast_found;    /* the last head reported is `fast`, not copied into head */
+    uint64_t resync[2]; /* stream offsets where a line is taken to begin (0: none) */
+    char rd_method[SL_H1_METHOD_MAX];
     /* the header being read: its name (bounded), which field it feeds */
     size_t field_len; /* its name is in the slow readers' block (http1.c) */
     bool field_long;
@@ -186,9 +191,6 @@ struct sl_h1 {
      * fed since init or since a kept-alive message ended), so a head the
      * fast path reads leaves it exactly as http-parser reading it would */
     struct sl_h1fast_key fast_key;
-    bool fresh;
-    bool slow_only;                  /* tests: http-parser alone (the reference) */
-    bool fast_found;                 /* the last head reported is `fast`, not copied into head */
     uint64_t fast_body;              /* IN_BODY after a fast head: body bytes left */
     uint64_t fast_heads;             /* heads the fast path read (tests, benchmarks) */
     const struct sl_h1fast *fast_at; /* the last fast head (h1fast.c's thread-local

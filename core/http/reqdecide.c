@@ -82,6 +82,16 @@ void sl_req_rules_entries(struct sl_req_rules *x)
         last = i;
     }
     if (n == 1 && plain_rule(&c->rules[last])) x->solo = (int8_t)last;
+    sl_req_rules_solo(x);
+}
+
+void sl_req_rules_solo(struct sl_req_rules *x)
+{
+    const struct sl_rule *r = x->solo >= 0 ? &x->rt->cfg->rules[x->solo] : NULL;
+    x->solo_rule = r;
+    x->solo_by_header = r && r->req_per == SL_REQ_PER_HEADER && (x->by_header >> x->solo & 1);
+    x->solo_slack = r && waits(x, r) ? r->max_delay_ns : 0;
+    x->solo_verbose = sl_decisions_verbose(x->rt->cfg);
 }
 
 /* What one rule took from one request, to give back if a later one denies. */
@@ -551,15 +561,14 @@ static inline __attribute__((always_inline)) bool solo_key_value(const struct sl
                                                                  const char *val, size_t len,
                                                                  struct sl_key *key, uint64_t *hash)
 {
-    struct sl_runtime *rt = x->rt;
-    const struct sl_rule *r = &rt->cfg->rules[x->solo];
-    const uint64_t *secret = sl_table_secret(rt->table);
+    const struct sl_rule *r = x->solo_rule;
+    const uint64_t *secret = sl_table_secret(x->rt->table);
     if (r->req_per == SL_REQ_PER_ADDRESS) {
         sl_req_key_addr(key, r, &x->peer);
         *hash = sl_key_hash(key, secret);
     } else {
         /* a list ("a, b": lines joined, or node's join) has copies */
-        if (!val || !(x->by_header >> x->solo & 1)) return false;
+        if (!val || !x->solo_by_header) return false;
         return sl_req_key_one_hash(key, r, val, len, secret, hash);
     }
     return true;
@@ -588,10 +597,10 @@ static inline __attribute__((always_inline)) bool solo_key(const struct sl_req_r
 static inline __attribute__((always_inline)) void
 solo_table(const struct sl_req_rules *x, uint64_t hash, uint64_t now, struct sl_verdict *v)
 {
-    const struct sl_rule *r = &x->rt->cfg->rules[x->solo];
+    const struct sl_rule *r = x->solo_rule;
     for (int tries = 0; tries < SL_TABLE_TRIES; tries++) /* a slot lost under the step: again */
         if (sl_table_decide_lean_h(x->rt->table, x->entry[x->solo], hash, &r->req_limit, now,
-                                   r->cost, waits(x, r) ? r->max_delay_ns : 0, v))
+                                   r->cost, x->solo_slack, v))
             return;
 }
 
@@ -646,7 +655,7 @@ static inline __attribute__((always_inline)) bool
 decide_again(const struct sl_req_rules *x, uint64_t hash, uint64_t now, struct sl_verdict *v)
 {
     solo_table(x, hash, now, v);
-    if (!v->allowed || v->wait_ns || sl_decisions_verbose(x->rt->cfg)) return false;
+    if (!v->allowed || v->wait_ns || x->solo_verbose) return false;
     admitted(x->rt, x->entry[x->solo], 0, now);
     return true;
 }

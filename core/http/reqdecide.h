@@ -53,6 +53,12 @@
 struct sl_req_rules {
     struct sl_runtime *rt;
     struct sl_addr peer; /* inbound: the client; outbound: the destination */
+    int8_t solo; /* the one matching rule when it is plain (reqdecide.c: plain_rule), else -1 */
+    bool reply_waits; /* no 429 can be given on the connection (sl_req_reply_waits): a
+                         `reply` rule's request waits within max_delay, as under delay */
+    /* the single rule (sl_req_rules_solo): keyed by the connection's
+     * header; each of its decisions logged */
+    bool solo_by_header, solo_verbose;
     uint64_t match;      /* bit i: config rule i is a request rule matching the connection */
     int64_t wall_offset; /* wall clock minus monotonic clock, ns (quota windows) */
     char header[SL_REQ_NAME_MAX]; /* the header whose value sl_req_head.header holds */
@@ -62,9 +68,12 @@ struct sl_req_rules {
      * memory of the caller's (a connection with a token budget); NULL:
      * entry[i] serves */
     int8_t *cost_entry;
-    int8_t solo; /* the one matching rule when it is plain (reqdecide.c: plain_rule), else -1 */
-    bool reply_waits; /* no 429 can be given on the connection (sl_req_reply_waits): a
-                         `reply` rule's request waits within max_delay, as under delay */
+    /* what the single rule's every request would ask again, asked once
+     * (sl_req_rules_solo): the rule, the hold it allows (its max_delay
+     * when its requests wait, else 0), and solo_by_header and
+     * solo_verbose above */
+    const struct sl_rule *solo_rule;
+    uint64_t solo_slack;
 };
 
 #define SL_REQ_ANSWERS 4 /* count_status buckets one response is charged to */
@@ -150,6 +159,10 @@ enum sl_req_solo {
     SL_REQ_SOLO_SETTLE, /* *v is the table's verdict, already taken: sl_req_settle_again
                            says what it means (a denial, a hold, a verbose log line) */
 };
+
+/* The single rule's facts (sl_req_rules' solo_*) from solo, rt and
+ * reply_waits: after any of them changes (sl_req_rules_entries calls it). */
+void sl_req_rules_solo(struct sl_req_rules *x);
 
 /* A head with no Idempotency-Key whose key header's value is val[0..len)
  * (val NULL: none), decided by the single rule as sl_req_decide would:

@@ -1554,6 +1554,7 @@ void sl_req_reply_waits(struct sl_req_conn *c, enum sl_no_reply why)
     };
     if (c->rules.reply_waits) return;
     c->rules.reply_waits = true;
+    sl_req_rules_solo(&c->rules); /* its hold */
     const struct sl_config *cfg = c->rules.rt->cfg;
     for (int i = 0; i < cfg->nrules; i++) {
         const struct sl_rule *r = &cfg->rules[i];

@@ -765,9 +765,9 @@ static bool from_shape(const char *head, const struct sl_h1fast_key *k)
     return sl_h1fast_shape_reads() - before == 1;
 }
 
-/* The thread keeps 8 shapes, the least recently used replaced: of 9
- * shapes kept in turn (each read once after it is kept), the first is
- * gone and the other 8 are read from. */
+/* The thread keeps SL_H1FAST_SHAPES shapes, the least recently used
+ * replaced: of one more kept in turn (each read once after it is kept),
+ * the first is gone and the others are read from. */
 static void the_least_recently_used_shape_is_replaced(void **unused)
 {
     (void)unused;
@@ -775,13 +775,13 @@ static void the_least_recently_used_shape_is_replaced(void **unused)
     sl_h1fast_key_init(&k, "X-API-Key", 9, false);
     char head[256];
     sl_h1fast_forget();
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i <= SL_H1FAST_SHAPES; i++) {
         padded(head, sizeof head, i, "k");
         if (from_shape(head, &k)) fail_msg("head %d: read from a shape before it was kept", i);
         padded(head, sizeof head, i, "again");
         if (!from_shape(head, &k)) fail_msg("head %d: not read from the shape just kept", i);
     }
-    for (int i = 8; i >= 0; i--) { /* the 9th replaced the first */
+    for (int i = SL_H1FAST_SHAPES; i >= 0; i--) { /* the last replaced the first */
         padded(head, sizeof head, i, "once-more");
         if (from_shape(head, &k) != (i > 0))
             fail_msg("head %d: %s a shape", i, i > 0 ? "not read from" : "read from");

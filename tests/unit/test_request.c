@@ -146,6 +146,28 @@ static void a_delayed_head_is_held_until_its_turn(void **unused)
     world_free(w);
 }
 
+/* A `reply` rule on a connection that cannot be answered (a memory BIO
+ * told after the rules were read: sl_req_reply_waits) holds a request
+ * over the limit within max_delay, as under delay, on the single rule's
+ * lean path too: its hold is asked once, again when that is told (denied
+ * before the refresh was made there). */
+static void a_reply_rule_told_late_that_no_reply_can_be_given_holds_instead(void **unused)
+{
+    (void)unused;
+    struct req_world *w = world(10, 1, SL_ACT_REPLY);
+    const char s[] = GET GET;
+    struct sl_req_verdict v;
+    sl_req_reply_waits(w->c, SL_NO_REPLY_MEMORY_BIO);
+    size_t n = drain(w, s, sizeof s - 1, T0, &v);
+    assert_int_equal(n, sizeof GET - 1);
+    assert_int_equal(v.status, SL_REQ_HOLD);
+    assert_int_equal(v.wait_ns, 100 * MS);
+    n += drain(w, s + n, sizeof s - 1 - n, T0 + 100 * MS, &v);
+    assert_int_equal(n, sizeof s - 1);
+    assert_int_equal(v.status, SL_REQ_PASS);
+    world_free(w);
+}
+
 /* Issue 24.5 / 18.1: an Upgrade answered 200 leaves an HTTP/1 connection:
  * its requests are counted (the 101 is the peer's; nothing here sees it).
  * Before the fix: every byte passed (seen failing). */
@@ -1026,6 +1048,7 @@ int main(void)
         cmocka_unit_test(a_head_split_byte_by_byte_is_counted_once),
         cmocka_unit_test(bytes_shown_again_after_a_short_read_are_not_charged_again),
         cmocka_unit_test(a_delayed_head_is_held_until_its_turn),
+        cmocka_unit_test(a_reply_rule_told_late_that_no_reply_can_be_given_holds_instead),
         cmocka_unit_test(admit_all_is_admit_and_passed_when_all_may_pass),
         cmocka_unit_test(the_lane_passes_holds_and_refuses_what_the_scan_does),
         cmocka_unit_test(the_lane_never_takes_another_head_for_its_own),
