@@ -18,13 +18,14 @@
  *
  * Measured (callgrind, bench/h1_insn.sh: 20,000 realistic heads of ~296
  * bytes, none repeated): sl_h1fast_read, its lines read from the
- * thread's shapes, 1.71 instructions per byte of head with AVX2 (505 a
- * head), 2.2 with SSE2, 6.2 in plain C; the scan alone, every line read,
- * 2.26 (669), 3.18 and 21. Before the shapes, the reader was the scan
- * (2.34 with AVX2); before that (a line at a time, SSE2, 16 bytes a load,
- * each kept line read by a call from the loop) 3.83. SSE4.2's PCMPISTRI
- * (one instruction for a search of 16 bytes, as picohttpparser uses)
- * counted 3.1 but took more cycles.
+ * thread's shapes, 1.38 instructions per byte of head with AVX2 (407 a
+ * head: read_new_avx2, the compare inlined in the scan), 2.2 with SSE2,
+ * 6.2 in plain C (before 16 shapes and the inlined compare: 1.71, 505);
+ * the scan alone, every line read, 2.26 (670), 3.18 and 21. Before
+ * the shapes, the reader was the scan (2.34 with AVX2); before that (a
+ * line at a time, SSE2, 16 bytes a load, each kept line read by a call
+ * from the loop) 3.83. SSE4.2's PCMPISTRI (one instruction for a search
+ * of 16 bytes, as picohttpparser uses) counted 3.1 but took more cycles.
  */
 #include "h1fast.h"
 
@@ -376,9 +377,6 @@ static inline bool may_differ(const struct memo *m, size_t at, uint32_t d, uint3
     return m->near == NEAR_SEEN && !(d & odd) && !(d & ~(uint32_t)(m->vary[at / 64] >> (at % 64)));
 }
 
-/* Content-Length's new digits (len of them at p) into f, as the scan
- * reads them; false: the scan would decline (not digits, or a body after
- * a GET or HEAD). */
 /* The len digits at p (Content-Length's, as the scan reads them) into
  * *cl; false: a byte that is not a digit. */
 static inline bool digits(const char *p, size_t len, uint64_t *cl)
@@ -392,6 +390,9 @@ static inline bool digits(const char *p, size_t len, uint64_t *cl)
     return true;
 }
 
+/* Content-Length's new digits (len of them at p) into f, as the scan
+ * reads them; false: the scan would decline (not digits, or a body after
+ * a GET or HEAD). */
 static bool length_again(struct sl_h1fast *f, const char *p, size_t len)
 {
     uint64_t cl;
@@ -561,8 +562,9 @@ static inline bool shape_take(struct shape *s, const char *buf, size_t ls, bool 
  * it between, it is let go (the first replaced), so that a thread whose
  * heads share no shape, or whose heads of one length differ in a name,
  * stops comparing them. 20,000 heads whose lines share no shape, of one
- * length each with another name: 891 instructions a head, 1,497 without
- * letting go, 769 before shapes; of 50 lengths in turn: 822, 903, 682. */
+ * length each with another name: 829 instructions a head (891 with 8
+ * shapes and the hook's call; 1,497 without letting go; 769 before
+ * shapes); of 50 lengths in turn: 765 (822, 903, 682). */
 static __attribute__((noinline)) void shape_failed(struct shape *s, size_t i)
 {
     if (++s->fails < SHAPE_FAILS) return;

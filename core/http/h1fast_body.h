@@ -18,13 +18,14 @@
  * 8-byte compare, its target 32 bytes a step to its first space, '#' or
  * stop, which must be the space of " HTTP/1.x" CR LF. An HTTP/1.1 head's
  * header lines may then be read from the thread's memory of recent ones
- * (h1fast.c's shapes, through the `lines` hook: a call, made only there).
+ * (h1fast.c's shapes, through the `lines` hook: a call, made only there,
+ * or the compare itself where h1fast.c compiles the scan with it inlined).
  * Otherwise each header line: its first 32 bytes classified at once give
  * where its name ends (the first byte that is not a name byte) and its
- * first stop; a longer
- * line is searched on 32 bytes a step for its first stop. That stop must
- * be its CR, before an LF; so every byte up to the blank line that ends
- * the head is either in a line without stops or one of a line's CR LF.
+ * first stop; a longer line is searched on 32 bytes a step for its first
+ * stop. That stop must be its CR, before an LF; so every byte up to the
+ * blank line that ends the head is either in a line without stops or one
+ * of a line's CR LF.
  * The name must be 1 to 63 bytes and end at a colon, and a value not
  * only spaces must follow. A line whose name may be one the rule or the
  * framing reads (by its length and first letter: `looked_at`, or the

@@ -757,6 +757,13 @@ static void padded(char *head, size_t size, int i, const char *to)
              "0123456789012345678901234567890123456789");
 }
 
+/* The key the shape cases read with, and the thread's memory emptied. */
+static void forgotten(struct sl_h1fast_key *k)
+{
+    sl_h1fast_key_init(k, "X-API-Key", 9, false);
+    sl_h1fast_forget();
+}
+
 /* Whether head (after the one read before) is read from a shape. */
 static bool from_shape(const char *head, const struct sl_h1fast_key *k)
 {
@@ -772,9 +779,8 @@ static void the_least_recently_used_shape_is_replaced(void **unused)
 {
     (void)unused;
     struct sl_h1fast_key k;
-    sl_h1fast_key_init(&k, "X-API-Key", 9, false);
+    forgotten(&k);
     char head[256];
-    sl_h1fast_forget();
     for (int i = 0; i <= SL_H1FAST_SHAPES; i++) {
         padded(head, sizeof head, i, "k");
         if (from_shape(head, &k)) fail_msg("head %d: read from a shape before it was kept", i);
@@ -803,9 +809,8 @@ static void a_shape_that_keeps_finding_other_lines_is_let_go(void **unused)
 {
     (void)unused;
     struct sl_h1fast_key k;
-    sl_h1fast_key_init(&k, "X-API-Key", 9, false);
+    forgotten(&k);
     char head[256];
-    sl_h1fast_forget();
     named(head, sizeof head, "a", "aa");
     assert_false(from_shape(head, &k)); /* kept */
     static const char *const others[] = {"b1", "b2", "b3", "b4", "b5", "b6", "b7"};
@@ -830,9 +835,8 @@ static void shapes_never_read_are_kept_ever_more_rarely(void **unused)
 {
     (void)unused;
     struct sl_h1fast_key k;
-    sl_h1fast_key_init(&k, "X-API-Key", 9, false);
+    forgotten(&k);
     char head[256];
-    sl_h1fast_forget();
     for (int i = 0; i < 8; i++) { /* kept: 0 (the first), 1 (after 1), 3 (2), 7 (4) */
         padded(head, sizeof head, i, "k");
         assert_false(from_shape(head, &k));
